@@ -2,6 +2,7 @@
 #include "engine/graph/gradients.h"
 
 #include <deque>
+#include <functional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -74,6 +75,45 @@ Gradient Aggregate(GraphBuilder* b, const std::vector<Gradient>& parts) {
 using TensorKey = std::pair<int, int>;  // (node id, output index)
 
 }  // namespace
+
+// TensorFlow's GATE_OP: when an op yields gradients for several inputs, none
+// of them is released until all are computed. Without the gate, the update of
+// a weight (fed by dW of a MatMul) can run while the same MatMul's dX still
+// reads that weight in place, and dX then uses the updated weight: a wrong
+// gradient that made SGD diverge. Each released gradient is an Identity with a
+// control input from a NoOp that waits for all of them.
+void GateGradients(GraphBuilder* b, const std::vector<const Edge*>& in_data,
+                   const std::function<bool(const Node*)>& relevant, std::vector<Gradient>* grads) {
+  std::vector<int> gated;
+  for (size_t i = 0; i < grads->size(); ++i) {
+    if (in_data[i] != nullptr && relevant(in_data[i]->src) && (*grads)[i].present()) gated.push_back(i);
+  }
+  if (gated.size() < 2) return;
+  std::vector<Output> sources;
+  for (int i : gated) {
+    const Gradient& g = (*grads)[i];
+    if (g.is_sparse) {
+      sources.push_back(g.sparse.values);
+      sources.push_back(g.sparse.indices);
+    } else {
+      sources.push_back(g.dense);
+    }
+  }
+  std::vector<Node*> deps;
+  for (const Output& o : sources) deps.push_back(o.node);
+  Node* gate = b->WithControlDependencies(deps).AddNode("gate", "NoOp", {});
+  if (gate == nullptr) return;
+  GraphBuilder after = b->WithControlDependencies({gate});
+  for (int i : gated) {
+    Gradient& g = (*grads)[i];
+    if (g.is_sparse) {
+      g.sparse.values = after.Op("gated", "Identity", {g.sparse.values});
+      g.sparse.indices = after.Op("gated", "Identity", {g.sparse.indices});
+    } else {
+      g.dense = after.Op("gated", "Identity", {g.dense});
+    }
+  }
+}
 
 absl::Status AddSymbolicGradients(Graph* graph, const std::vector<Output>& ys, const std::vector<Output>& xs,
                                   const std::vector<Output>& grad_ys, std::vector<Gradient>* grads,
@@ -208,6 +248,8 @@ absl::Status AddSymbolicGradients(Graph* graph, const std::vector<Output>& ys, c
       if (!s.ok()) return s;
       if (!gb.b().ok()) return gb.b().status();
       input_grads = gb.input_grads();
+      GateGradients(&gb.b(), in_data, relevant, &input_grads);
+      if (!gb.b().ok()) return gb.b().status();
     }
     for (int i = 0; i < node->num_inputs(); ++i) {
       const Edge* e = in_data[i];

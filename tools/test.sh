@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: tools/setup.sh (Debian packages), then `bazel test //...`
+# Runs the whole test suite: tools/setup.sh (Debian packages), tools/peers.sh (the PyPI
+# peers that interop tests use, in .venv), then `bazel test //...`
 # (settings from .bazelrc), then prints one final line "N passed, M failed" from Bazel's
 # per-test summary. Exits 0 iff every test passed (no test targets at all counts as a pass).
 # Usage: bash tools/test.sh [bazel test flags...] [target patterns...]   (default: //...)
@@ -9,7 +10,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
 bash tools/setup.sh || { echo "tools/setup.sh failed" >&2; echo "0 passed, 1 failed"; exit 1; }
 
-args=("$@")
+# Interop tests compare with TensorFlow and TensorBoard from PyPI (tools/peers.sh
+# installs them into .venv); they find that python through SLUICE_PEERS_PYTHON.
+peers_python=$(bash tools/peers.sh) || { echo "tools/peers.sh failed" >&2; echo "0 passed, 1 failed"; exit 1; }
+
+args=(--test_env=SLUICE_PEERS_PYTHON="$peers_python" "$@")
 has_target=0
 for a in "${args[@]}"; do
   [[ "$a" == //* || "$a" == @* || "$a" == -//* || "$a" == :* ]] && has_target=1

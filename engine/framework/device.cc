@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -31,8 +32,27 @@ int NumSchedulableCpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+namespace {
+std::atomic<int> g_local_intra_op_threads{0};  // 0: one per core
+std::atomic<bool> g_local_created{false};
+}  // namespace
+
+absl::Status DeviceMgr::SetLocalIntraOpThreads(int n) {
+  if (n < 1) return absl::InvalidArgumentError(absl::StrCat("intra-op threads must be >= 1, got ", n));
+  if (g_local_created.load()) {
+    const int have = Local()->HostCpu()->intra_op_threads();
+    if (have == n) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat("the local CPU device already runs ", have, " intra-op threads; cannot change to ", n));
+  }
+  g_local_intra_op_threads.store(n);
+  return absl::OkStatus();
+}
+
 DeviceMgr* DeviceMgr::Local() {
   static DeviceMgr* mgr = [] {
+    g_local_created.store(true);
+    const int requested = g_local_intra_op_threads.load();
     // Debian's Abseil checks every Mutex acquisition against a global lock
     // graph (deadlock detection, a debugging aid). The executor takes a frame
     // lock per node, and that check was ~20% of a trivial node's cost, so
@@ -40,7 +60,7 @@ DeviceMgr* DeviceMgr::Local() {
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
     std::vector<std::unique_ptr<Device>> devices;
     devices.push_back(std::make_unique<Device>("/job:localhost/replica:0/task:0/device:CPU:0", kDeviceCpu,
-                                               CpuAllocator(), NumSchedulableCpus()));
+                                               CpuAllocator(), requested > 0 ? requested : NumSchedulableCpus()));
     return new DeviceMgr(std::move(devices));
   }();
   return mgr;

@@ -48,9 +48,12 @@ class Device {
 
 class DeviceMgr {
  public:
-  // The process's local devices (CPU:0 with one intra-op thread per core);
-  // never destroyed.
+  // The process's local devices (CPU:0 with the intra-op threads set by
+  // SetLocalIntraOpThreads, else one per core); never destroyed.
   static DeviceMgr* Local();
+  // Sets the intra-op thread count of the local CPU device (n >= 1). Call
+  // before the first Local(); afterwards FailedPrecondition unless n matches.
+  static absl::Status SetLocalIntraOpThreads(int n);
 
   explicit DeviceMgr(std::vector<std::unique_ptr<Device>> devices);
   // NotFound listing the known devices.

@@ -1,8 +1,7 @@
 // CPU kernel for Sluice's Dropout op (engine/ops/nn_ops.cc documents it):
 // mask[i] = (u[i] >= rate) with u uniform in [0, 1) from the Philox stream
-// keyed by (seed, seed2) and numbered by run, output = x * mask / (1 - rate).
-// Thread safety: Compute may run concurrently; the run counter is atomic.
-#include <atomic>
+// keyed by (seed, seed2) at counter `step` (an input), output = x * mask / (1 - rate).
+// Thread safety: Compute keeps no state and may run concurrently.
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
@@ -34,7 +33,10 @@ class DropoutOp : public OpKernel {
     Tensor *out, *mask;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, x.shape(), &mask));
-    const uint32_t run = runs_.fetch_add(1, std::memory_order_relaxed);
+    const Tensor& step_t = ctx->input(2);
+    OP_REQUIRES(ctx, step_t.NumElements() == 1 && step_t.dims() == 0,
+                absl::InvalidArgumentError(absl::StrCat("step must be a scalar, got ", step_t.shape().DebugString())));
+    const uint32_t run = static_cast<uint32_t>(step_t.data<int64_t>()[0]);
     const int64_t n = x.NumElements();
     if (n == 0) return;
     const Acc scale = Acc(1) / (Acc(1) - rate);
@@ -61,7 +63,6 @@ class DropoutOp : public OpKernel {
 
  private:
   philox::Key key_;
-  std::atomic<uint32_t> runs_{0};
 };
 
 REGISTER_KERNEL_BUILDER(Name("Dropout").Device(kDeviceCpu).TypeConstraint<float>("T"), DropoutOp<float>);

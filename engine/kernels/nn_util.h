@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
@@ -27,9 +29,27 @@ struct AccumulatorType<double> {
 };
 
 // out = softmax(in) (or log_softmax when `log`), over `depth` values.
+// float and double use Eigen's vectorized exp (a scalar std::exp per value
+// was most of the time of a wide softmax); half and bfloat16 go value by value
+// through float. `out` may alias `in`.
 template <typename T>
 inline void SoftmaxRow(const T* in, int64_t depth, bool log, T* out) {
   using Acc = typename AccumulatorType<T>::type;
+  if (depth <= 0) return;
+  if constexpr (std::is_same_v<T, Acc>) {
+    using Row = Eigen::Array<T, Eigen::Dynamic, 1>;
+    Eigen::Map<const Row> x(in, depth);
+    Eigen::Map<Row> y(out, depth);
+    const T mx = x.maxCoeff();
+    if (log) {
+      const T lse = std::log((x - mx).exp().sum());
+      y = (x - mx) - lse;  // shift first: mx + lse would lose lse's bits for large logits
+    } else {
+      y = (x - mx).exp();  // elementwise: safe when out aliases in
+      y *= T(1) / y.sum();
+    }
+    return;
+  }
   Acc mx = static_cast<Acc>(in[0]);
   for (int64_t j = 1; j < depth; ++j) mx = std::max(mx, static_cast<Acc>(in[j]));
   Acc sum = 0;

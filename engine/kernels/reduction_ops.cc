@@ -231,6 +231,15 @@ class ReductionOp : public OpKernel {
     }
     auto out_shape = TensorShape::Build(out_dims);
     OP_REQUIRES_OK(ctx, out_shape.status());
+    if (count == 1) {
+      // Nothing is combined (no axes, or only axes of size 1; e.g. the Sum in
+      // the gradient of a non-broadcasting Add): the output is the input,
+      // reshaped, sharing its buffer, as in TensorFlow.
+      auto same = in.Reshaped(*out_shape);
+      OP_REQUIRES_OK(ctx, same.status());
+      ctx->set_output(0, *same);
+      return;
+    }
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
     const int64_t n = out->NumElements();

@@ -98,6 +98,23 @@ class ShapeOp : public OpKernel {
 };
 REGISTER_KERNEL_BUILDER(Name("Shape").Device(kDeviceCpu), ShapeOp);
 
+class ShapeNOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    for (int i = 0; i < ctx->num_inputs(); ++i) {
+      const TensorShape& s = ctx->input(i).shape();
+      std::vector<int64_t> dims(s.dim_sizes().begin(), s.dim_sizes().end());
+      auto t = array_util::MakeIndexTensor(output_type(i), dims, TensorShape({s.dims()}));
+      OP_REQUIRES(ctx, t.ok(), absl::InvalidArgumentError(absl::StrCat("shape of input ", i, " ", s.DebugString(), ": ",
+                                                                       t.status().message(), "; use out_type int64")));
+      ctx->set_output(i, *t);
+    }
+  }
+  bool IsExpensive() const override { return false; }
+};
+REGISTER_KERNEL_BUILDER(Name("ShapeN").Device(kDeviceCpu), ShapeNOp);
+
 class RankOp : public OpKernel {
  public:
   using OpKernel::OpKernel;

@@ -4,7 +4,9 @@
 // softmax(x) - labels, in one pass. Rows run in parallel on the intra-op pool.
 // Thread safety: kernels are stateless.
 #include <cmath>
+#include <type_traits>
 
+#include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/nn_util.h"
@@ -67,6 +69,20 @@ class SoftmaxXentOp : public OpKernel {
             const T* xr = x + r * depth;
             const T* yr = y + r * depth;
             T* br = bp + r * depth;
+            if constexpr (std::is_same_v<T, Acc>) {
+              // One vectorized exp pass: e = exp(x - max), loss = sum(labels *
+              // (lse - (x - max))) with lse = log(sum(e)), backprop = e / sum(e) - labels.
+              using Row = Eigen::Array<T, Eigen::Dynamic, 1>;
+              Eigen::Map<const Row> xv(xr, depth), yv(yr, depth);
+              Eigen::Map<Row> bv(br, depth);
+              const T mx = xv.maxCoeff();
+              bv = (xv - mx).exp();
+              const T sum = bv.sum();
+              const T lse = std::log(sum);
+              l[r] = (yv * (lse - (xv - mx))).sum();
+              bv = bv * (T(1) / sum) - yv;
+              continue;
+            }
             SoftmaxRow<T>(xr, depth, /*log=*/true, br);  // br = log_softmax
             Acc total = 0;
             for (int64_t j = 0; j < depth; ++j) {
@@ -107,6 +123,12 @@ class SparseSoftmaxXentOp : public OpKernel {
             SoftmaxRow<T>(x + r * depth, depth, /*log=*/true, br);
             const int64_t label = static_cast<int64_t>(labels[r]);
             l[r] = static_cast<T>(-static_cast<Acc>(br[label]));
+            if constexpr (std::is_same_v<T, Acc>) {  // vectorized exp, as above
+              Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> bv(br, depth);
+              bv = bv.exp();
+              br[label] -= T(1);
+              continue;
+            }
             for (int64_t j = 0; j < depth; ++j) {
               br[j] = static_cast<T>(std::exp(static_cast<Acc>(br[j])) - (j == label ? Acc(1) : Acc(0)));
             }

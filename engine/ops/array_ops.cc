@@ -137,6 +137,23 @@ REGISTER_OP("Shape")
     })
     .SetNotDifferentiable();
 
+// The shapes of N tensors at once (TensorFlow's gradient functions of Conv2D
+// and Concat emit it).
+REGISTER_OP("ShapeN")
+    .Input("input: N * T")
+    .Output("output: N * out_type")
+    .Attr("N: int >= 1")
+    .Attr("T: type")
+    .Attr("out_type: {int32, int64} = DT_INT32")
+    .SetShapeFn([](InferenceContext* c) {
+      for (int i = 0; i < c->num_outputs(); ++i) {
+        const PartialShape& in = c->input(i);
+        c->set_output(i, PartialShape({in.rank_known() ? in.rank() : kUnknownDim}));
+      }
+      return absl::OkStatus();
+    })
+    .SetNotDifferentiable();
+
 REGISTER_OP("Rank")
     .Input("input: T")
     .Output("output: int32")

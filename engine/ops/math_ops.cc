@@ -478,6 +478,10 @@ REGISTER_OP("MatMul")
     .Attr("transpose_a: bool = false")
     .Attr("transpose_b: bool = false")
     .Attr("T: {bfloat16, half, float, double, int32, int64, complex64}")
+    // TensorFlow (2.15+) marks MatMuls built by gradient functions; a hint with
+    // no effect on the result, accepted so TensorFlow's GraphDefs load unchanged.
+    .Attr("grad_a: bool = false")
+    .Attr("grad_b: bool = false")
     .SetShapeFn(MatMulShape)
     .SetGradient(MatMulGrad);
 
@@ -488,6 +492,8 @@ REGISTER_OP("BatchMatMul")
     .Attr("T: {bfloat16, half, float, double, int32, int64, complex64}")
     .Attr("adj_x: bool = false")
     .Attr("adj_y: bool = false")
+    .Attr("grad_x: bool = false")  // TensorFlow's gradient hints, as MatMul's grad_a/grad_b
+    .Attr("grad_y: bool = false")
     .SetShapeFn([](InferenceContext* c) { return BatchMatMulShape(c, false); })
     .SetGradient([](GradientBuilder* g) { return BatchMatMulGrad(g, "BatchMatMul", false); });
 
@@ -498,6 +504,8 @@ REGISTER_OP("BatchMatMulV2")
     .Attr("T: {bfloat16, half, float, double, int16, int32, int64, complex64}")
     .Attr("adj_x: bool = false")
     .Attr("adj_y: bool = false")
+    .Attr("grad_x: bool = false")  // TensorFlow's gradient hints, as MatMul's grad_a/grad_b
+    .Attr("grad_y: bool = false")
     .SetShapeFn([](InferenceContext* c) { return BatchMatMulShape(c, true); })
     .SetGradient([](GradientBuilder* g) { return BatchMatMulGrad(g, "BatchMatMulV2", true); });
 

@@ -632,17 +632,21 @@ REGISTER_OP("InTopKV2")
 
 // ---- Dropout (Sluice's own op; TensorFlow composes dropout from ops) ----
 //
-// Dropout(x: T, rate: T) -> (output: T, mask: T), attrs seed, seed2.
-//   mask[i] = 1 with probability 1 - rate, else 0 (drawn from the Philox
-//   stream keyed by (seed, seed2) as the random ops are; seed = seed2 = 0
-//   means a nondeterministic key);
+// Dropout(x: T, rate: T, step: int64) -> (output: T, mask: T), attrs seed, seed2.
+//   mask[i] = 1 with probability 1 - rate, else 0, drawn from the Philox
+//   stream keyed by (seed, seed2) as the random ops are (seed = seed2 = 0
+//   means a nondeterministic key) at counter `step`: the mask is a function
+//   of (seed, seed2, step, i) only. The training graph feeds the global step,
+//   so the dropout stream is part of every checkpoint and a resumed run draws
+//   the masks an uninterrupted one would.
 //   output = x * mask / (1 - rate)   (inverted dropout: E[output] = x).
 //   rate is a scalar in [0, 1); rate outside it is InvalidArgument.
 // Gradient: dx = dy * mask / (1 - rate); none for rate (the mask is a step
-// function of it). Stateful: each run draws a fresh mask.
+// function of it) or step. Marked stateful so CSE never merges two dropouts.
 REGISTER_OP("Dropout")
     .Input("x: T")
     .Input("rate: T")
+    .Input("step: int64")
     .Output("output: T")
     .Output("mask: T")
     .Attr("T: {half, bfloat16, float, double}")
@@ -652,6 +656,9 @@ REGISTER_OP("Dropout")
     .SetShapeFn([](InferenceContext* c) {
       if (c->input(1).rank_known() && c->input(1).rank() != 0) {
         return c->Error(absl::StrCat("rate must be a scalar, got ", c->input(1).DebugString()));
+      }
+      if (c->input(2).rank_known() && c->input(2).rank() != 0) {
+        return c->Error(absl::StrCat("step must be a scalar, got ", c->input(2).DebugString()));
       }
       c->set_output(0, c->input(0));
       c->set_output(1, c->input(0));

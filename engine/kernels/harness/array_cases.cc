@@ -175,6 +175,26 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Shape", AllTypes(), [](DataType dt, Rng* rng
   return cases;
 }});
 
+REGISTER_OP_HARNESS(OpHarnessEntry{"ShapeN", AllTypes(), [](DataType dt, Rng* rng) {
+  std::vector<OpCase> cases;
+  const std::vector<std::vector<TensorShape>> lists = {
+      {S({2, 3})}, {S({2, 3}), S({}), S({0, 2, 1})}, {RandomShape(rng, 4, 0, 3), RandomShape(rng, 2, 0, 3)}};
+  for (const auto& shapes : lists) {
+    std::vector<Tensor> inputs, want32, want64;
+    std::string description;
+    for (const TensorShape& s : shapes) {
+      Index dims(s.dim_sizes().begin(), s.dim_sizes().end());
+      inputs.push_back(Rand(dt, s, rng));
+      want32.push_back(I32(dims));
+      want64.push_back(I64(dims));
+      description += s.DebugString();
+    }
+    cases.push_back(Case(description, inputs, {}, want32, false));
+    cases.push_back(Case(description + " int64", inputs, {{"out_type", MakeAttr(DT_INT64)}}, want64, false));
+  }
+  return cases;
+}});
+
 REGISTER_OP_HARNESS(OpHarnessEntry{"Rank", AllTypes(), [](DataType dt, Rng* rng) {
   std::vector<OpCase> cases;
   for (TensorShape s : {S({2, 3}), S({}), S({0, 2, 1})}) {

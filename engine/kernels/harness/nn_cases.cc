@@ -694,7 +694,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
           OpCase c;
           c.description = "rate " + std::to_string(rate) + " shape " + shape.DebugString();
           Tensor x = RandomTensor(dtype, shape, rng, 0.5, 3);  // nonzero, so dropped values are visible
-          c.inputs = {x, FromDoubles(dtype, TensorShape({}), {rate})};
+          c.inputs = {x, FromDoubles(dtype, TensorShape({}), {rate}), Tensor::Scalar<int64_t>(11)};
           c.attrs = seeds;
           c.expected = {x, x};
           c.skip_output = {true, true};
@@ -726,13 +726,19 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
           cases.push_back(std::move(c));
         }
       }
-      cases.push_back(ErrorCase("rate 1", {RandomTensor(dtype, TensorShape({3}), rng), FromDoubles(dtype, TensorShape({}), {1})},
+      const Tensor step = Tensor::Scalar<int64_t>(0);
+      cases.push_back(ErrorCase("rate 1",
+                                {RandomTensor(dtype, TensorShape({3}), rng), FromDoubles(dtype, TensorShape({}), {1}), step},
                                 seeds, "rate must be in [0, 1)"));
-      cases.push_back(ErrorCase("negative rate",
-                                {RandomTensor(dtype, TensorShape({3}), rng), FromDoubles(dtype, TensorShape({}), {-0.5})},
-                                seeds, "rate must be in [0, 1)"));
-      cases.push_back(ErrorCase("vector rate",
-                                {RandomTensor(dtype, TensorShape({3}), rng), RandomTensor(dtype, TensorShape({2}), rng)},
+      cases.push_back(ErrorCase(
+          "negative rate", {RandomTensor(dtype, TensorShape({3}), rng), FromDoubles(dtype, TensorShape({}), {-0.5}), step},
+          seeds, "rate must be in [0, 1)"));
+      cases.push_back(ErrorCase(
+          "vector rate", {RandomTensor(dtype, TensorShape({3}), rng), RandomTensor(dtype, TensorShape({2}), rng), step},
+          seeds, "scalar"));
+      cases.push_back(ErrorCase("vector step",
+                                {RandomTensor(dtype, TensorShape({3}), rng), FromDoubles(dtype, TensorShape({}), {0.5}),
+                                 Tensor::FromVector<int64_t>({1, 2})},
                                 seeds, "scalar"));
       return cases;
     }});

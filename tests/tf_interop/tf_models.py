@@ -1,0 +1,247 @@
+"""TensorFlow -> Sluice interop: exports graphs from TensorFlow (tf.compat.v1 graph
+mode, variables frozen to constants), runs them in Sluice with run_graphdef, and
+compares the outputs with TensorFlow's own.
+
+Cases: MLP 784-512-512-10 (relu, softmax) and the Fashion-MNIST CNN (conv 5x5x32
+SAME relu, maxpool 2x2, conv 5x5x64 relu, maxpool, fc 1024 relu, fc 10, softmax),
+each as an inference graph and as a training-gradient graph (tf.gradients of the
+mean softmax cross-entropy w.r.t. the input and every weight). Gradients are
+checked twice: TensorFlow's gradient graph run by Sluice, and Sluice's own
+symbolic gradients (run_graphdef --grad_y/--grad_x) of the frozen forward graph.
+
+Usage: python tf_models.py --run_graphdef=PATH [--workdir=DIR]
+Exit status 0 iff every comparison is within tolerance. Also imported by
+tests/bench/ops_vs_peers for its TensorProto and run_graphdef helpers.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+# Quiet TensorFlow's C++ logging before it is imported.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import tensorflow as tf  # noqa: E402
+from tensorflow.core.framework import tensor_pb2  # noqa: E402
+
+tf1 = tf.compat.v1
+
+# Max |sluice - tf| / max|tf| over a tensor.
+RTOL = 1e-5
+
+
+# ---------------------------------------------------------------- helpers
+
+def write_tensor(path, array):
+    with open(path, "wb") as f:
+        f.write(tf1.make_tensor_proto(array).SerializeToString())
+
+
+def read_tensor(path):
+    proto = tensor_pb2.TensorProto()
+    with open(path, "rb") as f:
+        proto.ParseFromString(f.read())
+    return tf1.make_ndarray(proto)
+
+
+def run_sluice(run_graphdef, workdir, tag, graph_def, feeds, fetches, grad_y=None, grad_xs=(), grad_dy=None,
+               iters=0, warmup=2, max_seconds=0, write_outputs=True, env=None, prefix=()):
+    """Runs `graph_def` in Sluice; returns (outputs list, timing dict or None).
+
+    feeds: {tensor name: ndarray}; fetches: tensor names (or "@grad:i").
+    With write_outputs=False the outputs list is empty (timing-only runs).
+    """
+    gpath = os.path.join(workdir, tag + ".graph.pb")
+    with open(gpath, "wb") as f:
+        f.write(graph_def.SerializeToString())
+    cmd = list(prefix) + [run_graphdef, "--graph=" + gpath]
+    for i, (name, value) in enumerate(feeds.items()):
+        p = os.path.join(workdir, "%s.feed%d.pb" % (tag, i))
+        write_tensor(p, value)
+        cmd.append("--feed=%s=%s" % (name, p))
+    outs = []
+    for i, name in enumerate(fetches):
+        if not write_outputs:
+            cmd.append("--fetch=" + name)
+            continue
+        p = os.path.join(workdir, "%s.fetch%d.pb" % (tag, i))
+        outs.append(p)
+        cmd.append("--fetch=%s=%s" % (name, p))
+    if grad_y:
+        cmd.append("--grad_y=" + grad_y)
+        cmd += ["--grad_x=" + x for x in grad_xs]
+        if grad_dy:
+            cmd.append("--grad_dy=" + grad_dy)
+    if iters:
+        cmd += ["--iters=%d" % iters, "--warmup=%d" % warmup]
+        if max_seconds:
+            cmd.append("--max_seconds=%g" % max_seconds)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError("run_graphdef failed for %s: %s" % (tag, proc.stderr.strip()[-2000:]))
+    timing = None
+    m = re.search(r"timing: iters=(\d+) mean_us=([\d.]+) min_us=([\d.]+) median_us=([\d.]+)", proc.stdout)
+    if m:
+        timing = {"mean_us": float(m.group(2)), "min_us": float(m.group(3)), "median_us": float(m.group(4))}
+    return [read_tensor(p) for p in outs], timing
+
+
+def rel_error(got, want):
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape:
+        return float("inf")
+    if want.size == 0:
+        return 0.0
+    scale = max(np.max(np.abs(want)), 1e-30)
+    return float(np.max(np.abs(got - want)) / scale)
+
+
+def freeze(sess, graph, output_names):
+    """The graph with every variable replaced by a Const holding its value."""
+    gd = graph.as_graph_def()
+    return tf1.graph_util.convert_variables_to_constants(sess, gd, output_names)
+
+
+# ---------------------------------------------------------------- models
+
+def glorot(rng, shape, fan_in, fan_out):
+    limit = np.sqrt(6.0 / (fan_in + fan_out))
+    return rng.uniform(-limit, limit, size=shape).astype(np.float32)
+
+
+def build_mlp(rng, batch):
+    """Returns (x placeholder, labels placeholder, logits, probs, weights list)."""
+    x = tf1.placeholder(tf.float32, [batch, 784], name="x")
+    labels = tf1.placeholder(tf.float32, [batch, 10], name="labels")
+    h = x
+    weights = []
+    sizes = [784, 512, 512, 10]
+    for i in range(3):
+        w = tf1.Variable(glorot(rng, [sizes[i], sizes[i + 1]], sizes[i], sizes[i + 1]), name="w%d" % i)
+        b = tf1.Variable(rng.uniform(-0.1, 0.1, size=[sizes[i + 1]]).astype(np.float32), name="b%d" % i)
+        weights += [w, b]
+        h = tf.nn.bias_add(tf.matmul(h, w), b)
+        if i < 2:
+            h = tf.nn.relu(h)
+    logits = tf.identity(h, name="logits")
+    probs = tf.nn.softmax(logits, name="probs")
+    return x, labels, logits, probs, weights
+
+
+def build_cnn(rng, batch):
+    x = tf1.placeholder(tf.float32, [batch, 28, 28, 1], name="x")
+    labels = tf1.placeholder(tf.float32, [batch, 10], name="labels")
+    weights = []
+
+    def var(name, shape, fan_in, fan_out):
+        v = tf1.Variable(glorot(rng, shape, fan_in, fan_out), name=name)
+        weights.append(v)
+        return v
+
+    def bias(name, n):
+        v = tf1.Variable(rng.uniform(-0.1, 0.1, size=[n]).astype(np.float32), name=name)
+        weights.append(v)
+        return v
+
+    h = tf.nn.conv2d(x, var("conv1/w", [5, 5, 1, 32], 25, 25 * 32), strides=[1, 1, 1, 1], padding="SAME")
+    h = tf.nn.relu(tf.nn.bias_add(h, bias("conv1/b", 32)))
+    h = tf.nn.max_pool2d(h, ksize=2, strides=2, padding="SAME")
+    h = tf.nn.conv2d(h, var("conv2/w", [5, 5, 32, 64], 25 * 32, 25 * 64), strides=[1, 1, 1, 1], padding="SAME")
+    h = tf.nn.relu(tf.nn.bias_add(h, bias("conv2/b", 64)))
+    h = tf.nn.max_pool2d(h, ksize=2, strides=2, padding="SAME")
+    h = tf.reshape(h, [-1, 7 * 7 * 64])
+    h = tf.nn.relu(tf.nn.bias_add(tf.matmul(h, var("fc1/w", [3136, 1024], 3136, 1024)), bias("fc1/b", 1024)))
+    h = tf.nn.bias_add(tf.matmul(h, var("fc2/w", [1024, 10], 1024, 10)), bias("fc2/b", 10))
+    logits = tf.identity(h, name="logits")
+    probs = tf.nn.softmax(logits, name="probs")
+    return x, labels, logits, probs, weights
+
+
+def check_model(name, builder, x_shape, run_graphdef, workdir, batch=8):
+    """Exports `builder`'s model; returns a list of (check name, rel error)."""
+    rng = np.random.default_rng(1234)
+    results = []
+    graph = tf.Graph()
+    with graph.as_default():
+        x, labels, logits, probs, weights = builder(rng, batch)
+        loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits), name="loss")
+        wrt = [x] + weights
+        grads = tf.gradients(loss, wrt)
+        grad_names = []
+        for i, g in enumerate(grads):
+            grad_names.append(tf.identity(g, name="grad_%d" % i).op.name)
+        with tf1.Session(graph=graph) as sess:
+            sess.run(tf1.global_variables_initializer())
+            x_val = rng.standard_normal(size=x_shape).astype(np.float32)
+            label_ids = rng.integers(0, 10, size=batch)
+            labels_val = np.eye(10, dtype=np.float32)[label_ids]
+            feed = {x: x_val, labels: labels_val}
+            want_probs, want_logits, want_loss = sess.run([probs, logits, loss], feed)
+            want_grads = sess.run([graph.get_tensor_by_name(n + ":0") for n in grad_names], feed)
+
+            # Inference graph: frozen, pruned to the softmax output.
+            infer = freeze(sess, graph, ["probs", "logits"])
+            got, _ = run_sluice(run_graphdef, workdir, name + "_infer", infer, {"x:0": x_val},
+                                ["probs:0", "logits:0"])
+            results.append((name + " inference probs", rel_error(got[0], want_probs)))
+            results.append((name + " inference logits", rel_error(got[1], want_logits)))
+
+            # TensorFlow's gradient graph, frozen, run by Sluice.
+            train = freeze(sess, graph, ["loss"] + grad_names)
+            fetches = ["loss:0"] + [n + ":0" for n in grad_names]
+            got, _ = run_sluice(run_graphdef, workdir, name + "_tfgrad", train,
+                                {"x:0": x_val, "labels:0": labels_val}, fetches)
+            results.append((name + " loss", rel_error(got[0], want_loss)))
+            wrt_names = ["x"] + [w.op.name for w in weights]
+            for i, g in enumerate(want_grads):
+                results.append(("%s tf.gradients d loss/d %s" % (name, wrt_names[i]), rel_error(got[1 + i], g)))
+
+            # Sluice's own symbolic gradients of the frozen forward graph. The
+            # frozen variables are Consts read through Identity nodes ("w0/read"
+            # in TF1 style, or the ReadVariableOp turned Identity).
+            fwd = freeze(sess, graph, ["loss"])
+            reads = {}
+            for node in fwd.node:
+                if node.op == "Identity" and node.input and node.input[0] in wrt_names:
+                    reads[node.input[0]] = node.name
+            xs = ["x:0"] + [reads.get(w, w) + ":0" for w in wrt_names[1:]]
+            got, _ = run_sluice(run_graphdef, workdir, name + "_symgrad", fwd,
+                                {"x:0": x_val, "labels:0": labels_val},
+                                ["@grad:%d" % i for i in range(len(xs))], grad_y="loss:0", grad_xs=xs)
+            for i, g in enumerate(want_grads):
+                results.append(("%s Sluice gradient d loss/d %s" % (name, wrt_names[i]), rel_error(got[i], g)))
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run_graphdef", required=True)
+    parser.add_argument("--workdir", default=None)
+    args = parser.parse_args()
+    tf1.disable_eager_execution()
+    workdir = args.workdir or tempfile.mkdtemp(prefix="tf_interop.")
+    os.makedirs(workdir, exist_ok=True)
+    print("TensorFlow %s; files in %s" % (tf.__version__, workdir))
+    failed = 0
+    for name, builder, shape in [("mlp", build_mlp, [8, 784]), ("cnn", build_cnn, [8, 28, 28, 1])]:
+        try:
+            results = check_model(name, builder, shape, args.run_graphdef, workdir)
+        except Exception as e:  # a rejected graph is a failed check, reported in full
+            print("FAIL %s: %s" % (name, e))
+            failed += 1
+            continue
+        for check, err in results:
+            ok = err <= RTOL
+            failed += 0 if ok else 1
+            print("%s %-50s rel_err=%.2e" % ("ok  " if ok else "FAIL", check, err))
+    print("%d failed" % failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,4 +1,5 @@
-// CRC32C: slicing-by-8 tables built once, and an SSE4.2 path chosen at run time.
+// CRC32C: slicing-by-8 tables built once, and an SSE4.2 + PCLMUL path chosen
+// at run time.
 #include "inputs/crc32c.h"
 
 #include <array>
@@ -6,6 +7,7 @@
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>
+#include <wmmintrin.h>
 #endif
 
 namespace sluice {
@@ -33,98 +35,104 @@ const Tables& GetTables() {
   return *tables;
 }
 
-// Operators that append `len` zero bytes to a CRC (GF(2) 32x32 matrices, as
-// in Mark Adler's crc32c.c), tabulated per byte of the CRC, so three
-// interleaved hardware streams can be combined.
-uint32_t Gf2Times(const uint32_t* mat, uint32_t vec) {
-  uint32_t sum = 0;
-  while (vec != 0) {
-    if (vec & 1) sum ^= *mat;
-    vec >>= 1;
-    ++mat;
-  }
-  return sum;
+#if defined(__x86_64__)
+// The hardware path: the crc32 instruction has a latency of three cycles and a
+// throughput of one, so three independent streams run over three consecutive
+// blocks of L bytes and are then combined. Moving a CRC state s over L zero
+// bytes multiplies it by x^(8L) mod P; with reflected bit order that is
+// crc32_u64(0, clmul(s, x^(8L-33) mod P)) (the product's extra factor x and
+// the instruction's x^32 make up the 33). Every multiple of 8 bytes up to
+// kLong has its constant, so a record of any length is one three-way pass
+// plus a tail of under 24 bytes.
+constexpr size_t kLong = 8192;        // block of the long loop
+constexpr size_t kMaxWords = kLong / 8;
+constexpr size_t kMinThreeWay = 64;   // below this, one stream is as fast
+
+// x^n mod P (reflected: bit i is the coefficient of x^(31-i)) from x^m mod P.
+uint32_t TimesXPow(uint32_t v, size_t n) {
+  for (size_t i = 0; i < n; ++i) v = (v >> 1) ^ ((v & 1) ? kPoly : 0);
+  return v;
 }
-void Gf2Square(uint32_t* square, const uint32_t* mat) {
-  for (int n = 0; n < 32; ++n) square[n] = Gf2Times(mat, mat[n]);
-}
-struct ShiftTable {
-  uint32_t t[4][256];
-  // REQUIRES: len is a power of two.
-  explicit ShiftTable(size_t len) {
-    uint32_t even[32], odd[32];
-    odd[0] = kPoly;  // one zero bit
-    uint32_t row = 1;
-    for (int n = 1; n < 32; ++n) {
-      odd[n] = row;
-      row <<= 1;
+
+struct CombineConstants {
+  uint32_t one[kMaxWords + 1];  // [j]: x^(64j - 33) mod P, shifts a state over 8j bytes
+  uint32_t two[kMaxWords + 1];  // [j]: x^(128j - 33) mod P, shifts a state over 16j bytes
+  CombineConstants() {
+    one[0] = two[0] = 0;  // unused
+    uint32_t a = TimesXPow(0x80000000u, 31), b = TimesXPow(0x80000000u, 95);
+    for (size_t j = 1; j <= kMaxWords; ++j) {
+      one[j] = a;
+      two[j] = b;
+      a = TimesXPow(a, 64);
+      b = TimesXPow(b, 128);
     }
-    Gf2Square(even, odd);  // two bits
-    Gf2Square(odd, even);  // four bits
-    const uint32_t* op = nullptr;
-    while (true) {
-      Gf2Square(even, odd);
-      len >>= 1;
-      if (len == 0) {
-        op = even;
-        break;
-      }
-      Gf2Square(odd, even);
-      len >>= 1;
-      if (len == 0) {
-        op = odd;
-        break;
-      }
-    }
-    for (uint32_t n = 0; n < 256; ++n) {
-      t[0][n] = Gf2Times(op, n);
-      t[1][n] = Gf2Times(op, n << 8);
-      t[2][n] = Gf2Times(op, n << 16);
-      t[3][n] = Gf2Times(op, n << 24);
-    }
-  }
-  uint32_t Shift(uint32_t crc) const {
-    return t[0][crc & 0xff] ^ t[1][(crc >> 8) & 0xff] ^ t[2][(crc >> 16) & 0xff] ^ t[3][crc >> 24];
   }
 };
 
-constexpr size_t kLong = 8192;
-constexpr size_t kShort = 256;
-
-#if defined(__x86_64__)
-// Runs three independent crc32 streams over consecutive blocks of `block`
-// bytes (the instruction's latency is three times its throughput), then
-// shifts and combines them.
-__attribute__((target("sse4.2"))) inline void ThreeWay(uint32_t* crc, const char** p, size_t* n, size_t block,
-                                                       const ShiftTable& shift) {
-  while (*n >= 3 * block) {
-    uint64_t c0 = *crc, c1 = 0, c2 = 0;
-    const char* q = *p;
-    const char* end = q + block;
-    do {
-      uint64_t w0, w1, w2;
-      std::memcpy(&w0, q, 8);
-      std::memcpy(&w1, q + block, 8);
-      std::memcpy(&w2, q + 2 * block, 8);
-      c0 = _mm_crc32_u64(c0, w0);
-      c1 = _mm_crc32_u64(c1, w1);
-      c2 = _mm_crc32_u64(c2, w2);
-      q += 8;
-    } while (q < end);
-    uint32_t c = shift.Shift(static_cast<uint32_t>(c0)) ^ static_cast<uint32_t>(c1);
-    *crc = shift.Shift(c) ^ static_cast<uint32_t>(c2);
-    *p += 3 * block;
-    *n -= 3 * block;
-  }
+const CombineConstants& GetCombineConstants() {
+  static const CombineConstants* k = new CombineConstants;
+  return *k;
 }
 
-__attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t init_crc, const char* p, size_t n) {
-  static const ShiftTable* long_shift = new ShiftTable(kLong);
-  static const ShiftTable* short_shift = new ShiftTable(kShort);
+#define SLUICE_CRC_TARGET __attribute__((target("sse4.2,pclmul")))
+
+// s * x^(8L) mod P, where k = x^(8L-33) mod P.
+SLUICE_CRC_TARGET inline uint32_t Shift(uint32_t s, uint32_t k) {
+  __m128i product = _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(s)),
+                                         _mm_cvtsi32_si128(static_cast<int>(k)), 0x00);
+  return static_cast<uint32_t>(_mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(product))));
+}
+
+// The state after blocks p[0, 3 * 8j) from state `crc`, three streams at once;
+// with kCopy, the blocks are also copied to dst.
+// REQUIRES: 1 <= j <= kMaxWords.
+template <bool kCopy>
+SLUICE_CRC_TARGET inline uint32_t ThreeWay(uint32_t crc, const char* p, char* dst, size_t j,
+                                           const CombineConstants& k) {
+  const size_t block = 8 * j;
+  uint64_t c0 = crc, c1 = 0, c2 = 0;
+  const char* end = p + block;
+  do {
+    uint64_t w0, w1, w2;
+    std::memcpy(&w0, p, 8);
+    std::memcpy(&w1, p + block, 8);
+    std::memcpy(&w2, p + 2 * block, 8);
+    if (kCopy) {
+      std::memcpy(dst, &w0, 8);
+      std::memcpy(dst + block, &w1, 8);
+      std::memcpy(dst + 2 * block, &w2, 8);
+      dst += 8;
+    }
+    c0 = _mm_crc32_u64(c0, w0);
+    c1 = _mm_crc32_u64(c1, w1);
+    c2 = _mm_crc32_u64(c2, w2);
+    p += 8;
+  } while (p < end);
+  return Shift(static_cast<uint32_t>(c0), k.two[j]) ^ Shift(static_cast<uint32_t>(c1), k.one[j]) ^
+         static_cast<uint32_t>(c2);
+}
+
+template <bool kCopy>
+SLUICE_CRC_TARGET uint32_t ExtendHardware(uint32_t init_crc, const char* p, size_t n, char* dst) {
   // Unaligned 8-byte loads cost nothing extra on x86-64, so no prologue.
   uint32_t c = init_crc ^ 0xffffffffu;
-  ThreeWay(&c, &p, &n, kLong, *long_shift);
-  ThreeWay(&c, &p, &n, kShort, *short_shift);
+  if (n >= kMinThreeWay) {
+    const CombineConstants& k = GetCombineConstants();
+    while (n >= 3 * kLong) {
+      c = ThreeWay<kCopy>(c, p, dst, kMaxWords, k);
+      p += 3 * kLong;
+      if (kCopy) dst += 3 * kLong;
+      n -= 3 * kLong;
+    }
+    if (n >= kMinThreeWay) {
+      const size_t j = n / 24;
+      c = ThreeWay<kCopy>(c, p, dst, j, k);
+      p += 24 * j;
+      if (kCopy) dst += 24 * j;
+      n -= 24 * j;
+    }
+  }
+  if (kCopy && n > 0) std::memcpy(dst, p, n);
   uint64_t c64 = c;
   while (n >= 8) {
     uint64_t word;
@@ -134,6 +142,13 @@ __attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t init_crc, con
     n -= 8;
   }
   c = static_cast<uint32_t>(c64);
+  if (n >= 4) {
+    uint32_t word;
+    std::memcpy(&word, p, 4);
+    c = _mm_crc32_u32(c, word);
+    p += 4;
+    n -= 4;
+  }
   while (n > 0) {
     c = _mm_crc32_u8(c, static_cast<uint8_t>(*p++));
     --n;
@@ -143,10 +158,14 @@ __attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t init_crc, con
 
 bool DetectHardware() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("sse4.2");
+  return __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul");
 }
 #else
-uint32_t ExtendHardware(uint32_t init_crc, const char* p, size_t n) { return ExtendPortable(init_crc, p, n); }
+template <bool kCopy>
+uint32_t ExtendHardware(uint32_t init_crc, const char* p, size_t n, char* dst) {
+  if (kCopy && n > 0) std::memcpy(dst, p, n);
+  return ExtendPortable(init_crc, p, n);
+}
 bool DetectHardware() { return false; }
 #endif
 
@@ -179,7 +198,13 @@ bool UsesHardware() {
 }
 
 uint32_t Extend(uint32_t init_crc, const char* data, size_t n) {
-  return UsesHardware() ? ExtendHardware(init_crc, data, n) : ExtendPortable(init_crc, data, n);
+  return UsesHardware() ? ExtendHardware<false>(init_crc, data, n, nullptr) : ExtendPortable(init_crc, data, n);
+}
+
+uint32_t ExtendAndCopy(uint32_t init_crc, const char* data, size_t n, char* dst) {
+  if (UsesHardware()) return ExtendHardware<true>(init_crc, data, n, dst);
+  if (n > 0) std::memcpy(dst, data, n);
+  return ExtendPortable(init_crc, data, n);
 }
 
 }  // namespace crc32c

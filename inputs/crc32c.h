@@ -1,6 +1,7 @@
 // CRC32C (Castagnoli): the checksum of TFRecord framing (and of checkpoints).
-// Uses the SSE4.2 crc32 instruction when the CPU has it (checked once at
-// run time), else a slicing-by-8 table. Mask/Unmask are TFRecord's masking of
+// Uses the SSE4.2 crc32 instruction (three interleaved streams, combined with
+// PCLMULQDQ) when the CPU has both (checked once at run time), else a
+// slicing-by-8 table. Mask/Unmask are TFRecord's masking of
 // stored CRCs (a CRC of data that itself holds CRCs is then less degenerate).
 // Thread safety: pure functions.
 #ifndef SLUICE_INPUTS_CRC32C_H_
@@ -18,10 +19,14 @@ namespace crc32c {
 uint32_t Extend(uint32_t init_crc, const char* data, size_t n);
 inline uint32_t Value(const char* data, size_t n) { return Extend(0, data, n); }
 inline uint32_t Value(absl::string_view s) { return Extend(0, s.data(), s.size()); }
+// Extend that also copies data[0, n) to dst[0, n) in the same pass (for a
+// reader that verifies a record while copying it out of its buffer).
+// REQUIRES: the two ranges do not overlap.
+uint32_t ExtendAndCopy(uint32_t init_crc, const char* data, size_t n, char* dst);
 
 // The portable table implementation (exposed so tests can compare the two).
 uint32_t ExtendPortable(uint32_t init_crc, const char* data, size_t n);
-// True when Extend uses the SSE4.2 instruction.
+// True when Extend uses the SSE4.2 and PCLMULQDQ instructions.
 bool UsesHardware();
 
 constexpr uint32_t kMaskDelta = 0xa282ead8u;

@@ -1,4 +1,5 @@
-// CRC32C: known vectors (RFC 3720 / iSCSI), hardware vs. table, Extend, masking.
+// CRC32C: known vectors (RFC 3720 / iSCSI), hardware vs. table, Extend,
+// ExtendAndCopy, masking.
 #include "inputs/crc32c.h"
 
 #include <random>
@@ -45,6 +46,34 @@ TEST(Crc32c, InterleavedStreamsAgreeWithTheTableOnLongInputs) {
       EXPECT_EQ(crc32c::Extend(0x12345678u, data.data() + start, n),
                 crc32c::ExtendPortable(0x12345678u, data.data() + start, n));
     }
+  }
+}
+
+TEST(Crc32c, EveryLengthUpToThreeLongBlocksAgreesWithTheTable) {
+  // Covers the single stream (short inputs), a three-way pass of every block
+  // size (8 * j bytes for j = 1 .. 1024) and every tail length.
+  std::mt19937 rng(13);
+  std::string data(3 * 8192 + 64, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  for (size_t n = 0; n <= data.size() - 1; ++n) {
+    const uint32_t init = static_cast<uint32_t>(n * 0x9e3779b9u);
+    ASSERT_EQ(crc32c::Extend(init, data.data() + 1, n), crc32c::ExtendPortable(init, data.data() + 1, n))
+        << "n " << n;
+  }
+}
+
+TEST(Crc32c, ExtendAndCopyCopiesAndAgreesWithExtend) {
+  std::mt19937 rng(17);
+  std::string data(3 * 8192 * 2 + 1000, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{63}, size_t{64}, size_t{100}, size_t{1024},
+                   size_t{1040}, size_t{3072}, size_t{24575}, size_t{24576}, size_t{24577}, data.size() - 5}) {
+    std::string out(n + 2, '#');
+    const uint32_t crc = crc32c::ExtendAndCopy(0x1234u, data.data() + 5, n, &out[1]);
+    EXPECT_EQ(crc, crc32c::ExtendPortable(0x1234u, data.data() + 5, n)) << "n " << n;
+    EXPECT_EQ(out.substr(1, n), data.substr(5, n)) << "n " << n;
+    EXPECT_EQ(out.front(), '#');
+    EXPECT_EQ(out.back(), '#') << "wrote past the end, n " << n;
   }
 }
 

@@ -73,9 +73,24 @@ absl::StatusOr<std::string> AddStringInputProducer(InputGraph* in, const std::ve
 }
 
 std::pair<std::string, std::string> AddReaderRead(InputGraph* in, const std::string& reader_op,
-                                                  const std::string& filename_queue, const std::string& scope) {
-  std::string reader = in->AddNode(scope + "/reader", reader_op, {}, {{"container", MakeAttr(in->container)}});
+                                                  const std::string& filename_queue, const std::string& scope,
+                                                  const std::map<std::string, AttrValue>& reader_attrs) {
+  std::map<std::string, AttrValue> attrs = reader_attrs;
+  attrs["container"] = MakeAttr(in->container);
+  std::string reader = in->AddNode(scope + "/reader", reader_op, {}, attrs);
   std::string read = in->AddNode(scope + "/read", "ReaderRead", {reader, filename_queue});
+  return {read + ":0", read + ":1"};
+}
+
+std::pair<std::string, std::string> AddReaderReadUpTo(InputGraph* in, const std::string& reader_op,
+                                                      const std::string& filename_queue, int64_t num_records,
+                                                      const std::string& scope,
+                                                      const std::map<std::string, AttrValue>& reader_attrs) {
+  std::map<std::string, AttrValue> attrs = reader_attrs;
+  attrs["container"] = MakeAttr(in->container);
+  std::string reader = in->AddNode(scope + "/reader", reader_op, {}, attrs);
+  std::string n = in->AddConst(scope + "/num_records", Tensor::Scalar<int64_t>(num_records));
+  std::string read = in->AddNode(scope + "/read", "ReaderReadUpTo", {reader, filename_queue, n});
   return {read + ":0", read + ":1"};
 }
 
@@ -132,7 +147,8 @@ absl::StatusOr<std::vector<std::string>> AddBatch(InputGraph* in, const std::vec
   }
   std::string queue = in->AddNode(o.scope + "/queue", o.shuffle ? "RandomShuffleQueue" : "FIFOQueue", {}, attrs);
   enqueue_inputs[0] = queue;
-  std::string enqueue = in->AddNode(o.scope + "/enqueue", "QueueEnqueue", enqueue_inputs,
+  std::string enqueue = in->AddNode(o.scope + "/enqueue", o.enqueue_many ? "QueueEnqueueMany" : "QueueEnqueue",
+                                    enqueue_inputs,
                                     {{"Tcomponents", TypeList(types)}});
   std::string n = in->AddConst(o.scope + "/n", Tensor::Scalar<int32_t>(o.batch_size));
   std::string dequeue = in->AddNode(o.scope + "/dequeue",

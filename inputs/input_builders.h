@@ -57,17 +57,35 @@ absl::StatusOr<std::string> AddStringInputProducer(InputGraph* in, const std::ve
 
 // A reader of `reader_op` type ("TFRecordReader", "TextLineReader",
 // "IdxRecordReader") reading from `filename_queue`; returns {key, value}.
+// `reader_attrs` go on the reader node (e.g. IdxRecordReader's shuffle_seed);
+// the reader is node `scope`/reader.
 std::pair<std::string, std::string> AddReaderRead(InputGraph* in, const std::string& reader_op,
-                                                  const std::string& filename_queue, const std::string& scope);
+                                                  const std::string& filename_queue, const std::string& scope,
+                                                  const std::map<std::string, AttrValue>& reader_attrs = {});
 
 struct FeatureSpec {
   std::string key;
   DataType dtype = DT_FLOAT;  // float, int64 or string
   TensorShape shape;
 };
+// A ReaderReadUpTo of up to `num_records` records per run (one file at a
+// time): returns {keys, values}, string vectors. With AddParseExample and
+// BatchOptions::enqueue_many it moves a batch of records per step instead
+// of one.
+std::pair<std::string, std::string> AddReaderReadUpTo(InputGraph* in, const std::string& reader_op,
+                                                      const std::string& filename_queue, int64_t num_records,
+                                                      const std::string& scope,
+                                                      const std::map<std::string, AttrValue>& reader_attrs = {});
+
 // ParseExample of one serialized Example (scalar); returns one tensor per spec.
 std::vector<std::string> AddParseSingleExample(InputGraph* in, const std::string& serialized,
                                                const std::vector<FeatureSpec>& features, const std::string& scope);
+// ParseExample of a vector of serialized Examples: each tensor gets a leading
+// batch dimension.
+inline std::vector<std::string> AddParseExample(InputGraph* in, const std::string& serialized,
+                                                const std::vector<FeatureSpec>& features, const std::string& scope) {
+  return AddParseSingleExample(in, serialized, features, scope);  // the kernel follows the input's rank
+}
 
 struct TensorSpec {
   std::string tensor;
@@ -84,6 +102,9 @@ struct BatchOptions {
   int32_t min_after_dequeue = 0;  // shuffle only
   int64_t seed = 0;               // shuffle only; nonzero: reproducible
   bool allow_smaller_final_batch = false;
+  // The tensors hold many elements along a leading dimension (QueueEnqueueMany),
+  // e.g. from AddReaderReadUpTo; TensorSpec::shape is still one element's.
+  bool enqueue_many = false;
 };
 
 // Enqueues one element of `tensors` per step (the runner's threads) into a

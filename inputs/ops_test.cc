@@ -1,6 +1,7 @@
 // The input ops through a Session: queue ops (including a blocked dequeue
 // cancelled by its step's failure), readers over real files with state
-// save/restore, ParseExample, DecodeRaw, DecodeCSV and the image ops.
+// save/restore, ReaderReadUpTo, ParseExample, DecodeRaw, DecodeCSV and the
+// image ops.
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -194,6 +195,69 @@ TEST_F(OpsTest, ACorruptRecordFailsTheReadWithDataLossNamingTheFile) {
   auto r = Run({kv.second});
   EXPECT_TRUE(absl::IsDataLoss(r.status())) << r.status();
   EXPECT_TRUE(absl::StrContains(r.status().message(), path)) << r.status();
+}
+
+TEST_F(OpsTest, ReaderReadUpToReadsBatchesThatEndAtFileEnds) {
+  std::string a = TmpDir() + "/upto_a.tfrecord", b = TmpDir() + "/upto_b.tfrecord";
+  std::vector<std::string> expected = WriteTfRecords(a, 0, 4);
+  for (const auto& r : WriteTfRecords(b, 4, 3)) expected.push_back(r);
+  std::string q = Queue("files", "FIFOQueue", {DT_STRING}, 10);
+  in.AddConst("names", Tensor::FromVector<tstring>({a, b}));
+  in.AddNode("fill", "QueueEnqueueMany", {q, "names"}, {{"Tcomponents", MakeAttr(std::vector<DataType>{DT_STRING})}});
+  in.AddNode("close", "QueueClose", {q});
+  auto kv = AddReaderReadUpTo(&in, "TFRecordReader", q, 3, "r");
+  in.AddNode("produced", "ReaderNumRecordsProduced", {"r/reader"});
+  in.AddNode("files_done", "ReaderNumWorkUnitsCompleted", {"r/reader"});
+  in.AddConst("zero", Tensor::Scalar<int64_t>(0));
+  in.AddNode("bad_read", "ReaderReadUpTo", {"r/reader", q, "zero"});
+  Create();
+  ASSERT_TRUE(Run({}, {"fill"}).ok());
+  ASSERT_TRUE(Run({}, {"close"}).ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(Run({"bad_read:1"}).status()));
+  std::vector<int64_t> sizes;
+  std::vector<std::string> got;
+  while (true) {
+    auto r = Run({kv.first, kv.second});
+    if (!r.ok()) {
+      EXPECT_TRUE(absl::IsOutOfRange(r.status())) << r.status();
+      break;
+    }
+    ASSERT_EQ((*r)[0].dims(), 1);
+    ASSERT_EQ((*r)[1].NumElements(), (*r)[0].NumElements());
+    if (got.empty()) {
+      EXPECT_EQ((*r)[0].data<tstring>()[0], a + ":0");
+    }
+    sizes.push_back((*r)[1].NumElements());
+    for (int64_t i = 0; i < (*r)[1].NumElements(); ++i) got.push_back((*r)[1].data<tstring>()[i]);
+  }
+  EXPECT_EQ(sizes, (std::vector<int64_t>{3, 1, 3}));  // a batch never spans two files
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ((*Run({"produced"}))[0].scalar<int64_t>(), 7);
+  EXPECT_EQ((*Run({"files_done"}))[0].scalar<int64_t>(), 2);
+}
+
+TEST_F(OpsTest, ReaderReadUpToStopsBeforeABadRecordThenReportsIt) {
+  std::string path = TmpDir() + "/upto_corrupt.tfrecord";
+  WriteTfRecords(path, 0, 3);
+  auto contents = ReadFileToString(Env::Default(), path);
+  ASSERT_TRUE(contents.ok());
+  std::string bad = *contents;
+  bad[bad.size() - 6] ^= 1;  // inside the third record's data
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), path, bad).ok());
+  std::string q = Queue("files", "FIFOQueue", {DT_STRING}, 10);
+  in.AddConst("names", Tensor::FromVector<tstring>({path}));
+  in.AddNode("fill", "QueueEnqueueMany", {q, "names"}, {{"Tcomponents", MakeAttr(std::vector<DataType>{DT_STRING})}});
+  auto kv = AddReaderReadUpTo(&in, "TFRecordReader", q, 10, "r");
+  Create();
+  ASSERT_TRUE(Run({}, {"fill"}).ok());
+  auto r = Run({kv.second});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].NumElements(), 2);
+  for (int i = 0; i < 2; ++i) {
+    r = Run({kv.second});
+    EXPECT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+    EXPECT_TRUE(absl::StrContains(r.status().message(), path)) << r.status();
+  }
 }
 
 TEST_F(OpsTest, TextLineReaderAndDecodeCSV) {

@@ -33,10 +33,10 @@ void ReaderBase::Reset() {
   work_started_ = work_finished_ = records_ = 0;
 }
 
-bool ReaderBase::TryReadLocked(absl::Status* s, std::string* key, std::string* value) {
+bool ReaderBase::TryReadLocked(absl::Status* s, std::string* key, std::string* value, bool open_next) {
   while (true) {
     if (!has_work_) {
-      if (pending_.empty()) return false;
+      if (!open_next || pending_.empty()) return false;
       current_ = pending_.front();
       pending_.pop_front();
       ++work_started_;
@@ -64,6 +64,32 @@ bool ReaderBase::TryReadLocked(absl::Status* s, std::string* key, std::string* v
   }
 }
 
+void ReaderBase::FetchWorkAsync(std::shared_ptr<QueueBase> queue, CancellationManager* cm,
+                                std::function<void(const absl::Status&)> next) {
+  const DataTypeVector& types = queue->component_types();
+  if (types.size() != 1 || types[0] != DT_STRING) {
+    return next(absl::InvalidArgumentError(
+        absl::StrCat("reader '", name_, "': queue '", queue->name(), "' must hold single strings (file names)")));
+  }
+  std::shared_ptr<ReaderBase> self = shared_from_this();
+  queue->TryDequeue(cm, [self, next = std::move(next)](const absl::Status& s, QueueBase::Tuple tuple) {
+    if (!s.ok()) {
+      if (absl::IsOutOfRange(s)) {
+        return next(absl::OutOfRangeError(absl::StrCat("reader '", self->name_, "' has no more files: ", s.message())));
+      }
+      return next(s);
+    }
+    if (tuple.size() != 1 || tuple[0].NumElements() != 1) {
+      return next(absl::InvalidArgumentError("a file-name queue element must be one string"));
+    }
+    {
+      absl::MutexLock lock(&self->mu_);
+      self->pending_.push_back(tuple[0].data<tstring>()[0]);
+    }
+    next(absl::OkStatus());
+  });
+}
+
 void ReaderBase::ReadAsync(std::shared_ptr<QueueBase> queue, CancellationManager* cm, ReadCallback done) {
   absl::Status s;
   std::string key, value;
@@ -73,30 +99,40 @@ void ReaderBase::ReadAsync(std::shared_ptr<QueueBase> queue, CancellationManager
     finished = TryReadLocked(&s, &key, &value);
   }
   if (finished) return done(s, std::move(key), std::move(value));
-  const DataTypeVector& types = queue->component_types();
-  if (types.size() != 1 || types[0] != DT_STRING) {
-    return done(absl::InvalidArgumentError(absl::StrCat("reader '", name_, "': queue '", queue->name(),
-                                                        "' must hold single strings (file names)")),
-                "", "");
-  }
   std::shared_ptr<ReaderBase> self = shared_from_this();
-  queue->TryDequeue(cm, [self, queue, cm, done = std::move(done)](const absl::Status& s,
-                                                                   QueueBase::Tuple tuple) mutable {
-    if (!s.ok()) {
-      if (absl::IsOutOfRange(s)) {
-        return done(absl::OutOfRangeError(absl::StrCat("reader '", self->name_, "' has no more files: ", s.message())),
-                    "", "");
-      }
-      return done(s, "", "");
-    }
-    if (tuple.size() != 1 || tuple[0].NumElements() != 1) {
-      return done(absl::InvalidArgumentError("a file-name queue element must be one string"), "", "");
-    }
-    {
-      absl::MutexLock lock(&self->mu_);
-      self->pending_.push_back(tuple[0].data<tstring>()[0]);
-    }
+  FetchWorkAsync(queue, cm, [self, queue, cm, done = std::move(done)](const absl::Status& s) mutable {
+    if (!s.ok()) return done(s, "", "");
     self->ReadAsync(std::move(queue), cm, std::move(done));
+  });
+}
+
+void ReaderBase::ReadUpToAsync(std::shared_ptr<QueueBase> queue, CancellationManager* cm, int64_t max_records,
+                               ReadUpToCallback done) {
+  absl::Status s;
+  std::vector<std::string> keys, values;
+  bool finished;
+  {
+    absl::MutexLock lock(&mu_);
+    std::string key, value;
+    finished = TryReadLocked(&s, &key, &value);
+    if (finished && s.ok()) {
+      keys.push_back(std::move(key));
+      values.push_back(std::move(value));
+      // The rest of the batch from the same file only; a bad record ends the
+      // batch and stays for the next read to report.
+      while (static_cast<int64_t>(keys.size()) < max_records) {
+        absl::Status more;
+        if (!TryReadLocked(&more, &key, &value, /*open_next=*/false) || !more.ok()) break;
+        keys.push_back(std::move(key));
+        values.push_back(std::move(value));
+      }
+    }
+  }
+  if (finished) return done(s, std::move(keys), std::move(values));
+  std::shared_ptr<ReaderBase> self = shared_from_this();
+  FetchWorkAsync(queue, cm, [self, queue, cm, max_records, done = std::move(done)](const absl::Status& s) mutable {
+    if (!s.ok()) return done(s, {}, {});
+    self->ReadUpToAsync(std::move(queue), cm, max_records, std::move(done));
   });
 }
 
@@ -131,16 +167,17 @@ absl::Status ReaderBase::RestoreState(const std::string& state) {
   if (has_work_) CloseLocked();
   has_work_ = false;
   current_.clear();
+  // The counters first: a format may key its order by them (IdxRecordReader).
+  work_started_ = st.work_started();
+  work_finished_ = st.work_finished();
+  records_ = st.num_records_produced();
+  pending_.assign(st.pending_work().begin(), st.pending_work().end());
   if (!st.current_work().empty()) {
     absl::Status s = OpenLocked(st.current_work(), st.position());
     if (!s.ok()) return s;
     has_work_ = true;
     current_ = st.current_work();
   }
-  pending_.assign(st.pending_work().begin(), st.pending_work().end());
-  work_started_ = st.work_started();
-  work_finished_ = st.work_finished();
-  records_ = st.num_records_produced();
   return absl::OkStatus();
 }
 

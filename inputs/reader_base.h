@@ -3,6 +3,7 @@
 // the queue when the current file is done. The ReaderRead kernel calls
 // ReadAsync, which never blocks a thread waiting for a file name: it dequeues
 // asynchronously (cancellable through the step's CancellationManager).
+// ReaderReadUpTo calls ReadUpToAsync, the same for a batch of records.
 // Subclasses (readers.h) implement one file format.
 //
 // A bad record (DataLoss) leaves the reader at that record: later reads
@@ -23,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -43,6 +45,15 @@ class ReaderBase : public ResourceBase, public std::enable_shared_from_this<Read
   // The next record. OutOfRange once the file-name queue is closed and empty
   // and every file is read; errors of a file (DataLoss, NotFound...) name it.
   void ReadAsync(std::shared_ptr<QueueBase> queue, CancellationManager* cm, ReadCallback done);
+
+  using ReadUpToCallback =
+      std::function<void(const absl::Status&, std::vector<std::string> keys, std::vector<std::string> values)>;
+  // Between 1 and max_records records (ReaderReadUpTo), all from one file: a
+  // batch ends early at the end of a file, or before a bad record (which the
+  // next read then reports). Otherwise as ReadAsync.
+  // REQUIRES: max_records >= 1.
+  void ReadUpToAsync(std::shared_ptr<QueueBase> queue, CancellationManager* cm, int64_t max_records,
+                     ReadUpToCallback done);
 
   int64_t NumRecordsProduced() const;
   int64_t NumWorkUnitsCompleted() const;
@@ -70,11 +81,19 @@ class ReaderBase : public ResourceBase, public std::enable_shared_from_this<Read
 
   Env* env() const { return env_; }
   const std::string& current_work() const { return current_; }  // REQUIRES: mu_ held
+  // Work units started, counting the one being opened.  REQUIRES: mu_ held
+  int64_t work_started_locked() const ABSL_NO_THREAD_SAFETY_ANALYSIS { return work_started_; }
 
  private:
   // Reads from open or pending files without waiting. Returns true when done
-  // (a record or an error in *s); false when a file name is needed.
-  bool TryReadLocked(absl::Status* s, std::string* key, std::string* value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // (a record or an error in *s); false when a file name is needed, or (with
+  // !open_next) when the open file is done.
+  bool TryReadLocked(absl::Status* s, std::string* key, std::string* value, bool open_next = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Dequeues one file name into pending_ without holding a thread, then
+  // calls next(OK), or next(error) (OutOfRange: no more files).
+  void FetchWorkAsync(std::shared_ptr<QueueBase> queue, CancellationManager* cm,
+                      std::function<void(const absl::Status&)> next);
 
   const std::string reader_type_;
   const std::string name_;

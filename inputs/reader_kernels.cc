@@ -1,7 +1,8 @@
 // CPU kernels for the reader ops (reader_ops.cc). Reader ops create their
 // reader in the device's ResourceMgr on first use (files through
-// Env::Default()) and output its handle by reference. ReaderRead is an
-// AsyncOpKernel: waiting for a file name holds no thread and is cancellable.
+// Env::Default()) and output its handle by reference. ReaderRead and
+// ReaderReadUpTo are AsyncOpKernels: waiting for a file name holds no thread
+// and is cancellable.
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "inputs/readers.h"
@@ -62,8 +63,15 @@ class TextLineReaderOp : public ReaderOpBase {
 
 class IdxRecordReaderOp : public ReaderOpBase {
  public:
-  using ReaderOpBase::ReaderOpBase;
-  std::shared_ptr<ReaderBase> Create() override { return std::make_shared<IdxRecordReader>(rn_.name, Env::Default()); }
+  explicit IdxRecordReaderOp(OpKernelConstruction* ctx) : ReaderOpBase(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle_seed", &shuffle_seed_));
+  }
+  std::shared_ptr<ReaderBase> Create() override {
+    return std::make_shared<IdxRecordReader>(rn_.name, Env::Default(), static_cast<uint64_t>(shuffle_seed_));
+  }
+
+ private:
+  int64_t shuffle_seed_ = 0;
 };
 
 class ReaderReadOp : public AsyncOpKernel {
@@ -84,6 +92,41 @@ class ReaderReadOp : public AsyncOpKernel {
                            }
                            done();
                          });
+  }
+};
+
+class ReaderReadUpToOp : public AsyncOpKernel {
+ public:
+  using AsyncOpKernel::AsyncOpKernel;
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    const Tensor& n = ctx->input(2);
+    OP_REQUIRES_ASYNC(ctx, n.dims() == 0 && n.dtype() == DT_INT64,
+                      absl::InvalidArgumentError("num_records must be a scalar int64"), done);
+    const int64_t num_records = n.scalar<int64_t>();
+    OP_REQUIRES_ASYNC(ctx, num_records >= 1,
+                      absl::InvalidArgumentError(absl::StrCat("num_records must be at least 1, got ", num_records)),
+                      done);
+    auto reader = LookupFromHandle<ReaderBase>(ctx, 0);
+    OP_REQUIRES_OK_ASYNC(ctx, reader.status(), done);
+    auto queue = LookupFromHandle<QueueBase>(ctx, 1);
+    OP_REQUIRES_OK_ASYNC(ctx, queue.status(), done);
+    (*reader)->ReadUpToAsync(
+        std::move(queue).value(), ctx->cancellation_manager(), num_records,
+        [ctx, done](const absl::Status& s, std::vector<std::string> keys, std::vector<std::string> values) {
+          if (!s.ok()) {
+            ctx->SetStatus(s);
+          } else {
+            const TensorShape shape({static_cast<int64_t>(keys.size())});
+            Tensor k(DT_STRING, shape), v(DT_STRING, shape);
+            for (size_t i = 0; i < keys.size(); ++i) {
+              k.data<tstring>()[i] = std::move(keys[i]);
+              v.data<tstring>()[i] = std::move(values[i]);
+            }
+            ctx->set_output(0, std::move(k));
+            ctx->set_output(1, std::move(v));
+          }
+          done();
+        });
   }
 };
 
@@ -117,6 +160,7 @@ REGISTER_KERNEL_BUILDER(Name("TFRecordReader").Device(kDeviceCpu), TFRecordReade
 REGISTER_KERNEL_BUILDER(Name("TextLineReader").Device(kDeviceCpu), TextLineReaderOp);
 REGISTER_KERNEL_BUILDER(Name("IdxRecordReader").Device(kDeviceCpu), IdxRecordReaderOp);
 REGISTER_KERNEL_BUILDER(Name("ReaderRead").Device(kDeviceCpu), ReaderReadOp);
+REGISTER_KERNEL_BUILDER(Name("ReaderReadUpTo").Device(kDeviceCpu), ReaderReadUpToOp);
 REGISTER_KERNEL_BUILDER(Name("ReaderNumRecordsProduced").Device(kDeviceCpu), ReaderVerbOp);
 REGISTER_KERNEL_BUILDER(Name("ReaderNumWorkUnitsCompleted").Device(kDeviceCpu), ReaderVerbOp);
 REGISTER_KERNEL_BUILDER(Name("ReaderSerializeState").Device(kDeviceCpu), ReaderVerbOp);

@@ -1,6 +1,6 @@
 // Reader ops, TensorFlow's V1 names and signatures (Ref(string) handles):
 // TFRecordReader, TextLineReader, IdxRecordReader (Sluice's: one IDX item
-// per record), ReaderRead, ReaderNumRecordsProduced,
+// per record), ReaderRead, ReaderReadUpTo, ReaderNumRecordsProduced,
 // ReaderNumWorkUnitsCompleted, ReaderSerializeState, ReaderRestoreState,
 // ReaderReset. Kernels: reader_kernels.cc.
 #include "engine/framework/op_def.h"
@@ -17,6 +17,12 @@ absl::Status HandleShape(InferenceContext* c) {
 absl::Status TwoScalars(InferenceContext* c) {
   c->set_output(0, PartialShape::Scalar());
   c->set_output(1, PartialShape::Scalar());
+  return absl::OkStatus();
+}
+
+absl::Status TwoVectors(InferenceContext* c) {
+  c->set_output(0, PartialShape::UnknownOfRank(1));
+  c->set_output(1, PartialShape::UnknownOfRank(1));
   return absl::OkStatus();
 }
 
@@ -38,10 +44,13 @@ REGISTER_OP("TextLineReader")
     .SetIsStateful()
     .SetShapeFn(HandleShape);
 
+// shuffle_seed: 0 reads items in file order; otherwise in a seeded
+// permutation per work unit (readers.h).
 REGISTER_OP("IdxRecordReader")
     .Output("reader_handle: Ref(string)")
     .Attr("container: string = ''")
     .Attr("shared_name: string = ''")
+    .Attr("shuffle_seed: int = 0")
     .SetIsStateful()
     .SetShapeFn(HandleShape);
 
@@ -52,6 +61,16 @@ REGISTER_OP("ReaderRead")
     .Output("value: string")
     .SetIsStateful()
     .SetShapeFn(TwoScalars);
+
+// Up to num_records records, from one file (fewer at the end of a file).
+REGISTER_OP("ReaderReadUpTo")
+    .Input("reader_handle: Ref(string)")
+    .Input("queue_handle: Ref(string)")
+    .Input("num_records: int64")
+    .Output("keys: string")
+    .Output("values: string")
+    .SetIsStateful()
+    .SetShapeFn(TwoVectors);
 
 REGISTER_OP("ReaderNumRecordsProduced")
     .Input("reader_handle: Ref(string)")

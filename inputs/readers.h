@@ -57,9 +57,15 @@ class TextLineReader : public ReaderBase {
   int64_t line_ = 0;
 };
 
+// With a nonzero `shuffle_seed` the items of each work unit come in a seeded
+// permutation, a new one per work unit: unit k (k = work units started,
+// counting this one) uses the permutation keyed by (shuffle_seed, k). The
+// order is thus a function of the saved state alone, so a restored reader
+// continues exactly where a saved one would have (deterministic training).
 class IdxRecordReader : public ReaderBase {
  public:
-  IdxRecordReader(std::string name, Env* env) : ReaderBase("IdxRecordReader", std::move(name), env) {}
+  IdxRecordReader(std::string name, Env* env, uint64_t shuffle_seed = 0)
+      : ReaderBase("IdxRecordReader", std::move(name), env), shuffle_seed_(shuffle_seed) {}
 
  protected:
   absl::Status OpenLocked(const std::string& file, int64_t position) override;
@@ -70,6 +76,8 @@ class IdxRecordReader : public ReaderBase {
  private:
   std::optional<IdxFile> idx_;
   int64_t index_ = 0;
+  const uint64_t shuffle_seed_;
+  std::vector<int64_t> order_;  // empty: file order
 };
 
 }  // namespace sluice

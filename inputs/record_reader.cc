@@ -41,52 +41,68 @@ absl::Status RecordReader::Truncated(uint64_t offset, absl::string_view what, si
                                           got, " of ", want, " bytes before the end of the file)"));
 }
 
-absl::Status RecordReader::ReadRecord(uint64_t* offset, std::string* record) {
-  absl::string_view view;
-  absl::Status s = ReadRecord(offset, &view);
-  if (s.ok()) record->assign(view.data(), view.size());
-  return s;
-}
-
-absl::Status RecordReader::ReadRecord(uint64_t* offset, absl::string_view* record) {
-  const uint64_t start = *offset;
+absl::Status RecordReader::ReadFrame(uint64_t start, uint64_t* length, absl::string_view* body) {
   absl::string_view header;
   absl::Status s = ReadBytes(start, kRecordHeaderBytes, &header);
   if (!s.ok()) return s;
   if (header.empty()) return absl::OutOfRangeError(absl::StrCat(file_->name(), ": end of file at offset ", start));
   if (header.size() < kRecordHeaderBytes) return Truncated(start, "header", kRecordHeaderBytes, header.size());
-  const uint64_t length = absl::little_endian::Load64(header.data());
+  *length = absl::little_endian::Load64(header.data());
   const uint32_t length_crc = crc32c::Unmask(absl::little_endian::Load32(header.data() + 8));
   if (crc32c::Value(header.data(), 8) != length_crc) {
     return absl::DataLossError(
         absl::StrCat(file_->name(), ": corrupt record at offset ", start, ": the length's checksum does not match"));
   }
-  if (length > options_.max_record_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(file_->name(), ": record at offset ", start, " is ", length,
+  if (*length > options_.max_record_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(file_->name(), ": record at offset ", start, " is ", *length,
                                                      " bytes, above the limit of ", options_.max_record_bytes,
                                                      " (RecordReaderOptions::max_record_bytes)"));
   }
   const uint64_t data_start = start + kRecordHeaderBytes;
-  const size_t body = static_cast<size_t>(length) + kRecordFooterBytes;
-  absl::string_view data;
-  if (body > options_.buffer_bytes) {
-    // Large record: read it straight into the output.
-    large_.resize(body);
-    s = file_->Read(data_start, body, &data, large_.data());
-    if (!s.ok()) return s;
-    if (data.size() < body) return Truncated(start, "data and checksum", body, data.size());
+  const size_t want = static_cast<size_t>(*length) + kRecordFooterBytes;
+  if (want > options_.buffer_bytes) {
+    // Large record: read it whole, past the buffer.
+    large_.resize(want);
+    s = file_->Read(data_start, want, body, large_.data());
   } else {
-    s = ReadBytes(data_start, body, &data);
-    if (!s.ok()) return s;
-    if (data.size() < body) return Truncated(start, "data and checksum", body, data.size());
+    s = ReadBytes(data_start, want, body);
   }
-  const uint32_t data_crc = crc32c::Unmask(absl::little_endian::Load32(data.data() + length));
-  if (crc32c::Value(data.data(), static_cast<size_t>(length)) != data_crc) {
-    return absl::DataLossError(absl::StrCat(file_->name(), ": corrupt record at offset ", start, " (", length,
-                                            " bytes): the data's checksum does not match"));
-  }
-  *record = data.substr(0, static_cast<size_t>(length));
-  *offset = data_start + body;
+  if (!s.ok()) return s;
+  if (body->size() < want) return Truncated(start, "data and checksum", want, body->size());
+  return absl::OkStatus();
+}
+
+absl::Status RecordReader::CorruptData(uint64_t start, uint64_t length) const {
+  return absl::DataLossError(absl::StrCat(file_->name(), ": corrupt record at offset ", start, " (", length,
+                                          " bytes): the data's checksum does not match"));
+}
+
+absl::Status RecordReader::ReadRecord(uint64_t* offset, std::string* record) {
+  const uint64_t start = *offset;
+  uint64_t length = 0;
+  absl::string_view body;
+  absl::Status s = ReadFrame(start, &length, &body);
+  if (!s.ok()) return s;
+  const size_t n = static_cast<size_t>(length);
+  const uint32_t data_crc = crc32c::Unmask(absl::little_endian::Load32(body.data() + n));
+  // Verify while copying: one pass over the record's bytes.
+  record->resize(n);
+  if (crc32c::ExtendAndCopy(0, body.data(), n, &(*record)[0]) != data_crc) return CorruptData(start, length);
+  *offset = start + kRecordHeaderBytes + n + kRecordFooterBytes;
+  return absl::OkStatus();
+}
+
+absl::Status RecordReader::ReadRecord(uint64_t* offset, absl::string_view* record) {
+  const uint64_t start = *offset;
+  uint64_t length = 0;
+  absl::string_view body;
+  absl::Status s = ReadFrame(start, &length, &body);
+  if (!s.ok()) return s;
+  const size_t n = static_cast<size_t>(length);
+  const uint32_t data_crc = crc32c::Unmask(absl::little_endian::Load32(body.data() + n));
+  if (crc32c::Value(body.data(), n) != data_crc) return CorruptData(start, length);
+  *record = body.substr(0, n);
+  *offset = start + kRecordHeaderBytes + n + kRecordFooterBytes;
   return absl::OkStatus();
 }
 

@@ -2,7 +2,8 @@
 // RandomAccessFile, verifying both checksums of every record.
 //
 // ReadRecord(&offset, &record) reads the record starting at `offset` and, on
-// success only, advances `offset` past it. Results:
+// success only, advances `offset` past it (after an error *record is
+// unspecified). Results:
 //   OK               a record
 //   OutOfRange       no record starts at `offset`: the clean end of the file;
 //                    with `follow`, also a partial record at the end (the
@@ -46,6 +47,10 @@ class RecordReader {
  private:
   // Points *out at n bytes at `offset` (fewer at the end of the file).
   absl::Status ReadBytes(uint64_t offset, size_t n, absl::string_view* out);
+  // Reads and checks the header of the record at `start`; points *body at its
+  // data and data checksum (*length + 4 bytes), not yet verified.
+  absl::Status ReadFrame(uint64_t start, uint64_t* length, absl::string_view* body);
+  absl::Status CorruptData(uint64_t start, uint64_t length) const;
   absl::Status Truncated(uint64_t offset, absl::string_view what, size_t want, size_t got) const;
 
   RandomAccessFile* file_;

@@ -25,18 +25,20 @@ std::string WriteRecords(MemEnv* env, const std::string& path, const std::vector
   return env->GetContents(path);
 }
 
-// Reads until a non-OK status; returns the records and that status.
+// Reads until a non-OK status; returns the records and that status. `views`:
+// through ReadRecord(string_view*) (no copy) instead of ReadRecord(string*).
 absl::Status ReadAll(MemEnv* env, const std::string& path, std::vector<std::string>* out,
-                     RecordReaderOptions options = {}) {
+                     RecordReaderOptions options = {}, bool views = false) {
   out->clear();
   auto file = env->NewRandomAccessFile(path);
   if (!file.ok()) return file.status();
   SequentialRecordReader reader(file->get(), options);
   while (true) {
     std::string r;
-    absl::Status s = reader.ReadRecord(&r);
+    absl::string_view v;
+    absl::Status s = views ? reader.ReadRecord(&v) : reader.ReadRecord(&r);
     if (!s.ok()) return s;
-    out->push_back(r);
+    out->push_back(views ? std::string(v) : r);
   }
 }
 
@@ -49,10 +51,12 @@ TEST(Record, RoundTrip) {
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 31);
   records.push_back(big);
   WriteRecords(&env, "/f", records);
-  std::vector<std::string> got;
-  absl::Status s = ReadAll(&env, "/f", &got, RecordReaderOptions{64 << 20, false, 1024});
-  EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
-  EXPECT_EQ(got, records);
+  for (bool views : {false, true}) {
+    std::vector<std::string> got;
+    absl::Status s = ReadAll(&env, "/f", &got, RecordReaderOptions{64 << 20, false, 1024}, views);
+    EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
+    EXPECT_EQ(got, records) << "views " << views;
+  }
 }
 
 TEST(Record, ByteLayoutMatchesTensorFlow) {
@@ -127,20 +131,22 @@ TEST(Record, EveryBitFlipIsDataLoss) {
   const std::string full = WriteRecords(&env, "/f", records);
   const std::vector<uint64_t> bounds = Boundaries(records);
   for (bool follow : {false, true}) {
-    for (size_t byte = 0; byte < full.size(); ++byte) {
-      for (int bit = 0; bit < 8; ++bit) {
-        std::string bad = full;
-        bad[byte] = static_cast<char>(bad[byte] ^ (1 << bit));
-        env.SetContents("/c", bad);
-        std::vector<std::string> got;
-        RecordReaderOptions options;
-        options.follow = follow;
-        absl::Status s = ReadAll(&env, "/c", &got, options);
-        ASSERT_TRUE(absl::IsDataLoss(s)) << "byte " << byte << " bit " << bit << ": " << s;
-        size_t hit = 0;  // the record holding the flipped byte
-        while (bounds[hit + 1] <= byte) ++hit;
-        EXPECT_EQ(got.size(), hit);
-        EXPECT_TRUE(absl::StrContains(s.message(), absl::StrCat("offset ", bounds[hit]))) << s;
+    for (bool views : {false, true}) {
+      for (size_t byte = 0; byte < full.size(); ++byte) {
+        for (int bit = 0; bit < 8; ++bit) {
+          std::string bad = full;
+          bad[byte] = static_cast<char>(bad[byte] ^ (1 << bit));
+          env.SetContents("/c", bad);
+          std::vector<std::string> got;
+          RecordReaderOptions options;
+          options.follow = follow;
+          absl::Status s = ReadAll(&env, "/c", &got, options, views);
+          ASSERT_TRUE(absl::IsDataLoss(s)) << "byte " << byte << " bit " << bit << " views " << views << ": " << s;
+          size_t hit = 0;  // the record holding the flipped byte
+          while (bounds[hit + 1] <= byte) ++hit;
+          EXPECT_EQ(got.size(), hit);
+          EXPECT_TRUE(absl::StrContains(s.message(), absl::StrCat("offset ", bounds[hit]))) << s;
+        }
       }
     }
   }

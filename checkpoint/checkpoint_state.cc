@@ -88,6 +88,10 @@ absl::StatusOr<FoundCheckpoint> FindLatestValidCheckpoint(Env* env, const std::s
                                                           std::vector<std::string>* skipped) {
   const std::string ckpts = CheckpointsDir(run_dir);
   std::map<int64_t, std::string, std::greater<int64_t>> candidates;  // step -> dir name
+  // The state file is the commit point: a directory it does not list was
+  // renamed into place by a save that crashed before committing, or was left
+  // by retention; neither is resumed from. Only without a readable state file
+  // are the directories scanned.
   auto state = ReadCheckpointState(env, ckpts);
   if (state.ok()) {
     for (const CheckpointRecord& r : state->checkpoints()) {
@@ -97,7 +101,7 @@ absl::StatusOr<FoundCheckpoint> FindLatestValidCheckpoint(Env* env, const std::s
   } else if (state.status().code() != absl::StatusCode::kNotFound) {
     LOG(WARNING) << state.status().message() << "; scanning " << ckpts << " instead";
   }
-  if (env->IsDirectory(ckpts)) {
+  if (!state.ok() && env->IsDirectory(ckpts)) {
     SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> children, env->GetChildren(ckpts));
     for (const std::string& c : children) {
       int64_t step;

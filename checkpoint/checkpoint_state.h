@@ -56,8 +56,9 @@ struct FoundCheckpoint {
 };
 
 // The newest checkpoint in <run_dir>/checkpoints that verifies: candidates
-// are those the state file lists and every ckpt-<step> directory (a
-// checkpoint is renamed into place only when whole), newest first. Each one
+// are those the state file lists (the commit point), newest first; only when
+// the state file is missing or unreadable, every ckpt-<step> directory (a
+// checkpoint is renamed into place only when whole). Each one
 // skipped is logged as a warning and described in `skipped` (optional).
 // NotFound when none verifies (or there are none).
 absl::StatusOr<FoundCheckpoint> FindLatestValidCheckpoint(Env* env, const std::string& run_dir, VerifyLevel level,

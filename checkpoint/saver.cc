@@ -134,6 +134,9 @@ absl::Status Saver::MaybeSave(Session* session, int64_t step) {
 
 absl::Status Saver::Save(Session* session, int64_t step) {
   if (step < 0) return absl::InvalidArgumentError(absl::StrCat("Saver: negative step ", step));
+  // This step is saved (or being saved) already: saving it again would
+  // replace a committed checkpoint in place, for nothing.
+  if (step == last_save_step_) return absl::OkStatus();
   std::vector<std::string> fetches;
   for (size_t i = 0; i < variables_.size(); ++i) fetches.push_back(SnapshotNode(options_.scope, i));
   std::vector<Tensor> values;

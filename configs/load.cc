@@ -68,10 +68,14 @@ std::string WithSuggestion(const std::string& message) {
 // The parser reports unknown names at the token after them; point at the
 // name itself when it appears earlier on the same line.
 int ColumnOfName(const std::string& text, int line, int column, const std::string& message) {
-  static const std::regex kQuoted(R"re(named "(\w+)"|value of "(\w+)")re");
+  static const std::regex kQuoted(
+      R"re(named "(\w+)"|value of "(\w+)"|Non-repeated field "(\w+)"|^Field "(\w+)" is specified along)re");
   std::smatch m;
   if (!std::regex_search(message, m, kQuoted)) return column;
-  const std::string name = m[1].matched ? m[1].str() : m[2].str();
+  std::string name;
+  for (size_t i = 1; i < m.size() && name.empty(); ++i) {
+    if (m[i].matched) name = m[i].str();
+  }
   size_t start = 0;
   for (int i = 0; i < line && start != std::string::npos; ++i) {
     start = text.find('\n', start);
@@ -88,6 +92,9 @@ class CollectErrors : public google::protobuf::io::ErrorCollector {
  public:
   CollectErrors(ConfigErrors* errors, const std::string* text) : errors_(errors), text_(text) {}
   void AddError(int line, int column, const std::string& message) override {
+    // The parser stops at its first error; anything after a tokenizer error
+    // (a control character, an unterminated string) follows from it.
+    if (!errors_->empty()) return;
     column = ColumnOfName(*text_, line, column, message);
     errors_->Add(Location{line + 1, column + 1}, WithSuggestion(message));
   }
@@ -155,6 +162,10 @@ absl::StatusOr<std::unique_ptr<LoadedExperiment>> ParseExperiment(const std::str
 }
 
 absl::StatusOr<std::unique_ptr<LoadedExperiment>> LoadExperimentFile(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": error: is a directory, not an experiment file"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": error: cannot open the experiment file"));
   std::stringstream buffer;
@@ -207,7 +218,21 @@ absl::Status ApplyOverrides(const std::vector<std::string>& overrides, Experimen
           std::string body = value;
           if (body.size() >= 2 && body.front() == '{' && body.back() == '}') body = body.substr(1, body.size() - 2);
           target->Clear();
-          if (!TextFormat::ParseFromString(body, target)) return bad("not a valid message in text format");
+          // Collect the parser's complaint for the one-line error (by default
+          // protobuf logs it to stderr as a second line).
+          class FirstError : public google::protobuf::io::ErrorCollector {
+           public:
+            void AddError(int line, int column, const std::string& message) override {
+              if (text.empty()) text = absl::StrCat("column ", column + 1, ": ", WithSuggestion(message));
+            }
+            std::string text;
+          } first_error;
+          TextFormat::Parser parser;
+          parser.RecordErrorsTo(&first_error);
+          if (!parser.ParseFromString(body, target)) {
+            return bad(absl::StrCat("not a valid ", target->GetDescriptor()->name(), " in text format",
+                                    first_error.text.empty() ? "" : absl::StrCat(" (", first_error.text, ")")));
+          }
           break;
         }
         msg = f->is_repeated() ? r->MutableRepeatedMessage(msg, f, index) : r->MutableMessage(msg, f);

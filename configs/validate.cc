@@ -108,6 +108,9 @@ class Validator {
         Error(m, "layer", i, absl::StrCat("layer '", l.name(), "' needs a kind (dense, conv2d, max_pool, ...)"));
       }
       if (l.input_size() == 0) Error(m, "layer", i, absl::StrCat("layer '", l.name(), "' needs an 'input'"));
+      if (l.input_size() > 1) {
+        Error(l, "input", 1, absl::StrCat("layer '", l.name(), "' takes one input, but lists ", l.input_size()));
+      }
       std::vector<std::string> known = KnownSources(i);
       for (int j = 0; j < l.input_size(); ++j) {
         if (std::find(known.begin(), known.end(), l.input(j)) == known.end()) {
@@ -178,26 +181,37 @@ class Validator {
   void NonNegative(const google::protobuf::Message& m, const std::string& field, int64_t v, const std::string& what) {
     if (v < 0) Error(m, field, -1, absl::StrCat(what, " must be >= 0, got ", v));
   }
+  // A dimension or count: > 0, and small enough for the int32 shapes and attrs
+  // the graph holds it in.
+  void Size(const google::protobuf::Message& m, const std::string& field, int64_t v, const std::string& what) {
+    constexpr int64_t kMax = 2147483647;
+    if (v <= 0) {
+      Error(m, field, -1, absl::StrCat(what, " must be > 0, got ", v));
+    } else if (v > kMax) {
+      Error(m, field, -1, absl::StrCat(what, " must be at most ", kMax, ", got ", v));
+    }
+  }
 
   void CheckLayerParams(const Layer& l) {
     const std::string who = absl::StrCat("layer '", l.name(), "': ");
-    if (l.has_dense()) Positive(l.dense(), "units", l.dense().units(), who + "units");
+    if (l.has_dense()) Size(l.dense(), "units", l.dense().units(), who + "units");
     if (l.has_conv2d()) {
-      Positive(l.conv2d(), "filters", l.conv2d().filters(), who + "filters");
-      Positive(l.conv2d(), "kernel_size", l.conv2d().kernel_size(), who + "kernel_size");
-      Positive(l.conv2d(), "stride", l.conv2d().stride(), who + "stride");
+      Size(l.conv2d(), "filters", l.conv2d().filters(), who + "filters");
+      Size(l.conv2d(), "kernel_size", l.conv2d().kernel_size(), who + "kernel_size");
+      Size(l.conv2d(), "stride", l.conv2d().stride(), who + "stride");
     }
     for (const Layer::Pool* p : {l.has_max_pool() ? &l.max_pool() : nullptr, l.has_avg_pool() ? &l.avg_pool() : nullptr}) {
       if (p == nullptr) continue;
-      Positive(*p, "size", p->size(), who + "pool size");
-      Positive(*p, "stride", p->stride(), who + "pool stride");
+      Size(*p, "size", p->size(), who + "pool size");
+      // An unset stride defaults to the size: one error for a bad size.
+      if (p->size() > 0) Size(*p, "stride", p->stride(), who + "pool stride");
     }
     if (l.has_dropout() && !(l.dropout().rate() >= 0 && l.dropout().rate() < 1)) {
       Error(l.dropout(), "rate", -1, absl::StrCat(who, "dropout rate must be in [0, 1), got ", l.dropout().rate()));
     }
     if (l.has_embedding()) {
-      Positive(l.embedding(), "vocabulary_size", l.embedding().vocabulary_size(), who + "vocabulary_size");
-      Positive(l.embedding(), "dimension", l.embedding().dimension(), who + "dimension");
+      Size(l.embedding(), "vocabulary_size", l.embedding().vocabulary_size(), who + "vocabulary_size");
+      Size(l.embedding(), "dimension", l.embedding().dimension(), who + "dimension");
     }
     if (l.has_reshape()) {
       int unknown = 0;
@@ -219,7 +233,10 @@ class Validator {
         if (path.empty()) {
           Error(p.idx(), which, -1, absl::StrCat("'", which, "' is required"));
         } else if (!FileExists(path)) {
-          Error(p.idx(), which, -1, absl::StrCat("file '", path, "' does not exist"));
+          struct stat st;
+          Error(p.idx(), which, -1,
+                absl::StrCat("file '", path, "' ",
+                             ::stat(path.c_str(), &st) == 0 ? "is not a regular file" : "does not exist"));
         }
       }
     }
@@ -237,8 +254,8 @@ class Validator {
         if (!GlobMatchesAny(p.csv().files(i))) Error(p.csv(), "files", i, absl::StrCat("no file matches '", p.csv().files(i), "'"));
       }
     }
-    Positive(p, "batch_size", p.batch_size(), "batch_size");
-    Positive(p, "reader_threads", p.reader_threads(), "reader_threads");
+    Size(p, "batch_size", p.batch_size(), "batch_size");
+    Size(p, "reader_threads", p.reader_threads(), "reader_threads");
     NonNegative(p, "epochs", p.epochs(), "epochs");
     if (p.has_shuffle()) {
       NonNegative(p.shuffle(), "min_after_dequeue", p.shuffle().min_after_dequeue(), "min_after_dequeue");
@@ -334,12 +351,77 @@ class Validator {
     for (int i = 0; i < e_.summaries().histograms_size(); ++i) {
       if (e_.summaries().histograms(i).empty()) Error(e_.summaries(), "histograms", i, "empty histogram pattern");
     }
+    CheckSummariesAndMonitoring();
     const int port = e_.monitoring().metrics_port();
     if (port < -1 || port > 65535) {
       Error(e_.monitoring(), "metrics_port", -1, absl::StrCat("metrics_port must be in [-1, 65535], got ", port));
     }
     if (e_.devices().intra_op_threads() < 0) Error(e_.devices(), "intra_op_threads", -1, "intra_op_threads must be >= 0");
     if (e_.devices().inter_op_threads() < 0) Error(e_.devices(), "inter_op_threads", -1, "inter_op_threads must be >= 0");
+  }
+
+  // summaries.input_images, monitoring.metrics_address and monitoring.pushgateway_url (issue 7).
+  void CheckSummariesAndMonitoring() {
+    const Summaries& sum = e_.summaries();
+    if (sum.input_images() < 0 || sum.input_images() > 64) {
+      Error(sum, "input_images", -1, absl::StrCat("input_images must be in [0, 64], got ", sum.input_images()));
+    } else if (sum.input_images() > 0 && std::find(features_.begin(), features_.end(), "image") == features_.end()) {
+      Error(sum, "input_images", -1,
+            absl::StrCat("input_images needs an input feature named 'image' (features: ", absl::StrJoin(features_, ", "),
+                         ")"));
+    }
+    const Monitoring& m = e_.monitoring();
+    if (!m.metrics_address().empty() && !IsIpv4Address(m.metrics_address())) {
+      Error(m, "metrics_address", -1,
+            absl::StrCat("metrics_address '", m.metrics_address(),
+                         "' is not an IPv4 address; use e.g. \"127.0.0.1\" or \"0.0.0.0\""));
+    }
+    if (!m.pushgateway_url().empty()) {
+      std::string why = PushgatewayUrlProblem(m.pushgateway_url());
+      if (!why.empty()) {
+        Error(m, "pushgateway_url", -1,
+              absl::StrCat("pushgateway_url '", m.pushgateway_url(), "' ", why,
+                           "; use \"http://HOST:PORT\", e.g. \"http://127.0.0.1:9091\""));
+      }
+    }
+  }
+
+  static bool IsIpv4Address(const std::string& s) {
+    std::vector<std::string> parts = absl::StrSplit(s, '.');
+    if (parts.size() != 4) return false;
+    for (const std::string& p : parts) {
+      if (p.empty() || p.size() > 3) return false;
+      for (char c : p) {
+        if (!absl::ascii_isdigit(c)) return false;
+      }
+      if (std::stoi(p) > 255) return false;
+    }
+    return true;
+  }
+
+  // "" when `url` is http(s)://host[:port][/]; otherwise what is wrong with it.
+  static std::string PushgatewayUrlProblem(std::string url) {
+    const size_t scheme = url.find("://");
+    if (scheme != std::string::npos) {
+      const std::string s = url.substr(0, scheme);
+      if (s != "http" && s != "https") return absl::StrCat("has scheme '", s, "' (only http and https)");
+      url = url.substr(scheme + 3);
+    }
+    if (!url.empty() && url.back() == '/') url.pop_back();
+    if (url.find('/') != std::string::npos) return "has a path (give only host and port)";
+    const size_t colon = url.rfind(':');
+    const std::string host = colon == std::string::npos ? url : url.substr(0, colon);
+    if (host.empty()) return "has no host";
+    if (colon != std::string::npos) {
+      const std::string port = url.substr(colon + 1);
+      if (port.empty() || port.size() > 5) return "has a bad port";
+      for (char c : port) {
+        if (!absl::ascii_isdigit(c)) return "has a bad port";
+      }
+      const int p = std::stoi(port);
+      if (p < 1 || p > 65535) return "has a port outside 1-65535";
+    }
+    return "";
   }
 
   void CheckCluster() {

@@ -46,16 +46,38 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
   producer.scope = s + "/label_files";
   auto label_files = AddStringInputProducer(in, {p.idx().labels()}, producer);
   if (!label_files.ok()) return label_files.status();
-  auto image_kv = AddReaderRead(in, "IdxRecordReader", *image_files, s + "/image_reader");
-  auto label_kv = AddReaderRead(in, "IdxRecordReader", *label_files, s + "/label_reader");
+  // Deterministic shuffling: the same permutation in both readers keeps each
+  // image with its label.
+  const bool reader_shuffle = options.training && options.deterministic && p.has_shuffle();
+  std::map<std::string, AttrValue> reader_attrs;
+  if (reader_shuffle) reader_attrs["shuffle_seed"] = MakeAttr(options.seed != 0 ? options.seed : int64_t{1});
+  // Up to a batch of items per enqueue step (one session step per example
+  // would cost more than the model). Both readers hold files of the same item
+  // count and order, so each call returns as many images as labels.
+  const int64_t per_read = std::max<int64_t>(p.batch_size(), 1);
+  auto image_kv = AddReaderReadUpTo(in, "IdxRecordReader", *image_files, per_read, s + "/image_reader", reader_attrs);
+  auto label_kv = AddReaderReadUpTo(in, "IdxRecordReader", *label_files, per_read, s + "/label_reader", reader_attrs);
+  for (const auto& [scope, file] : {std::pair<std::string, std::string>{s + "/image_reader", p.idx().images()},
+                                    {s + "/label_reader", p.idx().labels()}}) {
+    RestorableReader r;
+    r.reader_type = "IdxRecordReader";
+    r.file = file;
+    r.state_feed = in->AddNode(scope + "/restore_state", "Placeholder", {},
+                               {{"dtype", MakeAttr(DT_STRING)}, {"shape", MakeAttr(TensorShape({}))}});
+    r.restore_op = in->AddNode(scope + "/restore", "ReaderRestoreState", {scope + "/reader", r.state_feed});
+    out->readers.push_back(r);
+  }
+  out->exact_order = !options.training || reader_shuffle || !p.has_shuffle();
   std::string pixels = in->AddNode(s + "/decode_image", "DecodeRaw", {image_kv.second}, {{"out_type", MakeAttr(DT_UINT8)}});
-  std::string shaped = in->AddNode(s + "/image_shape", "Reshape", {pixels, in->AddConst(s + "/image_dims", Int32Vector(item))},
+  std::vector<int64_t> many = {-1};
+  many.insert(many.end(), item.begin(), item.end());
+  std::string shaped = in->AddNode(s + "/image_shape", "Reshape", {pixels, in->AddConst(s + "/image_dims", Int32Vector(many))},
                                    {{"T", MakeAttr(DT_UINT8)}, {"Tshape", MakeAttr(DT_INT32)}});
   std::string image = in->AddNode(s + "/image_float", "ImageToFloat", {shaped},
                                   {{"scale", MakeAttr(p.scale_to_unit() ? 1.0f / 255.0f : 1.0f)}});
   std::string label_bytes = in->AddNode(s + "/decode_label", "DecodeRaw", {label_kv.second}, {{"out_type", MakeAttr(DT_UINT8)}});
   std::string label_scalar = in->AddNode(s + "/label_scalar", "Reshape",
-                                         {label_bytes, in->AddConst(s + "/scalar_dims", Int32Vector({}))},
+                                         {label_bytes, in->AddConst(s + "/scalar_dims", Int32Vector({-1}))},
                                          {{"T", MakeAttr(DT_UINT8)}, {"Tshape", MakeAttr(DT_INT32)}});
   std::string label = in->AddNode(s + "/label_int64", "Cast", {label_scalar},
                                   {{"SrcT", MakeAttr(DT_UINT8)}, {"DstT", MakeAttr(DT_INT64)}});
@@ -65,7 +87,8 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
   // One enqueue thread: the two readers advance in the same step, so each
   // image stays with its label.
   batch.num_threads = 1;
-  batch.shuffle = options.training && p.has_shuffle();
+  batch.enqueue_many = true;
+  batch.shuffle = options.training && p.has_shuffle() && !reader_shuffle;
   if (batch.shuffle) {
     batch.capacity = static_cast<int32_t>(p.shuffle().capacity());
     batch.min_after_dequeue = static_cast<int32_t>(p.shuffle().min_after_dequeue());
@@ -81,9 +104,10 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
   out->features["label"] = {(*batched)[1], DT_INT64, PartialShape::FromDims({kUnknownDim})};
   out->queue_capacity = batch.capacity;
   out->description = absl::StrCat("IDX ", p.idx().images(), " (", images->num_items(), " x [", absl::StrJoin(item, ","),
-                                  "]) -> ", batch.shuffle ? absl::StrCat("shuffle queue (capacity ", batch.capacity,
+                                  "]) -> ", reader_shuffle ? "seeded permutation per epoch -> FIFO queue" : "",
+                                  reader_shuffle ? "" : (batch.shuffle ? absl::StrCat("shuffle queue (capacity ", batch.capacity,
                                                                          ", min_after_dequeue ", batch.min_after_dequeue, ")")
-                                                          : absl::StrCat("FIFO queue (capacity ", batch.capacity, ")"),
+                                                          : absl::StrCat("FIFO queue (capacity ", batch.capacity, ")")),
                                   " -> batches of ", p.batch_size());
   return absl::OkStatus();
 }

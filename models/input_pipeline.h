@@ -26,8 +26,24 @@ struct PipelineFeature {
   PartialShape shape;   // [batch, ...] with the batch dim unknown
 };
 
+// A reader whose position a checkpoint restores: feed a serialized
+// ReaderState (inputs/reader_state.proto) to `state_feed` and run `restore_op`
+// before the queue runners start.
+struct RestorableReader {
+  std::string reader_type;   // "IdxRecordReader"
+  std::string file;          // the one file it reads, once per epoch
+  std::string state_feed;    // string scalar placeholder
+  std::string restore_op;    // ReaderRestoreState
+};
+
 struct InputPipeline {
   std::map<std::string, PipelineFeature> features;
+  // Readers that advance one record per example, in lockstep; restoring them
+  // to the number of examples consumed resumes the input where it stopped.
+  std::vector<RestorableReader> readers;
+  // True when the examples' order is a function of (seed, examples consumed)
+  // alone: deterministic mode (reader-level shuffle, FIFO batching).
+  bool exact_order = false;
   std::vector<QueueRunnerDef> runners;
   std::vector<std::string> init_ops;
   std::string queue_size;     // scalar int32 tensor: elements in the batch queue
@@ -40,6 +56,10 @@ struct PipelineOptions {
   std::string scope;       // "input/train", "input/eval"
   int64_t seed = 1;
   bool training = true;    // shuffling, and reader threads
+  // Deterministic mode: shuffle by a seeded permutation of each epoch in the
+  // reader instead of a RandomShuffleQueue (whose order depends on timing),
+  // and batch through a FIFO queue.
+  bool deterministic = false;
 };
 
 // Appends the pipeline's nodes to `graph`.

@@ -1,12 +1,17 @@
 // Layers, initializers, losses and metrics as graph nodes.
 #include "models/model_builder.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <set>
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/framework/node_def_util.h"
+#include "engine/graph/graph_constructor.h"
 
 namespace sluice {
 namespace models {
@@ -46,14 +51,23 @@ class ModelCompiler {
     for (int i = 0; i < e_.model().layer_size(); ++i) {
       const Layer& l = e_.model().layer(i);
       Feature result;
-      if (!BuildLayer(l, &result)) continue;  // config error recorded
+      if (!BuildLayer(l, &result)) {  // config error recorded
+        failed_.insert(l.name());
+        continue;
+      }
       if (!root_.ok()) return root_.status();
       // The layer's output under its own name, so raw nodes can read it.
       GraphBuilder nb = root_.WithSubPrefix(options_.tower);
       result.tensor = nb.Op(l.name(), "Identity", {result.tensor});
       out_->named[l.name()] = result;
     }
-    for (int i = 0; i < e_.model().node_size(); ++i) AddRawNode(e_.model().node(i));
+    CheckVariablesFitInMemory();
+    for (int i = 0; i < e_.model().node_size(); ++i) {
+      const size_t before = errors_->size();
+      AddRawNode(e_.model().node(i));
+      if (errors_->size() > before) failed_.insert(e_.model().node(i).name());
+    }
+    if (errors_->empty()) CheckRawNodeShapes();
     if (!root_.ok()) return root_.status();
     if (!errors_->empty()) return absl::OkStatus();
     BuildLosses();
@@ -71,14 +85,23 @@ class ModelCompiler {
     return root_.WithSubPrefix(scope);
   }
 
+  // A stable hash (FNV-1a 64) of the op's name: absl::Hash is salted per
+  // process, which made every run draw different initial weights for the same
+  // train.seed.
   int64_t OpSeed(const std::string& name) const {
-    return static_cast<int64_t>(absl::Hash<std::string>()(name) & 0x7fffffff) + 1;
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : name) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+    return static_cast<int64_t>(h & 0x7fffffff) + 1;
   }
 
   // Creates (or, in a reusing tower, looks up) a variable and its initial value.
   Output Variable(GraphBuilder* b, const std::string& layer, const std::string& name, const TensorShape& shape,
                   const Initializer& init, bool default_glorot, int64_t fan_in, int64_t fan_out, float l2_weight) {
     const std::string canonical = absl::StrCat(layer, "/", name);
+    layer_bytes_[layer] += 4.0 * static_cast<double>(shape.num_elements());
     AttrList attrs = {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(shape)}};
     if (options_.reuse_variables) attrs["shared_name"] = MakeAttr(canonical);
     Node* var = b->AddNode(name, "VariableV2", {}, attrs);
@@ -138,7 +161,9 @@ class ModelCompiler {
   bool Input(const Layer& l, int i, Feature* f) {
     auto it = out_->named.find(l.input(i));
     if (it == out_->named.end()) {
-      LayerError(l, absl::StrCat("unknown input '", l.input(i), "'"));
+      // An input that failed to build has its own error already: one error
+      // per mistake, not one per layer downstream of it.
+      if (failed_.count(l.input(i)) == 0) LayerError(l, absl::StrCat("unknown input '", l.input(i), "'"));
       return false;
     }
     *f = it->second;
@@ -249,7 +274,12 @@ class ModelCompiler {
           result->tensor = in.tensor;
           return true;
         }
-        result->tensor = b.Op("Dropout", "Dropout", {in.tensor, b.Scalar<float>("rate", l.dropout().rate())},
+        if (!options_.global_step.valid()) {
+          LayerError(l, "dropout needs the training graph's global step (internal error)");
+          return false;
+        }
+        result->tensor = b.Op("Dropout", "Dropout",
+                              {in.tensor, b.Scalar<float>("rate", l.dropout().rate()), options_.global_step},
                               {{"seed", MakeAttr(options_.seed)}, {"seed2", MakeAttr(OpSeed(l.name()))}});
         return true;
       }
@@ -259,6 +289,11 @@ class ModelCompiler {
         return true;
       case Layer::kEmbedding: {
         const auto& em = l.embedding();
+        if (!DataTypeIsInteger(BaseType(in.tensor.dtype()))) {
+          LayerError(l, absl::StrCat("embedding needs integer ids, but '", l.input(0), "' is ",
+                                     DataTypeString(BaseType(in.tensor.dtype()))));
+          return false;
+        }
         Output table = Variable(&b, l.name(), "embeddings", TensorShape({em.vocabulary_size(), em.dimension()}),
                                 em.initializer(), true, em.vocabulary_size(), em.dimension(), l.l2_weight());
         result->tensor = b.Op("Gather", "Gather", {table, in.tensor});
@@ -309,10 +344,12 @@ class ModelCompiler {
       return;
     }
     int data_index = 0;
+    bool input_errors = false;
     for (int i = 0; i < raw.input_size(); ++i) {
       auto id = ParseTensorName(raw.input(i));
       if (!id.ok()) {
         errors_->Add(loaded_.Where(raw, "input", i), absl::StrCat("node '", raw.name(), "': ", id.status().message()));
+        input_errors = true;
         continue;
       }
       Output src;
@@ -322,6 +359,8 @@ class ModelCompiler {
       } else if (Node* n = root_.graph()->FindNode(prefix + id->node)) {
         src = Output{n, std::max(id->index, 0)};
       } else {
+        input_errors = true;
+        if (failed_.count(id->node) > 0) continue;  // reported at that layer or node
         std::vector<std::string> known;
         for (const auto& [k, v] : out_->named) known.push_back(k);
         std::string guess = ClosestMatch(id->node, known);
@@ -346,6 +385,7 @@ class ModelCompiler {
       }
       root_.graph()->AddEdge(src.node, src.index, *node, data_index++);
     }
+    if (input_errors) return;
     if (data_index != (*node)->num_inputs()) {
       errors_->Add(loaded_.Where(raw, "name"), absl::StrCat("node '", raw.name(), "' (op ", raw.op(), ") takes ",
                                                             (*node)->num_inputs(), " input(s) but lists ", data_index));
@@ -373,6 +413,106 @@ class ModelCompiler {
     out_->named[raw.name()] = Feature{out, PartialShape()};
   }
 
+  // Raw nodes get no shape checks as they are added; run shape inference over
+  // the graph so far and put a failure at the raw node it names.
+  void CheckRawNodeShapes() {
+    if (e_.model().node_size() == 0) return;
+    GraphDef def;
+    root_.graph()->ToGraphDef(&def);
+    Graph scratch;
+    absl::Status s = ConvertGraphDefToGraph(GraphConstructorOptions(), def, &scratch);
+    if (s.ok()) return;
+    const std::string message(s.message());
+    const std::string prefix = options_.tower.empty() ? "" : options_.tower + "/";
+    for (const NodeDef& raw : e_.model().node()) {
+      if (message.find(absl::StrCat("node '", prefix, raw.name(), "'")) != std::string::npos) {
+        errors_->Add(loaded_.Where(raw, "name"), message);
+        return;
+      }
+    }
+    // Not a raw node's fault: leave it to the full graph's validation.
+  }
+
+  // A model whose weights alone exceed this machine's memory is a config
+  // error (a typo'd size), not an allocation failure minutes later.
+  void CheckVariablesFitInMemory() {
+    double total = 0, largest = 0;
+    int largest_layer = -1;
+    for (int i = 0; i < e_.model().layer_size(); ++i) {
+      auto it = layer_bytes_.find(e_.model().layer(i).name());
+      if (it == layer_bytes_.end()) continue;
+      total += it->second;
+      if (it->second > largest) {
+        largest = it->second;
+        largest_layer = i;
+      }
+    }
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
+    if (largest_layer < 0 || pages <= 0 || page_size <= 0) return;
+    const double memory = static_cast<double>(pages) * static_cast<double>(page_size);
+    if (total <= memory) return;
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    LayerError(e_.model().layer(largest_layer),
+               absl::StrFormat("the model's weights need %.1f GiB (this layer %.1f GiB), more than this machine's "
+                               "%.1f GiB of memory",
+                               total / kGiB, largest / kGiB, memory / kGiB));
+  }
+
+  // Located errors for loss inputs whose dtypes or (known) shapes cannot work,
+  // instead of a graph error naming internal nodes.
+  bool CheckCrossEntropy(const config::Loss::SoftmaxCrossEntropy& x, const Feature& logits, const Feature& labels) {
+    const DataType lt = BaseType(logits.tensor.dtype()), yt = BaseType(labels.tensor.dtype());
+    if (!DataTypeIsFloating(lt)) {
+      errors_->Add(loaded_.Where(x, "logits"), absl::StrCat("softmax_cross_entropy: logits '", x.logits(), "' are ",
+                                                             DataTypeString(lt), "; they must be floating point"));
+      return false;
+    }
+    const PartialShape& ls = logits.shape;
+    if (ls.rank_known() && ls.rank() != 2) {
+      errors_->Add(loaded_.Where(x, "logits"), absl::StrCat("softmax_cross_entropy: logits '", x.logits(), "' are ",
+                                                             ShapeString(ls), "; they must be [batch, classes]"));
+      return false;
+    }
+    if (DataTypeIsInteger(yt)) {
+      if (labels.shape.rank_known() && labels.shape.rank() != 1) {
+        errors_->Add(loaded_.Where(x, "labels"),
+                     absl::StrCat("softmax_cross_entropy: integer labels '", x.labels(), "' are ",
+                                  ShapeString(labels.shape), "; they must be [batch] class ids"));
+        return false;
+      }
+      return true;
+    }
+    return CheckSameFloatShape(x, "logits", logits, "labels", labels);
+  }
+
+  bool CheckSameFloatShape(const google::protobuf::Message& m, const std::string& a_field, const Feature& a,
+                           const std::string& b_field, const Feature& b) {
+    const std::string who = m.GetDescriptor()->name() == "MeanSquaredError" ? "mean_squared_error" : "softmax_cross_entropy";
+    for (const auto& [field, f] : {std::pair<std::string, const Feature*>{a_field, &a}, {b_field, &b}}) {
+      const DataType dt = BaseType(f->tensor.dtype());
+      if (!DataTypeIsFloating(dt)) {
+        errors_->Add(loaded_.Where(m, field),
+                     absl::StrCat(who, ": ", field, " is ", DataTypeString(dt), "; it must be floating point",
+                                  DataTypeIsInteger(dt) && field != a_field && who == "mean_squared_error"
+                                      ? " (integer class labels go with softmax_cross_entropy)"
+                                      : ""));
+        return false;
+      }
+    }
+    if (a.shape.rank_known() && b.shape.rank_known()) {
+      bool same = a.shape.rank() == b.shape.rank();
+      for (int i = 1; same && i < a.shape.rank(); ++i) {
+        same = a.shape.dim(i) < 0 || b.shape.dim(i) < 0 || a.shape.dim(i) == b.shape.dim(i);
+      }
+      if (!same) {
+        errors_->Add(loaded_.Where(m, b_field), absl::StrCat(who, ": ", a_field, " ", ShapeString(a.shape), " and ",
+                                                             b_field, " ", ShapeString(b.shape), " differ in shape"));
+        return false;
+      }
+    }
+    return true;
+  }
+
   Output Scalarize(GraphBuilder* b, Output per_example) {
     return b->Op("mean", "Mean", {per_example, b->Const("axis", Tensor::FromVector<int32_t>({0}))});
   }
@@ -387,6 +527,7 @@ class ModelCompiler {
         const auto& x = loss.softmax_cross_entropy();
         const Feature& logits = out_->named[x.logits()];
         const Feature& labels = out_->named[x.labels()];
+        if (!CheckCrossEntropy(x, logits, labels)) continue;
         label = "cross_entropy";
         if (DataTypeIsInteger(BaseType(labels.tensor.dtype()))) {
           Node* n = b.AddNode("xent", "SparseSoftmaxCrossEntropyWithLogits", {logits.tensor, labels.tensor});
@@ -397,6 +538,9 @@ class ModelCompiler {
         }
       } else if (loss.has_mean_squared_error()) {
         const auto& m = loss.mean_squared_error();
+        if (!CheckSameFloatShape(m, "predictions", out_->named[m.predictions()], "targets", out_->named[m.targets()])) {
+          continue;
+        }
         label = "mean_squared_error";
         Output d = b.Op("sqdiff", "SquaredDifference", {out_->named[m.predictions()].tensor, out_->named[m.targets()].tensor});
         Output flat = b.Op("flat", "Reshape", {d, b.Const("shape", ShapeTensor({-1}))});
@@ -444,6 +588,8 @@ class ModelCompiler {
   GraphBuilder root_;
   ModelOutputs* out_;
   config::ConfigErrors* errors_;
+  std::set<std::string> failed_;  // layers and raw nodes that did not build
+  std::map<std::string, double> layer_bytes_;  // float32 variable bytes per layer
 };
 
 }  // namespace

@@ -30,19 +30,23 @@ Output Slot(GraphBuilder* b, const VariableInfo& var, const std::string& slot, f
 
 }  // namespace
 
+Node* AddGlobalStep(GraphBuilder* root, VariableInfo* info) {
+  Node* step = root->AddNode("global_step", "VariableV2", {},
+                             {{"dtype", MakeAttr(DT_INT64)}, {"shape", MakeAttr(TensorShape({}))}});
+  if (step == nullptr) return nullptr;
+  info->name = step->name();
+  info->variable = step;
+  info->initial_value = root->Const("global_step_init", Tensor::Scalar<int64_t>(0));
+  return step;
+}
+
 absl::Status BuildTrainingOps(const config::Optimizer& o, const std::vector<VariableInfo>& variables, Output loss,
-                              GraphBuilder* root, TrainingOps* out) {
+                              Node* step, const VariableInfo& step_info, GraphBuilder* root, TrainingOps* out) {
   GraphBuilder b = root->WithSubPrefix("train");
   out->learning_rate = b.Op("learning_rate", "Placeholder", {},
                             {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(TensorShape({}))}});
-  Node* step = root->AddNode("global_step", "VariableV2", {},
-                             {{"dtype", MakeAttr(DT_INT64)}, {"shape", MakeAttr(TensorShape({}))}});
   if (!root->ok()) return root->status();
   out->global_step = step;
-  VariableInfo step_info;
-  step_info.name = step->name();
-  step_info.variable = step;
-  step_info.initial_value = root->Const("global_step_init", Tensor::Scalar<int64_t>(0));
   out->slots.push_back(step_info);
 
   std::vector<Output> xs;

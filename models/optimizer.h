@@ -28,8 +28,14 @@ struct TrainingOps {
   std::vector<std::pair<std::string, Output>> gradients;
 };
 
+// The int64 scalar VariableV2 "global_step" (its initial value 0 in `info`).
+Node* AddGlobalStep(GraphBuilder* b, VariableInfo* info);
+
+// `global_step` is the node AddGlobalStep made; the step's train_op
+// increments it after every update.
 absl::Status BuildTrainingOps(const config::Optimizer& optimizer, const std::vector<VariableInfo>& variables,
-                              Output loss, GraphBuilder* b, TrainingOps* out);
+                              Output loss, Node* global_step, const VariableInfo& global_step_info, GraphBuilder* b,
+                              TrainingOps* out);
 
 // Assigns every variable's (and slot's) initial value; returns the grouping
 // NoOp named `name`.

@@ -31,6 +31,7 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
   PipelineOptions train_options;
   train_options.scope = "input/train";
   train_options.seed = e.train().seed();
+  train_options.deterministic = e.train().deterministic();
   absl::Status s = BuildInputPipeline(e.input().train(), train_options, &input_def, &out->train_input);
   if (!s.ok()) {
     errors->Add(loaded.Where(e.input(), "train"), std::string(s.message()));
@@ -57,8 +58,12 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
 
   auto train_features = Features(out->train_input, graph);
   if (!train_features.ok()) return train_features.status();
+  VariableInfo step_info;
+  Node* global_step = AddGlobalStep(&b, &step_info);
+  if (global_step == nullptr) return b.status();
   ModelOptions mo;
   mo.seed = e.train().seed();
+  mo.global_step = Output{global_step, 0};
   ModelOutputs train_model;
   s = BuildModel(loaded, mo, *train_features, &b, &train_model, errors);
   if (!s.ok()) return s;
@@ -98,7 +103,7 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
   }
 
   TrainingOps ops;
-  s = BuildTrainingOps(e.optimizer(), train_model.variables, train_model.total_loss, &b, &ops);
+  s = BuildTrainingOps(e.optimizer(), train_model.variables, train_model.total_loss, global_step, step_info, &b, &ops);
   if (!s.ok()) return s;
   std::vector<VariableInfo> all = train_model.variables;
   all.insert(all.end(), ops.slots.begin(), ops.slots.end());

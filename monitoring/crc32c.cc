@@ -10,6 +10,7 @@
 #endif
 
 namespace sluice {
+namespace monitoring {
 namespace crc32c {
 namespace {
 
@@ -72,4 +73,5 @@ uint32_t Extend(uint32_t crc, const char* data, size_t n) {
 }
 
 }  // namespace crc32c
+}  // namespace monitoring
 }  // namespace sluice

@@ -2,6 +2,8 @@
 // plus TensorFlow's mask for CRCs stored next to the data they cover. The system Abseil
 // (20220623) has no absl/crc, hence this file. Uses the SSE4.2 crc32 instruction when the build
 // targets it (-march=native on x86-64) and a table otherwise; both give identical results.
+// Lives in sluice::monitoring::crc32c so it links beside inputs/' and checkpoint/'s copies
+// (sluice::crc32c, sluice::checkpoint::crc32c) in one binary, like `train`.
 // Ownership: none. Thread safety: pure functions.
 #ifndef SLUICE_MONITORING_CRC32C_H_
 #define SLUICE_MONITORING_CRC32C_H_
@@ -12,6 +14,7 @@
 #include "absl/strings/string_view.h"
 
 namespace sluice {
+namespace monitoring {
 namespace crc32c {
 
 // The CRC32C of data[0, n) appended to a stream whose CRC32C so far is `crc` (0 to start).
@@ -32,6 +35,7 @@ inline uint32_t Unmask(uint32_t masked) {
 }
 
 }  // namespace crc32c
+}  // namespace monitoring
 }  // namespace sluice
 
 #endif  // SLUICE_MONITORING_CRC32C_H_

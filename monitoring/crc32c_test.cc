@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 
 namespace sluice {
+namespace monitoring {
 namespace crc32c {
 namespace {
 
@@ -43,4 +44,5 @@ TEST(Crc32cTest, MaskRoundTripsAndDiffers) {
 
 }  // namespace
 }  // namespace crc32c
+}  // namespace monitoring
 }  // namespace sluice

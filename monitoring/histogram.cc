@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cstdint>
+#include <cstring>
 
 namespace sluice {
 
@@ -36,8 +38,48 @@ bool Histogram::ValidBucketLimits(absl::Span<const double> limits) {
 
 Histogram::Histogram()
     // Aliasing constructor: shares nothing, points at the immortal defaults.
-    : limits_(std::shared_ptr<const std::vector<double>>(), &DefaultBucketLimits()) {
+    : limits_(std::shared_ptr<const std::vector<double>>(), &DefaultBucketLimits()), default_limits_(true) {
   Clear();
+}
+
+namespace {
+
+// How many of the increasing positive limits p[0, n) are <= a (or < a when `strict`), a > 0.
+// p[k] is about 1e-12 * 1.1^k, so k ~ (log2(a) - log2(1e-12)) / log2(1.1); log2(a) is
+// approximated by exponent + mantissa fraction (error < 0.09, under one bucket), then the
+// answer is found exactly by stepping against the table.
+inline size_t CountPositiveLimits(const double* p, size_t n, double a, bool strict) {
+  uint64_t bits;
+  std::memcpy(&bits, &a, sizeof(bits));
+  const double log2a = static_cast<double>(static_cast<int64_t>(bits >> 52) - 1023) +
+                       static_cast<double>(bits & ((uint64_t{1} << 52) - 1)) * (1.0 / 4503599627370496.0);
+  const double guess = (log2a + 39.863137138648348) * 7.2725408973417132;
+  auto counted = [&](size_t i) { return strict ? p[i] < a : p[i] <= a; };
+  // The guess is low by under one bucket, so the count is within [g - 1, g + 3): count those
+  // entries without branches, then confirm (the loops below almost never iterate).
+  size_t k;
+  if (guess >= 1 && guess < static_cast<double>(n) - 3) {
+    const size_t g = static_cast<size_t>(guess) - 1;
+    k = g + counted(g) + counted(g + 1) + counted(g + 2) + counted(g + 3);
+  } else {
+    k = guess <= 0 ? 0 : (guess >= static_cast<double>(n) ? n : static_cast<size_t>(guess));
+  }
+  while (k > 0 && !counted(k - 1)) --k;
+  while (k < n && counted(k)) ++k;
+  return k;
+}
+
+}  // namespace
+
+size_t Histogram::DefaultBucketIndex(double value) {
+  // Layout: [0] -DBL_MAX, [1, n] -p[n-1] .. -p[0], [n+1] 0, [n+2, 2n+1] p[0] .. p[n-1], [2n+2] DBL_MAX.
+  const std::vector<double>& limits = DefaultBucketLimits();
+  const size_t n = (limits.size() - 3) / 2;
+  const double* p = limits.data() + n + 2;
+  if (value == 0) return n + 2;  // also -0.0
+  if (value > 0) return n + 2 + CountPositiveLimits(p, n, value, /*strict=*/false);
+  // First limit > value among the negatives: -p[j] > value  <=>  p[j] < -value.
+  return n + 1 - CountPositiveLimits(p, n, -value, /*strict=*/true);
 }
 
 Histogram::Histogram(std::vector<double> limits)
@@ -53,7 +95,8 @@ void Histogram::Clear() {
 }
 
 void Histogram::Add(double value) {
-  size_t b = std::upper_bound(limits_->begin(), limits_->end(), value) - limits_->begin();
+  size_t b = default_limits_ ? DefaultBucketIndex(value)
+                            : std::upper_bound(limits_->begin(), limits_->end(), value) - limits_->begin();
   // Values at or above the last limit go to the last bucket (TensorFlow's last limit is
   // DBL_MAX, so only custom limits reach this).
   if (b >= buckets_.size()) b = buckets_.size() - 1;

@@ -30,6 +30,12 @@ class Histogram {
   void Clear();
   // REQUIRES: finite `value` (the summary kernel rejects NaN and infinities first).
   void Add(double value);
+  // The bucket Add puts `value` in with the default limits: the index of the first limit
+  // > value (upper_bound), clamped to the last bucket. Guesses the index from the value's
+  // binary exponent and mantissa (the positive limits are about 1e-12 * 1.1^k) and steps to the
+  // exact answer against the table, so it equals the binary search, several times faster.
+  // REQUIRES: finite `value`.
+  static size_t DefaultBucketIndex(double value);
 
   // Like TensorFlow's EncodeToProto: min, max, num, sum, sum_squares, then the buckets. Unless
   // `preserve_zero_buckets`, each run of empty buckets collapses into one entry carrying the
@@ -42,6 +48,7 @@ class Histogram {
 
  private:
   std::shared_ptr<const std::vector<double>> limits_;  // shared with copies (and the defaults)
+  bool default_limits_ = false;  // limits_ is DefaultBucketLimits(): Add finds buckets arithmetically
   std::vector<double> buckets_;
   double min_, max_, num_, sum_, sum_squares_;
 };

@@ -142,6 +142,29 @@ void TrainingMetrics::AddStepStats(const std::vector<NodeExecStats>& stats) {
   for (const auto& [op, ns] : ns_by_op) AddKernelTime(op, static_cast<double>(ns) * 1e-9);
 }
 
+void TrainingMetrics::OnRunSucceeded(double duration_seconds, absl::Time finished) {
+  absl::MutexLock lock(&mu_);
+  try {
+    if (run_duration_ == nullptr) {
+      const prometheus::Labels id = {{"job", job_}, {"task", task_}};
+      run_duration_ = &prometheus::BuildGauge()
+                           .Name("sluice_run_duration_seconds")
+                           .Help("Wall time of the latest completed run.")
+                           .Register(*registry_)
+                           .Add(id);
+      run_last_success_ = &prometheus::BuildGauge()
+                               .Name("sluice_run_last_success_timestamp_seconds")
+                               .Help("Unix time at which the latest run completed.")
+                               .Register(*registry_)
+                               .Add(id);
+    }
+  } catch (const std::exception&) {
+    return;  // only a duplicate registration can throw here, and mu_ rules that out
+  }
+  run_duration_->Set(duration_seconds);
+  run_last_success_->Set(absl::ToDoubleSeconds(finished - absl::UnixEpoch()));
+}
+
 std::string TrainingMetrics::Scrape() const {
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, registry_->Collect());

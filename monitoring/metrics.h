@@ -14,6 +14,8 @@
 //   sluice_checkpoint_last_success_timestamp_seconds  gauge
 //   sluice_kernel_seconds_total{op}                   counter
 //   sluice_build_info{version}                        gauge, always 1
+//   sluice_run_duration_seconds                       gauge, after OnRunSucceeded
+//   sluice_run_last_success_timestamp_seconds         gauge, after OnRunSucceeded
 //
 // Shutdown: destroying a TrainingMetrics whose server has answered a request takes about 2 s
 // (civetweb's worker threads stop on a timeout); it does not depend on our options.
@@ -86,6 +88,10 @@ class TrainingMetrics {
   void AddKernelTime(const std::string& op, double seconds);
   // Adds every node's (end - start) to its op type's kernel time.
   void AddStepStats(const std::vector<NodeExecStats>& stats);
+  // The run completed: registers (first call) and sets sluice_run_duration_seconds and
+  // sluice_run_last_success_timestamp_seconds, what a batch scheduler's alert watches in the
+  // Pushgateway. They are absent before, so a push never reports a success that did not happen.
+  void OnRunSucceeded(double duration_seconds, absl::Time finished);
 
   // The text exposition format, as /metrics serves it.
   std::string Scrape() const;
@@ -113,6 +119,8 @@ class TrainingMetrics {
   prometheus::Histogram* checkpoint_duration_ = nullptr;
   prometheus::Gauge* checkpoint_last_success_ = nullptr;
   prometheus::Family<prometheus::Counter>* kernel_seconds_ = nullptr;
+  prometheus::Gauge* run_duration_ ABSL_GUARDED_BY(mu_) = nullptr;
+  prometheus::Gauge* run_last_success_ ABSL_GUARDED_BY(mu_) = nullptr;
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, prometheus::Counter*> kernel_by_op_ ABSL_GUARDED_BY(mu_);

@@ -20,14 +20,14 @@ std::string EncodeRecordHeader(absl::string_view data) {
   std::string header;
   header.reserve(kRecordHeaderSize);
   PutFixed64(&header, data.size());
-  PutFixed32(&header, crc32c::Mask(crc32c::Value(header.data(), 8)));
+  PutFixed32(&header, monitoring::crc32c::Mask(monitoring::crc32c::Value(header.data(), 8)));
   return header;
 }
 
 std::string EncodeRecordFooter(absl::string_view data) {
   std::string footer;
   footer.reserve(kRecordFooterSize);
-  PutFixed32(&footer, crc32c::Mask(crc32c::Value(data)));
+  PutFixed32(&footer, monitoring::crc32c::Mask(monitoring::crc32c::Value(data)));
   return footer;
 }
 

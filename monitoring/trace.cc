@@ -80,6 +80,11 @@ std::string JsonQuote(absl::string_view s) {
 }
 
 std::string StepStatsToChromeTrace(absl::Span<const DeviceStepStats> devices) {
+  return StepStatsToChromeTrace(devices, {});
+}
+
+std::string StepStatsToChromeTrace(absl::Span<const DeviceStepStats> devices,
+                                   const std::vector<std::pair<std::string, std::string>>& other_data) {
   int64_t origin = std::numeric_limits<int64_t>::max();
   for (const DeviceStepStats& d : devices) {
     for (const NodeExecStats& n : d.nodes) origin = std::min(origin, n.start_ns);
@@ -103,7 +108,15 @@ std::string StepStatsToChromeTrace(absl::Span<const DeviceStepStats> devices) {
                       ",\"iter_id\":", n.iter_id, "}}");
     }
   }
-  out += "]}\n";
+  out += "]";
+  if (!other_data.empty()) {
+    out += ",\n\"otherData\":{";
+    for (size_t i = 0; i < other_data.size(); ++i) {
+      absl::StrAppend(&out, i > 0 ? "," : "", JsonQuote(other_data[i].first), ":", JsonQuote(other_data[i].second));
+    }
+    out += "}";
+  }
+  out += "}\n";
   return out;
 }
 

@@ -8,6 +8,7 @@
 #define SLUICE_MONITORING_TRACE_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -25,6 +26,10 @@ struct DeviceStepStats {
 
 // The trace of one step over several devices.
 std::string StepStatsToChromeTrace(absl::Span<const DeviceStepStats> devices);
+// The same, plus a top-level "otherData" object of string values (the trace-event format's
+// place for metadata, e.g. {"step": "5", "executed_graph_nodes": "120"}); left out when empty.
+std::string StepStatsToChromeTrace(absl::Span<const DeviceStepStats> devices,
+                                   const std::vector<std::pair<std::string, std::string>>& other_data);
 // The trace of one step on one device.
 std::string StepStatsToChromeTrace(const std::vector<NodeExecStats>& nodes,
                                    absl::string_view device = kDefaultTraceDevice);

@@ -1,5 +1,5 @@
 // `train CONFIG [--validate] [--dry-run] [--set field.path=value]...
-//  [--run_dir DIR] [--allow-drift]`: runs a Sluice experiment. Exit codes in
+//  [--run_dir DIR] [--allow-drift] [--trace_steps=A-B]`: runs a Sluice experiment. Exit codes in
 // cmd/train/exit_codes.h.
 #include <csignal>
 #include <cstring>
@@ -13,11 +13,14 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: train CONFIG [--validate] [--dry-run] [--set field.path=value]... [--run_dir DIR] [--allow-drift]\n"
+    "             [--trace_steps=A-B]\n"
     "  --validate     check the experiment and print the plan; do no work\n"
     "  --dry-run      build everything and print the plan; do not train\n"
     "  --set K=V      override a config field, e.g. --set train.steps=100\n"
     "  --run_dir DIR  where checkpoints, summaries and results go (default: the config's run_dir)\n"
     "  --allow-drift  resume a run directory whose config differs from CONFIG\n"
+    "  --trace_steps=A-B  write a Chrome trace (Perfetto, chrome://tracing) of steps A..B\n"
+    "                 to RUN_DIR/traces/step_N.json; one step: --trace_steps=A\n"
     "exit codes: 0 done, 2 bad config or usage, 1 other permanent errors, 129 transient failure,\n"
     "            143 stopped by SIGTERM/SIGINT after a checkpoint (run again to resume)\n";
 
@@ -60,6 +63,13 @@ int main(int argc, char** argv) {
         return sluice::kExitBadConfig;
       }
       options.run_dir = v;
+    } else if (arg.rfind("--trace_steps", 0) == 0 || arg.rfind("--trace-steps", 0) == 0) {
+      const char* v = value(arg.rfind("--trace_steps", 0) == 0 ? "--trace_steps" : "--trace-steps");
+      if (v == nullptr) {
+        std::cerr << "error: --trace_steps needs a step range A-B\n" << kUsage;
+        return sluice::kExitBadConfig;
+      }
+      options.trace_steps = v;
     } else if (!arg.empty() && arg[0] == '-') {
       std::cerr << "error: unknown flag " << arg << "\n" << kUsage;
       return sluice::kExitBadConfig;

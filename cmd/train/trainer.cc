@@ -15,12 +15,14 @@
 #include "absl/time/clock.h"
 #include "checkpoint/saver.h"
 #include "cmd/train/exit_codes.h"
+#include "cmd/train/monitoring_hooks.h"
 #include "configs/load.h"
 #include "engine/framework/device.h"
 #include "engine/graph/graph_constructor.h"
 #include "engine/runtime/session.h"
 #include "google/protobuf/text_format.h"
 #include "inputs/queue_runner.h"
+#include "inputs/reader_state.pb.h"
 #include "models/schedule.h"
 #include "models/training_graph.h"
 #include "monitoring/progress.h"
@@ -78,7 +80,8 @@ void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGra
   out << "Experiment " << e.name() << " (" << loaded.path << ")\n";
   out << "  run directory  " << e.run_dir() << "\n";
   out << "  device         " << DeviceMgr::Local()->HostCpu()->name() << " (" << NumSchedulableCpus() << " cores, "
-      << inter_op << " inter-op threads)\n";
+      << inter_op << " inter-op threads, " << DeviceMgr::Local()->HostCpu()->intra_op_threads()
+      << " intra-op threads)\n";
   out << "  variables\n";
   size_t width = 0;
   for (const auto& v : tg.variables) width = std::max(width, v.name.size());
@@ -117,9 +120,14 @@ void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGra
   out.flush();
 }
 
+// The resolved config as written to <run_dir>/config.pbtxt and hashed for the
+// drift check. run_dir is left out: it is where the file lies, and a run
+// directory that is moved or copied resumes as the same run.
 std::string ConfigText(const config::Experiment& e) {
+  config::Experiment copy = e;
+  copy.clear_run_dir();
   std::string text;
-  google::protobuf::TextFormat::PrintToString(e, &text);
+  google::protobuf::TextFormat::PrintToString(copy, &text);
   return text;
 }
 
@@ -184,6 +192,32 @@ struct EvalResult {
   int64_t examples = 0;
 };
 
+// Puts the training input's readers where an uninterrupted run would be after
+// `consumed` examples: epoch consumed / N, item consumed % N. With the
+// deterministic pipeline (exact_order) the resumed run then sees exactly the
+// examples the uninterrupted one would; otherwise the examples that sat in the
+// shuffle queue at the checkpoint are read again (none is skipped).
+absl::Status RestoreInputPosition(Session* session, const models::InputPipeline& input, int64_t consumed) {
+  if (input.readers.empty() || input.examples_per_epoch <= 0 || consumed <= 0) return absl::OkStatus();
+  const int64_t epoch = consumed / input.examples_per_epoch;
+  const int64_t position = consumed % input.examples_per_epoch;
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  std::vector<std::string> targets;
+  for (const models::RestorableReader& r : input.readers) {
+    ReaderState state;
+    state.set_reader_type(r.reader_type);
+    state.set_work_started(epoch + 1);
+    state.set_work_finished(epoch);
+    state.set_num_records_produced(consumed);
+    state.set_current_work(r.file);
+    state.set_position(position);
+    feeds.push_back({r.state_feed, Tensor::Scalar<tstring>(state.SerializeAsString())});
+    targets.push_back(r.restore_op);
+  }
+  std::vector<Tensor> unused;
+  return session->Run(feeds, {}, targets, &unused);
+}
+
 absl::StatusOr<EvalResult> Evaluate(Session* session, const models::TrainingGraph& tg, int64_t batch) {
   std::vector<std::string> fetches = {tg.eval_loss};
   for (const auto& [name, t] : tg.eval_metrics) fetches.push_back(t);
@@ -235,6 +269,16 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     for (const std::string& line : errors.lines()) err << line << "\n";
     return kExitBadConfig;
   }
+  // Kernels split work by thread count, so deterministic runs fix it at 1.
+  // Set before anything touches the local device.
+  const int intra_op = e.train().deterministic() ? 1
+                       : e.devices().intra_op_threads() > 0 ? e.devices().intra_op_threads()
+                                                            : NumSchedulableCpus();
+  s = DeviceMgr::SetLocalIntraOpThreads(intra_op);
+  if (!s.ok()) {
+    err << "error: " << s.message() << "\n";
+    return kExitPermanentError;
+  }
   models::TrainingGraph tg;
   s = models::BuildTrainingGraph(loaded, &tg, &errors);
   if (!errors.empty()) {
@@ -251,6 +295,23 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     err << options.config_path << ": error: the training graph is invalid: " << full.status().message() << "\n";
     return kExitBadConfig;
   }
+  // Summaries, metrics and step traces (cmd/train/monitoring_hooks.h), checked against the graph.
+  TrainMonitorOptions monitor_options;
+  monitor_options.version = kVersion;
+  if (!options.trace_steps.empty()) {
+    auto range = ParseStepRange(options.trace_steps);
+    if (!range.ok()) {
+      err << "error: " << range.status().message() << "\n";
+      return kExitBadConfig;
+    }
+    monitor_options.trace_steps = *range;
+  }
+  auto monitor_or = TrainMonitor::Create(monitor_options, e, tg);
+  if (!monitor_or.ok()) {
+    err << options.config_path << ": error: " << monitor_or.status().message() << "\n";
+    return kExitBadConfig;
+  }
+  std::unique_ptr<TrainMonitor> monitor = std::move(monitor_or).value();
   const bool deterministic = e.train().deterministic();
   const int inter_op = deterministic ? 1 : (e.devices().inter_op_threads() > 0 ? e.devices().inter_op_threads()
                                                                                : NumSchedulableCpus());
@@ -355,6 +416,13 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     return ExitCodeForStatus(restored.status());
   }
 
+  // Event file, /metrics server, trace directory.
+  s = monitor->Start(session.get(), saver.get(), step, restored.ok(), out, err);
+  if (!s.ok()) {
+    err << "error: starting monitoring: " << s.message() << "\n";
+    return ExitCodeForStatus(s);
+  }
+
   // Input pipelines.
   std::vector<std::string> input_init = tg.train_input.init_ops;
   input_init.insert(input_init.end(), tg.eval_input.init_ops.begin(), tg.eval_input.init_ops.end());
@@ -364,6 +432,15 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       err << "error: initializing the input pipeline: " << s.message() << "\n";
       return ExitCodeForStatus(s);
     }
+  }
+  if (step > 0) {
+    s = RestoreInputPosition(session.get(), tg.train_input, step * e.input().train().batch_size());
+    if (!s.ok()) {
+      err << "error: restoring the input position: " << s.message() << "\n";
+      return ExitCodeForStatus(s);
+    }
+    out << "input restored to example " << step * e.input().train().batch_size()
+        << (tg.train_input.exact_order ? " (exact order)" : "") << "\n";
   }
   Coordinator coord;
   std::vector<std::unique_ptr<QueueRunner>> runners;
@@ -408,16 +485,24 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     out.flush();
     eval_log << line << "\n";
     eval_log.flush();
+    monitor->OnEval(at, r->values);
     return absl::OkStatus();
   };
+  int64_t steps_run = 0;
+  double last_loss = 0;
   while (step < total) {
     if (g_stop_signals.load() > 0) {
       exit_code = kExitPreempted;
       break;
     }
     const double lr = models::LearningRateAt(e.optimizer(), total, step);
-    s = session->Run({{tg.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}}, {tg.loss}, {tg.train_op},
-                     &fetched);
+    std::vector<std::string> step_fetches = {tg.loss};
+    RunOptions run_options;
+    RunMetadata run_metadata;
+    monitor->BeforeStep(step + 1, &step_fetches, &run_options);
+    const absl::Time step_start = absl::Now();
+    s = session->Run(run_options, {{tg.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}}, step_fetches,
+                     {tg.train_op}, &fetched, &run_metadata);
     if (absl::IsOutOfRange(s)) {
       input_ended = true;
       break;
@@ -429,7 +514,9 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       return ExitCodeForStatus(input_error.ok() ? s : input_error);
     }
     ++step;
+    ++steps_run;
     const double loss = fetched[0].scalar<float>();
+    last_loss = loss;
     if (!std::isfinite(loss)) {
       err << "\nerror: the loss is " << loss << " at step " << step
           << "; lower the learning rate or clip gradients (optimizer.clip_global_norm)\n";
@@ -438,6 +525,8 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     }
     const absl::Time now = absl::Now();
     progress.OnStep(step, batch, loss, lr, now);
+    monitor->AfterStep(step, fetched, run_metadata, absl::ToDoubleSeconds(now - step_start), loss, lr,
+                       progress.Line().examples_per_second);
     if (tty ? (now - last_print > absl::Milliseconds(250) || step == total) : (step % log_every == 0 || step == total)) {
       out << (tty ? "\r" : "") << progress.ToString() << (tty ? "\033[K" : "\n");
       out.flush();
@@ -455,10 +544,15 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     }
   }
   if (tty) out << "\n";
+  // Full precision, for comparing runs (exact resume, determinism).
+  if (steps_run > 0) out << absl::StrFormat("last step %d loss %.9g\n", step, last_loss);
   if (input_ended) out << "the training input ended at step " << step << " (input.train.epochs)\n";
   // Save the final (or preempted) state, then evaluate.
-  s = saver->Save(session.get(), step);
+  monitor->CheckpointStarting(step);
+  // Nothing to save when no step ran since the restore.
+  s = steps_run > 0 ? saver->Save(session.get(), step) : absl::OkStatus();
   if (s.ok()) s = saver->Wait();
+  if (s.ok()) monitor->CheckpointCommitted(step);
   if (!s.ok()) {
     err << "error: final checkpoint: " << s.message() << "\n";
     if (exit_code == kExitDone) exit_code = ExitCodeForStatus(s);
@@ -468,6 +562,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   if (exit_code == kExitPreempted) {
     out << "stopped by signal at step " << step << "; resume by running the same command\n";
     stop_inputs();
+    monitor->Finish(exit_code, out, err);
     return exit_code;
   }
   s = run_eval(step);
@@ -476,6 +571,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     exit_code = ExitCodeForStatus(s);
   }
   stop_inputs();
+  monitor->Finish(exit_code, out, err);
   return exit_code;
 }
 

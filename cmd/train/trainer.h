@@ -21,6 +21,7 @@ struct TrainerOptions {
   bool validate_only = false;          // --validate
   bool dry_run = false;                // --dry-run: plan, no training
   bool allow_drift = false;            // --allow-drift: resume a changed config
+  std::string trace_steps;             // --trace_steps=A-B: Chrome traces in <run_dir>/traces/
 };
 
 // Set by the signal handler: finish the step, checkpoint, exit 143.

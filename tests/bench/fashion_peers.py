@@ -1,0 +1,227 @@
+"""Shared pieces of the peer scripts in tests/bench (parity_vs_peers, train_vs_peers).
+
+What is here: the Debian Fashion-MNIST IDX files read with gzip + numpy; the MLP and
+CNN of configs/fashion_mlp.pbtxt and configs/fashion_cnn.pbtxt written in TensorFlow
+(tf.compat.v1 graph mode) and in PyTorch; Sluice's `train` run as a subprocess with
+its progress and eval lines parsed. The peers come from the benchmark virtualenv
+(tools/peers.sh): `ensure_peers_python()` re-executes the calling script under it.
+"""
+import gzip
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def _train_bin():
+    """$SLUICE_TRAIN, else the optimized build's binary (bazel-out/k8-opt, the
+    .bazelrc default): bazel-bin follows whichever configuration was built last
+    (a dbg or asan build elsewhere in the tree would make it slow or missing)."""
+    if os.environ.get("SLUICE_TRAIN"):
+        return os.environ["SLUICE_TRAIN"]
+    opt = os.path.join(REPO, "bazel-out/k8-opt/bin/cmd/train/train")
+    return opt if os.access(opt, os.X_OK) else os.path.join(REPO, "bazel-bin/cmd/train/train")
+
+
+TRAIN_BIN = _train_bin()
+
+
+def ensure_peers_python():
+    """Re-executes the running script under the peers' python (SLUICE_PEERS_PYTHON or
+    <repo>/.venv/bin/python) unless it already is that python."""
+    if os.environ.get("_SLUICE_PEERS_REEXEC"):
+        return
+    py = os.environ.get("SLUICE_PEERS_PYTHON") or os.path.join(REPO, ".venv/bin/python")
+    if not os.access(py, os.X_OK) or os.path.abspath(sys.executable) == os.path.abspath(py):
+        return
+    os.environ["_SLUICE_PEERS_REEXEC"] = "1"
+    script = os.path.abspath(sys.argv[0])
+    os.execv(py, [py, script] + sys.argv[1:])
+
+
+# ---------------------------------------------------------------- data
+
+def read_idx(path):
+    import numpy as np
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    magic = int.from_bytes(raw[0:4], "big")
+    if magic >> 8 != 0x08:  # unsigned byte data
+        raise ValueError("%s: unexpected IDX type 0x%x" % (path, magic))
+    ndim = magic & 0xFF
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
+    return data.reshape(dims)
+
+
+def load_fashion():
+    """(train_x, train_y, test_x, test_y): images float32 [n, 28, 28, 1] in [0, 1]
+    (scale_to_unit, as the configs), labels int64 [n]."""
+    import numpy as np
+    out = []
+    for split in ("train", "t10k"):
+        x = read_idx(os.path.join(DATA, "%s-images-idx3-ubyte.gz" % split))
+        y = read_idx(os.path.join(DATA, "%s-labels-idx1-ubyte.gz" % split))
+        out.append((x.reshape(-1, 28, 28, 1).astype(np.float32) / np.float32(255.0)))
+        out.append(y.astype(np.int64))
+    return tuple(out)
+
+
+class Batches:
+    """Endless shuffled minibatches: a new permutation each epoch, batches run across
+    epoch boundaries (as Sluice's shuffle queue hands them out)."""
+
+    def __init__(self, n, batch, seed):
+        import numpy as np
+        self.n, self.batch = n, batch
+        self.rng = np.random.RandomState(seed)
+        self.order = self.rng.permutation(n)
+        self.pos = 0
+
+    def next(self):
+        import numpy as np
+        idx = []
+        need = self.batch
+        while need > 0:
+            take = min(need, self.n - self.pos)
+            idx.append(self.order[self.pos:self.pos + take])
+            self.pos += take
+            need -= take
+            if self.pos == self.n:
+                self.order = self.rng.permutation(self.n)
+                self.pos = 0
+        return np.concatenate(idx)
+
+
+def decayed_lr(base, step, decay_steps, decay_rate, staircase=False):
+    """models/schedule.cc's exponential decay at 0-based step `step`."""
+    p = step / float(max(1, decay_steps))
+    if staircase:
+        p = math.floor(p)
+    return base * decay_rate ** p
+
+
+# ---------------------------------------------------------------- TensorFlow (graph mode)
+
+def tf_session_config(threads):
+    import tensorflow as tf
+    return tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
+                                    inter_op_parallelism_threads=threads)
+
+
+def tf_mlp(tf, x, hidden=(512, 512), classes=10, zero_logits=False):
+    init = tf.compat.v1.glorot_uniform_initializer()
+    h = tf.reshape(x, [-1, 28 * 28])
+    n_in = 28 * 28
+    for i, units in enumerate(list(hidden) + [classes]):
+        last = i == len(hidden)
+        w = tf.compat.v1.get_variable("fc%d/kernel" % i, [n_in, units],
+                                      initializer=tf.compat.v1.zeros_initializer() if last and zero_logits else init)
+        b = tf.compat.v1.get_variable("fc%d/bias" % i, [units], initializer=tf.compat.v1.zeros_initializer())
+        h = tf.matmul(h, w) + b
+        if i < len(hidden):
+            h = tf.nn.relu(h)
+        n_in = units
+    return h
+
+
+def tf_cnn(tf, x, training):
+    init = tf.compat.v1.glorot_uniform_initializer()
+    zeros = tf.compat.v1.zeros_initializer()
+    h = x
+    c_in = 1
+    for i, filters in enumerate((32, 64)):
+        w = tf.compat.v1.get_variable("conv%d/kernel" % i, [5, 5, c_in, filters], initializer=init)
+        b = tf.compat.v1.get_variable("conv%d/bias" % i, [filters], initializer=zeros)
+        h = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(h, w, [1, 1, 1, 1], "SAME"), b))
+        h = tf.nn.max_pool2d(h, 2, 2, "VALID")
+        c_in = filters
+    h = tf.reshape(h, [-1, 7 * 7 * 64])
+    w = tf.compat.v1.get_variable("fc1/kernel", [7 * 7 * 64, 1024], initializer=init)
+    b = tf.compat.v1.get_variable("fc1/bias", [1024], initializer=zeros)
+    h = tf.nn.relu(tf.matmul(h, w) + b)
+    if training:
+        h = tf.nn.dropout(h, rate=0.4)
+    w = tf.compat.v1.get_variable("logits/kernel", [1024, 10], initializer=init)
+    b = tf.compat.v1.get_variable("logits/bias", [10], initializer=zeros)
+    return tf.matmul(h, w) + b
+
+
+# ---------------------------------------------------------------- PyTorch
+
+def torch_mlp(torch, hidden=(512, 512), classes=10, zero_logits=False):
+    nn = torch.nn
+    layers = [nn.Flatten()]
+    n_in = 28 * 28
+    for units in hidden:
+        layers += [nn.Linear(n_in, units), nn.ReLU()]
+        n_in = units
+    layers.append(nn.Linear(n_in, classes))
+    model = nn.Sequential(*layers)
+    glorot_zero(torch, model)
+    if zero_logits:
+        torch.nn.init.zeros_(layers[-1].weight)
+    return model
+
+
+def torch_cnn(torch):
+    nn = torch.nn
+    model = nn.Sequential(
+        nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(7 * 7 * 64, 1024), nn.ReLU(), nn.Dropout(0.4), nn.Linear(1024, 10))
+    glorot_zero(torch, model)
+    return model
+
+
+def glorot_zero(torch, model):
+    """Glorot-uniform kernels, zero biases (Sluice's defaults; PyTorch's own default
+    is Kaiming-uniform)."""
+    for m in model.modules():
+        if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)):
+            torch.nn.init.xavier_uniform_(m.weight)
+            torch.nn.init.zeros_(m.bias)
+
+
+# ---------------------------------------------------------------- Sluice
+
+PROGRESS = re.compile(r"^step (\d+)/(\d+)\b.*?\bloss (\S+)(?:.*?([\d,]+) ex/s)?")
+EVAL = re.compile(r"eval at step (\d+): loss (\S+) accuracy (\S+)")
+
+
+def run_sluice(config, run_dir, sets=(), env=None, prefix=(), echo=False, timeout=None):
+    """Runs `train config --run_dir run_dir --set ...` and returns (rc, lines, seconds)."""
+    cmd = list(prefix) + [TRAIN_BIN, config, "--run_dir", run_dir]
+    for s in sets:
+        cmd += ["--set", s]
+    start = time.time()
+    p = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lines = []
+    for line in p.stdout:
+        line = line.rstrip("\n")
+        lines.append(line)
+        if echo:
+            print("    | " + line, flush=True)
+    rc = p.wait(timeout=timeout)
+    return rc, lines, time.time() - start
+
+
+def parse_progress(lines):
+    """[(step, loss, examples_per_second)] from the plain (non-tty) progress lines."""
+    out = []
+    for line in lines:
+        m = PROGRESS.search(line)
+        if m:
+            rate = float(m.group(4).replace(",", "")) if m.group(4) else 0.0
+            out.append((int(m.group(1)), float(m.group(3)), rate))
+    return out
+
+
+def parse_evals(lines):
+    """[(step, loss, accuracy)] from the "eval at step N: ..." lines."""
+    return [(int(m.group(1)), float(m.group(2)), float(m.group(3))) for m in map(EVAL.search, lines) if m]

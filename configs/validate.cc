@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -347,6 +348,16 @@ class Validator {
     NonNegative(e_.checkpoint(), "every_seconds", e_.checkpoint().every_seconds(), "checkpoint every_seconds");
     NonNegative(e_.checkpoint(), "keep", e_.checkpoint().keep(), "checkpoint keep");
     if (e_.checkpoint().keep_every_hours() < 0) Error(e_.checkpoint(), "keep_every_hours", -1, "keep_every_hours must be >= 0");
+    if (e_.checkpoint().has_warm_start()) {
+      const auto& w = e_.checkpoint().warm_start();
+      if (w.from().empty()) {
+        Error(e_.checkpoint(), "warm_start", -1, "warm_start needs 'from': a run directory or a ckpt-<step> directory");
+      } else if (std::FILE* f = std::fopen(w.from().c_str(), "r")) {
+        std::fclose(f);
+      } else {
+        Error(w, "from", -1, "warm_start.from '" + w.from() + "' does not exist");
+      }
+    }
     NonNegative(e_.summaries(), "every_steps", e_.summaries().every_steps(), "summaries every_steps");
     for (int i = 0; i < e_.summaries().histograms_size(); ++i) {
       if (e_.summaries().histograms(i).empty()) Error(e_.summaries(), "histograms", i, "empty histogram pattern");

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "checkpoint/saver.h"
+#include "checkpoint/warm_start.h"
 #include "cmd/train/exit_codes.h"
 #include "cmd/train/monitoring_hooks.h"
 #include "configs/load.h"
@@ -410,6 +412,32 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     if (!s.ok()) {
       err << "error: initializing variables: " << s.message() << "\n";
       return ExitCodeForStatus(s);
+    }
+    if (e.checkpoint().has_warm_start()) {
+      const config::Checkpoint::WarmStart& w = e.checkpoint().warm_start();
+      const std::set<std::string> listed(w.variables().begin(), w.variables().end());
+      std::set<std::string> wanted = listed;  // those not found yet
+      std::vector<checkpoint::SaveableVariable> chosen;
+      for (const auto& v : tg.variables) {
+        if (!v.trainable || (!listed.empty() && wanted.erase(v.name) == 0)) continue;
+        checkpoint::SaveableVariable sv;
+        sv.node = v.name;
+        chosen.push_back(sv);
+      }
+      if (!wanted.empty()) {
+        err << options.config_path << ": error: checkpoint.warm_start.variables: '" << *wanted.begin()
+            << "' is not a trainable variable of this model\n";
+        return kExitBadConfig;
+      }
+      checkpoint::WarmStartOptions wo;
+      wo.from = w.from();
+      for (const auto& [mine, theirs] : w.rename()) wo.name_map[mine] = theirs;
+      s = checkpoint::WarmStart(session.get(), chosen, wo);
+      if (!s.ok()) {
+        err << "error: checkpoint.warm_start from " << w.from() << ": " << s.message() << "\n";
+        return absl::IsNotFound(s) || absl::IsInvalidArgument(s) ? kExitBadConfig : ExitCodeForStatus(s);
+      }
+      out << "warm-started " << chosen.size() << " variables from " << w.from() << "\n";
     }
   } else {
     err << "error: restoring " << run_dir << ": " << restored.status().message() << "\n";

@@ -103,6 +103,7 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
   out->features["image"] = {(*batched)[0], DT_FLOAT, PartialShape::FromDims(image_dims)};
   out->features["label"] = {(*batched)[1], DT_INT64, PartialShape::FromDims({kUnknownDim})};
   out->queue_capacity = batch.capacity;
+  out->queue_size = in->AddNode(batch.scope + "/size", "QueueSize", {batch.scope + "/queue"});
   out->description = absl::StrCat("IDX ", p.idx().images(), " (", images->num_items(), " x [", absl::StrJoin(item, ","),
                                   "]) -> ", reader_shuffle ? "seeded permutation per epoch -> FIFO queue" : "",
                                   reader_shuffle ? "" : (batch.shuffle ? absl::StrCat("shuffle queue (capacity ", batch.capacity,

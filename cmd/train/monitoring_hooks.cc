@@ -185,16 +185,8 @@ absl::StatusOr<std::unique_ptr<TrainMonitor>> TrainMonitor::Create(const TrainMo
   m->metrics_options_.port = m->serve_metrics_ ? mon.metrics_port() : 0;
   m->metrics_options_.bind_address = mon.metrics_address().empty() ? "0.0.0.0" : mon.metrics_address();
   if (m->want_metrics_) {
-    // The batch queue's size: tg's tensor when the pipeline names one, else a QueueSize on the
-    // queue that the image/label dequeue reads from.
-    if (!tg.train_input.queue_size.empty()) {
-      m->queue_size_ = tg.train_input.queue_size;
-    } else if (!tg.train_input.features.empty()) {
-      const NodeDef* dequeue = FindNode(tg.graph, NodeOf(tg.train_input.features.begin()->second.tensor));
-      if (dequeue != nullptr && absl::StartsWith(dequeue->op(), "QueueDequeue") && dequeue->input_size() > 0) {
-        m->queue_size_ = b.Node("monitoring/input_queue_size", "QueueSize", {dequeue->input(0)});
-      }
-    }
+    // The batch queue's size, as the input pipeline exposes it.
+    m->queue_size_ = tg.train_input.queue_size;
   }
   m->summary_graph_ = b.graph();
   m->training_graph_ = tg.graph;

@@ -1,12 +1,15 @@
 // CPU BatchMatMul (same batch dims) and BatchMatMulV2 (numpy-broadcast batch
 // dims): x [..., m, k] (adj_x: [..., k, m]) times y [..., k, n] (adj_y:
-// [..., n, k]). Large matrices run one Eigen contraction at a time on the
-// device's intra-op pool; many small ones run in parallel over the batch,
-// each contraction on the calling thread.
+// [..., n, k]). Large matrices run one product at a time on the device's
+// intra-op pool; many small ones run in parallel over the batch, each product
+// on the calling thread. float32 products use CpuGemm, other types Eigen's
+// tensor contraction.
 // Thread safety: kernels are stateless.
 #include <algorithm>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "engine/kernels/cpu_gemm.h"
 #include "engine/kernels/cwise_ops_common.h"
 
 namespace sluice {
@@ -95,6 +98,37 @@ class BatchMatMulOp : public OpKernel {
     T* op = out->data<T>();
     if (k == 0) {
       std::fill(op, op + out->NumElements(), T(0));
+      return;
+    }
+    if constexpr (std::is_same<T, float>::value) {
+      // One GEMM per output batch: large ones each use the intra-op pool,
+      // many small ones are spread over it a batch range at a time.
+      auto gemm = [&](int64_t b, bool use_pool) {
+        GemmArgs g;
+        g.m = m;
+        g.n = n;
+        g.k = k;
+        g.a = xp + xi[b] * xr * xc;
+        g.lda = xc;
+        g.transpose_a = adj_x_;
+        g.b = yp + yi[b] * yr * yc;
+        g.ldb = yc;
+        g.transpose_b = adj_y_;
+        g.c = op + b * m * n;
+        g.ldc = n;
+        if (use_pool) {
+          CpuGemm(g, ctx->eigen_cpu_device());
+        } else {
+          CpuGemm(g, nullptr, 1);
+        }
+      };
+      if (batches == 1 || m * n * k >= 64 * 64 * 64) {
+        for (int64_t b = 0; b < batches; ++b) gemm(b, true);
+      } else {
+        cwise::ParallelFor(ctx, batches, m * n * k, [&](int64_t lo, int64_t hi) {
+          for (int64_t b = lo; b < hi; ++b) gemm(b, false);
+        });
+      }
       return;
     }
     const Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> dims{

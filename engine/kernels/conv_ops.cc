@@ -1,7 +1,8 @@
 // CPU kernels for Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter (NHWC
 // input, HWIO filter, SAME/VALID padding, dilation 1).
 //
-// All three are im2col + one Eigen tensor contraction on the intra-op pool:
+// All three are im2col + one matrix product on the intra-op pool (CpuGemm for
+// float32, Eigen's tensor contraction for float64):
 // the patches of a chunk of images form a [rows = images*OH*OW, K = KH*KW*C]
 // matrix (zero where a window hangs over the padding), and
 //   forward:         out[rows, O]   = patches x filter[K, O]
@@ -12,9 +13,11 @@
 // convolutions skip im2col entirely.
 // Thread safety: kernels are stateless (buffers are per call).
 #include <cstring>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/kernels/cpu_gemm.h"
 #include "engine/kernels/nn_util.h"
 
 namespace sluice {
@@ -29,6 +32,38 @@ template <typename T>
 using ConstMatrix =
     Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor, Eigen::DenseIndex>, Eigen::Unaligned>;
 using ContractDims = Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1>;
+
+// c (+)= op(a) op(b) for dense row-major a (a_rows x a_cols), b (b_rows x
+// b_cols) and c; op transposes when ta / tb.
+template <typename T>
+void Product(const Eigen::ThreadPoolDevice& d, const T* a, int64_t a_rows, int64_t a_cols, bool ta, const T* b,
+             int64_t b_rows, int64_t b_cols, bool tb, T* c, bool accumulate) {
+  const int64_t m = ta ? a_cols : a_rows, n = tb ? b_rows : b_cols;
+  if constexpr (std::is_same<T, float>::value) {
+    GemmArgs g;
+    g.m = m;
+    g.n = n;
+    g.k = ta ? a_rows : a_cols;
+    g.a = a;
+    g.lda = a_cols;
+    g.transpose_a = ta;
+    g.b = b;
+    g.ldb = b_cols;
+    g.transpose_b = tb;
+    g.c = c;
+    g.ldc = n;
+    g.accumulate = accumulate;
+    CpuGemm(g, d);
+  } else {
+    const ContractDims dims = {Eigen::IndexPair<Eigen::DenseIndex>(ta ? 0 : 1, tb ? 1 : 0)};
+    Matrix<T> out(c, m, n);
+    if (accumulate) {
+      out.device(d) += ConstMatrix<T>(a, a_rows, a_cols).contract(ConstMatrix<T>(b, b_rows, b_cols), dims);
+    } else {
+      out.device(d) = ConstMatrix<T>(a, a_rows, a_cols).contract(ConstMatrix<T>(b, b_rows, b_cols), dims);
+    }
+  }
+}
 
 struct ConvGeometry {
   int64_t batch = 0, in_rows = 0, in_cols = 0, in_depth = 0;
@@ -168,15 +203,14 @@ class Conv2DOp : public ConvOpBase {
     if (out->NumElements() == 0) return;
     const auto& d = ctx->eigen_cpu_device();
     const int64_t k = g.patch_size(), o = g.out_depth;
-    ConstMatrix<T> w(filter.data<T>(), k, o);
-    const ContractDims dims = {Eigen::IndexPair<Eigen::DenseIndex>(1, 0)};
+    const T* w = filter.data<T>();
     if (k == 0) {
       out->flat<T>().setZero();
       return;
     }
     if (g.is_pointwise() && g.rows.pad == 0 && g.cols.pad == 0) {
       const int64_t rows = g.batch * g.in_rows * g.in_cols;
-      Matrix<T>(out->data<T>(), rows, o).device(d) = ConstMatrix<T>(input.data<T>(), rows, k).contract(w, dims);
+      Product<T>(d, input.data<T>(), rows, k, false, w, k, o, false, out->data<T>(), false);
       return;
     }
     const int64_t chunk = ChunkImages(g);
@@ -186,8 +220,8 @@ class Conv2DOp : public ConvOpBase {
       const int64_t count = std::min(chunk, g.batch - first);
       const int64_t rows = count * g.out_pixels();
       Im2Col<T>(d, g, input.data<T>(), first, count, patches.data<T>());
-      Matrix<T>(out->data<T>() + first * g.out_pixels() * o, rows, o).device(d) =
-          ConstMatrix<T>(patches.data<T>(), rows, k).contract(w, dims);
+      Product<T>(d, patches.data<T>(), rows, k, false, w, k, o, false, out->data<T>() + first * g.out_pixels() * o,
+                 false);
     }
   }
 };
@@ -214,11 +248,10 @@ class Conv2DBackpropInputOp : public ConvOpBase {
     if (dy.NumElements() == 0) return;
     const auto& d = ctx->eigen_cpu_device();
     const int64_t k = g.patch_size(), o = g.out_depth;
-    ConstMatrix<T> w(filter.data<T>(), k, o);
-    const ContractDims dims = {Eigen::IndexPair<Eigen::DenseIndex>(1, 1)};
+    const T* w = filter.data<T>();
     if (g.is_pointwise() && g.rows.pad == 0 && g.cols.pad == 0) {
       const int64_t rows = g.batch * g.in_rows * g.in_cols;
-      Matrix<T>(dx->data<T>(), rows, k).device(d) = ConstMatrix<T>(dy.data<T>(), rows, o).contract(w, dims);
+      Product<T>(d, dy.data<T>(), rows, o, false, w, k, o, true, dx->data<T>(), false);
       return;
     }
     const int64_t chunk = ChunkImages(g);
@@ -227,8 +260,8 @@ class Conv2DBackpropInputOp : public ConvOpBase {
     for (int64_t first = 0; first < g.batch; first += chunk) {
       const int64_t count = std::min(chunk, g.batch - first);
       const int64_t rows = count * g.out_pixels();
-      Matrix<T>(patches.data<T>(), rows, k).device(d) =
-          ConstMatrix<T>(dy.data<T>() + first * g.out_pixels() * o, rows, o).contract(w, dims);
+      Product<T>(d, dy.data<T>() + first * g.out_pixels() * o, rows, o, false, w, k, o, true, patches.data<T>(),
+                 false);
       Col2Im<T>(d, g, patches.data<T>(), first, count, dx->data<T>());
     }
   }
@@ -256,11 +289,9 @@ class Conv2DBackpropFilterOp : public ConvOpBase {
     if (dy.NumElements() == 0) return;
     const auto& d = ctx->eigen_cpu_device();
     const int64_t k = g.patch_size(), o = g.out_depth;
-    Matrix<T> w(dw->data<T>(), k, o);
-    const ContractDims dims = {Eigen::IndexPair<Eigen::DenseIndex>(0, 0)};
     if (g.is_pointwise() && g.rows.pad == 0 && g.cols.pad == 0) {
       const int64_t rows = g.batch * g.in_rows * g.in_cols;
-      w.device(d) = ConstMatrix<T>(input.data<T>(), rows, k).contract(ConstMatrix<T>(dy.data<T>(), rows, o), dims);
+      Product<T>(d, input.data<T>(), rows, k, true, dy.data<T>(), rows, o, false, dw->data<T>(), false);
       return;
     }
     const int64_t chunk = ChunkImages(g);
@@ -270,8 +301,8 @@ class Conv2DBackpropFilterOp : public ConvOpBase {
       const int64_t count = std::min(chunk, g.batch - first);
       const int64_t rows = count * g.out_pixels();
       Im2Col<T>(d, g, input.data<T>(), first, count, patches.data<T>());
-      w.device(d) += ConstMatrix<T>(patches.data<T>(), rows, k)
-                         .contract(ConstMatrix<T>(dy.data<T>() + first * g.out_pixels() * o, rows, o), dims);
+      Product<T>(d, patches.data<T>(), rows, k, true, dy.data<T>() + first * g.out_pixels() * o, rows, o, false,
+                 dw->data<T>(), true);
     }
   }
 };

@@ -1,6 +1,10 @@
-// CPU MatMul: an Eigen tensor contraction on the device's intra-op pool.
+// CPU MatMul: float32 through CpuGemm (our blocked GEMM), the other types as
+// an Eigen tensor contraction; both on the device's intra-op pool.
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/kernels/cpu_gemm.h"
 
 namespace sluice {
 namespace {
@@ -30,6 +34,22 @@ class MatMulOp : public OpKernel {
     if (out->NumElements() == 0) return;
     if (a.dim_size(a_inner) == 0) {
       out->flat<T>().setZero();
+      return;
+    }
+    if constexpr (std::is_same<T, float>::value) {
+      GemmArgs g;
+      g.m = out->dim_size(0);
+      g.n = out->dim_size(1);
+      g.k = a.dim_size(a_inner);
+      g.a = a.data<float>();
+      g.lda = a.dim_size(1);
+      g.transpose_a = transpose_a_;
+      g.b = b.data<float>();
+      g.ldb = b.dim_size(1);
+      g.transpose_b = transpose_b_;
+      g.c = out->data<float>();
+      g.ldc = g.n;
+      CpuGemm(g, ctx->eigen_cpu_device());
       return;
     }
     Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> dims{Eigen::IndexPair<Eigen::DenseIndex>(a_inner, b_inner)};

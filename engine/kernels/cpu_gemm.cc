@@ -1,0 +1,369 @@
+// CpuGemm: packing, cache blocking, the 6 x 16 micro-kernel and the split of
+// C across threads. See cpu_gemm.h for the algorithm and its guarantees.
+#include "engine/kernels/cpu_gemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "absl/synchronization/blocking_counter.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define SLUICE_GEMM_AVX2 1
+#endif
+
+namespace sluice {
+namespace {
+
+// Register tile (micro-kernel) and cache blocks. KC x NR floats of B (16 KiB)
+// stay in L1 while the micro-kernel sweeps the MC x KC block of A (144 KiB, L2);
+// the KC x NC block of B (2 MiB) is shared through L3.
+constexpr int kMr = 6;
+constexpr int kNr = 16;
+constexpr int64_t kKc = 256;
+constexpr int64_t kMc = 144;   // a multiple of kMr
+constexpr int64_t kNc = 2048;  // a multiple of kNr
+// Below this much work per thread, a second thread costs more than it saves.
+constexpr double kMinFlopsPerThread = 2.0 * 1024 * 1024;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// op(X) as a strided view: element (r, c) is at p[r * rs + c * cs].
+struct View {
+  const float* p;
+  int64_t rs;
+  int64_t cs;
+};
+
+// A 64-byte aligned buffer that only grows; one pair per thread.
+class PackBuffer {
+ public:
+  float* Get(int64_t floats) {
+    if (floats > capacity_) {
+      const size_t bytes = static_cast<size_t>(CeilDiv(floats * sizeof(float), 64) * 64);
+      data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+      capacity_ = floats;
+    }
+    return data_.get();
+  }
+
+ private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float, Free> data_;
+  int64_t capacity_ = 0;
+};
+
+struct PackBuffers {
+  PackBuffer a;
+  PackBuffer b;
+};
+
+PackBuffers& ThreadPackBuffers() {
+  thread_local PackBuffers buffers;
+  return buffers;
+}
+
+// ---- Packing ----
+
+// Packs op(A)[i0 : i0+mc, p0 : p0+kc] into CeilDiv(mc, kMr) panels of kc x kMr
+// (panel row i, step p at p * kMr + i); rows past mc are zero.
+void PackA(const View& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* dst) {
+  for (int64_t ir = 0; ir < mc; ir += kMr, dst += kc * kMr) {
+    const int64_t rows = std::min<int64_t>(kMr, mc - ir);
+    const float* base = a.p + (i0 + ir) * a.rs + p0 * a.cs;
+    if (rows == kMr && a.rs == 1) {  // A stored transposed: a column of op(A) is contiguous
+      for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * kMr, base + p * a.cs, kMr * sizeof(float));
+    } else if (rows == kMr && a.cs == 1) {  // row-major A: six row streams
+      const float* r0 = base;
+      const float* r1 = base + a.rs;
+      const float* r2 = base + 2 * a.rs;
+      const float* r3 = base + 3 * a.rs;
+      const float* r4 = base + 4 * a.rs;
+      const float* r5 = base + 5 * a.rs;
+      for (int64_t p = 0; p < kc; ++p) {
+        float* d = dst + p * kMr;
+        d[0] = r0[p];
+        d[1] = r1[p];
+        d[2] = r2[p];
+        d[3] = r3[p];
+        d[4] = r4[p];
+        d[5] = r5[p];
+      }
+    } else {
+      for (int64_t p = 0; p < kc; ++p) {
+        for (int64_t i = 0; i < kMr; ++i) dst[p * kMr + i] = i < rows ? base[i * a.rs + p * a.cs] : 0.0f;
+      }
+    }
+  }
+}
+
+#ifdef SLUICE_GEMM_AVX2
+inline void Transpose8x8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4, __m256& r5, __m256& r6,
+                         __m256& r7) {
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1);
+  const __m256 t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3);
+  const __m256 t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5);
+  const __m256 t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7);
+  const __m256 t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  r0 = _mm256_permute2f128_ps(s0, s4, 0x20);
+  r1 = _mm256_permute2f128_ps(s1, s5, 0x20);
+  r2 = _mm256_permute2f128_ps(s2, s6, 0x20);
+  r3 = _mm256_permute2f128_ps(s3, s7, 0x20);
+  r4 = _mm256_permute2f128_ps(s0, s4, 0x31);
+  r5 = _mm256_permute2f128_ps(s1, s5, 0x31);
+  r6 = _mm256_permute2f128_ps(s2, s6, 0x31);
+  r7 = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+// dst[p * kNr + j] = src[j * stride + p] for 8 columns j (dst offset by the
+// caller), p in [0, kc): 8 x 8 blocks through registers, then the tail.
+void PackEightStridedColumns(const float* src, int64_t stride, int64_t kc, float* dst) {
+  int64_t p = 0;
+  for (; p + 8 <= kc; p += 8) {
+    __m256 r0 = _mm256_loadu_ps(src + 0 * stride + p);
+    __m256 r1 = _mm256_loadu_ps(src + 1 * stride + p);
+    __m256 r2 = _mm256_loadu_ps(src + 2 * stride + p);
+    __m256 r3 = _mm256_loadu_ps(src + 3 * stride + p);
+    __m256 r4 = _mm256_loadu_ps(src + 4 * stride + p);
+    __m256 r5 = _mm256_loadu_ps(src + 5 * stride + p);
+    __m256 r6 = _mm256_loadu_ps(src + 6 * stride + p);
+    __m256 r7 = _mm256_loadu_ps(src + 7 * stride + p);
+    Transpose8x8(r0, r1, r2, r3, r4, r5, r6, r7);
+    float* d = dst + p * kNr;
+    _mm256_store_ps(d + 0 * kNr, r0);
+    _mm256_store_ps(d + 1 * kNr, r1);
+    _mm256_store_ps(d + 2 * kNr, r2);
+    _mm256_store_ps(d + 3 * kNr, r3);
+    _mm256_store_ps(d + 4 * kNr, r4);
+    _mm256_store_ps(d + 5 * kNr, r5);
+    _mm256_store_ps(d + 6 * kNr, r6);
+    _mm256_store_ps(d + 7 * kNr, r7);
+  }
+  for (; p < kc; ++p) {
+    for (int64_t j = 0; j < 8; ++j) dst[p * kNr + j] = src[j * stride + p];
+  }
+}
+#endif
+
+// Packs op(B)[p0 : p0+kc, j0 : j0+nc] into CeilDiv(nc, kNr) panels of
+// kc x kNr (step p, panel column j at p * kNr + j); columns past nc are zero.
+void PackB(const View& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* dst) {
+  for (int64_t jr = 0; jr < nc; jr += kNr, dst += kc * kNr) {
+    const int64_t cols = std::min<int64_t>(kNr, nc - jr);
+    const float* base = b.p + p0 * b.rs + (j0 + jr) * b.cs;
+    if (cols == kNr && b.cs == 1) {  // row-major B: a row of the panel is contiguous
+      for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * kNr, base + p * b.rs, kNr * sizeof(float));
+#ifdef SLUICE_GEMM_AVX2
+    } else if (cols == kNr && b.rs == 1) {  // B stored transposed: transpose 8 x 8 blocks
+      PackEightStridedColumns(base, b.cs, kc, dst);
+      PackEightStridedColumns(base + 8 * b.cs, b.cs, kc, dst + 8);
+#endif
+    } else {
+      for (int64_t p = 0; p < kc; ++p) {
+        for (int64_t j = 0; j < kNr; ++j) dst[p * kNr + j] = j < cols ? base[p * b.rs + j * b.cs] : 0.0f;
+      }
+    }
+  }
+}
+
+// ---- Micro-kernel: c[i * ldc + j] (+)= sum_p a[p * kMr + i] * b[p * kNr + j] ----
+
+#ifdef SLUICE_GEMM_AVX2
+void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t ldc,
+                 bool accumulate) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+  __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+  __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+  __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+  __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+  __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+#pragma GCC unroll 4
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m256 b0 = _mm256_load_ps(b);
+    const __m256 b1 = _mm256_load_ps(b + 8);
+    __m256 av = _mm256_broadcast_ss(a + 0);
+    c00 = _mm256_fmadd_ps(av, b0, c00);
+    c01 = _mm256_fmadd_ps(av, b1, c01);
+    av = _mm256_broadcast_ss(a + 1);
+    c10 = _mm256_fmadd_ps(av, b0, c10);
+    c11 = _mm256_fmadd_ps(av, b1, c11);
+    av = _mm256_broadcast_ss(a + 2);
+    c20 = _mm256_fmadd_ps(av, b0, c20);
+    c21 = _mm256_fmadd_ps(av, b1, c21);
+    av = _mm256_broadcast_ss(a + 3);
+    c30 = _mm256_fmadd_ps(av, b0, c30);
+    c31 = _mm256_fmadd_ps(av, b1, c31);
+    av = _mm256_broadcast_ss(a + 4);
+    c40 = _mm256_fmadd_ps(av, b0, c40);
+    c41 = _mm256_fmadd_ps(av, b1, c41);
+    av = _mm256_broadcast_ss(a + 5);
+    c50 = _mm256_fmadd_ps(av, b0, c50);
+    c51 = _mm256_fmadd_ps(av, b1, c51);
+    a += kMr;
+    b += kNr;
+  }
+  auto store = [&](float* row, __m256 lo, __m256 hi) {
+    if (accumulate) {
+      lo = _mm256_add_ps(lo, _mm256_loadu_ps(row));
+      hi = _mm256_add_ps(hi, _mm256_loadu_ps(row + 8));
+    }
+    _mm256_storeu_ps(row, lo);
+    _mm256_storeu_ps(row + 8, hi);
+  };
+  store(c + 0 * ldc, c00, c01);
+  store(c + 1 * ldc, c10, c11);
+  store(c + 2 * ldc, c20, c21);
+  store(c + 3 * ldc, c30, c31);
+  store(c + 4 * ldc, c40, c41);
+  store(c + 5 * ldc, c50, c51);
+}
+#else
+void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t ldc,
+                 bool accumulate) {
+  float acc[kMr][kNr] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    for (int i = 0; i < kMr; ++i) {
+      const float av = a[p * kMr + i];
+      for (int j = 0; j < kNr; ++j) acc[i][j] += av * b[p * kNr + j];
+    }
+  }
+  for (int i = 0; i < kMr; ++i) {
+    for (int j = 0; j < kNr; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+  }
+}
+#endif
+
+// C[0 : mc, 0 : nc] (+)= packed A block * packed B block; edge tiles go
+// through a scratch tile so the micro-kernel always computes 6 x 16.
+void MacroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc,
+                 bool accumulate) {
+  alignas(64) float tile[kMr * kNr];
+  for (int64_t jr = 0; jr < nc; jr += kNr) {
+    const int64_t cols = std::min<int64_t>(kNr, nc - jr);
+    const float* b_panel = bp + (jr / kNr) * kc * kNr;
+    for (int64_t ir = 0; ir < mc; ir += kMr) {
+      const int64_t rows = std::min<int64_t>(kMr, mc - ir);
+      const float* a_panel = ap + (ir / kMr) * kc * kMr;
+      float* c_tile = c + ir * ldc + jr;
+      if (rows == kMr && cols == kNr) {
+        MicroKernel(kc, a_panel, b_panel, c_tile, ldc, accumulate);
+        continue;
+      }
+      MicroKernel(kc, a_panel, b_panel, tile, kNr, /*accumulate=*/false);
+      for (int64_t i = 0; i < rows; ++i) {
+        float* c_row = c_tile + i * ldc;
+        const float* t_row = tile + i * kNr;
+        for (int64_t j = 0; j < cols; ++j) c_row[j] = accumulate ? c_row[j] + t_row[j] : t_row[j];
+      }
+    }
+  }
+}
+
+// The whole blocked algorithm on C[m0 : m1, n0 : n1], on this thread.
+void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  PackBuffers& buffers = ThreadPackBuffers();
+  for (int64_t jc = n0; jc < n1; jc += kNc) {
+    const int64_t nc = std::min(kNc, n1 - jc);
+    for (int64_t pc = 0; pc < g.k; pc += kKc) {
+      const int64_t kc = std::min(kKc, g.k - pc);
+      float* bp = buffers.b.Get(CeilDiv(nc, kNr) * kNr * kc);
+      PackB(b, pc, kc, jc, nc, bp);
+      const bool accumulate = g.accumulate || pc > 0;
+      for (int64_t ic = m0; ic < m1; ic += kMc) {
+        const int64_t mc = std::min(kMc, m1 - ic);
+        float* ap = buffers.a.Get(CeilDiv(mc, kMr) * kMr * kc);
+        PackA(a, ic, mc, pc, kc, ap);
+        MacroKernel(mc, nc, kc, ap, bp, g.c + ic * g.ldc + jc, g.ldc, accumulate);
+      }
+    }
+  }
+}
+
+// Splits m_tiles x n_tiles into a tm x tn grid of `threads` blocks with the
+// smallest largest block (ties: more column blocks). False if none fits.
+bool ChooseGrid(int threads, int64_t m_tiles, int64_t n_tiles, int* tm, int* tn) {
+  int64_t best = -1;
+  for (int rows = 1; rows <= threads; ++rows) {
+    if (threads % rows != 0) continue;
+    const int cols = threads / rows;
+    if (rows > m_tiles || cols > n_tiles) continue;
+    const int64_t largest = CeilDiv(m_tiles, rows) * CeilDiv(n_tiles, cols);
+    if (best < 0 || largest < best || (largest == best && cols > *tn)) {
+      best = largest;
+      *tm = rows;
+      *tn = cols;
+    }
+  }
+  return best >= 0;
+}
+
+}  // namespace
+
+void CpuGemm(const GemmArgs& g, Eigen::ThreadPoolInterface* pool, int max_threads) {
+  if (g.m <= 0 || g.n <= 0) return;
+  if (g.k <= 0) {
+    if (!g.accumulate) {
+      for (int64_t i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, 0.0f);
+    }
+    return;
+  }
+  const View a = g.transpose_a ? View{g.a, 1, g.lda} : View{g.a, g.lda, 1};
+  const View b = g.transpose_b ? View{g.b, 1, g.ldb} : View{g.b, g.ldb, 1};
+  const int64_t m_tiles = CeilDiv(g.m, kMr);
+  const int64_t n_tiles = CeilDiv(g.n, kNr);
+
+  // A pool thread that waited here for tasks queued behind it on its own pool
+  // could deadlock, so calls from inside the pool stay on their thread.
+  int threads = 1;
+  if (pool != nullptr && max_threads > 1 && pool->CurrentThreadId() < 0) {
+    const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+    threads = static_cast<int>(std::min<double>(max_threads, std::max(1.0, flops / kMinFlopsPerThread)));
+    threads = static_cast<int>(std::min<int64_t>(threads, m_tiles * n_tiles));
+  }
+  int tm = 1, tn = 1;
+  while (threads > 1 && !ChooseGrid(threads, m_tiles, n_tiles, &tm, &tn)) --threads;
+  if (threads <= 1) {
+    GemmBlock(g, a, b, 0, g.m, 0, g.n);
+    return;
+  }
+  auto run_block = [&](int t) {
+    const int64_t r = t / tn, s = t % tn;
+    const int64_t m0 = (r * m_tiles / tm) * kMr, m1 = std::min(g.m, ((r + 1) * m_tiles / tm) * kMr);
+    const int64_t n0 = (s * n_tiles / tn) * kNr, n1 = std::min(g.n, ((s + 1) * n_tiles / tn) * kNr);
+    if (m0 < m1 && n0 < n1) GemmBlock(g, a, b, m0, m1, n0, n1);
+  };
+  absl::BlockingCounter pending(threads - 1);
+  for (int t = 1; t < threads; ++t) {
+    pool->Schedule([&run_block, &pending, t] {
+      run_block(t);
+      pending.DecrementCount();
+    });
+  }
+  run_block(0);
+  pending.Wait();
+}
+
+const char* CpuGemmKernelName() {
+#ifdef SLUICE_GEMM_AVX2
+  return "avx2+fma";
+#else
+  return "portable";
+#endif
+}
+
+}  // namespace sluice

@@ -1,0 +1,64 @@
+// CpuGemm: single-precision matrix multiply for the CPU kernels (MatMul,
+// BatchMatMul, the Conv2D family): C = op(A) * op(B), or C += op(A) * op(B).
+//
+// It is a blocked GEMM in the GotoBLAS/BLIS layout (the loop order and the
+// cache blocking are the published algorithm; the code is ours): op(B) is
+// packed into KC x NR column panels that stay in L1/L3, op(A) into MC x KC row
+// panels that stay in L2, and a register-blocked 6 x 16 FMA micro-kernel
+// (AVX2 + FMA when the build targets it, portable C++ otherwise) computes each
+// 6 x 16 tile of C. Transposed operands are handled by the packing, so every
+// combination of transposes runs the same micro-kernel.
+//
+// Threads: the caller's thread plus up to max_threads - 1 tasks on `pool`;
+// C is split into disjoint blocks of whole tiles, one per thread, so no two
+// threads write the same element and the result does not depend on the
+// thread count (each element is summed in the same order).
+// Thread safety: concurrent calls are safe (packing buffers are per thread).
+#ifndef SLUICE_ENGINE_KERNELS_CPU_GEMM_H_
+#define SLUICE_ENGINE_KERNELS_CPU_GEMM_H_
+
+#include <cstdint>
+
+#define EIGEN_USE_THREADS
+#include "unsupported/Eigen/CXX11/Tensor"
+#include "unsupported/Eigen/CXX11/ThreadPool"
+
+namespace sluice {
+
+struct GemmArgs {
+  int64_t m = 0;  // rows of op(A) and C
+  int64_t n = 0;  // columns of op(B) and C
+  int64_t k = 0;  // columns of op(A), rows of op(B)
+  // Row-major storage. A is m x k (k x m when transpose_a) with row stride lda;
+  // B is k x n (n x k when transpose_b) with row stride ldb; C is m x n with
+  // row stride ldc.
+  const float* a = nullptr;
+  int64_t lda = 0;
+  bool transpose_a = false;
+  const float* b = nullptr;
+  int64_t ldb = 0;
+  bool transpose_b = false;
+  float* c = nullptr;
+  int64_t ldc = 0;
+  // false: C = op(A) op(B); true: C += op(A) op(B).
+  bool accumulate = false;
+};
+
+// Computes the product described by `args`. k == 0 sets C to zero (or leaves
+// it unchanged when accumulating). `pool` may be null (then one thread).
+// REQUIRES: m, n, k >= 0; leading dimensions at least the stored row lengths;
+// C does not overlap A or B.
+void CpuGemm(const GemmArgs& args, Eigen::ThreadPoolInterface* pool, int max_threads);
+
+// The same on a kernel's Eigen device (its intra-op pool and thread count).
+inline void CpuGemm(const GemmArgs& args, const Eigen::ThreadPoolDevice& device) {
+  CpuGemm(args, device.getPool(), device.numThreads());
+}
+
+// The instruction set of the micro-kernel in this build ("avx2+fma" or
+// "portable"), for benchmark labels.
+const char* CpuGemmKernelName();
+
+}  // namespace sluice
+
+#endif  // SLUICE_ENGINE_KERNELS_CPU_GEMM_H_

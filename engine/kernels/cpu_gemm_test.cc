@@ -1,0 +1,195 @@
+// CpuGemm against a float64 reference: every transpose combination, edge
+// sizes around the 6 x 16 tile and the cache blocks, padded leading
+// dimensions, accumulation, k == 0, and thread counts 1..4 (results must be
+// bitwise identical across thread counts, and calls from inside the pool must
+// not deadlock).
+#include "engine/kernels/cpu_gemm.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "gtest/gtest.h"
+
+namespace sluice {
+namespace {
+
+struct Problem {
+  int64_t m, n, k;
+  bool ta, tb;
+  int64_t pad_a = 0, pad_b = 0, pad_c = 0;  // extra row stride
+};
+
+struct Operands {
+  std::vector<float> a, b;
+  int64_t lda, ldb, ldc;
+};
+
+Operands MakeOperands(const Problem& p, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Operands o;
+  const int64_t a_rows = p.ta ? p.k : p.m, a_cols = p.ta ? p.m : p.k;
+  const int64_t b_rows = p.tb ? p.n : p.k, b_cols = p.tb ? p.k : p.n;
+  o.lda = a_cols + p.pad_a;
+  o.ldb = b_cols + p.pad_b;
+  o.ldc = p.n + p.pad_c;
+  o.a.resize(std::max<int64_t>(1, a_rows * o.lda));
+  o.b.resize(std::max<int64_t>(1, b_rows * o.ldb));
+  for (float& x : o.a) x = u(rng);
+  for (float& x : o.b) x = u(rng);
+  return o;
+}
+
+// Runs CpuGemm on `c` (m x ldc, prefilled by the caller).
+void RunGemm(const Problem& p, const Operands& o, std::vector<float>* c, bool accumulate,
+         Eigen::ThreadPoolInterface* pool, int threads) {
+  GemmArgs g;
+  g.m = p.m;
+  g.n = p.n;
+  g.k = p.k;
+  g.a = o.a.data();
+  g.lda = o.lda;
+  g.transpose_a = p.ta;
+  g.b = o.b.data();
+  g.ldb = o.ldb;
+  g.transpose_b = p.tb;
+  g.c = c->data();
+  g.ldc = o.ldc;
+  g.accumulate = accumulate;
+  CpuGemm(g, pool, threads);
+}
+
+// Checks c against initial + op(A) op(B) in float64; every element within
+// 1e-5 of the sum of |products| (float rounding over k terms stays far below).
+void ExpectMatchesReference(const Problem& p, const Operands& o, const std::vector<float>& initial,
+                            const std::vector<float>& c, const std::string& what) {
+  int bad = 0;
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < p.n; ++j) {
+      double sum = initial[i * o.ldc + j], abs_sum = std::fabs(initial[i * o.ldc + j]);
+      for (int64_t q = 0; q < p.k; ++q) {
+        const double x = p.ta ? o.a[q * o.lda + i] : o.a[i * o.lda + q];
+        const double y = p.tb ? o.b[j * o.ldb + q] : o.b[q * o.ldb + j];
+        sum += x * y;
+        abs_sum += std::fabs(x * y);
+      }
+      const double got = c[i * o.ldc + j];
+      if (!(std::fabs(got - sum) <= 1e-5 * abs_sum + 1e-30) && bad++ < 5) {
+        ADD_FAILURE() << what << " C(" << i << "," << j << ") = " << got << ", want " << sum;
+      }
+    }
+  }
+  // Padding columns of C are never written.
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = p.n; j < o.ldc; ++j) {
+      ASSERT_EQ(c[i * o.ldc + j], initial[i * o.ldc + j]) << what << " wrote padding at (" << i << "," << j << ")";
+    }
+  }
+}
+
+std::string Describe(const Problem& p) {
+  return absl::StrCat("m=", p.m, " n=", p.n, " k=", p.k, " ta=", p.ta, " tb=", p.tb, " pads=", p.pad_a, "/",
+                      p.pad_b, "/", p.pad_c);
+}
+
+TEST(CpuGemmTest, MatchesReferenceOnEdgeShapesAndTransposes) {
+  Eigen::ThreadPool pool(3);
+  const int64_t sizes[] = {1, 5, 6, 7, 16, 17, 33};
+  const int64_t ks[] = {1, 8, 9, 257};
+  uint32_t seed = 1;
+  for (int64_t m : sizes) {
+    for (int64_t n : sizes) {
+      for (int64_t k : ks) {
+        for (int t = 0; t < 4; ++t) {
+          Problem p{m, n, k, (t & 1) != 0, (t & 2) != 0, (m + k) % 3, (n + k) % 2, m % 2};
+          const Operands o = MakeOperands(p, seed++);
+          std::vector<float> initial(p.m * o.ldc, -7.0f);
+          std::vector<float> c = initial;
+          RunGemm(p, o, &c, /*accumulate=*/false, &pool, 4);
+          std::vector<float> zeros(c.size(), 0.0f);
+          for (int64_t i = 0; i < p.m; ++i) {
+            for (int64_t j = p.n; j < o.ldc; ++j) zeros[i * o.ldc + j] = -7.0f;
+          }
+          ExpectMatchesReference(p, o, zeros, c, Describe(p));
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuGemmTest, AccumulatesIntoC) {
+  Eigen::ThreadPool pool(2);
+  for (int t = 0; t < 4; ++t) {
+    Problem p{37, 45, 300, (t & 1) != 0, (t & 2) != 0, 3, 1, 2};
+    const Operands o = MakeOperands(p, 100 + t);
+    std::vector<float> initial(p.m * o.ldc);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    for (float& x : initial) x = u(rng);
+    std::vector<float> c = initial;
+    RunGemm(p, o, &c, /*accumulate=*/true, &pool, 2);
+    ExpectMatchesReference(p, o, initial, c, "accumulate " + Describe(p));
+  }
+}
+
+TEST(CpuGemmTest, LargeBlocksCrossEveryCacheBlockBoundary) {
+  Eigen::ThreadPool pool(2);
+  // m > kMc, n > kNc, k > 2 * kKc, none a multiple of its block.
+  Problem p{151, 2081, 530, false, true, 0, 0, 0};
+  const Operands o = MakeOperands(p, 42);
+  std::vector<float> c(p.m * o.ldc, 1.0f);
+  RunGemm(p, o, &c, false, &pool, 2);
+  ExpectMatchesReference(p, o, std::vector<float>(c.size(), 0.0f), c, Describe(p));
+}
+
+TEST(CpuGemmTest, ZeroSizesAndEmptyInnerDimension) {
+  Problem p{4, 18, 0, false, false};
+  Operands o = MakeOperands(p, 3);
+  std::vector<float> c(p.m * o.ldc, 5.0f);
+  RunGemm(p, o, &c, /*accumulate=*/true, nullptr, 1);
+  for (float x : c) ASSERT_EQ(x, 5.0f);
+  RunGemm(p, o, &c, /*accumulate=*/false, nullptr, 1);
+  for (float x : c) ASSERT_EQ(x, 0.0f);
+  Problem empty{0, 9, 4, false, false};
+  Operands e = MakeOperands(empty, 4);
+  std::vector<float> none;
+  RunGemm(empty, e, &none, false, nullptr, 1);  // must not touch C
+}
+
+TEST(CpuGemmTest, BitwiseIdenticalAcrossThreadCounts) {
+  Eigen::ThreadPool pool(4);
+  for (int t = 0; t < 4; ++t) {
+    Problem p{130, 515, 700, (t & 1) != 0, (t & 2) != 0};
+    const Operands o = MakeOperands(p, 9 + t);
+    std::vector<float> one(p.m * o.ldc), many(p.m * o.ldc);
+    RunGemm(p, o, &one, false, nullptr, 1);
+    for (int threads : {2, 3, 4}) {
+      RunGemm(p, o, &many, false, &pool, threads);
+      ASSERT_EQ(one, many) << Describe(p) << " threads=" << threads;
+    }
+  }
+}
+
+TEST(CpuGemmTest, CallsFromInsideThePoolFinish) {
+  Eigen::ThreadPool pool(2);
+  Problem p{256, 256, 256, false, false};
+  const Operands o = MakeOperands(p, 11);
+  std::vector<float> expected(p.m * o.ldc);
+  RunGemm(p, o, &expected, false, nullptr, 1);
+  std::vector<std::vector<float>> results(4, std::vector<float>(p.m * o.ldc));
+  absl::BlockingCounter done(4);
+  for (int i = 0; i < 4; ++i) {
+    pool.Schedule([&, i] {
+      RunGemm(p, o, &results[i], false, &pool, 2);
+      done.DecrementCount();
+    });
+  }
+  done.Wait();
+  for (const auto& r : results) ASSERT_EQ(r, expected);
+}
+
+}  // namespace
+}  // namespace sluice

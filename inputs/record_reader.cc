@@ -77,11 +77,28 @@ absl::Status RecordReader::CorruptData(uint64_t start, uint64_t length) const {
                                           " bytes): the data's checksum does not match"));
 }
 
+absl::Status RecordReader::NextFrame(uint64_t start, uint64_t* length, absl::string_view* body) {
+  // Fast path: the whole frame is already in the buffer and its header is good.
+  const uint64_t buffer_end = buffer_start_ + buffer_len_;
+  if (start >= buffer_start_ && start + kRecordHeaderBytes <= buffer_end) {
+    const char* header = buffer_.data() + (start - buffer_start_);
+    const uint64_t n = absl::little_endian::Load64(header);
+    if (n <= options_.max_record_bytes && start + kRecordHeaderBytes + n + kRecordFooterBytes <= buffer_end &&
+        crc32c::Value(header, 8) == crc32c::Unmask(absl::little_endian::Load32(header + 8))) {
+      *length = n;
+      *body = absl::string_view(header + kRecordHeaderBytes, static_cast<size_t>(n) + kRecordFooterBytes);
+      return absl::OkStatus();
+    }
+  }
+  // Refills the buffer, or reports what is wrong with the frame.
+  return ReadFrame(start, length, body);
+}
+
 absl::Status RecordReader::ReadRecord(uint64_t* offset, std::string* record) {
   const uint64_t start = *offset;
   uint64_t length = 0;
   absl::string_view body;
-  absl::Status s = ReadFrame(start, &length, &body);
+  absl::Status s = NextFrame(start, &length, &body);
   if (!s.ok()) return s;
   const size_t n = static_cast<size_t>(length);
   const uint32_t data_crc = crc32c::Unmask(absl::little_endian::Load32(body.data() + n));
@@ -96,7 +113,7 @@ absl::Status RecordReader::ReadRecord(uint64_t* offset, absl::string_view* recor
   const uint64_t start = *offset;
   uint64_t length = 0;
   absl::string_view body;
-  absl::Status s = ReadFrame(start, &length, &body);
+  absl::Status s = NextFrame(start, &length, &body);
   if (!s.ok()) return s;
   const size_t n = static_cast<size_t>(length);
   const uint32_t data_crc = crc32c::Unmask(absl::little_endian::Load32(body.data() + n));

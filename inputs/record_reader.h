@@ -50,6 +50,8 @@ class RecordReader {
   // Reads and checks the header of the record at `start`; points *body at its
   // data and data checksum (*length + 4 bytes), not yet verified.
   absl::Status ReadFrame(uint64_t start, uint64_t* length, absl::string_view* body);
+  // ReadFrame without a call into the file when the frame is in the buffer.
+  absl::Status NextFrame(uint64_t start, uint64_t* length, absl::string_view* body);
   absl::Status CorruptData(uint64_t start, uint64_t length) const;
   absl::Status Truncated(uint64_t offset, absl::string_view what, size_t want, size_t got) const;
 

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace sluice {
 
@@ -80,6 +82,87 @@ size_t Histogram::DefaultBucketIndex(double value) {
   if (value > 0) return n + 2 + CountPositiveLimits(p, n, value, /*strict=*/false);
   // First limit > value among the negatives: -p[j] > value  <=>  p[j] < -value.
   return n + 1 - CountPositiveLimits(p, n, -value, /*strict=*/true);
+}
+
+namespace {
+
+// For AddFloats: positive floats in cells of equal exponent and top 5 mantissa bits (a
+// cell spans a factor of at most 1 + 2^-5, while consecutive limits differ by 1.1, so a
+// cell holds at most one limit). For each cell, how many positive limits are <= (below_or_at)
+// and < (below) its smallest value; a value then needs one comparison with the next limit.
+constexpr int kCellShift = 18;  // 23 mantissa bits - 5
+constexpr size_t kCells = size_t{1} << (31 - kCellShift);
+
+struct FloatBucketTable {
+  std::vector<uint16_t> at_or_below, below;
+  std::vector<double> limits;  // the positive limits, then +infinity
+  size_t n = 0;
+  FloatBucketTable() {
+    const std::vector<double>& all = Histogram::DefaultBucketLimits();
+    n = (all.size() - 3) / 2;
+    limits.assign(all.begin() + static_cast<std::ptrdiff_t>(n + 2), all.begin() + static_cast<std::ptrdiff_t>(2 * n + 2));
+    limits.push_back(std::numeric_limits<double>::infinity());
+    at_or_below.resize(kCells);
+    below.resize(kCells);
+    for (size_t cell = 0; cell < kCells; ++cell) {
+      const uint32_t bits = static_cast<uint32_t>(cell << kCellShift);
+      float lowest;
+      std::memcpy(&lowest, &bits, sizeof(lowest));
+      const double v = lowest;  // may be +inf or NaN for the top cells: no finite value lands there
+      at_or_below[cell] = static_cast<uint16_t>(std::upper_bound(limits.begin(), limits.begin() + n, v) - limits.begin());
+      below[cell] = static_cast<uint16_t>(std::lower_bound(limits.begin(), limits.begin() + n, v) - limits.begin());
+    }
+  }
+};
+
+const FloatBucketTable& GetFloatBucketTable() {
+  static const FloatBucketTable* table = new FloatBucketTable;
+  return *table;
+}
+
+}  // namespace
+
+void Histogram::AddFloats(const float* values, size_t count) {
+  if (count == 0) return;
+  if (!default_limits_) {
+    for (size_t i = 0; i < count; ++i) Add(values[i]);
+    return;
+  }
+  const FloatBucketTable& t = GetFloatBucketTable();
+  const uint16_t* at_or_below = t.at_or_below.data();
+  const uint16_t* below = t.below.data();
+  const double* p = t.limits.data();
+  const size_t n = t.n;
+  // Two count arrays, so runs of equal buckets do not serialize on one counter.
+  std::vector<uint32_t> counts(2 * buckets_.size(), 0);
+  uint32_t* even = counts.data();
+  uint32_t* odd = counts.data() + buckets_.size();
+  double lo = min_, hi = max_;
+  double sums[4] = {0, 0, 0, 0}, squares[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < count; ++i) {
+    const float v = values[i];
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof(bits));
+    const uint32_t cell = (bits & 0x7fffffffu) >> kCellShift;
+    const double a = std::fabs(static_cast<double>(v));
+    const size_t up = at_or_below[cell] + static_cast<size_t>(p[at_or_below[cell]] <= a);
+    const size_t down = below[cell] + static_cast<size_t>(p[below[cell]] < a);
+    // First limit > v: positive (and +-0) values after the 0 limit at n + 1, negative ones
+    // before it, counting down from -p[0] at index n.
+    const size_t bucket = (bits >> 31) == 0 || a == 0 ? n + 2 + up : n + 1 - down;
+    ++((i & 1) ? odd : even)[bucket];
+    const double d = v;
+    lo = std::min(lo, d);
+    hi = std::max(hi, d);
+    sums[i & 3] += d;
+    squares[i & 3] += d * d;
+  }
+  for (size_t b = 0; b < buckets_.size(); ++b) buckets_[b] += static_cast<double>(even[b]) + static_cast<double>(odd[b]);
+  min_ = lo;
+  max_ = hi;
+  num_ += static_cast<double>(count);
+  sum_ += (sums[0] + sums[1]) + (sums[2] + sums[3]);
+  sum_squares_ += (squares[0] + squares[1]) + (squares[2] + squares[3]);
 }
 
 Histogram::Histogram(std::vector<double> limits)

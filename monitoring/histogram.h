@@ -7,6 +7,7 @@
 #ifndef SLUICE_MONITORING_HISTOGRAM_H_
 #define SLUICE_MONITORING_HISTOGRAM_H_
 
+#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -36,6 +37,12 @@ class Histogram {
   // exact answer against the table, so it equals the binary search, several times faster.
   // REQUIRES: finite `value`.
   static size_t DefaultBucketIndex(double value);
+  // Add for each of values[0, n): the same buckets, min, max and num; sum and sum_squares
+  // are summed in another order (several partial sums), so their last bits may differ.
+  // With the default limits a float's bucket comes from a table indexed by its exponent and
+  // top mantissa bits plus one comparison, without branches.
+  // REQUIRES: every value finite.
+  void AddFloats(const float* values, size_t n);
 
   // Like TensorFlow's EncodeToProto: min, max, num, sum, sum_squares, then the buckets. Unless
   // `preserve_zero_buckets`, each run of empty buckets collapses into one entry carrying the

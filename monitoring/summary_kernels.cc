@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
@@ -92,7 +93,8 @@ class HistogramSummaryOp : public OpKernel {
     Histogram histo;
     absl::Status bad;
     OP_REQUIRES_OK(ctx, VisitReal(values, [&](const auto* v) {
-                     for (int64_t i = 0; i < values.NumElements(); ++i) {
+                     const int64_t n = values.NumElements();
+                     for (int64_t i = 0; i < n; ++i) {
                        const double d = AsDouble(v[i]);
                        if (std::isnan(d)) {
                          bad = absl::InvalidArgumentError(absl::StrCat("Nan in summary histogram for: ", tag));
@@ -102,7 +104,11 @@ class HistogramSummaryOp : public OpKernel {
                          bad = absl::InvalidArgumentError(absl::StrCat("Infinity in summary histogram for: ", tag));
                          return;
                        }
-                       histo.Add(d);
+                     }
+                     if constexpr (std::is_same<std::decay_t<decltype(*v)>, float>::value) {
+                       histo.AddFloats(v, static_cast<size_t>(n));  // the common case, several times faster
+                     } else {
+                       for (int64_t i = 0; i < n; ++i) histo.Add(AsDouble(v[i]));
                      }
                    }));
     OP_REQUIRES_OK(ctx, bad);

@@ -8,6 +8,7 @@
 //    user + kernel, so the pread copies count), so time spent waiting for a
 //    core on this shared machine counts for neither; with the file in the page
 //    cache there is no I/O wait to hide.
+//  BM_Crc32c/bytes/copy: the checksum alone (and with the copy into the record).
 //  BM_FashionPipeline: batches/s of TFRecord -> ParseExample -> DecodeRaw ->
 //    ImageToFloat -> RandomShuffleQueue -> DequeueMany(128), with 1 or 2
 //    enqueue threads, reading one record per enqueue step (read_up_to:1,
@@ -23,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "engine/runtime/session.h"
+#include "inputs/crc32c.h"
 #include "inputs/example.pb.h"
 #include "inputs/idx.h"
 #include "inputs/input_builders.h"
@@ -168,6 +170,22 @@ std::vector<std::string> FashionShards() {
   for (auto& w : writers) Check(w->Close());
   return paths;
 }
+
+// The record checksum alone: CRC32C of n bytes (copy:1 also copies them, as ReadRecord
+// into a string does), from L1/L2-resident buffers.
+void BM_Crc32c(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const bool copy = state.range(1) != 0;
+  std::string src(n, '\0'), dst(n, '\0');
+  std::mt19937 rng(2);
+  for (char& c : src) c = static_cast<char>(rng());
+  for (auto _ : state) {
+    uint32_t c = copy ? crc32c::ExtendAndCopy(0, src.data(), n, &dst[0]) : crc32c::Value(src.data(), n);
+    benchmark::DoNotOptimize(c);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(n));
+}
+BENCHMARK(BM_Crc32c)->ArgNames({"bytes", "copy"})->ArgsProduct({{1024, 3072, 65536}, {0, 1}});
 
 void BM_FashionPipeline(benchmark::State& state) {
   const std::vector<std::string> files = FashionShards();

@@ -1,14 +1,37 @@
-// The CPU allocator: aligned_alloc with atomic statistics, and glibc tuned to
-// keep large freed blocks for reuse.
+// The CPU allocator: aligned_alloc with atomic statistics, glibc tuned to keep
+// large freed blocks, and a cache of freed large blocks by size (a training step
+// frees and allocates the same sizes every step).
 #include "engine/framework/allocator.h"
 
 #include <malloc.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
 
 namespace sluice {
 namespace {
+
+// Blocks of at least kCacheMinBytes (sizes rounded up to kCacheGranule) go back
+// to a per-size free list instead of to glibc, up to kCacheMaxBytes in all;
+// glibc's free and malloc of such blocks (bin sorting, consolidation) cost
+// ~6% of a Fashion-MNIST MLP step. Sanitizer builds keep every free real, so
+// use-after-free is still caught.
+constexpr size_t kCacheMinBytes = 64 << 10;
+constexpr size_t kCacheGranule = 4096;
+constexpr size_t kCacheMaxBytes = size_t{512} << 20;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kCacheBlocks = false;
+#else
+constexpr bool kCacheBlocks = true;
+#endif
+
+size_t CacheClass(size_t num_bytes) {
+  return (std::max<size_t>(num_bytes, 1) + kCacheGranule - 1) / kCacheGranule * kCacheGranule;
+}
 
 class CpuAllocatorImpl : public Allocator {
  public:
@@ -30,7 +53,23 @@ class CpuAllocatorImpl : public Allocator {
   void* AllocateRaw(size_t alignment, size_t num_bytes) override {
     alignment = std::max(alignment, sizeof(void*));
     size_t rounded = (std::max<size_t>(num_bytes, 1) + alignment - 1) / alignment * alignment;
-    void* ptr = std::aligned_alloc(alignment, rounded);
+    const size_t cls = CacheClass(num_bytes);
+    void* ptr = nullptr;
+    if (kCacheBlocks && cls >= kCacheMinBytes && alignment <= kCacheGranule) {
+      {
+        absl::MutexLock lock(&cache_mu_);
+        auto it = cache_.find(cls);
+        if (it != cache_.end() && !it->second.empty()) {
+          ptr = it->second.back();
+          it->second.pop_back();
+          cached_bytes_ -= cls;
+        }
+      }
+      // Every block of a cached class is cls bytes, aligned to at least 64.
+      if (ptr == nullptr) ptr = std::aligned_alloc(std::max<size_t>(alignment, 64), cls);
+    } else {
+      ptr = std::aligned_alloc(alignment, rounded);
+    }
     if (ptr == nullptr) return nullptr;
     num_allocs_.fetch_add(1, std::memory_order_relaxed);
     int64_t in_use = bytes_in_use_.fetch_add(num_bytes, std::memory_order_relaxed) + num_bytes;
@@ -47,6 +86,17 @@ class CpuAllocatorImpl : public Allocator {
   void DeallocateRaw(void* ptr, size_t num_bytes) override {
     if (ptr == nullptr) return;
     bytes_in_use_.fetch_sub(num_bytes, std::memory_order_relaxed);
+    // A block of a cached class is at least cls bytes and 64-aligned however it
+    // was allocated (alignments above kCacheGranule round sizes up further).
+    const size_t cls = CacheClass(num_bytes);
+    if (kCacheBlocks && cls >= kCacheMinBytes) {
+      absl::MutexLock lock(&cache_mu_);
+      if (cached_bytes_ + cls <= kCacheMaxBytes) {
+        cache_[cls].push_back(ptr);
+        cached_bytes_ += cls;
+        return;
+      }
+    }
     std::free(ptr);
   }
 
@@ -64,6 +114,9 @@ class CpuAllocatorImpl : public Allocator {
   std::atomic<int64_t> bytes_in_use_{0};
   std::atomic<int64_t> peak_bytes_{0};
   std::atomic<int64_t> largest_{0};
+  absl::Mutex cache_mu_;
+  std::unordered_map<size_t, std::vector<void*>> cache_ ABSL_GUARDED_BY(cache_mu_);
+  size_t cached_bytes_ ABSL_GUARDED_BY(cache_mu_) = 0;
 };
 
 }  // namespace

@@ -90,8 +90,10 @@ class BiasAddGradOp : public OpKernel {
     const int64_t c = l.channels, inner = l.inner, outer = l.outer;
     if (c == 0) return;
     const T* in = dy.data<T>();
-    // Partial sums per block of `outer`, then a serial combine.
-    const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(outer, 64));
+    // Partial sums per block of `outer`, then a serial combine. Few blocks: the
+    // partial sums are a heap buffer, and glibc consolidates its free lists
+    // whenever a buffer of 64 KB or more is freed.
+    const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(outer, 8));
     std::vector<Acc> partial(blocks * c, Acc(0));
     const int64_t per = (outer + blocks - 1) / blocks;
     ctx->eigen_cpu_device().parallelFor(

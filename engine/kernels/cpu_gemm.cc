@@ -181,11 +181,12 @@ void PackB(const View& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float*
   }
 }
 
-// ---- Micro-kernel: c[i * ldc + j] (+)= sum_p a[p * kMr + i] * b[p * kNr + j] ----
+// ---- Micro-kernel: c[i * ldc + j] (+)= sum_p a[p * kMr + i] * b[p * ldb + j] ----
+// (ldb is kNr for a packed panel, B's own row stride when B is read in place.)
 
 #ifdef SLUICE_GEMM_AVX2
-void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t ldc,
-                 bool accumulate) {
+void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb, float* __restrict c,
+                 int64_t ldc, bool accumulate) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
   __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -194,8 +195,8 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
   __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
-    const __m256 b0 = _mm256_load_ps(b);
-    const __m256 b1 = _mm256_load_ps(b + 8);
+    const __m256 b0 = _mm256_loadu_ps(b);
+    const __m256 b1 = _mm256_loadu_ps(b + 8);
     __m256 av = _mm256_broadcast_ss(a + 0);
     c00 = _mm256_fmadd_ps(av, b0, c00);
     c01 = _mm256_fmadd_ps(av, b1, c01);
@@ -215,7 +216,7 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
     c50 = _mm256_fmadd_ps(av, b0, c50);
     c51 = _mm256_fmadd_ps(av, b1, c51);
     a += kMr;
-    b += kNr;
+    b += ldb;
   }
   auto store = [&](float* row, __m256 lo, __m256 hi) {
     if (accumulate) {
@@ -233,13 +234,13 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
   store(c + 5 * ldc, c50, c51);
 }
 #else
-void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t ldc,
-                 bool accumulate) {
+void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb, float* __restrict c,
+                 int64_t ldc, bool accumulate) {
   float acc[kMr][kNr] = {};
   for (int64_t p = 0; p < kc; ++p) {
     for (int i = 0; i < kMr; ++i) {
       const float av = a[p * kMr + i];
-      for (int j = 0; j < kNr; ++j) acc[i][j] += av * b[p * kNr + j];
+      for (int j = 0; j < kNr; ++j) acc[i][j] += av * b[p * ldb + j];
     }
   }
   for (int i = 0; i < kMr; ++i) {
@@ -248,23 +249,48 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
 }
 #endif
 
-// C[0 : mc, 0 : nc] (+)= packed A block * packed B block; edge tiles go
-// through a scratch tile so the micro-kernel always computes 6 x 16.
-void MacroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc,
+// The KC x NC block of op(B) the micro-kernel reads: packed panels, or (row-major
+// B whose block is used by one block of A only, so packing would not pay) B in
+// place, with only a last partial panel packed.
+struct BBlock {
+  const float* packed = nullptr;  // CeilDiv(nc, kNr) panels of kc x kNr
+  const float* direct = nullptr;  // op(B)[p0, j0] when read in place
+  int64_t ldb = 0;
+  const float* edge = nullptr;    // the packed last partial panel (in place only)
+
+  // The panel of columns [jr, jr + kNr) and its row stride.
+  const float* Panel(int64_t jr, int64_t nc, int64_t kc, int64_t* stride) const {
+    if (packed != nullptr) {
+      *stride = kNr;
+      return packed + (jr / kNr) * kc * kNr;
+    }
+    if (jr + kNr <= nc) {
+      *stride = ldb;
+      return direct + jr;
+    }
+    *stride = kNr;
+    return edge;
+  }
+};
+
+// C[0 : mc, 0 : nc] (+)= packed A block * B block; edge tiles go through a
+// scratch tile so the micro-kernel always computes 6 x 16.
+void MacroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, const BBlock& bb, float* c, int64_t ldc,
                  bool accumulate) {
   alignas(64) float tile[kMr * kNr];
   for (int64_t jr = 0; jr < nc; jr += kNr) {
     const int64_t cols = std::min<int64_t>(kNr, nc - jr);
-    const float* b_panel = bp + (jr / kNr) * kc * kNr;
+    int64_t b_stride;
+    const float* b_panel = bb.Panel(jr, nc, kc, &b_stride);
     for (int64_t ir = 0; ir < mc; ir += kMr) {
       const int64_t rows = std::min<int64_t>(kMr, mc - ir);
       const float* a_panel = ap + (ir / kMr) * kc * kMr;
       float* c_tile = c + ir * ldc + jr;
       if (rows == kMr && cols == kNr) {
-        MicroKernel(kc, a_panel, b_panel, c_tile, ldc, accumulate);
+        MicroKernel(kc, a_panel, b_panel, b_stride, c_tile, ldc, accumulate);
         continue;
       }
-      MicroKernel(kc, a_panel, b_panel, tile, kNr, /*accumulate=*/false);
+      MicroKernel(kc, a_panel, b_panel, b_stride, tile, kNr, /*accumulate=*/false);
       for (int64_t i = 0; i < rows; ++i) {
         float* c_row = c_tile + i * ldc;
         const float* t_row = tile + i * kNr;
@@ -277,18 +303,34 @@ void MacroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, const floa
 // The whole blocked algorithm on C[m0 : m1, n0 : n1], on this thread.
 void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   PackBuffers& buffers = ThreadPackBuffers();
+  // Packing B pays for itself over several blocks of A; with one block (few
+  // rows, e.g. a batch of 128) row-major B is read in place.
+  const bool in_place_b = b.cs == 1 && m1 - m0 <= kMc;
   for (int64_t jc = n0; jc < n1; jc += kNc) {
     const int64_t nc = std::min(kNc, n1 - jc);
     for (int64_t pc = 0; pc < g.k; pc += kKc) {
       const int64_t kc = std::min(kKc, g.k - pc);
-      float* bp = buffers.b.Get(CeilDiv(nc, kNr) * kNr * kc);
-      PackB(b, pc, kc, jc, nc, bp);
+      BBlock bb;
+      if (in_place_b) {
+        bb.direct = b.p + pc * b.rs + jc;
+        bb.ldb = b.rs;
+        const int64_t full = nc / kNr * kNr;
+        if (full < nc) {
+          float* edge = buffers.b.Get(kNr * kc);
+          PackB(b, pc, kc, jc + full, nc - full, edge);
+          bb.edge = edge;
+        }
+      } else {
+        float* bp = buffers.b.Get(CeilDiv(nc, kNr) * kNr * kc);
+        PackB(b, pc, kc, jc, nc, bp);
+        bb.packed = bp;
+      }
       const bool accumulate = g.accumulate || pc > 0;
       for (int64_t ic = m0; ic < m1; ic += kMc) {
         const int64_t mc = std::min(kMc, m1 - ic);
         float* ap = buffers.a.Get(CeilDiv(mc, kMr) * kMr * kc);
         PackA(a, ic, mc, pc, kc, ap);
-        MacroKernel(mc, nc, kc, ap, bp, g.c + ic * g.ldc + jc, g.ldc, accumulate);
+        MacroKernel(mc, nc, kc, ap, bb, g.c + ic * g.ldc + jc, g.ldc, accumulate);
       }
     }
   }

@@ -23,8 +23,9 @@
 namespace sluice {
 namespace {
 
-// Elements of patch buffer per chunk (32 MB of float).
-constexpr int64_t kPatchBudget = int64_t{8} << 20;
+// Elements of patch buffer per chunk (4 MB of float): small enough that the
+// patches im2col writes are still in cache when the product reads them.
+constexpr int64_t kPatchBudget = int64_t{1} << 20;
 
 template <typename T>
 using Matrix = Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor, Eigen::DenseIndex>, Eigen::Unaligned>;

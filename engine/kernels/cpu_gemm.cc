@@ -42,7 +42,8 @@ class PackBuffer {
  public:
   float* Get(int64_t floats) {
     if (floats > capacity_) {
-      const size_t bytes = static_cast<size_t>(CeilDiv(floats * sizeof(float), 64) * 64);
+      // 16 floats of slack: PackSixRows stores 2 floats past its panel.
+      const size_t bytes = static_cast<size_t>(CeilDiv((floats + 16) * sizeof(float), 64) * 64);
       data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
       capacity_ = floats;
     }
@@ -68,38 +69,6 @@ PackBuffers& ThreadPackBuffers() {
 }
 
 // ---- Packing ----
-
-// Packs op(A)[i0 : i0+mc, p0 : p0+kc] into CeilDiv(mc, kMr) panels of kc x kMr
-// (panel row i, step p at p * kMr + i); rows past mc are zero.
-void PackA(const View& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* dst) {
-  for (int64_t ir = 0; ir < mc; ir += kMr, dst += kc * kMr) {
-    const int64_t rows = std::min<int64_t>(kMr, mc - ir);
-    const float* base = a.p + (i0 + ir) * a.rs + p0 * a.cs;
-    if (rows == kMr && a.rs == 1) {  // A stored transposed: a column of op(A) is contiguous
-      for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * kMr, base + p * a.cs, kMr * sizeof(float));
-    } else if (rows == kMr && a.cs == 1) {  // row-major A: six row streams
-      const float* r0 = base;
-      const float* r1 = base + a.rs;
-      const float* r2 = base + 2 * a.rs;
-      const float* r3 = base + 3 * a.rs;
-      const float* r4 = base + 4 * a.rs;
-      const float* r5 = base + 5 * a.rs;
-      for (int64_t p = 0; p < kc; ++p) {
-        float* d = dst + p * kMr;
-        d[0] = r0[p];
-        d[1] = r1[p];
-        d[2] = r2[p];
-        d[3] = r3[p];
-        d[4] = r4[p];
-        d[5] = r5[p];
-      }
-    } else {
-      for (int64_t p = 0; p < kc; ++p) {
-        for (int64_t i = 0; i < kMr; ++i) dst[p * kMr + i] = i < rows ? base[i * a.rs + p * a.cs] : 0.0f;
-      }
-    }
-  }
-}
 
 #ifdef SLUICE_GEMM_AVX2
 inline void Transpose8x8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4, __m256& r5, __m256& r6,
@@ -130,6 +99,75 @@ inline void Transpose8x8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256&
   r7 = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
+
+// Six rows of row-major A, columns [0, kc), into a kc x kMr panel: 8 x 8
+// transposes with two zero rows; each 8-float store leaves two zeros that the
+// next store overwrites. REQUIRES: dst has 2 floats of slack past kc * kMr.
+void PackSixRows(const float* base, int64_t lda, int64_t kc, float* dst) {
+  int64_t p = 0;
+  for (; p + 8 <= kc; p += 8) {
+    __m256 r0 = _mm256_loadu_ps(base + p);
+    __m256 r1 = _mm256_loadu_ps(base + lda + p);
+    __m256 r2 = _mm256_loadu_ps(base + 2 * lda + p);
+    __m256 r3 = _mm256_loadu_ps(base + 3 * lda + p);
+    __m256 r4 = _mm256_loadu_ps(base + 4 * lda + p);
+    __m256 r5 = _mm256_loadu_ps(base + 5 * lda + p);
+    __m256 r6 = _mm256_setzero_ps(), r7 = _mm256_setzero_ps();
+    Transpose8x8(r0, r1, r2, r3, r4, r5, r6, r7);
+    float* d = dst + p * kMr;
+    _mm256_storeu_ps(d + 0 * kMr, r0);
+    _mm256_storeu_ps(d + 1 * kMr, r1);
+    _mm256_storeu_ps(d + 2 * kMr, r2);
+    _mm256_storeu_ps(d + 3 * kMr, r3);
+    _mm256_storeu_ps(d + 4 * kMr, r4);
+    _mm256_storeu_ps(d + 5 * kMr, r5);
+    _mm256_storeu_ps(d + 6 * kMr, r6);
+    _mm256_storeu_ps(d + 7 * kMr, r7);
+  }
+  for (; p < kc; ++p) {
+    for (int64_t i = 0; i < kMr; ++i) dst[p * kMr + i] = base[i * lda + p];
+  }
+}
+#endif
+
+// Packs op(A)[i0 : i0+mc, p0 : p0+kc] into CeilDiv(mc, kMr) panels of kc x kMr
+// (panel row i, step p at p * kMr + i); rows past mc are zero.
+void PackA(const View& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* dst) {
+  for (int64_t ir = 0; ir < mc; ir += kMr, dst += kc * kMr) {
+    const int64_t rows = std::min<int64_t>(kMr, mc - ir);
+    const float* base = a.p + (i0 + ir) * a.rs + p0 * a.cs;
+    if (rows == kMr && a.rs == 1) {  // A stored transposed: a column of op(A) is contiguous
+      for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * kMr, base + p * a.cs, kMr * sizeof(float));
+#ifdef SLUICE_GEMM_AVX2
+    } else if (rows == kMr && a.cs == 1) {  // row-major A: transposed through registers
+      PackSixRows(base, a.rs, kc, dst);
+#else
+    } else if (rows == kMr && a.cs == 1) {  // row-major A: six row streams
+      const float* r0 = base;
+      const float* r1 = base + a.rs;
+      const float* r2 = base + 2 * a.rs;
+      const float* r3 = base + 3 * a.rs;
+      const float* r4 = base + 4 * a.rs;
+      const float* r5 = base + 5 * a.rs;
+      for (int64_t p = 0; p < kc; ++p) {
+        float* d = dst + p * kMr;
+        d[0] = r0[p];
+        d[1] = r1[p];
+        d[2] = r2[p];
+        d[3] = r3[p];
+        d[4] = r4[p];
+        d[5] = r5[p];
+      }
+#endif
+    } else {
+      for (int64_t p = 0; p < kc; ++p) {
+        for (int64_t i = 0; i < kMr; ++i) dst[p * kMr + i] = i < rows ? base[i * a.rs + p * a.cs] : 0.0f;
+      }
+    }
+  }
+}
+
+#ifdef SLUICE_GEMM_AVX2
 // dst[p * kNr + j] = src[j * stride + p] for 8 columns j (dst offset by the
 // caller), p in [0, kc): 8 x 8 blocks through registers, then the tail.
 void PackEightStridedColumns(const float* src, int64_t stride, int64_t kc, float* dst) {

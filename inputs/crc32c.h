@@ -9,6 +9,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+
+#if defined(__SSE4_2__)
+#include <nmmintrin.h>
+#endif
 
 #include "absl/strings/string_view.h"
 
@@ -19,6 +24,17 @@ namespace crc32c {
 uint32_t Extend(uint32_t init_crc, const char* data, size_t n);
 inline uint32_t Value(const char* data, size_t n) { return Extend(0, data, n); }
 inline uint32_t Value(absl::string_view s) { return Extend(0, s.data(), s.size()); }
+// Value of exactly 8 bytes (a TFRecord length), inline: one crc32 instruction
+// when the build targets SSE4.2 (-march=native on such a CPU), else Value.
+inline uint32_t ValueOf8Bytes(const char* data) {
+#if defined(__SSE4_2__) && defined(__x86_64__)
+  uint64_t word;
+  std::memcpy(&word, data, 8);
+  return ~static_cast<uint32_t>(_mm_crc32_u64(0xffffffffu, word));
+#else
+  return Value(data, 8);
+#endif
+}
 // Extend that also copies data[0, n) to dst[0, n) in the same pass (for a
 // reader that verifies a record while copying it out of its buffer).
 // REQUIRES: the two ranges do not overlap.

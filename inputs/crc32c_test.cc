@@ -2,6 +2,7 @@
 // ExtendAndCopy, masking.
 #include "inputs/crc32c.h"
 
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -91,6 +92,16 @@ TEST(Crc32c, MaskRoundTripsAndChangesTheValue) {
     EXPECT_EQ(crc32c::Unmask(crc32c::Mask(c)), c);
   }
   EXPECT_EQ(crc32c::Mask(0), 0xa282ead8u);
+}
+
+TEST(Crc32c, ValueOf8BytesEqualsValue) {
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 10000; ++i) {
+    const uint64_t w = rng();
+    char bytes[8];
+    std::memcpy(bytes, &w, 8);
+    ASSERT_EQ(crc32c::ValueOf8Bytes(bytes), crc32c::Value(bytes, 8)) << w;
+  }
 }
 
 }  // namespace

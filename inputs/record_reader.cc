@@ -84,7 +84,7 @@ absl::Status RecordReader::NextFrame(uint64_t start, uint64_t* length, absl::str
     const char* header = buffer_.data() + (start - buffer_start_);
     const uint64_t n = absl::little_endian::Load64(header);
     if (n <= options_.max_record_bytes && start + kRecordHeaderBytes + n + kRecordFooterBytes <= buffer_end &&
-        crc32c::Value(header, 8) == crc32c::Unmask(absl::little_endian::Load32(header + 8))) {
+        crc32c::ValueOf8Bytes(header) == crc32c::Unmask(absl::little_endian::Load32(header + 8))) {
       *length = n;
       *body = absl::string_view(header + kRecordHeaderBytes, static_cast<size_t>(n) + kRecordFooterBytes);
       return absl::OkStatus();

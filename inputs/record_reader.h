@@ -32,7 +32,7 @@ struct RecordReaderOptions {
   bool follow = false;
   // Bytes read from the file at a time (records larger than this are read
   // directly).
-  size_t buffer_bytes = 256 << 10;
+  size_t buffer_bytes = 1 << 20;
 };
 
 class RecordReader {

@@ -163,8 +163,12 @@ class ReshapeOp : public OpKernel {
       } else {
         OP_REQUIRES(ctx, dims[i] >= 0,
                     absl::InvalidArgumentError(absl::StrCat("dimension ", i, " is negative (", dims[i], ")")));
-        if (dims[i] != 0 && product > kMaxTensorElements / dims[i]) overflow = true;
-        product *= dims[i];
+        // Once over the limit, stop multiplying (a further product could overflow int64).
+        if (overflow || (dims[i] != 0 && product > kMaxTensorElements / dims[i])) {
+          overflow = true;
+        } else {
+          product *= dims[i];
+        }
       }
     }
     OP_REQUIRES(ctx, !overflow,

@@ -137,32 +137,51 @@ void Histogram::AddFloats(const float* values, size_t count) {
   std::vector<uint32_t> counts(2 * buckets_.size(), 0);
   uint32_t* even = counts.data();
   uint32_t* odd = counts.data() + buckets_.size();
-  double lo = min_, hi = max_;
-  double sums[4] = {0, 0, 0, 0}, squares[4] = {0, 0, 0, 0};
-  for (size_t i = 0; i < count; ++i) {
-    const float v = values[i];
+  // The bucket of one value, without branches (signs are random in weights).
+  auto bucket_of = [&](float v) -> size_t {
     uint32_t bits;
     std::memcpy(&bits, &v, sizeof(bits));
     const uint32_t cell = (bits & 0x7fffffffu) >> kCellShift;
     const double a = std::fabs(static_cast<double>(v));
     const size_t up = at_or_below[cell] + static_cast<size_t>(p[at_or_below[cell]] <= a);
     const size_t down = below[cell] + static_cast<size_t>(p[below[cell]] < a);
-    // First limit > v: positive (and +-0) values after the 0 limit at n + 1, negative ones
-    // before it, counting down from -p[0] at index n.
-    const size_t bucket = (bits >> 31) == 0 || a == 0 ? n + 2 + up : n + 1 - down;
-    ++((i & 1) ? odd : even)[bucket];
+    // First limit > v: positive values and +-0 after the 0 limit at n + 1,
+    // negative ones before it, counting down from -p[0] at index n.
+    const bool positive = ((bits >> 31) == 0) | (a == 0);
+    return positive ? n + 2 + up : n + 1 - down;
+  };
+  double lo0 = min_, hi0 = max_, lo1 = min_, hi1 = max_;
+  double sum0 = 0, sum1 = 0, square0 = 0, square1 = 0;
+  size_t i = 0;
+  for (; i + 2 <= count; i += 2) {
+    const float v0 = values[i], v1 = values[i + 1];
+    ++even[bucket_of(v0)];
+    ++odd[bucket_of(v1)];
+    const double d0 = v0, d1 = v1;
+    lo0 = std::min(lo0, d0);
+    hi0 = std::max(hi0, d0);
+    lo1 = std::min(lo1, d1);
+    hi1 = std::max(hi1, d1);
+    sum0 += d0;
+    sum1 += d1;
+    square0 += d0 * d0;
+    square1 += d1 * d1;
+  }
+  if (i < count) {
+    const float v = values[i];
+    ++even[bucket_of(v)];
     const double d = v;
-    lo = std::min(lo, d);
-    hi = std::max(hi, d);
-    sums[i & 3] += d;
-    squares[i & 3] += d * d;
+    lo0 = std::min(lo0, d);
+    hi0 = std::max(hi0, d);
+    sum0 += d;
+    square0 += d * d;
   }
   for (size_t b = 0; b < buckets_.size(); ++b) buckets_[b] += static_cast<double>(even[b]) + static_cast<double>(odd[b]);
-  min_ = lo;
-  max_ = hi;
+  min_ = std::min(lo0, lo1);
+  max_ = std::max(hi0, hi1);
   num_ += static_cast<double>(count);
-  sum_ += (sums[0] + sums[1]) + (sums[2] + sums[3]);
-  sum_squares_ += (squares[0] + squares[1]) + (squares[2] + squares[3]);
+  sum_ += sum0 + sum1;
+  sum_squares_ += square0 + square1;
 }
 
 Histogram::Histogram(std::vector<double> limits)

@@ -42,7 +42,7 @@ class PackBuffer {
  public:
   float* Get(int64_t floats) {
     if (floats > capacity_) {
-      // 16 floats of slack: PackSixRows stores 2 floats past its panel.
+      // 16 floats of slack: PackRowsTransposed<kMr, ...> stores 2 floats past a panel.
       const size_t bytes = static_cast<size_t>(CeilDiv((floats + 16) * sizeof(float), 64) * 64);
       data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
       capacity_ = floats;
@@ -100,32 +100,24 @@ inline void Transpose8x8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256&
 }
 
 
-// Six rows of row-major A, columns [0, kc), into a kc x kMr panel: 8 x 8
-// transposes with two zero rows; each 8-float store leaves two zeros that the
-// next store overwrites. REQUIRES: dst has 2 floats of slack past kc * kMr.
-void PackSixRows(const float* base, int64_t lda, int64_t kc, float* dst) {
+// dst[p * kDstStride + r] = src[r * stride + p] for rows r < kRows <= 8 and p
+// in [0, kc): 8 x 8 transposes through registers (rows past kRows are zero),
+// then the tail. With kRows < 8 each 8-float store spills 8 - kRows floats
+// past its row, which the next store overwrites.
+// REQUIRES (kRows < 8): dst has 8 - kRows floats of slack past kc * kDstStride.
+template <int kRows, int kDstStride>
+void PackRowsTransposed(const float* src, int64_t stride, int64_t kc, float* dst) {
   int64_t p = 0;
   for (; p + 8 <= kc; p += 8) {
-    __m256 r0 = _mm256_loadu_ps(base + p);
-    __m256 r1 = _mm256_loadu_ps(base + lda + p);
-    __m256 r2 = _mm256_loadu_ps(base + 2 * lda + p);
-    __m256 r3 = _mm256_loadu_ps(base + 3 * lda + p);
-    __m256 r4 = _mm256_loadu_ps(base + 4 * lda + p);
-    __m256 r5 = _mm256_loadu_ps(base + 5 * lda + p);
-    __m256 r6 = _mm256_setzero_ps(), r7 = _mm256_setzero_ps();
-    Transpose8x8(r0, r1, r2, r3, r4, r5, r6, r7);
-    float* d = dst + p * kMr;
-    _mm256_storeu_ps(d + 0 * kMr, r0);
-    _mm256_storeu_ps(d + 1 * kMr, r1);
-    _mm256_storeu_ps(d + 2 * kMr, r2);
-    _mm256_storeu_ps(d + 3 * kMr, r3);
-    _mm256_storeu_ps(d + 4 * kMr, r4);
-    _mm256_storeu_ps(d + 5 * kMr, r5);
-    _mm256_storeu_ps(d + 6 * kMr, r6);
-    _mm256_storeu_ps(d + 7 * kMr, r7);
+    __m256 r[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) r[i] = i < kRows ? _mm256_loadu_ps(src + i * stride + p) : _mm256_setzero_ps();
+    Transpose8x8(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; ++q) _mm256_storeu_ps(dst + (p + q) * kDstStride, r[q]);
   }
   for (; p < kc; ++p) {
-    for (int64_t i = 0; i < kMr; ++i) dst[p * kMr + i] = base[i * lda + p];
+    for (int i = 0; i < kRows; ++i) dst[p * kDstStride + i] = src[i * stride + p];
   }
 }
 #endif
@@ -140,7 +132,7 @@ void PackA(const View& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float*
       for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * kMr, base + p * a.cs, kMr * sizeof(float));
 #ifdef SLUICE_GEMM_AVX2
     } else if (rows == kMr && a.cs == 1) {  // row-major A: transposed through registers
-      PackSixRows(base, a.rs, kc, dst);
+      PackRowsTransposed<kMr, kMr>(base, a.rs, kc, dst);
 #else
     } else if (rows == kMr && a.cs == 1) {  // row-major A: six row streams
       const float* r0 = base;
@@ -167,36 +159,6 @@ void PackA(const View& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float*
   }
 }
 
-#ifdef SLUICE_GEMM_AVX2
-// dst[p * kNr + j] = src[j * stride + p] for 8 columns j (dst offset by the
-// caller), p in [0, kc): 8 x 8 blocks through registers, then the tail.
-void PackEightStridedColumns(const float* src, int64_t stride, int64_t kc, float* dst) {
-  int64_t p = 0;
-  for (; p + 8 <= kc; p += 8) {
-    __m256 r0 = _mm256_loadu_ps(src + 0 * stride + p);
-    __m256 r1 = _mm256_loadu_ps(src + 1 * stride + p);
-    __m256 r2 = _mm256_loadu_ps(src + 2 * stride + p);
-    __m256 r3 = _mm256_loadu_ps(src + 3 * stride + p);
-    __m256 r4 = _mm256_loadu_ps(src + 4 * stride + p);
-    __m256 r5 = _mm256_loadu_ps(src + 5 * stride + p);
-    __m256 r6 = _mm256_loadu_ps(src + 6 * stride + p);
-    __m256 r7 = _mm256_loadu_ps(src + 7 * stride + p);
-    Transpose8x8(r0, r1, r2, r3, r4, r5, r6, r7);
-    float* d = dst + p * kNr;
-    _mm256_store_ps(d + 0 * kNr, r0);
-    _mm256_store_ps(d + 1 * kNr, r1);
-    _mm256_store_ps(d + 2 * kNr, r2);
-    _mm256_store_ps(d + 3 * kNr, r3);
-    _mm256_store_ps(d + 4 * kNr, r4);
-    _mm256_store_ps(d + 5 * kNr, r5);
-    _mm256_store_ps(d + 6 * kNr, r6);
-    _mm256_store_ps(d + 7 * kNr, r7);
-  }
-  for (; p < kc; ++p) {
-    for (int64_t j = 0; j < 8; ++j) dst[p * kNr + j] = src[j * stride + p];
-  }
-}
-#endif
 
 // Packs op(B)[p0 : p0+kc, j0 : j0+nc] into CeilDiv(nc, kNr) panels of
 // kc x kNr (step p, panel column j at p * kNr + j); columns past nc are zero.
@@ -208,8 +170,8 @@ void PackB(const View& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float*
       for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * kNr, base + p * b.rs, kNr * sizeof(float));
 #ifdef SLUICE_GEMM_AVX2
     } else if (cols == kNr && b.rs == 1) {  // B stored transposed: transpose 8 x 8 blocks
-      PackEightStridedColumns(base, b.cs, kc, dst);
-      PackEightStridedColumns(base + 8 * b.cs, b.cs, kc, dst + 8);
+      PackRowsTransposed<8, kNr>(base, b.cs, kc, dst);
+      PackRowsTransposed<8, kNr>(base + 8 * b.cs, b.cs, kc, dst + 8);
 #endif
     } else {
       for (int64_t p = 0; p < kc; ++p) {

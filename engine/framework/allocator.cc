@@ -55,21 +55,25 @@ class CpuAllocatorImpl : public Allocator {
     size_t rounded = (std::max<size_t>(num_bytes, 1) + alignment - 1) / alignment * alignment;
     const size_t cls = CacheClass(num_bytes);
     void* ptr = nullptr;
-    if (kCacheBlocks && cls >= kCacheMinBytes && alignment <= kCacheGranule) {
-      {
-        absl::MutexLock lock(&cache_mu_);
-        auto it = cache_.find(cls);
-        if (it != cache_.end() && !it->second.empty()) {
-          ptr = it->second.back();
-          it->second.pop_back();
-          cached_bytes_ -= cls;
-        }
+    // Blocks of a cached class are allocated as cls bytes (so any of them can
+    // serve any request of the class later); the cache only promises 64-byte
+    // alignment, so larger alignments get a fresh block.
+    const bool cached_class = kCacheBlocks && cls >= kCacheMinBytes && alignment <= kCacheGranule;
+    if (cached_class && alignment <= 64) {
+      absl::MutexLock lock(&cache_mu_);
+      auto it = cache_.find(cls);
+      if (it != cache_.end() && !it->second.empty()) {
+        ptr = it->second.back();
+        it->second.pop_back();
+        cached_bytes_ -= cls;
       }
-      // Every block of a cached class is cls bytes, aligned to at least 64.
-      if (ptr == nullptr) ptr = std::aligned_alloc(std::max<size_t>(alignment, 64), cls);
-    } else {
-      ptr = std::aligned_alloc(alignment, rounded);
     }
+    auto allocate = [&] {
+      return cached_class ? std::aligned_alloc(std::max<size_t>(alignment, 64), cls)
+                          : std::aligned_alloc(alignment, rounded);
+    };
+    if (ptr == nullptr) ptr = allocate();
+    if (ptr == nullptr && kCacheBlocks && ReleaseCache()) ptr = allocate();  // memory parked in the cache
     if (ptr == nullptr) return nullptr;
     num_allocs_.fetch_add(1, std::memory_order_relaxed);
     int64_t in_use = bytes_in_use_.fetch_add(num_bytes, std::memory_order_relaxed) + num_bytes;
@@ -98,6 +102,18 @@ class CpuAllocatorImpl : public Allocator {
       }
     }
     std::free(ptr);
+  }
+
+  // Frees every cached block; false if there was none.
+  bool ReleaseCache() {
+    absl::MutexLock lock(&cache_mu_);
+    if (cached_bytes_ == 0) return false;
+    for (auto& [cls, blocks] : cache_) {
+      for (void* block : blocks) std::free(block);
+    }
+    cache_.clear();
+    cached_bytes_ = 0;
+    return true;
   }
 
   AllocatorStats GetStats() const override {

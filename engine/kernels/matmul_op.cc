@@ -50,10 +50,10 @@ class MatMulOp : public OpKernel {
       g.c = out->data<float>();
       g.ldc = g.n;
       CpuGemm(g, ctx->eigen_cpu_device());
-      return;
+    } else {  // (an else, so float32 instantiates no Eigen contraction)
+      Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> dims{Eigen::IndexPair<Eigen::DenseIndex>(a_inner, b_inner)};
+      out->matrix<T>().device(ctx->eigen_cpu_device()) = a.matrix<T>().contract(b.matrix<T>(), dims);
     }
-    Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> dims{Eigen::IndexPair<Eigen::DenseIndex>(a_inner, b_inner)};
-    out->matrix<T>().device(ctx->eigen_cpu_device()) = a.matrix<T>().contract(b.matrix<T>(), dims);
   }
 
  private:

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "absl/synchronization/blocking_counter.h"
+#include "engine/framework/logging.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -45,6 +46,8 @@ class PackBuffer {
       // 16 floats of slack: PackRowsTransposed<kMr, ...> stores 2 floats past a panel.
       const size_t bytes = static_cast<size_t>(CeilDiv((floats + 16) * sizeof(float), 64) * 64);
       data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+      // At most KC x NC floats (2 MiB) per buffer: only an exhausted machine fails here.
+      CHECK(data_ != nullptr) << "out of memory for a " << bytes << "-byte GEMM packing buffer";
       capacity_ = floats;
     }
     return data_.get();
@@ -98,7 +101,6 @@ inline void Transpose8x8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256&
   r6 = _mm256_permute2f128_ps(s2, s6, 0x31);
   r7 = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
-
 
 // dst[p * kDstStride + r] = src[r * stride + p] for rows r < kRows <= 8 and p
 // in [0, kc): 8 x 8 transposes through registers (rows past kRows are zero),
@@ -158,7 +160,6 @@ void PackA(const View& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float*
     }
   }
 }
-
 
 // Packs op(B)[p0 : p0+kc, j0 : j0+nc] into CeilDiv(nc, kNr) panels of
 // kc x kNr (step p, panel column j at p * kNr + j); columns past nc are zero.

@@ -94,32 +94,43 @@ absl::Status RecordReader::NextFrame(uint64_t start, uint64_t* length, absl::str
   return ReadFrame(start, length, body);
 }
 
-absl::Status RecordReader::ReadRecord(uint64_t* offset, std::string* record) {
-  const uint64_t start = *offset;
+absl::Status RecordReader::FrameData(uint64_t start, absl::string_view* data, uint32_t* stored_crc,
+                                     uint64_t* next) {
   uint64_t length = 0;
   absl::string_view body;
   absl::Status s = NextFrame(start, &length, &body);
   if (!s.ok()) return s;
   const size_t n = static_cast<size_t>(length);
-  const uint32_t data_crc = crc32c::Unmask(absl::little_endian::Load32(body.data() + n));
+  *data = body.substr(0, n);
+  *stored_crc = crc32c::Unmask(absl::little_endian::Load32(body.data() + n));
+  *next = start + kRecordHeaderBytes + n + kRecordFooterBytes;
+  return absl::OkStatus();
+}
+
+absl::Status RecordReader::ReadRecord(uint64_t* offset, std::string* record) {
+  absl::string_view data;
+  uint32_t stored_crc;
+  uint64_t next;
+  absl::Status s = FrameData(*offset, &data, &stored_crc, &next);
+  if (!s.ok()) return s;
   // Verify while copying: one pass over the record's bytes.
-  record->resize(n);
-  if (crc32c::ExtendAndCopy(0, body.data(), n, &(*record)[0]) != data_crc) return CorruptData(start, length);
-  *offset = start + kRecordHeaderBytes + n + kRecordFooterBytes;
+  record->resize(data.size());
+  if (crc32c::ExtendAndCopy(0, data.data(), data.size(), &(*record)[0]) != stored_crc) {
+    return CorruptData(*offset, data.size());
+  }
+  *offset = next;
   return absl::OkStatus();
 }
 
 absl::Status RecordReader::ReadRecord(uint64_t* offset, absl::string_view* record) {
-  const uint64_t start = *offset;
-  uint64_t length = 0;
-  absl::string_view body;
-  absl::Status s = NextFrame(start, &length, &body);
+  absl::string_view data;
+  uint32_t stored_crc;
+  uint64_t next;
+  absl::Status s = FrameData(*offset, &data, &stored_crc, &next);
   if (!s.ok()) return s;
-  const size_t n = static_cast<size_t>(length);
-  const uint32_t data_crc = crc32c::Unmask(absl::little_endian::Load32(body.data() + n));
-  if (crc32c::Value(body.data(), n) != data_crc) return CorruptData(start, length);
-  *record = body.substr(0, n);
-  *offset = start + kRecordHeaderBytes + n + kRecordFooterBytes;
+  if (crc32c::Value(data) != stored_crc) return CorruptData(*offset, data.size());
+  *record = data;
+  *offset = next;
   return absl::OkStatus();
 }
 

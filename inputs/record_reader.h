@@ -52,6 +52,9 @@ class RecordReader {
   absl::Status ReadFrame(uint64_t start, uint64_t* length, absl::string_view* body);
   // ReadFrame without a call into the file when the frame is in the buffer.
   absl::Status NextFrame(uint64_t start, uint64_t* length, absl::string_view* body);
+  // The record at `start`: its data, its stored (unmasked) data CRC, not yet
+  // verified, and the offset of the record after it.
+  absl::Status FrameData(uint64_t start, absl::string_view* data, uint32_t* stored_crc, uint64_t* next);
   absl::Status CorruptData(uint64_t start, uint64_t length) const;
   absl::Status Truncated(uint64_t offset, absl::string_view what, size_t want, size_t got) const;
 

@@ -8,7 +8,8 @@
 //   forward:         out[rows, O]   = patches x filter[K, O]
 //   backprop input:  dpatches       = dy[rows, O] x filter^T, scattered back
 //                    (col2im, images in parallel) into dx
-//   backprop filter: dfilter[K, O] += patches^T x dy[rows, O]
+//   backprop filter: dfilter^T[O, K] += dy^T x patches[rows, K], transposed
+//                    into dfilter at the end
 // Chunks bound the patch buffer (kPatchBudget elements); 1x1 stride-1 VALID
 // convolutions skip im2col entirely.
 // Thread safety: kernels are stateless (buffers are per call).
@@ -108,11 +109,39 @@ int64_t ChunkImages(const ConvGeometry& g) {
   return std::max<int64_t>(1, std::min<int64_t>(g.batch, kPatchBudget / per_image));
 }
 
+// The filter columns [kw0, kw1) of output column ow that fall inside the input
+// (dilation 1: consecutive filter columns read consecutive input columns, so in
+// NHWC each filter row's valid part is one contiguous span of (kw1 - kw0) * C).
+struct ColumnSpan {
+  int64_t kw0, kw1, iw0;  // iw0: the input column of kw0
+};
+inline ColumnSpan ValidColumns(const ConvGeometry& g, int64_t ow) {
+  const int64_t iw = ow * g.cols.stride - g.cols.pad;
+  ColumnSpan s;
+  s.kw0 = std::max<int64_t>(0, -iw);
+  s.kw1 = std::min<int64_t>(g.filter_cols, g.in_cols - iw);
+  if (s.kw1 < s.kw0) s.kw1 = s.kw0;
+  s.iw0 = iw + s.kw0;
+  return s;
+}
+
+// dst[0, n) = src[0, n); short spans (a single-channel input's 5 floats) as an
+// inline loop rather than a call.
+template <typename T>
+inline void CopySpan(const T* __restrict src, int64_t n, T* __restrict dst) {
+  if (n < 64) {
+    for (int64_t j = 0; j < n; ++j) dst[j] = src[j];
+  } else {
+    std::memcpy(dst, src, n * sizeof(T));
+  }
+}
+
 // Fills patches[(i*OH + oh)*OW + ow, :] for images [first_image, +count).
 template <typename T>
 void Im2Col(const Eigen::ThreadPoolDevice& d, const ConvGeometry& g, const T* input, int64_t first_image,
             int64_t count, T* patches) {
   const int64_t oh_n = g.rows.out, ow_n = g.cols.out, c = g.in_depth, k = g.patch_size();
+  const int64_t filter_row = g.filter_cols * c;
   const int64_t row_bytes = ow_n * k * sizeof(T);
   d.parallelFor(count * oh_n, Eigen::TensorOpCost(row_bytes, row_bytes, ow_n * g.filter_rows * g.filter_cols),
                 [&](Eigen::Index first, Eigen::Index last) {
@@ -121,22 +150,17 @@ void Im2Col(const Eigen::ThreadPoolDevice& d, const ConvGeometry& g, const T* in
                     const T* image = input + (first_image + i) * g.in_rows * g.in_cols * c;
                     T* dst = patches + r * ow_n * k;
                     for (int64_t ow = 0; ow < ow_n; ++ow) {
-                      for (int64_t kh = 0; kh < g.filter_rows; ++kh) {
+                      const ColumnSpan span = ValidColumns(g, ow);
+                      const int64_t left = span.kw0 * c, valid = (span.kw1 - span.kw0) * c;
+                      for (int64_t kh = 0; kh < g.filter_rows; ++kh, dst += filter_row) {
                         const int64_t ih = oh * g.rows.stride - g.rows.pad + kh;
                         if (ih < 0 || ih >= g.in_rows) {
-                          std::fill(dst, dst + g.filter_cols * c, T(0));
-                          dst += g.filter_cols * c;
+                          std::fill(dst, dst + filter_row, T(0));
                           continue;
                         }
-                        for (int64_t kw = 0; kw < g.filter_cols; ++kw) {
-                          const int64_t iw = ow * g.cols.stride - g.cols.pad + kw;
-                          if (iw < 0 || iw >= g.in_cols) {
-                            std::fill(dst, dst + c, T(0));
-                          } else {
-                            std::memcpy(dst, image + (ih * g.in_cols + iw) * c, c * sizeof(T));
-                          }
-                          dst += c;
-                        }
+                        std::fill(dst, dst + left, T(0));
+                        if (valid > 0) CopySpan(image + (ih * g.in_cols + span.iw0) * c, valid, dst + left);
+                        std::fill(dst + left + valid, dst + filter_row, T(0));
                       }
                     }
                   }
@@ -149,6 +173,7 @@ template <typename T>
 void Col2Im(const Eigen::ThreadPoolDevice& d, const ConvGeometry& g, const T* patches, int64_t first_image,
             int64_t count, T* output) {
   const int64_t c = g.in_depth, k = g.patch_size();
+  const int64_t filter_row = g.filter_cols * c;
   const int64_t per_image = g.out_pixels() * k;
   d.parallelFor(count, Eigen::TensorOpCost(per_image * sizeof(T), per_image * sizeof(T), per_image),
                 [&](Eigen::Index first, Eigen::Index last) {
@@ -157,14 +182,14 @@ void Col2Im(const Eigen::ThreadPoolDevice& d, const ConvGeometry& g, const T* pa
                     const T* src = patches + i * per_image;
                     for (int64_t oh = 0; oh < g.rows.out; ++oh) {
                       for (int64_t ow = 0; ow < g.cols.out; ++ow) {
-                        for (int64_t kh = 0; kh < g.filter_rows; ++kh) {
+                        const ColumnSpan span = ValidColumns(g, ow);
+                        const int64_t left = span.kw0 * c, valid = (span.kw1 - span.kw0) * c;
+                        for (int64_t kh = 0; kh < g.filter_rows; ++kh, src += filter_row) {
                           const int64_t ih = oh * g.rows.stride - g.rows.pad + kh;
-                          for (int64_t kw = 0; kw < g.filter_cols; ++kw, src += c) {
-                            const int64_t iw = ow * g.cols.stride - g.cols.pad + kw;
-                            if (ih < 0 || ih >= g.in_rows || iw < 0 || iw >= g.in_cols) continue;
-                            T* dst = image + (ih * g.in_cols + iw) * c;
-                            for (int64_t j = 0; j < c; ++j) dst[j] += src[j];
-                          }
+                          if (ih < 0 || ih >= g.in_rows || valid == 0) continue;
+                          T* __restrict dst = image + (ih * g.in_cols + span.iw0) * c;
+                          const T* __restrict from = src + left;
+                          for (int64_t j = 0; j < valid; ++j) dst[j] += from[j];
                         }
                       }
                     }
@@ -295,15 +320,23 @@ class Conv2DBackpropFilterOp : public ConvOpBase {
       Product<T>(d, input.data<T>(), rows, k, true, dy.data<T>(), rows, o, false, dw->data<T>(), false);
       return;
     }
+    // dfilter^T [O, K] = dy^T x patches: the patches are read row by row (in
+    // place), where patches^T x dy would read them down their columns.
     const int64_t chunk = ChunkImages(g);
-    Tensor patches;
+    Tensor patches, dw_t;
     OP_REQUIRES_OK(ctx, AllocatePatches<T>(ctx, chunk * g.out_pixels(), k, &patches));
+    OP_REQUIRES_OK(ctx, AllocatePatches<T>(ctx, o, k, &dw_t));
     for (int64_t first = 0; first < g.batch; first += chunk) {
       const int64_t count = std::min(chunk, g.batch - first);
       const int64_t rows = count * g.out_pixels();
       Im2Col<T>(d, g, input.data<T>(), first, count, patches.data<T>());
-      Product<T>(d, patches.data<T>(), rows, k, true, dy.data<T>() + first * g.out_pixels() * o, rows, o, false,
-                 dw->data<T>(), true);
+      Product<T>(d, dy.data<T>() + first * g.out_pixels() * o, rows, o, true, patches.data<T>(), rows, k, false,
+                 dw_t.data<T>(), /*accumulate=*/first > 0);
+    }
+    const T* src = dw_t.data<T>();
+    T* dst = dw->data<T>();
+    for (int64_t i = 0; i < k; ++i) {
+      for (int64_t j = 0; j < o; ++j) dst[i * o + j] = src[j * k + i];
     }
   }
 };

@@ -337,17 +337,22 @@ void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int6
   }
 }
 
-// Splits m_tiles x n_tiles into a tm x tn grid of `threads` blocks with the
-// smallest largest block (ties: more column blocks). False if none fits.
-bool ChooseGrid(int threads, int64_t m_tiles, int64_t n_tiles, int* tm, int* tn) {
-  int64_t best = -1;
+// Splits C (m x n, in m_tiles x n_tiles tiles) into a tm x tn grid of
+// `threads` blocks: the smallest largest block, then the least packing (each
+// column block packs its rows of A, each row block its columns of B: tn * m +
+// tm * n elements per step of k), then more column blocks. False if none fits.
+bool ChooseGrid(int threads, int64_t m, int64_t n, int64_t m_tiles, int64_t n_tiles, int* tm, int* tn) {
+  int64_t best = -1, best_packing = 0;
   for (int rows = 1; rows <= threads; ++rows) {
     if (threads % rows != 0) continue;
     const int cols = threads / rows;
     if (rows > m_tiles || cols > n_tiles) continue;
     const int64_t largest = CeilDiv(m_tiles, rows) * CeilDiv(n_tiles, cols);
-    if (best < 0 || largest < best || (largest == best && cols > *tn)) {
+    const int64_t packing = cols * m + rows * n;
+    if (best < 0 || largest < best || (largest == best && packing < best_packing) ||
+        (largest == best && packing == best_packing && cols > *tn)) {
       best = largest;
+      best_packing = packing;
       *tm = rows;
       *tn = cols;
     }
@@ -379,7 +384,7 @@ void CpuGemm(const GemmArgs& g, Eigen::ThreadPoolInterface* pool, int max_thread
     threads = static_cast<int>(std::min<int64_t>(threads, m_tiles * n_tiles));
   }
   int tm = 1, tn = 1;
-  while (threads > 1 && !ChooseGrid(threads, m_tiles, n_tiles, &tm, &tn)) --threads;
+  while (threads > 1 && !ChooseGrid(threads, g.m, g.n, m_tiles, n_tiles, &tm, &tn)) --threads;
   if (threads <= 1) {
     GemmBlock(g, a, b, 0, g.m, 0, g.n);
     return;

@@ -6,6 +6,8 @@
 // first maximal position in the window (row-major order), per channel.
 // Work is split by image (grads) or by output row (forward) on the intra-op pool.
 // Thread safety: kernels are stateless.
+#include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "Eigen/Core"
@@ -170,6 +172,12 @@ class MaxPoolGradOp : public PoolOpBase {
                 absl::InvalidArgumentError(absl::StrCat(
                     "orig_output ", output.shape().DebugString(), " and grad ", grad.shape().DebugString(),
                     " must have the pooled shape ", g.out_shape().DebugString())));
+    // Positions within a window are counted in int32 (the vectorized argmax).
+    const int64_t window_positions =
+        std::min(g.rows.k, g.in_rows) * std::min(g.cols.k, g.in_cols);
+    OP_REQUIRES(ctx, window_positions <= std::numeric_limits<int32_t>::max(),
+                absl::InvalidArgumentError(absl::StrCat("a pooling window covers ", window_positions,
+                                                        " input positions; at most 2^31 - 1 are supported")));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input.shape(), &dx));
     if (dx->NumElements() == 0) return;
@@ -182,8 +190,14 @@ class MaxPoolGradOp : public PoolOpBase {
         g.batch, Eigen::TensorOpCost(image_size * sizeof(T), image_size * sizeof(T),
                                       static_cast<double>(out_image) * std::min<double>(static_cast<double>(g.rows.k) * g.cols.k, image_size)),
         [&](Eigen::Index first, Eigen::Index last) {
-          std::vector<int64_t> best(c);
-          std::vector<T> best_value(c);  // image[best[j]], kept close (no gather per compare)
+          // Per channel: the largest value so far and its position in the
+          // window (row-major order). Two branch-free passes per window (find,
+          // then add the gradient where the position matches) vectorize
+          // across channels; a per-channel scatter did not.
+          std::vector<T> best_value(c);
+          std::vector<int32_t> best_at(c);
+          T* __restrict bv = best_value.data();
+          int32_t* __restrict bi = best_at.data();
           for (Eigen::Index n = first; n < last; ++n) {
             const T* image = in + n * image_size;
             T* dimage = o + n * image_size;
@@ -193,25 +207,31 @@ class MaxPoolGradOp : public PoolOpBase {
                 // Windows always cover at least one input position: start
                 // from the first, then keep the first strictly larger value.
                 const Window w = Clip(g, oh, ow);
-                const int64_t first_pos = (w.h0 * g.in_cols + w.w0) * c;
+                const T* __restrict first_src = image + (w.h0 * g.in_cols + w.w0) * c;
                 for (int64_t j = 0; j < c; ++j) {
-                  best[j] = first_pos + j;
-                  best_value[j] = image[first_pos + j];
+                  bv[j] = first_src[j];
+                  bi[j] = 0;
                 }
+                int32_t q = 0;
                 for (int64_t h = w.h0; h < w.h1; ++h) {
                   for (int64_t x = (h == w.h0 ? w.w0 + 1 : w.w0); x < w.w1; ++x) {
-                    const int64_t pos = (h * g.in_cols + x) * c;
-                    const T* src = image + pos;
+                    const T* __restrict src = image + (h * g.in_cols + x) * c;
+                    ++q;
                     for (int64_t j = 0; j < c; ++j) {
-                      if (best_value[j] < src[j]) {
-                        best_value[j] = src[j];
-                        best[j] = pos + j;
-                      }
+                      const bool larger = bv[j] < src[j];
+                      bv[j] = larger ? src[j] : bv[j];
+                      bi[j] = larger ? q : bi[j];
                     }
                   }
                 }
-                const T* gsrc = dy + n * out_image + (oh * g.cols.out + ow) * c;
-                for (int64_t j = 0; j < c; ++j) dimage[best[j]] = static_cast<T>(dimage[best[j]] + gsrc[j]);
+                const T* __restrict gsrc = dy + n * out_image + (oh * g.cols.out + ow) * c;
+                q = 0;
+                for (int64_t h = w.h0; h < w.h1; ++h) {
+                  for (int64_t x = w.w0; x < w.w1; ++x, ++q) {
+                    T* __restrict dst = dimage + (h * g.in_cols + x) * c;
+                    for (int64_t j = 0; j < c; ++j) dst[j] = static_cast<T>(dst[j] + (bi[j] == q ? gsrc[j] : T(0)));
+                  }
+                }
               }
             }
           }

@@ -112,6 +112,22 @@ void MomentumRange(float* __restrict var, float* __restrict accum, const float* 
   }
 }
 
+// Adam for float32 over [0, n), in float as the generic loop computes it;
+// a plain loop on restrict pointers so it vectorizes.
+template <bool kNesterov>
+void AdamRange(float* __restrict var, float* __restrict m, float* __restrict v, const float* __restrict grad,
+               float lr_t, float beta1, float beta2, float epsilon, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = grad[i];
+    const float mi = m[i] + (g - m[i]) * (1.0f - beta1);
+    const float vi = v[i] + (g * g - v[i]) * (1.0f - beta2);
+    m[i] = mi;
+    v[i] = vi;
+    const float numerator = kNesterov ? mi * beta1 + (1.0f - beta1) * g : mi;
+    var[i] = var[i] - lr_t * numerator / (std::sqrt(vi) + epsilon);
+  }
+}
+
 // Runs fn(i) for i in [0, n), in parallel when n is large. fn(i) touches only
 // element i of each array, so blocks of 8 carry no dependences (ivdep); a fixed
 // trip count lets GCC's -O2 vectorizer (the very-cheap cost model) use SIMD.
@@ -273,15 +289,27 @@ class ApplyAdamOp : public OpKernel {
                 beta1 = Scalar<T>(ctx, 6), beta2 = Scalar<T>(ctx, 7), epsilon = Scalar<T>(ctx, 8);
       const Acc lr_t = lr * std::sqrt(Acc(1) - beta2_power) / (Acc(1) - beta1_power);
       const bool nesterov = nesterov_;
-      ForEach(ctx, ctx->mutable_input(0)->NumElements(), 30, [&](int64_t i) {
-        const Acc g = static_cast<Acc>(grad[i]);
-        const Acc mi = static_cast<Acc>(m[i]) + (g - static_cast<Acc>(m[i])) * (Acc(1) - beta1);
-        const Acc vi = static_cast<Acc>(v[i]) + (g * g - static_cast<Acc>(v[i])) * (Acc(1) - beta2);
-        m[i] = static_cast<T>(mi);
-        v[i] = static_cast<T>(vi);
-        const Acc numerator = nesterov ? mi * beta1 + (Acc(1) - beta1) * g : mi;
-        var[i] = static_cast<T>(static_cast<Acc>(var[i]) - lr_t * numerator / (std::sqrt(vi) + epsilon));
-      });
+      if constexpr (std::is_same<T, float>::value && std::is_same<Acc, float>::value) {
+        ForEachRange(ctx, ctx->mutable_input(0)->NumElements(), 30, [&](int64_t first, int64_t last) {
+          if (nesterov) {
+            AdamRange<true>(var + first, m + first, v + first, grad + first, lr_t, beta1, beta2, epsilon,
+                            last - first);
+          } else {
+            AdamRange<false>(var + first, m + first, v + first, grad + first, lr_t, beta1, beta2, epsilon,
+                             last - first);
+          }
+        });
+      } else {
+        ForEach(ctx, ctx->mutable_input(0)->NumElements(), 30, [&](int64_t i) {
+          const Acc g = static_cast<Acc>(grad[i]);
+          const Acc mi = static_cast<Acc>(m[i]) + (g - static_cast<Acc>(m[i])) * (Acc(1) - beta1);
+          const Acc vi = static_cast<Acc>(v[i]) + (g * g - static_cast<Acc>(v[i])) * (Acc(1) - beta2);
+          m[i] = static_cast<T>(mi);
+          v[i] = static_cast<T>(vi);
+          const Acc numerator = nesterov ? mi * beta1 + (Acc(1) - beta1) * g : mi;
+          var[i] = static_cast<T>(static_cast<Acc>(var[i]) - lr_t * numerator / (std::sqrt(vi) + epsilon));
+        });
+      }
     }
     ctx->forward_ref_input_to_ref_output(0, 0);
   }

@@ -1,22 +1,25 @@
 // CPU kernels for Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter (NHWC
 // input, HWIO filter, SAME/VALID padding, dilation 1).
 //
-// All three are im2col + one matrix product on the intra-op pool (CpuGemm for
-// float32, Eigen's tensor contraction for float64):
-// the patches of a chunk of images form a [rows = images*OH*OW, K = KH*KW*C]
-// matrix (zero where a window hangs over the padding), and
+// All three are im2col + matrix products. The patches of a set of output
+// pixels form a [rows, K = KH*KW*C] matrix (zero where a window hangs over
+// the padding), and
 //   forward:         out[rows, O]   = patches x filter[K, O]
 //   backprop input:  dpatches       = dy[rows, O] x filter^T, scattered back
-//                    (col2im, images in parallel) into dx
+//                    (col2im) into dx
 //   backprop filter: dfilter^T[O, K] += dy^T x patches[rows, K], transposed
 //                    into dfilter at the end
-// Chunks bound the patch buffer (kPatchBudget elements); 1x1 stride-1 VALID
+// float32 (the training path) runs each intra-op thread over its own output
+// rows in L2-sized pieces with a one-thread CpuGemm (see "float32" below);
+// float64 forms the patches of a chunk of images (kPatchBudget elements) and
+// multiplies them with Eigen's contraction on the pool. 1x1 stride-1 VALID
 // convolutions skip im2col entirely.
 // Thread safety: kernels are stateless (buffers are per call).
 #include <cstring>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/cpu_gemm.h"
 #include "engine/kernels/nn_util.h"
@@ -125,74 +128,133 @@ inline ColumnSpan ValidColumns(const ConvGeometry& g, int64_t ow) {
   return s;
 }
 
-// dst[0, n) = src[0, n); short spans (a single-channel input's 5 floats) as an
-// inline loop rather than a call.
+// dst[0, n) = src[0, n) and dst[0, n) = 0 for the short spans of im2col
+// (5 floats for a one-channel 5x5 filter): fixed-size moves the compiler
+// inlines, the last one overlapping, instead of a memcpy/memset call per span
+// (GCC turns plain copy loops into those calls).
 template <typename T>
 inline void CopySpan(const T* __restrict src, int64_t n, T* __restrict dst) {
-  if (n < 64) {
-    for (int64_t j = 0; j < n; ++j) dst[j] = src[j];
+  const char* s = reinterpret_cast<const char*>(src);
+  char* d = reinterpret_cast<char*>(dst);
+  const int64_t bytes = n * static_cast<int64_t>(sizeof(T));
+  if (bytes >= 32) {
+    int64_t i = 0;
+    for (; i + 32 <= bytes; i += 32) std::memcpy(d + i, s + i, 32);
+    if (i < bytes) std::memcpy(d + bytes - 32, s + bytes - 32, 32);
+  } else if (bytes >= 16) {
+    std::memcpy(d, s, 16);
+    std::memcpy(d + bytes - 16, s + bytes - 16, 16);
+  } else if (bytes >= 8) {
+    std::memcpy(d, s, 8);
+    std::memcpy(d + bytes - 8, s + bytes - 8, 8);
+  } else if (bytes >= 4) {
+    std::memcpy(d, s, 4);
+    std::memcpy(d + bytes - 4, s + bytes - 4, 4);
   } else {
-    std::memcpy(dst, src, n * sizeof(T));
+    for (int64_t i = 0; i < bytes; ++i) d[i] = s[i];
+  }
+}
+template <typename T>
+inline void ZeroSpan(int64_t n, T* dst) {
+  static_assert(std::is_trivially_copyable<T>::value, "zeroed as bytes");
+  char* d = reinterpret_cast<char*>(dst);
+  const int64_t bytes = n * static_cast<int64_t>(sizeof(T));
+  if (bytes >= 32) {
+    int64_t i = 0;
+    for (; i + 32 <= bytes; i += 32) std::memset(d + i, 0, 32);
+    if (i < bytes) std::memset(d + bytes - 32, 0, 32);
+  } else if (bytes >= 16) {
+    std::memset(d, 0, 16);
+    std::memset(d + bytes - 16, 0, 16);
+  } else if (bytes >= 8) {
+    std::memset(d, 0, 8);
+    std::memset(d + bytes - 8, 0, 8);
+  } else if (bytes >= 4) {
+    std::memset(d, 0, 4);
+    std::memset(d + bytes - 4, 0, 4);
+  } else {
+    for (int64_t i = 0; i < bytes; ++i) d[i] = 0;
   }
 }
 
-// Fills patches[(i*OH + oh)*OW + ow, :] for images [first_image, +count).
+// A "unit" is one output row of one image: unit u = image * OH + oh, whose OW
+// output pixels are OW rows of the patch matrix.
+
+// Fills patches[(u - u0) * OW + ow, :] for units [u0, u1), on this thread.
+template <typename T>
+void Im2ColUnits(const ConvGeometry& g, const T* input, int64_t u0, int64_t u1, T* patches) {
+  const int64_t oh_n = g.rows.out, ow_n = g.cols.out, c = g.in_depth;
+  const int64_t filter_row = g.filter_cols * c;
+  T* dst = patches;
+  for (int64_t u = u0; u < u1; ++u) {
+    const int64_t i = u / oh_n, oh = u % oh_n;
+    const T* image = input + i * g.in_rows * g.in_cols * c;
+    for (int64_t ow = 0; ow < ow_n; ++ow) {
+      const ColumnSpan span = ValidColumns(g, ow);
+      const int64_t left = span.kw0 * c, valid = (span.kw1 - span.kw0) * c;
+      for (int64_t kh = 0; kh < g.filter_rows; ++kh, dst += filter_row) {
+        const int64_t ih = oh * g.rows.stride - g.rows.pad + kh;
+        if (ih < 0 || ih >= g.in_rows) {
+          ZeroSpan(filter_row, dst);
+          continue;
+        }
+        if (left > 0) ZeroSpan(left, dst);
+        if (valid > 0) CopySpan(image + (ih * g.in_cols + span.iw0) * c, valid, dst + left);
+        if (left + valid < filter_row) ZeroSpan(filter_row - left - valid, dst + left + valid);
+      }
+    }
+  }
+}
+
+// Adds patches[(u - u0) * OW + ow, :] back into `output` for units [u0, u1),
+// on this thread (callers give concurrent calls disjoint images).
+template <typename T>
+void Col2ImUnits(const ConvGeometry& g, const T* patches, int64_t u0, int64_t u1, T* output) {
+  const int64_t oh_n = g.rows.out, c = g.in_depth;
+  const int64_t filter_row = g.filter_cols * c;
+  const T* src = patches;
+  for (int64_t u = u0; u < u1; ++u) {
+    const int64_t i = u / oh_n, oh = u % oh_n;
+    T* image = output + i * g.in_rows * g.in_cols * c;
+    for (int64_t ow = 0; ow < g.cols.out; ++ow) {
+      const ColumnSpan span = ValidColumns(g, ow);
+      const int64_t left = span.kw0 * c, valid = (span.kw1 - span.kw0) * c;
+      for (int64_t kh = 0; kh < g.filter_rows; ++kh, src += filter_row) {
+        const int64_t ih = oh * g.rows.stride - g.rows.pad + kh;
+        if (ih < 0 || ih >= g.in_rows || valid == 0) continue;
+        T* __restrict dst = image + (ih * g.in_cols + span.iw0) * c;
+        const T* __restrict from = src + left;
+        for (int64_t j = 0; j < valid; ++j) dst[j] += from[j];
+      }
+    }
+  }
+}
+
+// Im2ColUnits for images [first_image, +count), output rows in parallel.
 template <typename T>
 void Im2Col(const Eigen::ThreadPoolDevice& d, const ConvGeometry& g, const T* input, int64_t first_image,
             int64_t count, T* patches) {
-  const int64_t oh_n = g.rows.out, ow_n = g.cols.out, c = g.in_depth, k = g.patch_size();
-  const int64_t filter_row = g.filter_cols * c;
+  const int64_t oh_n = g.rows.out, ow_n = g.cols.out, k = g.patch_size();
   const int64_t row_bytes = ow_n * k * sizeof(T);
   d.parallelFor(count * oh_n, Eigen::TensorOpCost(row_bytes, row_bytes, ow_n * g.filter_rows * g.filter_cols),
                 [&](Eigen::Index first, Eigen::Index last) {
-                  for (Eigen::Index r = first; r < last; ++r) {
-                    const int64_t i = r / oh_n, oh = r % oh_n;
-                    const T* image = input + (first_image + i) * g.in_rows * g.in_cols * c;
-                    T* dst = patches + r * ow_n * k;
-                    for (int64_t ow = 0; ow < ow_n; ++ow) {
-                      const ColumnSpan span = ValidColumns(g, ow);
-                      const int64_t left = span.kw0 * c, valid = (span.kw1 - span.kw0) * c;
-                      for (int64_t kh = 0; kh < g.filter_rows; ++kh, dst += filter_row) {
-                        const int64_t ih = oh * g.rows.stride - g.rows.pad + kh;
-                        if (ih < 0 || ih >= g.in_rows) {
-                          std::fill(dst, dst + filter_row, T(0));
-                          continue;
-                        }
-                        std::fill(dst, dst + left, T(0));
-                        if (valid > 0) CopySpan(image + (ih * g.in_cols + span.iw0) * c, valid, dst + left);
-                        std::fill(dst + left + valid, dst + filter_row, T(0));
-                      }
-                    }
-                  }
+                  Im2ColUnits(g, input, first_image * oh_n + first, first_image * oh_n + last,
+                              patches + first * ow_n * k);
                 });
 }
 
-// Adds patches back into images [first_image, +count) of `output` (which the
-// caller zeroed); images in parallel.
+// Col2ImUnits for images [first_image, +count) of `output` (which the caller
+// zeroed); images in parallel.
 template <typename T>
 void Col2Im(const Eigen::ThreadPoolDevice& d, const ConvGeometry& g, const T* patches, int64_t first_image,
             int64_t count, T* output) {
-  const int64_t c = g.in_depth, k = g.patch_size();
-  const int64_t filter_row = g.filter_cols * c;
-  const int64_t per_image = g.out_pixels() * k;
+  const int64_t oh_n = g.rows.out;
+  const int64_t per_image = g.out_pixels() * g.patch_size();
   d.parallelFor(count, Eigen::TensorOpCost(per_image * sizeof(T), per_image * sizeof(T), per_image),
                 [&](Eigen::Index first, Eigen::Index last) {
                   for (Eigen::Index i = first; i < last; ++i) {
-                    T* image = output + (first_image + i) * g.in_rows * g.in_cols * c;
-                    const T* src = patches + i * per_image;
-                    for (int64_t oh = 0; oh < g.rows.out; ++oh) {
-                      for (int64_t ow = 0; ow < g.cols.out; ++ow) {
-                        const ColumnSpan span = ValidColumns(g, ow);
-                        const int64_t left = span.kw0 * c, valid = (span.kw1 - span.kw0) * c;
-                        for (int64_t kh = 0; kh < g.filter_rows; ++kh, src += filter_row) {
-                          const int64_t ih = oh * g.rows.stride - g.rows.pad + kh;
-                          if (ih < 0 || ih >= g.in_rows || valid == 0) continue;
-                          T* __restrict dst = image + (ih * g.in_cols + span.iw0) * c;
-                          const T* __restrict from = src + left;
-                          for (int64_t j = 0; j < valid; ++j) dst[j] += from[j];
-                        }
-                      }
-                    }
+                    const int64_t image = first_image + i;
+                    Col2ImUnits(g, patches + i * per_image, image * oh_n, (image + 1) * oh_n, output);
                   }
                 });
 }
@@ -202,6 +264,208 @@ absl::Status AllocatePatches(OpKernelContext* ctx, int64_t rows, int64_t k, Tens
   auto shape = TensorShape::Build({rows, k});
   if (!shape.ok()) return shape.status();
   return ctx->allocate_temp(DataTypeToEnum<T>::value, *shape, patches);
+}
+
+// ---- float32: each intra-op thread walks its own output rows in pieces ----
+//
+// A task owns a range of units and works through it in pieces of at most
+// kPieceFloats patch elements (they stay in L2): im2col of the piece, then a
+// one-thread CpuGemm against the filter, packed once per call (PackGemmB).
+// No patch matrix for the whole batch, and one hand-off to the pool per op
+// rather than one per chunk. Results do not depend on the thread count: the
+// pieces of a unit range always run in the same order, and the filter
+// gradient sums fixed groups of units (kFilterGroups) in a fixed order.
+
+constexpr int64_t kPieceFloats = 96 * 1024;          // 384 KB of patches per piece
+constexpr int64_t kFilterPieceFloats = 256 * 1024;   // filter gradient: longer products per C
+constexpr int64_t kFilterGroups = 8;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Units per piece: at least one, at most `budget` patch floats when possible.
+int64_t PieceUnits(const ConvGeometry& g, int64_t budget) {
+  return std::max<int64_t>(1, budget / std::max<int64_t>(1, g.cols.out * g.patch_size()));
+}
+
+// Runs fn(t) for t in [0, tasks): t >= 1 on the device's pool, t = 0 on this
+// thread; all on this thread when it is one of the pool's own (waiting there
+// for tasks queued behind it could deadlock).
+template <typename Fn>
+void RunTasks(const Eigen::ThreadPoolDevice& d, int64_t tasks, const Fn& fn) {
+  Eigen::ThreadPoolInterface* pool = d.getPool();
+  if (tasks <= 1 || pool == nullptr || pool->CurrentThreadId() >= 0) {
+    for (int64_t t = 0; t < tasks; ++t) fn(t);
+    return;
+  }
+  absl::BlockingCounter pending(static_cast<int>(tasks - 1));
+  for (int64_t t = 1; t < tasks; ++t) {
+    pool->Schedule([&fn, &pending, t] {
+      fn(t);
+      pending.DecrementCount();
+    });
+  }
+  fn(0);
+  pending.Wait();
+}
+
+// One product of a piece; a lone task (tiny inputs) keeps the pool for the
+// product itself.
+void PieceGemm(const Eigen::ThreadPoolDevice& d, int64_t tasks, const GemmArgs& args) {
+  if (tasks == 1) {
+    CpuGemm(args, d);
+  } else {
+    CpuGemm(args, nullptr, 1);
+  }
+}
+
+absl::Status AllocateFloats(OpKernelContext* ctx, int64_t n, Tensor* t) {
+  auto shape = TensorShape::Build({n});
+  if (!shape.ok()) return shape.status();
+  return ctx->allocate_temp(DT_FLOAT, *shape, t);
+}
+
+int64_t TaskCount(const Eigen::ThreadPoolDevice& d, int64_t work_items) {
+  return std::max<int64_t>(1, std::min<int64_t>(d.numThreads(), work_items));
+}
+
+// out[units x OW, O] = patches x filter[K, O].
+absl::Status ConvForwardFloat(OpKernelContext* ctx, const ConvGeometry& g, const float* input, const float* filter,
+                              float* out) {
+  const auto& d = ctx->eigen_cpu_device();
+  const int64_t k = g.patch_size(), o = g.out_depth, ow = g.cols.out;
+  Tensor packed, buffers;
+  absl::Status s = AllocateFloats(ctx, PackedGemmBFloats(k, o), &packed);
+  if (!s.ok()) return s;
+  PackGemmB(filter, o, /*transpose_b=*/false, k, o, packed.data<float>());
+  const int64_t units = g.batch * g.rows.out, piece = std::min(units, PieceUnits(g, kPieceFloats));
+  const int64_t tasks = TaskCount(d, CeilDiv(units, piece));
+  s = AllocateFloats(ctx, tasks * piece * ow * k, &buffers);
+  if (!s.ok()) return s;
+  RunTasks(d, tasks, [&](int64_t t) {
+    float* patches = buffers.data<float>() + t * piece * ow * k;
+    const int64_t end = (t + 1) * units / tasks;
+    for (int64_t u = t * units / tasks; u < end; u += piece) {
+      const int64_t u1 = std::min(end, u + piece);
+      Im2ColUnits(g, input, u, u1, patches);
+      GemmArgs args;
+      args.m = (u1 - u) * ow;
+      args.n = o;
+      args.k = k;
+      args.a = patches;
+      args.lda = k;
+      args.packed_b = packed.data<float>();
+      args.c = out + u * ow * o;
+      args.ldc = o;
+      PieceGemm(d, tasks, args);
+    }
+  });
+  return absl::OkStatus();
+}
+
+// dx (zeroed by the caller) += col2im(dy x filter^T). Tasks own whole images,
+// so no two write the same element.
+absl::Status ConvBackpropInputFloat(OpKernelContext* ctx, const ConvGeometry& g, const float* filter,
+                                    const float* dy, float* dx) {
+  const auto& d = ctx->eigen_cpu_device();
+  const int64_t k = g.patch_size(), o = g.out_depth, ow = g.cols.out, oh_n = g.rows.out;
+  Tensor packed, buffers;
+  absl::Status s = AllocateFloats(ctx, PackedGemmBFloats(o, k), &packed);
+  if (!s.ok()) return s;
+  PackGemmB(filter, o, /*transpose_b=*/true, o, k, packed.data<float>());
+  const int64_t piece = std::min(oh_n, PieceUnits(g, kPieceFloats));
+  const int64_t tasks = TaskCount(d, g.batch);
+  s = AllocateFloats(ctx, tasks * piece * ow * k, &buffers);
+  if (!s.ok()) return s;
+  RunTasks(d, tasks, [&](int64_t t) {
+    float* patches = buffers.data<float>() + t * piece * ow * k;
+    for (int64_t image = t * g.batch / tasks; image < (t + 1) * g.batch / tasks; ++image) {
+      for (int64_t u = image * oh_n; u < (image + 1) * oh_n; u += piece) {
+        const int64_t u1 = std::min((image + 1) * oh_n, u + piece);
+        GemmArgs args;
+        args.m = (u1 - u) * ow;
+        args.n = k;
+        args.k = o;
+        args.a = dy + u * ow * o;
+        args.lda = o;
+        args.packed_b = packed.data<float>();
+        args.c = patches;
+        args.ldc = k;
+        PieceGemm(d, tasks, args);
+        Col2ImUnits(g, patches, u, u1, dx);
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+// The share of a tiled m x n product's work that is not tile padding.
+double TileUse(int64_t m, int64_t n) {
+  return static_cast<double>(m) / (CeilDiv(m, kCpuGemmTileRows) * kCpuGemmTileRows) * static_cast<double>(n) /
+         (CeilDiv(n, kCpuGemmTileCols) * kCpuGemmTileCols);
+}
+
+// dfilter[K, O] = patches^T x dy, summed over kFilterGroups fixed groups of
+// units (one partial each, added in group order). Each partial is
+// dfilter^T = dy^T x patches, which reads the patches row by row in place,
+// unless dfilter = patches^T x dy wastes clearly less on tile padding (a
+// one-channel 5x5 filter: K = 25 columns fill 2 tiles of 16 badly).
+absl::Status ConvBackpropFilterFloat(OpKernelContext* ctx, const ConvGeometry& g, const float* input,
+                                     const float* dy, float* dw) {
+  const auto& d = ctx->eigen_cpu_device();
+  const int64_t k = g.patch_size(), o = g.out_depth, ow = g.cols.out;
+  const bool transposed = TileUse(o, k) * 1.1 >= TileUse(k, o);
+  const int64_t units = g.batch * g.rows.out, groups = std::min(units, kFilterGroups);
+  const int64_t piece = std::min(CeilDiv(units, groups), PieceUnits(g, kFilterPieceFloats));
+  const int64_t tasks = TaskCount(d, groups);
+  Tensor partials, buffers;
+  absl::Status s = AllocateFloats(ctx, groups * o * k, &partials);
+  if (!s.ok()) return s;
+  s = AllocateFloats(ctx, tasks * piece * ow * k, &buffers);
+  if (!s.ok()) return s;
+  RunTasks(d, tasks, [&](int64_t t) {
+    float* patches = buffers.data<float>() + t * piece * ow * k;
+    for (int64_t group = t; group < groups; group += tasks) {
+      const int64_t begin = group * units / groups, end = (group + 1) * units / groups;
+      for (int64_t u = begin; u < end; u += piece) {
+        const int64_t u1 = std::min(end, u + piece);
+        Im2ColUnits(g, input, u, u1, patches);
+        const float* dy_rows = dy + u * ow * o;
+        GemmArgs args;
+        args.k = (u1 - u) * ow;
+        args.transpose_a = true;
+        if (transposed) {  // dfilter^T [O, K] (+)= dy^T x patches
+          args.m = o;
+          args.n = k;
+          args.a = dy_rows;
+          args.lda = o;
+          args.b = patches;
+          args.ldb = k;
+          args.ldc = k;
+        } else {  // dfilter [K, O] (+)= patches^T x dy
+          args.m = k;
+          args.n = o;
+          args.a = patches;
+          args.lda = k;
+          args.b = dy_rows;
+          args.ldb = o;
+          args.ldc = o;
+        }
+        args.c = partials.data<float>() + group * o * k;
+        args.accumulate = u > begin;
+        PieceGemm(d, tasks, args);
+      }
+    }
+  });
+  const float* partial = partials.data<float>();
+  for (int64_t i = 0; i < k; ++i) {
+    for (int64_t j = 0; j < o; ++j) {
+      const int64_t at = transposed ? j * k + i : i * o + j;
+      float sum = partial[at];
+      for (int64_t group = 1; group < groups; ++group) sum += partial[group * o * k + at];
+      dw[i * o + j] = sum;
+    }
+  }
+  return absl::OkStatus();
 }
 
 class ConvOpBase : public OpKernel {
@@ -237,6 +501,10 @@ class Conv2DOp : public ConvOpBase {
     if (g.is_pointwise() && g.rows.pad == 0 && g.cols.pad == 0) {
       const int64_t rows = g.batch * g.in_rows * g.in_cols;
       Product<T>(d, input.data<T>(), rows, k, false, w, k, o, false, out->data<T>(), false);
+      return;
+    }
+    if constexpr (std::is_same<T, float>::value) {
+      OP_REQUIRES_OK(ctx, ConvForwardFloat(ctx, g, input.data<float>(), w, out->data<float>()));
       return;
     }
     const int64_t chunk = ChunkImages(g);
@@ -280,6 +548,10 @@ class Conv2DBackpropInputOp : public ConvOpBase {
       Product<T>(d, dy.data<T>(), rows, o, false, w, k, o, true, dx->data<T>(), false);
       return;
     }
+    if constexpr (std::is_same<T, float>::value) {
+      OP_REQUIRES_OK(ctx, ConvBackpropInputFloat(ctx, g, w, dy.data<float>(), dx->data<float>()));
+      return;
+    }
     const int64_t chunk = ChunkImages(g);
     Tensor patches;
     OP_REQUIRES_OK(ctx, AllocatePatches<T>(ctx, chunk * g.out_pixels(), k, &patches));
@@ -318,6 +590,10 @@ class Conv2DBackpropFilterOp : public ConvOpBase {
     if (g.is_pointwise() && g.rows.pad == 0 && g.cols.pad == 0) {
       const int64_t rows = g.batch * g.in_rows * g.in_cols;
       Product<T>(d, input.data<T>(), rows, k, true, dy.data<T>(), rows, o, false, dw->data<T>(), false);
+      return;
+    }
+    if constexpr (std::is_same<T, float>::value) {
+      OP_REQUIRES_OK(ctx, ConvBackpropFilterFloat(ctx, g, input.data<float>(), dy.data<float>(), dw->data<float>()));
       return;
     }
     // dfilter^T [O, K] = dy^T x patches: the patches are read row by row (in

@@ -21,8 +21,8 @@ namespace {
 // Register tile (micro-kernel) and cache blocks. KC x NR floats of B (16 KiB)
 // stay in L1 while the micro-kernel sweeps the MC x KC block of A (144 KiB, L2);
 // the KC x NC block of B (2 MiB) is shared through L3.
-constexpr int kMr = 6;
-constexpr int kNr = 16;
+constexpr int kMr = kCpuGemmTileRows;
+constexpr int kNr = kCpuGemmTileCols;
 constexpr int64_t kKc = 256;
 constexpr int64_t kMc = 144;   // a multiple of kMr
 constexpr int64_t kNc = 2048;  // a multiple of kNr
@@ -104,8 +104,9 @@ inline void Transpose8x8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256&
 
 // dst[p * kDstStride + r] = src[r * stride + p] for rows r < kRows <= 8 and p
 // in [0, kc): 8 x 8 transposes through registers (rows past kRows are zero),
-// then the tail. With kRows < 8 each 8-float store spills 8 - kRows floats
-// past its row, which the next store overwrites.
+// then the tail. Rows kRows.. of a kDstStride < 8 panel are zero. With
+// kRows < 8 each 8-float store spills 8 - kRows floats past its row, which the
+// next store overwrites.
 // REQUIRES (kRows < 8): dst has 8 - kRows floats of slack past kc * kDstStride.
 template <int kRows, int kDstStride>
 void PackRowsTransposed(const float* src, int64_t stride, int64_t kc, float* dst) {
@@ -120,6 +121,8 @@ void PackRowsTransposed(const float* src, int64_t stride, int64_t kc, float* dst
   }
   for (; p < kc; ++p) {
     for (int i = 0; i < kRows; ++i) dst[p * kDstStride + i] = src[i * stride + p];
+    // Missing rows of a panel narrower than 8 are zero, as in the 8 x 8 part.
+    for (int i = kRows; i < std::min(kDstStride, 8); ++i) dst[p * kDstStride + i] = 0.0f;
   }
 }
 #endif
@@ -153,6 +156,16 @@ void PackA(const View& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float*
         d[5] = r5[p];
       }
 #endif
+#ifdef SLUICE_GEMM_AVX2
+    } else if (a.cs == 1) {  // row-major A, last partial panel: missing rows load as zero
+      switch (rows) {
+        case 1: PackRowsTransposed<1, kMr>(base, a.rs, kc, dst); break;
+        case 2: PackRowsTransposed<2, kMr>(base, a.rs, kc, dst); break;
+        case 3: PackRowsTransposed<3, kMr>(base, a.rs, kc, dst); break;
+        case 4: PackRowsTransposed<4, kMr>(base, a.rs, kc, dst); break;
+        default: PackRowsTransposed<5, kMr>(base, a.rs, kc, dst); break;
+      }
+#endif
     } else {
       for (int64_t p = 0; p < kc; ++p) {
         for (int64_t i = 0; i < kMr; ++i) dst[p * kMr + i] = i < rows ? base[i * a.rs + p * a.cs] : 0.0f;
@@ -174,6 +187,13 @@ void PackB(const View& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float*
       PackRowsTransposed<8, kNr>(base, b.cs, kc, dst);
       PackRowsTransposed<8, kNr>(base + 8 * b.cs, b.cs, kc, dst + 8);
 #endif
+    } else if (b.cs == 1) {  // row-major B, last partial panel: copy, then zero the rest
+      for (int64_t p = 0; p < kc; ++p) {
+        float* d = dst + p * kNr;
+        const float* row = base + p * b.rs;
+        for (int64_t j = 0; j < cols; ++j) d[j] = row[j];
+        for (int64_t j = cols; j < kNr; ++j) d[j] = 0.0f;
+      }
     } else {
       for (int64_t p = 0; p < kc; ++p) {
         for (int64_t j = 0; j < kNr; ++j) dst[p * kNr + j] = j < cols ? base[p * b.rs + j * b.cs] : 0.0f;
@@ -306,13 +326,16 @@ void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int6
   PackBuffers& buffers = ThreadPackBuffers();
   // Packing B pays for itself over several blocks of A; with one block (few
   // rows, e.g. a batch of 128) row-major B is read in place.
-  const bool in_place_b = b.cs == 1 && m1 - m0 <= kMc;
+  const bool in_place_b = g.packed_b == nullptr && b.cs == 1 && m1 - m0 <= kMc;
+  const int64_t n_panels = CeilDiv(g.n, kNr);
   for (int64_t jc = n0; jc < n1; jc += kNc) {
     const int64_t nc = std::min(kNc, n1 - jc);
     for (int64_t pc = 0; pc < g.k; pc += kKc) {
       const int64_t kc = std::min(kKc, g.k - pc);
       BBlock bb;
-      if (in_place_b) {
+      if (g.packed_b != nullptr) {  // PackGemmB's layout; jc is a multiple of kNr
+        bb.packed = g.packed_b + pc * n_panels * kNr + (jc / kNr) * kc * kNr;
+      } else if (in_place_b) {
         bb.direct = b.p + pc * b.rs + jc;
         bb.ldb = b.rs;
         const int64_t full = nc / kNr * kNr;
@@ -404,6 +427,18 @@ void CpuGemm(const GemmArgs& g, Eigen::ThreadPoolInterface* pool, int max_thread
   }
   run_block(0);
   pending.Wait();
+}
+
+int64_t PackedGemmBFloats(int64_t k, int64_t n) { return k * CeilDiv(n, kNr) * kNr; }
+
+// Layout: for each block of kKc rows (pc), all CeilDiv(n, kNr) panels of
+// columns, each kc x kNr: the block starts at pc * n_panels * kNr.
+void PackGemmB(const float* b, int64_t ldb, bool transpose_b, int64_t k, int64_t n, float* dst) {
+  const View view = transpose_b ? View{b, 1, ldb} : View{b, ldb, 1};
+  const int64_t n_panels = CeilDiv(n, kNr);
+  for (int64_t pc = 0; pc < k; pc += kKc) {
+    PackB(view, pc, std::min(kKc, k - pc), 0, n, dst + pc * n_panels * kNr);
+  }
 }
 
 const char* CpuGemmKernelName() {

@@ -42,7 +42,24 @@ struct GemmArgs {
   int64_t ldc = 0;
   // false: C = op(A) op(B); true: C += op(A) op(B).
   bool accumulate = false;
+  // When set, op(B) as PackGemmB laid it out (for this k and n); b, ldb and
+  // transpose_b are then unused. Products that share one B (a convolution's
+  // filter against every piece of its patches) pack it once.
+  const float* packed_b = nullptr;
 };
+
+// The micro-kernel's tile of C: products whose m and n are not multiples of
+// these compute (and discard) the padding, so callers that can choose between
+// equivalent products (C or C^T) can compare the waste.
+constexpr int kCpuGemmTileRows = 6;
+constexpr int kCpuGemmTileCols = 16;
+
+// Floats PackGemmB writes for a k x n op(B).
+int64_t PackedGemmBFloats(int64_t k, int64_t n);
+
+// Packs op(B) (k x n: B row-major with row stride ldb, k x n, or n x k when
+// transpose_b) into dst, which holds PackedGemmBFloats(k, n) floats.
+void PackGemmB(const float* b, int64_t ldb, bool transpose_b, int64_t k, int64_t n, float* dst);
 
 // Computes the product described by `args`. k == 0 sets C to zero (or leaves
 // it unchanged when accumulating). `pool` may be null (then one thread).

@@ -173,6 +173,40 @@ TEST(CpuGemmTest, BitwiseIdenticalAcrossThreadCounts) {
   }
 }
 
+// op(B) packed once by PackGemmB gives the same C, bit for bit, as B read by
+// CpuGemm itself, for edge shapes, both layouts of B and several blocks of k
+// and n, on 1 and 3 threads; and the packed B can be reused.
+TEST(CpuGemmTest, PrepackedBMatchesUnpacked) {
+  Eigen::ThreadPool pool(3);
+  const Problem problems[] = {{1, 1, 1, false, false},      {7, 17, 9, true, false},     {13, 33, 257, false, true},
+                              {151, 2081, 530, true, true}, {150, 64, 800, false, false}, {40, 25, 700, true, false},
+                              {64, 800, 1176, true, false, 3, 5, 2}};
+  uint32_t seed = 50;
+  for (const Problem& p : problems) {
+    const Operands o = MakeOperands(p, seed++);
+    std::vector<float> packed(PackedGemmBFloats(p.k, p.n), -1.0f);
+    PackGemmB(o.b.data(), o.ldb, p.tb, p.k, p.n, packed.data());
+    for (int threads : {1, 3}) {
+      std::vector<float> plain(p.m * o.ldc, 2.0f), prepacked(p.m * o.ldc, 2.0f);
+      RunGemm(p, o, &plain, /*accumulate=*/true, &pool, threads);
+      GemmArgs g;
+      g.m = p.m;
+      g.n = p.n;
+      g.k = p.k;
+      g.a = o.a.data();
+      g.lda = o.lda;
+      g.transpose_a = p.ta;
+      g.packed_b = packed.data();
+      g.c = prepacked.data();
+      g.ldc = o.ldc;
+      g.accumulate = true;
+      CpuGemm(g, &pool, threads);
+      ASSERT_EQ(plain, prepacked) << Describe(p) << " threads=" << threads;
+      ExpectMatchesReference(p, o, std::vector<float>(plain.size(), 2.0f), prepacked, "prepacked " + Describe(p));
+    }
+  }
+}
+
 TEST(CpuGemmTest, CallsFromInsideThePoolFinish) {
   Eigen::ThreadPool pool(2);
   Problem p{256, 256, 256, false, false};

@@ -186,6 +186,14 @@ class MaxPoolGradOp : public PoolOpBase {
     T* o = dx->data<T>();
     const int64_t c = g.depth;
     const int64_t image_size = g.in_rows * g.in_cols * c, out_image = g.rows.out * g.cols.out * c;
+    // Windows that tile the input (stride == size, the first starting at or
+    // before 0 and the last ending at or after the edge: 2x2 stride-2 pooling)
+    // put every input position in exactly one window, so dx is written once
+    // instead of zeroed and then added to.
+    auto tiles = [](const WindowDim& w, int64_t in) {  // pad >= 0: the first window starts at or before 0
+      return w.stride == w.k && (w.out - 1) * w.stride - w.pad + w.k >= in;
+    };
+    const bool tiled = tiles(g.rows, g.in_rows) && tiles(g.cols, g.in_cols);
     ctx->eigen_cpu_device().parallelFor(
         g.batch, Eigen::TensorOpCost(image_size * sizeof(T), image_size * sizeof(T),
                                       static_cast<double>(out_image) * std::min<double>(static_cast<double>(g.rows.k) * g.cols.k, image_size)),
@@ -201,7 +209,7 @@ class MaxPoolGradOp : public PoolOpBase {
           for (Eigen::Index n = first; n < last; ++n) {
             const T* image = in + n * image_size;
             T* dimage = o + n * image_size;
-            std::fill(dimage, dimage + image_size, T(0));
+            if (!tiled) std::fill(dimage, dimage + image_size, T(0));
             for (int64_t oh = 0; oh < g.rows.out; ++oh) {
               for (int64_t ow = 0; ow < g.cols.out; ++ow) {
                 // Windows always cover at least one input position: start
@@ -229,7 +237,11 @@ class MaxPoolGradOp : public PoolOpBase {
                 for (int64_t h = w.h0; h < w.h1; ++h) {
                   for (int64_t x = w.w0; x < w.w1; ++x, ++q) {
                     T* __restrict dst = dimage + (h * g.in_cols + x) * c;
-                    for (int64_t j = 0; j < c; ++j) dst[j] = static_cast<T>(dst[j] + (bi[j] == q ? gsrc[j] : T(0)));
+                    if (tiled) {
+                      for (int64_t j = 0; j < c; ++j) dst[j] = bi[j] == q ? gsrc[j] : T(0);
+                    } else {
+                      for (int64_t j = 0; j < c; ++j) dst[j] = static_cast<T>(dst[j] + (bi[j] == q ? gsrc[j] : T(0)));
+                    }
                   }
                 }
               }

@@ -513,6 +513,9 @@ std::vector<PoolSpec> PoolSpecs(Rng* rng) {
       {TensorShape({1, 5, 4, 1}), 3, 3, 1, 1, true},  {TensorShape({2, 6, 5, 2}), 3, 2, 2, 1, false},
       {TensorShape({1, 2, 3, 2}), 4, 4, 1, 2, true},  {TensorShape({0, 4, 4, 2}), 2, 2, 2, 2, true},
       {random, 2, 1, 1, 2, true},
+      // Tiling windows with padding before (MaxPoolGrad writes dx once), and
+      // stride == size windows that leave the last row and column uncovered.
+      {TensorShape({2, 7, 7, 3}), 3, 3, 3, 3, true}, {TensorShape({1, 5, 5, 2}), 2, 2, 2, 2, false},
   };
 }
 

@@ -86,9 +86,21 @@ class ExecutorState {
   FrameState* root_frame_;
 };
 
+// A kernel that took less than this the last time it ran is run inline by the
+// thread that makes it ready, even if it calls itself expensive: handing it to
+// another inter-op thread (a wake-up, ~50 us on this VM) costs more than
+// running it. Chains of scalar shape arithmetic (a Mean's gradient: ~25 ops)
+// then stay on one thread.
+constexpr int64_t kInlineBelowNs = 20 * 1000;
+
 class ExecutorImpl : public Executor {
  public:
-  ExecutorImpl(const ExecutorParams& params, ExecutorGraph graph) : params_(params), graph_(std::move(graph)) {}
+  ExecutorImpl(const ExecutorParams& params, ExecutorGraph graph)
+      : params_(params),
+        graph_(std::move(graph)),
+        last_compute_ns_(new std::atomic<int64_t>[graph_.items.size()]) {
+    for (size_t i = 0; i < graph_.items.size(); ++i) last_compute_ns_[i].store(-1, std::memory_order_relaxed);
+  }
 
   void RunAsync(const Args& args, DoneCallback done) const override {
     (new ExecutorState(this, args, std::move(done)))->RunAsync();
@@ -97,10 +109,14 @@ class ExecutorImpl : public Executor {
 
   const ExecutorParams& params() const { return params_; }
   const ExecutorGraph& graph() const { return graph_; }
+  // How long node `id`'s synchronous kernel took when it last ran (-1: never
+  // timed); written by every step's threads, hence relaxed atomics.
+  std::atomic<int64_t>& last_compute_ns(int id) const { return last_compute_ns_[id]; }
 
  private:
   ExecutorParams params_;
   ExecutorGraph graph_;
+  std::unique_ptr<std::atomic<int64_t>[]> last_compute_ns_;
 };
 
 ExecutorState::ExecutorState(const ExecutorImpl* impl, const Executor::Args& args, Executor::DoneCallback done)
@@ -194,6 +210,10 @@ void ExecutorState::Process(ReadyQueue inline_ready) {
     } else if (item.async_kernel != nullptr) {
       StartAsync(tagged, std::move(inputs));
       continue;
+    } else if (item.is_expensive) {
+      const int64_t compute_start = NowNanos();
+      s = ComputeSync(tagged, &inputs, &outputs);
+      impl_->last_compute_ns(item.node->id()).store(NowNanos() - compute_start, std::memory_order_relaxed);
     } else {
       s = ComputeSync(tagged, &inputs, &outputs);
     }
@@ -610,8 +630,13 @@ bool ExecutorState::NodeDone(const absl::Status& s, const TaggedNode& tagged, co
 
 void ExecutorState::ScheduleReady(const TaggedNodeVector& ready, ReadyQueue* inline_ready) {
   const TaggedNode* expensive = nullptr;
+  auto runs_inline = [this](const TaggedNode& t) {
+    if (t.is_dead || !t.item->is_expensive) return true;
+    const int64_t ns = impl_->last_compute_ns(t.item->node->id()).load(std::memory_order_relaxed);
+    return ns >= 0 && ns < kInlineBelowNs;
+  };
   for (const TaggedNode& t : ready) {
-    if (t.is_dead || !t.item->is_expensive) {
+    if (runs_inline(t)) {
       inline_ready->push_back(t);
       continue;
     }

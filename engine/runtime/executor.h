@@ -1,7 +1,8 @@
 // Executor: runs one device's graph, step after step (whitepaper §3.1, §4.4).
 // Per-node pending counts decide when a node is ready; ready nodes go to the
 // inter-op pool, except cheap ones, which run inline on the thread that made
-// them ready; async kernels (Recv, Dequeue) return at once and continue in a
+// them ready (cheap: the kernel says so, or its last run took under 20 us, so
+// chains of scalar shape arithmetic do not hop between threads); async kernels (Recv, Dequeue) return at once and continue in a
 // `done` continuation, so a waiting kernel never holds a thread. Loops run in
 // frames whose iterations are tagged, and up to `parallel_iterations`
 // iterations of a loop run at once. The first error aborts the step: the

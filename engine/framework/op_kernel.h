@@ -72,8 +72,7 @@ class OpKernel {
   virtual void Compute(OpKernelContext* ctx) = 0;
   virtual AsyncOpKernel* AsAsync() { return nullptr; }
   // Cheap kernels run inline on the thread that made them ready; expensive
-  // ones go to the inter-op pool. Kernels are expensive unless they say not
-  // (the executor also inlines a node whose last run was short).
+  // ones go to the inter-op pool. Kernels are expensive unless they say not.
   virtual bool IsExpensive() const { return true; }
 
   const NodeDef& def() const { return def_; }

@@ -19,10 +19,10 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/blocking_counter.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/cpu_gemm.h"
 #include "engine/kernels/nn_util.h"
+#include "engine/kernels/run_tasks.h"
 
 namespace sluice {
 namespace {
@@ -287,27 +287,6 @@ int64_t PieceUnits(const ConvGeometry& g, int64_t budget) {
   return std::max<int64_t>(1, budget / std::max<int64_t>(1, g.cols.out * g.patch_size()));
 }
 
-// Runs fn(t) for t in [0, tasks): t >= 1 on the device's pool, t = 0 on this
-// thread; all on this thread when it is one of the pool's own (waiting there
-// for tasks queued behind it could deadlock).
-template <typename Fn>
-void RunTasks(const Eigen::ThreadPoolDevice& d, int64_t tasks, const Fn& fn) {
-  Eigen::ThreadPoolInterface* pool = d.getPool();
-  if (tasks <= 1 || pool == nullptr || pool->CurrentThreadId() >= 0) {
-    for (int64_t t = 0; t < tasks; ++t) fn(t);
-    return;
-  }
-  absl::BlockingCounter pending(static_cast<int>(tasks - 1));
-  for (int64_t t = 1; t < tasks; ++t) {
-    pool->Schedule([&fn, &pending, t] {
-      fn(t);
-      pending.DecrementCount();
-    });
-  }
-  fn(0);
-  pending.Wait();
-}
-
 // One product of a piece; a lone task (tiny inputs) keeps the pool for the
 // product itself.
 void PieceGemm(const Eigen::ThreadPoolDevice& d, int64_t tasks, const GemmArgs& args) {
@@ -341,7 +320,7 @@ absl::Status ConvForwardFloat(OpKernelContext* ctx, const ConvGeometry& g, const
   const int64_t tasks = TaskCount(d, CeilDiv(units, piece));
   s = AllocateFloats(ctx, tasks * piece * ow * k, &buffers);
   if (!s.ok()) return s;
-  RunTasks(d, tasks, [&](int64_t t) {
+  RunTasks(d.getPool(), tasks, [&](int64_t t) {
     float* patches = buffers.data<float>() + t * piece * ow * k;
     const int64_t end = (t + 1) * units / tasks;
     for (int64_t u = t * units / tasks; u < end; u += piece) {
@@ -376,7 +355,7 @@ absl::Status ConvBackpropInputFloat(OpKernelContext* ctx, const ConvGeometry& g,
   const int64_t tasks = TaskCount(d, g.batch);
   s = AllocateFloats(ctx, tasks * piece * ow * k, &buffers);
   if (!s.ok()) return s;
-  RunTasks(d, tasks, [&](int64_t t) {
+  RunTasks(d.getPool(), tasks, [&](int64_t t) {
     float* patches = buffers.data<float>() + t * piece * ow * k;
     for (int64_t image = t * g.batch / tasks; image < (t + 1) * g.batch / tasks; ++image) {
       for (int64_t u = image * oh_n; u < (image + 1) * oh_n; u += piece) {
@@ -422,7 +401,7 @@ absl::Status ConvBackpropFilterFloat(OpKernelContext* ctx, const ConvGeometry& g
   if (!s.ok()) return s;
   s = AllocateFloats(ctx, tasks * piece * ow * k, &buffers);
   if (!s.ok()) return s;
-  RunTasks(d, tasks, [&](int64_t t) {
+  RunTasks(d.getPool(), tasks, [&](int64_t t) {
     float* patches = buffers.data<float>() + t * piece * ow * k;
     for (int64_t group = t; group < groups; group += tasks) {
       const int64_t begin = group * units / groups, end = (group + 1) * units / groups;

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <memory>
 
-#include "absl/synchronization/blocking_counter.h"
 #include "engine/framework/logging.h"
+#include "engine/kernels/run_tasks.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -412,21 +412,13 @@ void CpuGemm(const GemmArgs& g, Eigen::ThreadPoolInterface* pool, int max_thread
     GemmBlock(g, a, b, 0, g.m, 0, g.n);
     return;
   }
-  auto run_block = [&](int t) {
+  auto run_block = [&](int64_t t) {
     const int64_t r = t / tn, s = t % tn;
     const int64_t m0 = (r * m_tiles / tm) * kMr, m1 = std::min(g.m, ((r + 1) * m_tiles / tm) * kMr);
     const int64_t n0 = (s * n_tiles / tn) * kNr, n1 = std::min(g.n, ((s + 1) * n_tiles / tn) * kNr);
     if (m0 < m1 && n0 < n1) GemmBlock(g, a, b, m0, m1, n0, n1);
   };
-  absl::BlockingCounter pending(threads - 1);
-  for (int t = 1; t < threads; ++t) {
-    pool->Schedule([&run_block, &pending, t] {
-      run_block(t);
-      pending.DecrementCount();
-    });
-  }
-  run_block(0);
-  pending.Wait();
+  RunTasks(pool, threads, run_block);
 }
 
 int64_t PackedGemmBFloats(int64_t k, int64_t n) { return k * CeilDiv(n, kNr) * kNr; }

@@ -43,9 +43,10 @@ Operands MakeOperands(const Problem& p, uint32_t seed) {
   return o;
 }
 
-// Runs CpuGemm on `c` (m x ldc, prefilled by the caller).
+// Runs CpuGemm on `c` (m x ldc, prefilled by the caller); with `packed_b`,
+// op(B) as PackGemmB laid it out instead of o.b.
 void RunGemm(const Problem& p, const Operands& o, std::vector<float>* c, bool accumulate,
-         Eigen::ThreadPoolInterface* pool, int threads) {
+             Eigen::ThreadPoolInterface* pool, int threads, const float* packed_b = nullptr) {
   GemmArgs g;
   g.m = p.m;
   g.n = p.n;
@@ -53,12 +54,13 @@ void RunGemm(const Problem& p, const Operands& o, std::vector<float>* c, bool ac
   g.a = o.a.data();
   g.lda = o.lda;
   g.transpose_a = p.ta;
-  g.b = o.b.data();
+  g.b = packed_b != nullptr ? nullptr : o.b.data();  // the packed copy must be what is read
   g.ldb = o.ldb;
   g.transpose_b = p.tb;
   g.c = c->data();
   g.ldc = o.ldc;
   g.accumulate = accumulate;
+  g.packed_b = packed_b;
   CpuGemm(g, pool, threads);
 }
 
@@ -189,18 +191,7 @@ TEST(CpuGemmTest, PrepackedBMatchesUnpacked) {
     for (int threads : {1, 3}) {
       std::vector<float> plain(p.m * o.ldc, 2.0f), prepacked(p.m * o.ldc, 2.0f);
       RunGemm(p, o, &plain, /*accumulate=*/true, &pool, threads);
-      GemmArgs g;
-      g.m = p.m;
-      g.n = p.n;
-      g.k = p.k;
-      g.a = o.a.data();
-      g.lda = o.lda;
-      g.transpose_a = p.ta;
-      g.packed_b = packed.data();
-      g.c = prepacked.data();
-      g.ldc = o.ldc;
-      g.accumulate = true;
-      CpuGemm(g, &pool, threads);
+      RunGemm(p, o, &prepacked, /*accumulate=*/true, &pool, threads, packed.data());
       ASSERT_EQ(plain, prepacked) << Describe(p) << " threads=" << threads;
       ExpectMatchesReference(p, o, std::vector<float>(plain.size(), 2.0f), prepacked, "prepacked " + Describe(p));
     }

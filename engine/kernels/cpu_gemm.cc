@@ -105,9 +105,10 @@ inline void Transpose8x8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256&
 // dst[p * kDstStride + r] = src[r * stride + p] for rows r < kRows <= 8 and p
 // in [0, kc): 8 x 8 transposes through registers (rows past kRows are zero),
 // then the tail. Rows kRows.. of a kDstStride < 8 panel are zero. With
-// kRows < 8 each 8-float store spills 8 - kRows floats past its row, which the
-// next store overwrites.
-// REQUIRES (kRows < 8): dst has 8 - kRows floats of slack past kc * kDstStride.
+// kDstStride < 8 each 8-float store spills 8 - kDstStride floats past its row,
+// which the next store overwrites.
+// REQUIRES (kDstStride < 8): dst has 8 - kDstStride floats of slack past
+// kc * kDstStride.
 template <int kRows, int kDstStride>
 void PackRowsTransposed(const float* src, int64_t stride, int64_t kc, float* dst) {
   int64_t p = 0;
@@ -136,8 +137,15 @@ void PackA(const View& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float*
     if (rows == kMr && a.rs == 1) {  // A stored transposed: a column of op(A) is contiguous
       for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * kMr, base + p * a.cs, kMr * sizeof(float));
 #ifdef SLUICE_GEMM_AVX2
-    } else if (rows == kMr && a.cs == 1) {  // row-major A: transposed through registers
-      PackRowsTransposed<kMr, kMr>(base, a.rs, kc, dst);
+    } else if (a.cs == 1) {  // row-major A: transposed through registers (missing rows load as zero)
+      switch (rows) {
+        case 1: PackRowsTransposed<1, kMr>(base, a.rs, kc, dst); break;
+        case 2: PackRowsTransposed<2, kMr>(base, a.rs, kc, dst); break;
+        case 3: PackRowsTransposed<3, kMr>(base, a.rs, kc, dst); break;
+        case 4: PackRowsTransposed<4, kMr>(base, a.rs, kc, dst); break;
+        case 5: PackRowsTransposed<5, kMr>(base, a.rs, kc, dst); break;
+        default: PackRowsTransposed<kMr, kMr>(base, a.rs, kc, dst); break;
+      }
 #else
     } else if (rows == kMr && a.cs == 1) {  // row-major A: six row streams
       const float* r0 = base;
@@ -154,16 +162,6 @@ void PackA(const View& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float*
         d[3] = r3[p];
         d[4] = r4[p];
         d[5] = r5[p];
-      }
-#endif
-#ifdef SLUICE_GEMM_AVX2
-    } else if (a.cs == 1) {  // row-major A, last partial panel: missing rows load as zero
-      switch (rows) {
-        case 1: PackRowsTransposed<1, kMr>(base, a.rs, kc, dst); break;
-        case 2: PackRowsTransposed<2, kMr>(base, a.rs, kc, dst); break;
-        case 3: PackRowsTransposed<3, kMr>(base, a.rs, kc, dst); break;
-        case 4: PackRowsTransposed<4, kMr>(base, a.rs, kc, dst); break;
-        default: PackRowsTransposed<5, kMr>(base, a.rs, kc, dst); break;
       }
 #endif
     } else {

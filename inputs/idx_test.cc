@@ -7,7 +7,8 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
-#include "inputs/testing/mem_env.h"
+#include "engine/platform/fault_env.h"
+#include "engine/platform/test_dirs.h"
 
 namespace sluice {
 namespace {
@@ -102,12 +103,17 @@ TEST(Idx, DecompressionIsCapped) {
 }
 
 TEST(Idx, ReadsThroughTheEnv) {
-  MemEnv env;
-  ASSERT_TRUE(WriteIdxFile(&env, "/d/x.idx.gz", Sample(DT_FLOAT), true).ok());
-  auto r = ReadIdxFile(&env, "/d/x.idx.gz");
+  const std::string dir = FreshTestDir("idx_through_env");
+  FaultEnv env(Env::Default());
+  ASSERT_TRUE(WriteIdxFile(&env, JoinPath(dir, "x.idx.gz"), Sample(DT_FLOAT), true).ok());
+  auto r = ReadIdxFile(&env, JoinPath(dir, "x.idx.gz"));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->data, Sample(DT_FLOAT).data);
-  EXPECT_TRUE(absl::IsNotFound(ReadIdxFile(&env, "/d/missing").status()));
+  EXPECT_TRUE(absl::IsNotFound(ReadIdxFile(&env, JoinPath(dir, "missing")).status()));
+  env.InjectReadError(JoinPath(dir, "x.idx.gz"), 0);
+  absl::Status s = ReadIdxFile(&env, JoinPath(dir, "x.idx.gz")).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "x.idx.gz")) << s;
 }
 
 TEST(Idx, FashionMnistWhenInstalled) {

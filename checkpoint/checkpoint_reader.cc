@@ -8,10 +8,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "engine/platform/crc32c.h"
+#include "checkpoint/crc32c.h"
 #include "checkpoint/rocksdb_util.h"
 #include "checkpoint/store_format.h"
-#include "engine/platform/status_macros.h"
+#include "engine/framework/status_macros.h"
 #include "rocksdb/db.h"
 
 namespace sluice {
@@ -281,7 +281,7 @@ absl::StatusOr<Tensor> CheckpointReader::ReadSlice(const std::string& full_name,
 
 absl::Status CheckpointReader::VerifyFiles() {
   const std::string files_path = JoinPath(dir_, kFilesName);
-  auto text = ReadFileToString(env_, files_path);
+  auto text = env_->ReadFile(files_path);
   if (!text.ok()) return absl::DataLossError(absl::StrCat("checkpoint ", dir_, ": ", text.status().message()));
   auto loss = [&](const std::string& what) {
     return absl::DataLossError(absl::StrCat("checkpoint ", dir_, ": ", what));
@@ -307,7 +307,7 @@ absl::Status CheckpointReader::VerifyFiles() {
     if (f[2] == "-") continue;
     uint32_t want = 0;
     if (!absl::SimpleHexAtoi(f[2], &want)) return loss("file " + files_path + ": bad line '" + line + "'");
-    auto data = ReadFileToString(env_, path);
+    auto data = env_->ReadFile(path);
     if (!data.ok()) return loss(std::string(data.status().message()));
     const uint32_t crc = crc32c::Value(*data);
     if (crc != want) return loss(absl::StrCat("file ", path, " CRC mismatch (expected ", Hex(want), ", computed ", Hex(crc), ")"));

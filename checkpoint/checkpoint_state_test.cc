@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "engine/platform/fault_env.h"
+#include "checkpoint/fault_env.h"
 #include "gtest/gtest.h"
 
 namespace sluice {

@@ -132,7 +132,7 @@ TEST_F(CorruptionTest, TruncationsAndBitFlipsInEveryFile) {
   ListFiles(target_, &files);
   ASSERT_GE(files.size(), 5u);  // FILES, CURRENT, MANIFEST, OPTIONS, IDENTITY, an SST, LOCK
   for (const std::string& file : files) {
-    const std::string original = *ReadFileToString(Env::Default(), file);
+    const std::string original = *Env::Default()->ReadFile(file);
     if (original.empty()) continue;  // RocksDB's LOCK file
     for (size_t off : Offsets(original.size())) {
       WriteRaw(file, original.substr(0, off));

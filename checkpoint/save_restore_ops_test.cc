@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "checkpoint/checkpoint_reader.h"
-#include "engine/platform/env.h"
+#include "checkpoint/env.h"
 #include "engine/graph/graph_def_builder.h"
 #include "engine/runtime/session.h"
 #include "gtest/gtest.h"

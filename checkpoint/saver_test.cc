@@ -9,7 +9,7 @@
 #include <cstdlib>
 
 #include "checkpoint/checkpoint_reader.h"
-#include "engine/platform/fault_env.h"
+#include "checkpoint/fault_env.h"
 #include "checkpoint/warm_start.h"
 #include "engine/graph/graph_def_builder.h"
 #include "gtest/gtest.h"
@@ -185,7 +185,7 @@ TEST(Saver, CorruptLatestFallsBackToThePreviousOne) {
   const std::vector<std::string> files = *Env::Default()->GetChildren(store);
   for (const std::string& f : files) {
     const std::string path = JoinPath(store, f);
-    auto data = ReadFileToString(Env::Default(), path);
+    auto data = Env::Default()->ReadFile(path);
     if (!data.ok() || data->empty()) continue;
     (*data)[data->size() / 2] ^= 0x10;
     FILE* out = fopen(path.c_str(), "wb");

@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "engine/framework/types.h"
-#include "engine/platform/env.h"
+#include "inputs/env.h"
 
 namespace sluice {
 

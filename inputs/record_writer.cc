@@ -1,8 +1,8 @@
 // RecordWriter: TFRecord framing on top of a WritableFile.
-#include "engine/platform/record_writer.h"
+#include "inputs/record_writer.h"
 
 #include "absl/base/internal/endian.h"
-#include "engine/platform/crc32c.h"
+#include "inputs/crc32c.h"
 
 namespace sluice {
 

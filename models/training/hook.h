@@ -18,8 +18,10 @@
 //                                 release what Begin acquired (threads, files, servers)
 // A non-OK status from Begin or AfterStep stops the loop at once (no End; Close still runs);
 // a non-OK status from End becomes the run's status but the later hooks' End still run.
-// Hooks print their own reports (each is given its streams); a returned status carries enough
-// context for the caller to print one line ("evaluation at step 40: ...").
+// Hooks print their own reports (each is given its streams). A failure of Begin or AfterStep
+// is reported by the loop's caller: the returned status carries enough context for one line
+// ("evaluation at step 40: ..."). A failure of End is printed by its hook, since the end of
+// the run goes on after it (e.g. "error: final checkpoint: ..." and then the final evaluation).
 //
 // Ownership: the loop borrows its hooks; a hook borrows the Session from Begin to Close.
 // Thread safety: all calls come from the loop's thread, one at a time.

@@ -17,17 +17,22 @@
 #include "checkpoint/saver.h"
 #include "checkpoint/warm_start.h"
 #include "cmd/train/exit_codes.h"
-#include "cmd/train/monitoring_hooks.h"
 #include "configs/load.h"
 #include "engine/framework/device.h"
 #include "engine/graph/graph_constructor.h"
 #include "engine/runtime/session.h"
 #include "google/protobuf/text_format.h"
-#include "inputs/queue_runner.h"
-#include "inputs/reader_state.pb.h"
 #include "models/schedule.h"
+#include "models/training/checkpoint_hook.h"
+#include "models/training/eval_hook.h"
+#include "models/training/input_hook.h"
+#include "models/training/metrics_hook.h"
+#include "models/training/progress_hook.h"
+#include "models/training/stop_signal_hook.h"
+#include "models/training/summary_hook.h"
+#include "models/training/trace_hook.h"
+#include "models/training/training_loop.h"
 #include "models/training_graph.h"
-#include "monitoring/progress.h"
 
 namespace sluice {
 
@@ -189,63 +194,55 @@ std::string LineDiff(const std::string& a, const std::string& b) {
   return out;
 }
 
-struct EvalResult {
-  std::vector<std::pair<std::string, double>> values;  // loss first
-  int64_t examples = 0;
+// The hooks that report a run besides its progress line: the event file, step traces, and
+// the Prometheus metrics (null when the experiment neither serves nor pushes them).
+struct MonitoringHooks {
+  std::unique_ptr<training::SummaryHook> summaries;
+  std::unique_ptr<training::TraceHook> trace;
+  std::unique_ptr<training::MetricsHook> metrics;
 };
 
-// Puts the training input's readers where an uninterrupted run would be after
-// `consumed` examples: epoch consumed / N, item consumed % N. With the
-// deterministic pipeline (exact_order) the resumed run then sees exactly the
-// examples the uninterrupted one would; otherwise the examples that sat in the
-// shuffle queue at the checkpoint are read again (none is skipped).
-absl::Status RestoreInputPosition(Session* session, const models::InputPipeline& input, int64_t consumed) {
-  if (input.readers.empty() || input.examples_per_epoch <= 0 || consumed <= 0) return absl::OkStatus();
-  const int64_t epoch = consumed / input.examples_per_epoch;
-  const int64_t position = consumed % input.examples_per_epoch;
-  std::vector<std::pair<std::string, Tensor>> feeds;
-  std::vector<std::string> targets;
-  for (const models::RestorableReader& r : input.readers) {
-    ReaderState state;
-    state.set_reader_type(r.reader_type);
-    state.set_work_started(epoch + 1);
-    state.set_work_finished(epoch);
-    state.set_num_records_produced(consumed);
-    state.set_current_work(r.file);
-    state.set_position(position);
-    feeds.push_back({r.state_feed, Tensor::Scalar<tstring>(state.SerializeAsString())});
-    targets.push_back(r.restore_op);
-  }
-  std::vector<Tensor> unused;
-  return session->Run(feeds, {}, targets, &unused);
-}
+// Checks the summaries and monitoring sections against the training graph; a problem is
+// InvalidArgument naming the config field. No I/O.
+absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& e, const models::TrainingGraph& tg,
+                                                      const training::StepRange& trace_steps, std::ostream& out,
+                                                      std::ostream& err) {
+  MonitoringHooks hooks;
+  training::SummaryHookOptions so;
+  so.run_dir = e.run_dir();
+  so.every_steps = e.summaries().every_steps();
+  so.histograms.assign(e.summaries().histograms().begin(), e.summaries().histograms().end());
+  so.input_images = e.summaries().input_images();
+  auto summaries = training::SummaryHook::Create(so, tg, &err);
+  if (!summaries.ok()) return absl::InvalidArgumentError(absl::StrCat("summaries.", summaries.status().message()));
+  hooks.summaries = std::move(summaries).value();
 
-absl::StatusOr<EvalResult> Evaluate(Session* session, const models::TrainingGraph& tg, int64_t batch) {
-  std::vector<std::string> fetches = {tg.eval_loss};
-  for (const auto& [name, t] : tg.eval_metrics) fetches.push_back(t);
-  const int64_t n = tg.eval_input.examples_per_epoch;
-  const int64_t batches = n > 0 ? (n + batch - 1) / batch : 1;
-  std::vector<double> sums(fetches.size(), 0.0);
-  int64_t examples = 0;
-  for (int64_t i = 0; i < batches; ++i) {
-    std::vector<Tensor> out;
-    absl::Status s = session->Run({}, fetches, {}, &out);
-    if (!s.ok()) return s;
-    const int64_t weight = (n > 0 && i == batches - 1) ? n - batch * (batches - 1) : batch;
-    for (size_t k = 0; k < out.size(); ++k) sums[k] += static_cast<double>(out[k].scalar<float>()) * weight;
-    examples += weight;
+  const config::Monitoring& mon = e.monitoring();
+  const bool serve = e.has_monitoring() && mon.metrics_port() >= 0;
+  const std::string pushgateway_url = e.has_monitoring() ? mon.pushgateway_url() : "";
+  if (serve || !pushgateway_url.empty()) {
+    training::MetricsHookOptions mo;
+    mo.metrics.job = "worker";  // until task identity flags exist
+    mo.metrics.task = 0;
+    mo.metrics.version = kVersion;
+    mo.metrics.serve = serve;
+    mo.metrics.port = serve ? mon.metrics_port() : 0;
+    mo.metrics.bind_address = mon.metrics_address().empty() ? "0.0.0.0" : mon.metrics_address();
+    mo.pushgateway_url = pushgateway_url;
+    mo.queue_size = tg.train_input.queue_size;
+    mo.queue_capacity = tg.train_input.queue_capacity;
+    mo.run_dir = e.run_dir();
+    auto metrics = training::MetricsHook::Create(mo, &out, &err);
+    if (!metrics.ok()) return absl::InvalidArgumentError(absl::StrCat("monitoring.", metrics.status().message()));
+    hooks.metrics = std::move(metrics).value();
   }
-  EvalResult r;
-  r.examples = examples;
-  r.values.push_back({"loss", sums[0] / examples});
-  for (size_t k = 0; k < tg.eval_metrics.size(); ++k) r.values.push_back({tg.eval_metrics[k].first, sums[k + 1] / examples});
-  return r;
-}
 
-std::string FormatEval(int64_t step, const EvalResult& r) {
-  std::vector<std::string> parts;
-  for (const auto& [name, v] : r.values) parts.push_back(absl::StrFormat("%s %.4f", name, v));
-  return absl::StrCat("eval at step ", step, ": ", absl::StrJoin(parts, " "), " (", Thousands(r.examples), " examples)");
+  training::TraceHookOptions to;
+  to.steps = trace_steps;
+  to.run_dir = e.run_dir();
+  to.device = DeviceMgr::Local()->HostCpu()->name();
+  hooks.trace = std::make_unique<training::TraceHook>(to, &out, &err);
+  return hooks;
 }
 
 }  // namespace
@@ -297,23 +294,21 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     err << options.config_path << ": error: the training graph is invalid: " << full.status().message() << "\n";
     return kExitBadConfig;
   }
-  // Summaries, metrics and step traces (cmd/train/monitoring_hooks.h), checked against the graph.
-  TrainMonitorOptions monitor_options;
-  monitor_options.version = kVersion;
+  // Summaries, metrics and step traces (models/training/), checked against the graph.
+  training::StepRange trace_steps;
   if (!options.trace_steps.empty()) {
-    auto range = ParseStepRange(options.trace_steps);
+    auto range = training::ParseStepRange(options.trace_steps);
     if (!range.ok()) {
       err << "error: " << range.status().message() << "\n";
       return kExitBadConfig;
     }
-    monitor_options.trace_steps = *range;
+    trace_steps = *range;
   }
-  auto monitor_or = TrainMonitor::Create(monitor_options, e, tg);
-  if (!monitor_or.ok()) {
-    err << options.config_path << ": error: " << monitor_or.status().message() << "\n";
+  auto monitoring = CreateMonitoringHooks(e, tg, trace_steps, out, err);
+  if (!monitoring.ok()) {
+    err << options.config_path << ": error: " << monitoring.status().message() << "\n";
     return kExitBadConfig;
   }
-  std::unique_ptr<TrainMonitor> monitor = std::move(monitor_or).value();
   const bool deterministic = e.train().deterministic();
   const int inter_op = deterministic ? 1 : (e.devices().inter_op_threads() > 0 ? e.devices().inter_op_threads()
                                                                                : NumSchedulableCpus());
@@ -444,163 +439,66 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     return ExitCodeForStatus(restored.status());
   }
 
-  // Event file, /metrics server, trace directory.
-  s = monitor->Start(session.get(), saver.get(), step, restored.ok(), out, err);
-  if (!s.ok()) {
-    err << "error: starting monitoring: " << s.message() << "\n";
-    return ExitCodeForStatus(s);
-  }
-
-  // Input pipelines.
-  std::vector<std::string> input_init = tg.train_input.init_ops;
-  input_init.insert(input_init.end(), tg.eval_input.init_ops.begin(), tg.eval_input.init_ops.end());
-  if (!input_init.empty()) {
-    s = session->Run({}, {}, input_init, &fetched);
-    if (!s.ok()) {
-      err << "error: initializing the input pipeline: " << s.message() << "\n";
-      return ExitCodeForStatus(s);
-    }
-  }
-  if (step > 0) {
-    s = RestoreInputPosition(session.get(), tg.train_input, step * e.input().train().batch_size());
-    if (!s.ok()) {
-      err << "error: restoring the input position: " << s.message() << "\n";
-      return ExitCodeForStatus(s);
-    }
-    out << "input restored to example " << step * e.input().train().batch_size()
-        << (tg.train_input.exact_order ? " (exact order)" : "") << "\n";
-  }
-  Coordinator coord;
-  std::vector<std::unique_ptr<QueueRunner>> runners;
-  std::vector<QueueRunnerDef> defs = tg.train_input.runners;
-  defs.insert(defs.end(), tg.eval_input.runners.begin(), tg.eval_input.runners.end());
-  for (const QueueRunnerDef& def : defs) {
-    auto runner = QueueRunner::New(def);
-    if (!runner.ok()) {
-      err << "error: " << runner.status().message() << "\n";
-      return kExitPermanentError;
-    }
-    s = (*runner)->Start(session.get(), &coord);
-    if (!s.ok()) {
-      err << "error: starting the input pipeline: " << s.message() << "\n";
-      return ExitCodeForStatus(s);
-    }
-    runners.push_back(std::move(runner).value());
-  }
-  auto stop_inputs = [&]() {
-    coord.RequestStop();
-    for (auto& r : runners) r->Stop();
-    for (auto& r : runners) (void)r->Join();
-  };
-
+  // The loop and its hooks, in the order the loop calls them (models/training/hook.h):
+  // monitoring first (its fetches and files), then the progress line, the checkpoints, the
+  // stop signals, evaluation, and the input pipeline (started last, stopped last).
   const int64_t total = e.train().steps();
   const int64_t batch = e.input().train().batch_size();
-  const int64_t eval_batch = tg.has_eval ? e.input().eval().batch_size() : 0;
-  const int64_t log_every = e.train().log_every_steps();
   const bool tty = ::isatty(STDOUT_FILENO);
-  ProgressTracker progress(total);
-  absl::Time last_print = absl::InfinitePast();
-  std::ofstream eval_log(run_dir + "/eval.txt", std::ios::app);
-  int exit_code = kExitDone;
-  bool input_ended = false;
-  auto run_eval = [&](int64_t at) -> absl::Status {
-    if (!tg.has_eval) return absl::OkStatus();
-    auto r = Evaluate(session.get(), tg, eval_batch);
-    if (!r.ok()) return r.status();
-    std::string line = FormatEval(at, *r);
-    if (tty) out << "\n";
-    out << line << "\n";
-    out.flush();
-    eval_log << line << "\n";
-    eval_log.flush();
-    monitor->OnEval(at, r->values);
-    return absl::OkStatus();
-  };
-  int64_t steps_run = 0;
-  double last_loss = 0;
-  while (step < total) {
-    if (g_stop_signals.load() > 0) {
-      exit_code = kExitPreempted;
+  training::ProgressHook progress({tty, e.train().log_every_steps()}, &out);
+  std::vector<training::CheckpointListener*> checkpoint_listeners;
+  if (monitoring->metrics) checkpoint_listeners.push_back(monitoring->metrics.get());
+  training::CheckpointHook checkpoints(saver.get(), checkpoint_listeners, &out, &err);
+  training::StopSignalHook stop_signals(&g_stop_signals, &out);
+  training::EvalHookOptions eval_options;
+  if (tg.has_eval) {
+    eval_options.loss = tg.eval_loss;
+    eval_options.metrics = tg.eval_metrics;
+    eval_options.examples_per_epoch = tg.eval_input.examples_per_epoch;
+    eval_options.batch_size = e.input().eval().batch_size();
+  }
+  eval_options.every_steps = e.train().eval_every_steps();
+  eval_options.results_file = run_dir + "/eval.txt";
+  eval_options.tty = tty;
+  training::EvalHook eval(eval_options, {monitoring->summaries.get()}, &out, &err);
+  training::InputHook inputs({tg.train_input, tg.eval_input, batch}, &out);
+  std::vector<training::TrainingHook*> hooks = {monitoring->summaries.get(), monitoring->trace.get()};
+  if (monitoring->metrics) hooks.push_back(monitoring->metrics.get());
+  for (training::TrainingHook* h : std::initializer_list<training::TrainingHook*>{&progress, &checkpoints, &stop_signals,
+                                                                                  &eval, &inputs}) {
+    hooks.push_back(h);
+  }
+
+  training::TrainingLoopOptions loop_options;
+  loop_options.loss = tg.loss;
+  loop_options.train_op = tg.train_op;
+  loop_options.learning_rate_feed = tg.learning_rate;
+  loop_options.learning_rate = [&e, total](int64_t at) { return models::LearningRateAt(e.optimizer(), total, at); };
+  loop_options.examples_per_step = batch;
+  training::LoopStart start;
+  start.step = step;
+  start.last_step = total;
+  start.resumed = restored.ok();
+  const training::LoopEnd end = training::RunTrainingLoop(session.get(), loop_options, start, hooks);
+  switch (end.reason) {
+    case training::LoopStop::kBeginFailed:
+      err << "error: " << end.status.message() << "\n";
+      return ExitCodeForStatus(end.status);
+    case training::LoopStop::kStepFailed: {
+      // A step that fails because its input failed says why with the input's error.
+      const absl::Status input_error = inputs.status();
+      const absl::Status& why = input_error.ok() ? end.status : input_error;
+      err << "\nerror at step " << end.step << ": " << why.message() << "\n";
+      return ExitCodeForStatus(why);
+    }
+    case training::LoopStop::kAfterStepFailed:
+      err << "\nerror: " << end.status.message() << "\n";
+      return ExitCodeForStatus(end.status);
+    default:
       break;
-    }
-    const double lr = models::LearningRateAt(e.optimizer(), total, step);
-    std::vector<std::string> step_fetches = {tg.loss};
-    RunOptions run_options;
-    RunMetadata run_metadata;
-    monitor->BeforeStep(step + 1, &step_fetches, &run_options);
-    const absl::Time step_start = absl::Now();
-    s = session->Run(run_options, {{tg.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}}, step_fetches,
-                     {tg.train_op}, &fetched, &run_metadata);
-    if (absl::IsOutOfRange(s)) {
-      input_ended = true;
-      break;
-    }
-    if (!s.ok()) {
-      absl::Status input_error = coord.status();
-      err << "\nerror at step " << step << ": " << (input_error.ok() ? s.message() : input_error.message()) << "\n";
-      stop_inputs();
-      return ExitCodeForStatus(input_error.ok() ? s : input_error);
-    }
-    ++step;
-    ++steps_run;
-    const double loss = fetched[0].scalar<float>();
-    last_loss = loss;
-    if (!std::isfinite(loss)) {
-      err << "\nerror: the loss is " << loss << " at step " << step
-          << "; lower the learning rate or clip gradients (optimizer.clip_global_norm)\n";
-      stop_inputs();
-      return kExitPermanentError;
-    }
-    const absl::Time now = absl::Now();
-    progress.OnStep(step, batch, loss, lr, now);
-    monitor->AfterStep(step, fetched, run_metadata, absl::ToDoubleSeconds(now - step_start), loss, lr,
-                       progress.Line().examples_per_second);
-    if (tty ? (now - last_print > absl::Milliseconds(250) || step == total) : (step % log_every == 0 || step == total)) {
-      out << (tty ? "\r" : "") << progress.ToString() << (tty ? "\033[K" : "\n");
-      out.flush();
-      last_print = now;
-    }
-    s = saver->MaybeSave(session.get(), step);
-    if (!s.ok()) err << "\nwarning: checkpoint at step " << step << " failed: " << s.message() << "\n";
-    if (e.train().eval_every_steps() > 0 && step % e.train().eval_every_steps() == 0 && step < total) {
-      s = run_eval(step);
-      if (!s.ok()) {
-        err << "\nerror: evaluation at step " << step << ": " << s.message() << "\n";
-        stop_inputs();
-        return ExitCodeForStatus(s);
-      }
-    }
   }
-  if (tty) out << "\n";
-  // Full precision, for comparing runs (exact resume, determinism).
-  if (steps_run > 0) out << absl::StrFormat("last step %d loss %.9g\n", step, last_loss);
-  if (input_ended) out << "the training input ended at step " << step << " (input.train.epochs)\n";
-  // Save the final (or preempted) state, then evaluate.
-  monitor->CheckpointStarting(step);
-  // Nothing to save when no step ran since the restore.
-  s = steps_run > 0 ? saver->Save(session.get(), step) : absl::OkStatus();
-  if (s.ok()) s = saver->Wait();
-  if (s.ok()) monitor->CheckpointCommitted(step);
-  if (!s.ok()) {
-    err << "error: final checkpoint: " << s.message() << "\n";
-    if (exit_code == kExitDone) exit_code = ExitCodeForStatus(s);
-  } else {
-    out << "saved " << saver->last_checkpoint() << "\n";
-  }
-  if (exit_code == kExitPreempted) {
-    out << "stopped by signal at step " << step << "; resume by running the same command\n";
-    stop_inputs();
-    monitor->Finish(exit_code, out, err);
-    return exit_code;
-  }
-  s = run_eval(step);
-  if (!s.ok()) {
-    err << "error: final evaluation: " << s.message() << "\n";
-    exit_code = ExitCodeForStatus(s);
-  }
-  stop_inputs();
-  monitor->Finish(exit_code, out, err);
-  return exit_code;
+  // Failures at the end (final checkpoint, final evaluation) were printed by their hooks.
+  return end.preempted() ? kExitPreempted : ExitCodeForStatus(end.status);
 }
 
 }  // namespace sluice

@@ -1,8 +1,10 @@
 // Trainer: runs an experiment end to end — validate, build the training
-// graph, print the plan, initialize or resume from the latest checkpoint,
-// start the input queue runners, step with a progress line, evaluate at the
-// configured cadence and at the end, checkpoint, and stop cleanly on SIGTERM
-// or SIGINT (finish the step, save, exit 143).
+// graph, print the plan, prepare the run directory, initialize or resume from
+// the latest checkpoint (or warm-start), then hand the session to the training
+// loop (models/training/training_loop.h) with its hooks: summaries, traces,
+// metrics, the progress line, checkpoints, stop signals (SIGTERM/SIGINT:
+// finish the step, save, exit 143), evaluation and the input pipeline. This
+// file is the wiring: config -> hook options, and the loop's end -> exit code.
 // Thread safety: one Trainer per process; Run is called once.
 #ifndef SLUICE_CMD_TRAIN_TRAINER_H_
 #define SLUICE_CMD_TRAIN_TRAINER_H_

@@ -1,0 +1,38 @@
+// CheckpointHook (see checkpoint_hook.h).
+#include "models/training/checkpoint_hook.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice {
+namespace training {
+
+absl::Status CheckpointHook::Begin(Session* session, const LoopStart& start) {
+  session_ = session;
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
+  if (!saver_->ShouldSave(step.step)) return absl::OkStatus();
+  for (CheckpointListener* l : listeners_) l->BeforeSave(step.step, /*final=*/false);
+  absl::Status s = saver_->Save(session_, step.step);
+  if (!s.ok()) *err_ << "\nwarning: checkpoint at step " << step.step << " failed: " << s.message() << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointHook::End(Session* session, const LoopEnd& end) {
+  for (CheckpointListener* l : listeners_) l->BeforeSave(end.step, /*final=*/true);
+  // Nothing to save when no step ran since the restore.
+  absl::Status s = end.steps_run > 0 ? saver_->Save(session, end.step) : absl::OkStatus();
+  if (s.ok()) s = saver_->Wait();
+  if (!s.ok()) {
+    *err_ << "error: final checkpoint: " << s.message() << "\n";
+    return absl::Status(s.code(), absl::StrCat("final checkpoint: ", s.message()));
+  }
+  for (CheckpointListener* l : listeners_) l->AfterFinalSave(end.step);
+  *out_ << "saved " << saver_->last_checkpoint() << "\n";
+  out_->flush();
+  return absl::OkStatus();
+}
+
+}  // namespace training
+}  // namespace sluice

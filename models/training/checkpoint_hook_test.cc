@@ -1,0 +1,146 @@
+// CheckpointHook with a real Saver on a FakeSession (which answers the Saver's snapshot
+// fetches): periodic saves at the Saver's cadence, the final save and its report, what
+// listeners hear, and failed saves (a warning while training, an error at the end).
+#include "models/training/checkpoint_hook.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "checkpoint/store_format.h"
+#include "gtest/gtest.h"
+#include "models/training/fake_session.h"
+#include "models/training/training_loop.h"
+
+namespace sluice {
+namespace training {
+namespace {
+
+bool IsDir(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+class RecordingListener : public CheckpointListener {
+ public:
+  void BeforeSave(int64_t step, bool final) override { events.push_back(absl::StrCat("before ", step, final ? " final" : "")); }
+  void AfterFinalSave(int64_t step) override { events.push_back(absl::StrCat("after ", step)); }
+  std::vector<std::string> events;
+};
+
+class CheckpointHookTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    run_dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ::mkdir(run_dir_.c_str(), 0755);
+    checkpoint::SaverOptions so;
+    so.run_dir = run_dir_;
+    so.every_steps = 2;
+    so.retention.keep = 10;
+    so.background = false;
+    checkpoint::SaveableVariable w;
+    w.node = "w";
+    auto saver = checkpoint::Saver::Create(so, {w});
+    ASSERT_TRUE(saver.ok()) << saver.status();
+    saver_ = std::move(saver).value();
+    ASSERT_TRUE(saver_->Extend(&session_).ok());
+    // The Saver snapshots the variable through its snapshot node (the only fetch of a save).
+    session_.SetHandler([this](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+      for (const std::string& f : call.fetches) {
+        if (f == "loss") {
+          out->push_back(Tensor::Scalar<float>(0.5f));
+        } else {
+          if (fail_snapshots_) return absl::UnavailableError("snapshot lost");
+          Tensor t(DT_FLOAT, TensorShape({2}));
+          t.flat<float>()(0) = 1;
+          t.flat<float>()(1) = 2;
+          out->push_back(t);
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+  LoopEnd RunSteps(int64_t step, int64_t last_step, TrainingHook* hook) {
+    TrainingLoopOptions options;
+    options.loss = "loss";
+    options.train_op = "train";
+    LoopStart start;
+    start.step = step;
+    start.last_step = last_step;
+    return RunTrainingLoop(&session_, options, start, {hook});
+  }
+  std::string Ckpt(int64_t step) const {
+    return absl::StrCat(run_dir_, "/checkpoints/", checkpoint::CheckpointDirName(step));
+  }
+
+  FakeSession session_;
+  std::string run_dir_;
+  std::unique_ptr<checkpoint::Saver> saver_;
+  bool fail_snapshots_ = false;
+  std::ostringstream out_, err_;
+};
+
+TEST_F(CheckpointHookTest, SavesAtTheSaversCadenceAndAtTheEnd) {
+  RecordingListener listener;
+  CheckpointHook hook(saver_.get(), {&listener}, &out_, &err_);
+  LoopEnd end = RunSteps(0, 5, &hook);
+  EXPECT_TRUE(end.succeeded()) << end.status;
+  EXPECT_TRUE(IsDir(Ckpt(2)));
+  EXPECT_TRUE(IsDir(Ckpt(4)));
+  EXPECT_TRUE(IsDir(Ckpt(5)));
+  EXPECT_FALSE(IsDir(Ckpt(3)));
+  EXPECT_EQ(listener.events, (std::vector<std::string>{"before 2", "before 4", "before 5 final", "after 5"}));
+  EXPECT_EQ(out_.str(), absl::StrCat("saved ", Ckpt(5), "\n"));
+  EXPECT_EQ(err_.str(), "");
+}
+
+TEST_F(CheckpointHookTest, NoStepNoNewCheckpointButTheReportStands) {
+  RecordingListener listener;
+  CheckpointHook hook(saver_.get(), {&listener}, &out_, &err_);
+  LoopEnd end = RunSteps(3, 3, &hook);
+  EXPECT_TRUE(end.succeeded());
+  EXPECT_FALSE(IsDir(Ckpt(3)));
+  EXPECT_TRUE(absl::StartsWith(out_.str(), "saved ")) << out_.str();
+  EXPECT_EQ(listener.events, (std::vector<std::string>{"before 3 final", "after 3"}));
+}
+
+TEST_F(CheckpointHookTest, APeriodicFailureIsAWarningAndTheFinalOneFailsTheRun) {
+  fail_snapshots_ = true;
+  RecordingListener listener;
+  CheckpointHook hook(saver_.get(), {&listener}, &out_, &err_);
+  LoopEnd end = RunSteps(0, 3, &hook);
+  EXPECT_EQ(end.steps_run, 3);  // training went on after the failed save at step 2
+  EXPECT_TRUE(absl::StrContains(err_.str(), "\nwarning: checkpoint at step 2 failed: snapshot lost\n")) << err_.str();
+  EXPECT_TRUE(absl::StrContains(err_.str(), "error: final checkpoint: snapshot lost\n")) << err_.str();
+  EXPECT_TRUE(absl::IsUnavailable(end.status)) << end.status;
+  EXPECT_FALSE(end.succeeded());
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_EQ(listener.events, (std::vector<std::string>{"before 2", "before 3 final"}));
+}
+
+TEST_F(CheckpointHookTest, APreemptedRunStillSavesItsLastStep) {
+  CheckpointHook hook(saver_.get(), {}, &out_, &err_);
+  class Preempt : public TrainingHook {
+    void BeforeStep(const StepInfo& step, StepArgs*, LoopControl* control) override {
+      if (step.step == 4) control->RequestStop(StopKind::kPreempt);
+    }
+  } preempt;
+  TrainingLoopOptions options;
+  options.loss = "loss";
+  options.train_op = "train";
+  LoopStart start;
+  start.last_step = 100;
+  LoopEnd end = RunTrainingLoop(&session_, options, start, {&preempt, &hook});
+  EXPECT_TRUE(end.preempted());
+  EXPECT_TRUE(IsDir(Ckpt(3)));
+  EXPECT_EQ(out_.str(), absl::StrCat("saved ", Ckpt(3), "\n"));
+}
+
+}  // namespace
+}  // namespace training
+}  // namespace sluice

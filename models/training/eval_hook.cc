@@ -1,0 +1,107 @@
+// EvalHook (see eval_hook.h).
+#include "models/training/eval_hook.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace sluice {
+namespace training {
+namespace {
+
+// 10000 -> "10,000".
+std::string Thousands(int64_t n) {
+  std::string digits = absl::StrCat(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+}  // namespace
+
+absl::Status EvalHook::Begin(Session* session, const LoopStart& start) {
+  session_ = session;
+  if (!options_.results_file.empty()) results_.open(options_.results_file, std::ios::app);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EvalValues> EvalHook::Evaluate(Session* session, int64_t* examples_out) const {
+  std::vector<std::string> fetches = {options_.loss};
+  for (const auto& [name, t] : options_.metrics) fetches.push_back(t);
+  const int64_t n = options_.examples_per_epoch;
+  const int64_t batch = options_.batch_size;
+  const int64_t batches = n > 0 ? (n + batch - 1) / batch : 1;
+  std::vector<double> sums(fetches.size(), 0.0);
+  int64_t examples = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    std::vector<Tensor> out;
+    absl::Status s = session->Run({}, fetches, {}, &out);
+    if (!s.ok()) return s;
+    if (out.size() != fetches.size()) {
+      return absl::InternalError(absl::StrCat("the session returned ", out.size(), " tensors for ", fetches.size(),
+                                              " fetches"));
+    }
+    const int64_t weight = (n > 0 && i == batches - 1) ? n - batch * (batches - 1) : batch;
+    for (size_t k = 0; k < out.size(); ++k) {
+      if (out[k].dtype() != DT_FLOAT || out[k].NumElements() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(fetches[k], " is not a float scalar"));
+      }
+      sums[k] += static_cast<double>(out[k].scalar<float>()) * weight;
+    }
+    examples += weight;
+  }
+  EvalValues values;
+  values.push_back({"loss", sums[0] / examples});
+  for (size_t k = 0; k < options_.metrics.size(); ++k) values.push_back({options_.metrics[k].first, sums[k + 1] / examples});
+  if (examples_out != nullptr) *examples_out = examples;
+  return values;
+}
+
+absl::Status EvalHook::EvaluateAndReport(int64_t step) {
+  if (options_.loss.empty()) return absl::OkStatus();
+  int64_t examples = 0;
+  auto values = Evaluate(session_, &examples);
+  if (!values.ok()) return values.status();
+  std::vector<std::string> parts;
+  for (const auto& [name, v] : *values) parts.push_back(absl::StrFormat("%s %.4f", name, v));
+  const std::string line = absl::StrCat("eval at step ", step, ": ", absl::StrJoin(parts, " "), " (",
+                                        Thousands(examples), " examples)");
+  if (options_.tty) *out_ << "\n";
+  *out_ << line << "\n";
+  out_->flush();
+  if (results_.is_open()) {
+    results_ << line << "\n";
+    results_.flush();
+  }
+  for (EvalListener* l : listeners_) l->OnEval(step, *values);
+  return absl::OkStatus();
+}
+
+absl::Status EvalHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
+  if (options_.every_steps <= 0 || step.step % options_.every_steps != 0 || step.step >= step.last_step) {
+    return absl::OkStatus();
+  }
+  absl::Status s = EvaluateAndReport(step.step);
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat("evaluation at step ", step.step, ": ", s.message()));
+  return absl::OkStatus();
+}
+
+absl::Status EvalHook::End(Session* session, const LoopEnd& end) {
+  if (end.preempted()) return absl::OkStatus();  // leave quickly; the resumed run evaluates
+  absl::Status s = EvaluateAndReport(end.step);
+  if (!s.ok()) {
+    *err_ << "error: final evaluation: " << s.message() << "\n";
+    return absl::Status(s.code(), absl::StrCat("final evaluation: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+void EvalHook::Close(const LoopEnd& end) {
+  if (results_.is_open()) results_.close();
+}
+
+}  // namespace training
+}  // namespace sluice

@@ -1,0 +1,74 @@
+// EvalHook: evaluation on the eval input every `every_steps` steps (before the last step) and
+// once at the end (not when preempted). One evaluation runs ceil(examples_per_epoch / batch)
+// batches fetching the eval loss and metrics (one batch when the epoch size is unknown),
+// averages them weighted by examples (the last batch counts only the epoch's remainder), and
+// prints "eval at step N: loss 0.4321 accuracy 0.8765 (10,000 examples)" to `out` and to the
+// results file (<run_dir>/eval.txt, appended). Listeners (the summary hook) get the values.
+// A failed periodic evaluation fails the run ("evaluation at step N: ..."); a failed final
+// one prints "error: final evaluation: ..." and fails it too.
+//
+// Ownership: borrows the listeners and the streams; they must outlive the hook.
+// Thread safety: the loop's thread only.
+#ifndef SLUICE_MODELS_TRAINING_EVAL_HOOK_H_
+#define SLUICE_MODELS_TRAINING_EVAL_HOOK_H_
+
+#include <cstdint>
+#include <fstream>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "models/training/hook.h"
+
+namespace sluice {
+namespace training {
+
+// Named values, "loss" first.
+using EvalValues = std::vector<std::pair<std::string, double>>;
+
+class EvalListener {
+ public:
+  virtual ~EvalListener() = default;
+  virtual void OnEval(int64_t step, const EvalValues& values) = 0;
+};
+
+struct EvalHookOptions {
+  std::string loss;  // scalar float tensor; "" when the run has no evaluation
+  std::vector<std::pair<std::string, std::string>> metrics;  // (name, scalar float tensor)
+  int64_t examples_per_epoch = 0;  // 0: unknown (one batch)
+  int64_t batch_size = 1;
+  int64_t every_steps = 0;  // 0: only at the end
+  std::string results_file;  // appended to; "" for none
+  bool tty = false;          // the progress line is redrawn in place: start a new line first
+};
+
+class EvalHook : public TrainingHook {
+ public:
+  EvalHook(EvalHookOptions options, std::vector<EvalListener*> listeners, std::ostream* out, std::ostream* err)
+      : options_(std::move(options)), listeners_(std::move(listeners)), out_(out), err_(err) {}
+
+  absl::Status Begin(Session* session, const LoopStart& start) override;
+  absl::Status AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) override;
+  absl::Status End(Session* session, const LoopEnd& end) override;
+  void Close(const LoopEnd& end) override;
+
+  // One evaluation on `session` (no output).
+  absl::StatusOr<EvalValues> Evaluate(Session* session, int64_t* examples) const;
+
+ private:
+  absl::Status EvaluateAndReport(int64_t step);
+
+  const EvalHookOptions options_;
+  const std::vector<EvalListener*> listeners_;
+  std::ostream* const out_;
+  std::ostream* const err_;
+  Session* session_ = nullptr;
+  std::ofstream results_;
+};
+
+}  // namespace training
+}  // namespace sluice
+
+#endif  // SLUICE_MODELS_TRAINING_EVAL_HOOK_H_

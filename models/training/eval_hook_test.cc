@@ -1,0 +1,161 @@
+// EvalHook on a FakeSession: the cadence of periodic evaluations, the example-weighted
+// average over batches, the report line and results file, listeners, the final evaluation
+// (none when preempted), and failures.
+#include "models/training/eval_hook.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "models/training/fake_session.h"
+#include "models/training/training_loop.h"
+
+namespace sluice {
+namespace training {
+namespace {
+
+class RecordingListener : public EvalListener {
+ public:
+  void OnEval(int64_t step, const EvalValues& values) override { calls.push_back({step, values}); }
+  std::vector<std::pair<int64_t, EvalValues>> calls;
+};
+
+class EvalHookTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    results_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
+                            ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_eval.txt");
+    options_.loss = "eval/loss";
+    options_.metrics = {{"accuracy", "eval/accuracy"}};
+    options_.examples_per_epoch = 250;
+    options_.batch_size = 100;
+    options_.every_steps = 10;
+    options_.results_file = results_;
+    // Eval batch i (counting over the whole test) has loss i+1 and accuracy 0.5.
+    session_.SetHandler([this](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+      if (call.fetches[0] == "loss") {
+        out->push_back(Tensor::Scalar<float>(0.25f));
+        return absl::OkStatus();
+      }
+      if (fail_) return absl::DataLossError("corrupt eval record");
+      out->push_back(Tensor::Scalar<float>(static_cast<float>(eval_batches_ % 3 + 1)));
+      out->push_back(Tensor::Scalar<float>(0.5f));
+      ++eval_batches_;
+      return absl::OkStatus();
+    });
+  }
+  LoopEnd RunSteps(int64_t last_step, std::vector<TrainingHook*> hooks) {
+    TrainingLoopOptions options;
+    options.loss = "loss";
+    options.train_op = "train";
+    LoopStart start;
+    start.last_step = last_step;
+    return RunTrainingLoop(&session_, options, start, hooks);
+  }
+
+  FakeSession session_;
+  EvalHookOptions options_;
+  std::string results_;
+  int eval_batches_ = 0;
+  bool fail_ = false;
+  std::ostringstream out_, err_;
+};
+
+TEST_F(EvalHookTest, EvaluatesEveryNStepsBeforeTheLastAndAtTheEnd) {
+  RecordingListener listener;
+  EvalHook hook(options_, {&listener}, &out_, &err_);
+  LoopEnd end = RunSteps(30, {&hook});
+  EXPECT_TRUE(end.succeeded());
+  // Batches weigh 100, 100 and the epoch's last 50: (1*100 + 2*100 + 3*50) / 250 = 1.8.
+  const std::string expected = absl::StrCat("eval at step 10: loss 1.8000 accuracy 0.5000 (250 examples)\n",
+                                            "eval at step 20: loss 1.8000 accuracy 0.5000 (250 examples)\n",
+                                            "eval at step 30: loss 1.8000 accuracy 0.5000 (250 examples)\n");
+  EXPECT_EQ(out_.str(), expected);
+  EXPECT_EQ(eval_batches_, 9);
+  std::ifstream f(results_);
+  std::stringstream written;
+  written << f.rdbuf();
+  EXPECT_EQ(written.str(), expected);
+  ASSERT_EQ(listener.calls.size(), 3u);
+  EXPECT_EQ(listener.calls[2].first, 30);
+  ASSERT_EQ(listener.calls[2].second.size(), 2u);
+  EXPECT_EQ(listener.calls[2].second[0].first, "loss");
+  EXPECT_DOUBLE_EQ(listener.calls[2].second[0].second, 1.8);
+  EXPECT_EQ(listener.calls[2].second[1].first, "accuracy");
+}
+
+TEST_F(EvalHookTest, ResultsAreAppendedAndATerminalGetsANewLineFirst) {
+  options_.every_steps = 0;
+  options_.tty = true;
+  {
+    EvalHook hook(options_, {}, &out_, &err_);
+    RunSteps(5, {&hook});
+  }
+  EvalHook again(options_, {}, &out_, &err_);
+  RunSteps(5, {&again});
+  EXPECT_EQ(out_.str(), "\neval at step 5: loss 1.8000 accuracy 0.5000 (250 examples)\n"
+                        "\neval at step 5: loss 1.8000 accuracy 0.5000 (250 examples)\n");
+  std::ifstream f(results_);
+  std::stringstream written;
+  written << f.rdbuf();
+  EXPECT_EQ(written.str(), "eval at step 5: loss 1.8000 accuracy 0.5000 (250 examples)\n"
+                           "eval at step 5: loss 1.8000 accuracy 0.5000 (250 examples)\n");
+}
+
+TEST_F(EvalHookTest, AnUnknownEpochSizeIsOneBatch) {
+  options_.examples_per_epoch = 0;
+  options_.every_steps = 0;
+  EvalHook hook(options_, {}, &out_, &err_);
+  RunSteps(1, {&hook});
+  EXPECT_EQ(out_.str(), "eval at step 1: loss 1.0000 accuracy 0.5000 (100 examples)\n");
+}
+
+TEST_F(EvalHookTest, APreemptedRunIsNotEvaluatedAtTheEnd) {
+  class Preempt : public TrainingHook {
+    void BeforeStep(const StepInfo& step, StepArgs*, LoopControl* control) override {
+      if (step.step == 3) control->RequestStop(StopKind::kPreempt);
+    }
+  } preempt;
+  EvalHook hook(options_, {}, &out_, &err_);
+  LoopEnd end = RunSteps(30, {&preempt, &hook});
+  EXPECT_TRUE(end.preempted());
+  EXPECT_EQ(eval_batches_, 0);
+  EXPECT_EQ(out_.str(), "");
+}
+
+TEST_F(EvalHookTest, WithoutAnEvalLossNothingRuns) {
+  options_.loss = "";
+  EvalHook hook(options_, {}, &out_, &err_);
+  LoopEnd end = RunSteps(20, {&hook});
+  EXPECT_TRUE(end.succeeded());
+  EXPECT_EQ(eval_batches_, 0);
+  EXPECT_EQ(out_.str(), "");
+}
+
+TEST_F(EvalHookTest, AFailedPeriodicEvaluationStopsTheRun) {
+  fail_ = true;
+  EvalHook hook(options_, {}, &out_, &err_);
+  LoopEnd end = RunSteps(30, {&hook});
+  EXPECT_EQ(end.reason, LoopStop::kAfterStepFailed);
+  EXPECT_EQ(end.step, 10);
+  EXPECT_TRUE(absl::IsDataLoss(end.status));
+  EXPECT_EQ(end.status.message(), "evaluation at step 10: corrupt eval record");
+}
+
+TEST_F(EvalHookTest, AFailedFinalEvaluationIsReportedAndFailsTheRun) {
+  fail_ = true;
+  options_.every_steps = 0;
+  EvalHook hook(options_, {}, &out_, &err_);
+  LoopEnd end = RunSteps(3, {&hook});
+  EXPECT_TRUE(end.ended);
+  EXPECT_FALSE(end.succeeded());
+  EXPECT_TRUE(absl::IsDataLoss(end.status));
+  EXPECT_EQ(err_.str(), "error: final evaluation: corrupt eval record\n");
+}
+
+}  // namespace
+}  // namespace training
+}  // namespace sluice

@@ -1,0 +1,141 @@
+// MetricsHook (see metrics_hook.h).
+#include "models/training/metrics_hook.h"
+
+#include <sys/stat.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "checkpoint/checkpoint_state.h"
+#include "checkpoint/store_format.h"
+
+namespace sluice {
+namespace training {
+namespace {
+
+bool IsDir(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+}  // namespace
+
+absl::StatusOr<std::pair<std::string, std::string>> ParsePushgatewayUrl(absl::string_view url) {
+  std::string rest(url);
+  std::string scheme = "http";
+  const size_t sep = rest.find("://");
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("pushgateway_url '", url, "' ", why,
+                                                   "; use \"http://HOST:PORT\", e.g. \"http://127.0.0.1:9091\""));
+  };
+  if (sep != std::string::npos) {
+    scheme = rest.substr(0, sep);
+    if (scheme != "http" && scheme != "https") return bad("has an unsupported scheme");
+    rest = rest.substr(sep + 3);
+  }
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  if (rest.find('/') != std::string::npos) return bad("has a path");
+  std::string host = rest, port = "9091";
+  const size_t colon = rest.rfind(':');
+  if (colon != std::string::npos) {
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+    int p = 0;
+    if (!absl::SimpleAtoi(port, &p) || p < 1 || p > 65535) return bad("has a bad port");
+  }
+  if (host.empty()) return bad("has no host");
+  return std::make_pair(absl::StrCat(scheme, "://", host), port);
+}
+
+absl::StatusOr<std::unique_ptr<MetricsHook>> MetricsHook::Create(const MetricsHookOptions& options,
+                                                                  std::ostream* out, std::ostream* err) {
+  if (!options.pushgateway_url.empty()) {
+    auto parsed = ParsePushgatewayUrl(options.pushgateway_url);
+    if (!parsed.ok()) return parsed.status();
+  }
+  return std::unique_ptr<MetricsHook>(new MetricsHook(options, out, err));
+}
+
+absl::Status MetricsHook::Begin(Session* session, const LoopStart& start) {
+  started_ = absl::Now();
+  auto m = TrainingMetrics::Create(options_.metrics);
+  if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat("starting monitoring: ", m.status().message()));
+  metrics_ = std::move(m).value();
+  metrics_->SetInputQueue(0, options_.queue_capacity);
+  if (options_.metrics.serve) {
+    const std::string host = options_.metrics.bind_address == "0.0.0.0" ? "127.0.0.1" : options_.metrics.bind_address;
+    *out_ << "metrics: http://" << host << ":" << metrics_->port() << "/metrics\n";
+    out_->flush();
+  }
+  return absl::OkStatus();
+}
+
+void MetricsHook::BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* control) {
+  fetch_queue_size_ = !options_.queue_size.empty();
+  if (fetch_queue_size_) args->fetches.push_back(options_.queue_size);
+}
+
+absl::Status MetricsHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
+  metrics_->OnStep(step.examples, result.seconds, result.loss, step.learning_rate);
+  if (fetch_queue_size_ && !result.fetched.empty() && result.fetched[0].NumElements() == 1) {
+    const Tensor& q = result.fetched[0];
+    const int64_t size = q.dtype() == DT_INT32   ? q.scalar<int32_t>()
+                         : q.dtype() == DT_INT64 ? q.scalar<int64_t>()
+                                                 : 0;
+    metrics_->SetInputQueue(size, options_.queue_capacity);
+  }
+  if (result.step_stats_collected && result.metadata != nullptr) metrics_->AddStepStats(result.metadata->step_stats);
+  PollCheckpoint(step.step);
+  return absl::OkStatus();
+}
+
+void MetricsHook::PollCheckpoint(int64_t step) {
+  if (!metrics_ || pending_save_step_ < 0 || pending_save_step_ == step) return;
+  // The saver renames ckpt-<step>.tmp to ckpt-<step> when the write is complete.
+  const std::string dir = absl::StrCat(checkpoint::CheckpointsDir(options_.run_dir), "/",
+                                       checkpoint::CheckpointDirName(pending_save_step_));
+  if (!IsDir(dir)) return;
+  const absl::Time now = absl::Now();
+  metrics_->OnCheckpointSaved(absl::ToDoubleSeconds(now - pending_save_start_), now);
+  pending_save_step_ = -1;
+}
+
+void MetricsHook::BeforeSave(int64_t step, bool final) {
+  if (!metrics_) return;
+  PollCheckpoint(step);
+  // A periodic save still in flight is joined by the final save.
+  if (pending_save_step_ >= 0 && !final) return;
+  pending_save_step_ = step;
+  pending_save_start_ = absl::Now();
+}
+
+void MetricsHook::AfterFinalSave(int64_t step) {
+  if (!metrics_ || pending_save_step_ != step) return;
+  const absl::Time now = absl::Now();
+  metrics_->OnCheckpointSaved(absl::ToDoubleSeconds(now - pending_save_start_), now);
+  pending_save_step_ = -1;
+}
+
+void MetricsHook::Close(const LoopEnd& end) {
+  if (!metrics_ || !end.succeeded()) return;
+  const absl::Time now = absl::Now();
+  metrics_->OnRunSucceeded(absl::ToDoubleSeconds(now - started_), now);
+  if (options_.pushgateway_url.empty()) return;
+  auto url = ParsePushgatewayUrl(options_.pushgateway_url);
+  absl::Status s = url.status();
+  if (s.ok()) {
+    PushOptions push;
+    push.host = url->first;
+    push.port = url->second;
+    s = metrics_->Push(push);
+  }
+  if (s.ok()) {
+    *out_ << "metrics: pushed to " << options_.pushgateway_url << "\n";
+  } else {
+    *err_ << "\nwarning: pushing metrics to " << options_.pushgateway_url << ": " << s.message() << "\n";
+  }
+  out_->flush();
+}
+
+}  // namespace training
+}  // namespace sluice

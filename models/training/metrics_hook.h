@@ -1,0 +1,86 @@
+// MetricsHook: the run's Prometheus metrics (monitoring/metrics.h), served at /metrics while
+// it trains and pushed to a Pushgateway at the end of a completed run. Per step: steps,
+// examples, step wall time, loss, learning rate, and the batch queue's size (a QueueSize
+// tensor fetched with the step). sluice_kernel_seconds_total counts the steps whose step
+// stats were collected (the trace hook asks for them). Checkpoints (a CheckpointListener): a
+// periodic save is timed from the step that starts it until its ckpt-<step> directory
+// appears (the saver writes in the background; seen at a later step boundary); the final
+// save is timed exactly. Begin prints "metrics: http://ADDR:PORT/metrics" when serving.
+// Metrics never fail a run once it started: a failed push is a warning.
+//
+// Ownership: borrows the streams, which must outlive the hook.
+// Thread safety: the loop's thread only (the /metrics server has its own).
+#ifndef SLUICE_MODELS_TRAINING_METRICS_HOOK_H_
+#define SLUICE_MODELS_TRAINING_METRICS_HOOK_H_
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "models/training/checkpoint_hook.h"
+#include "models/training/hook.h"
+#include "monitoring/metrics.h"
+
+namespace sluice {
+namespace training {
+
+// "http://host:port", "https://host", "host:port" -> (scheme://host, port); port default
+// "9091". InvalidArgument for anything else (a path, a bad port, an empty host).
+absl::StatusOr<std::pair<std::string, std::string>> ParsePushgatewayUrl(absl::string_view url);
+
+struct MetricsHookOptions {
+  // Labels, build info, and whether and where to serve /metrics.
+  MetricsOptions metrics;
+  std::string pushgateway_url;  // "": no push
+  std::string queue_size;       // scalar int32 tensor of the batch queue's size; "": not fetched
+  int64_t queue_capacity = 0;
+  std::string run_dir;          // whose checkpoints/ the periodic saves appear in
+};
+
+class MetricsHook : public TrainingHook, public CheckpointListener {
+ public:
+  // InvalidArgument for a bad pushgateway_url ("pushgateway_url '...' has a path; ..."); no I/O.
+  static absl::StatusOr<std::unique_ptr<MetricsHook>> Create(const MetricsHookOptions& options, std::ostream* out,
+                                                             std::ostream* err);
+
+  // Creates the metrics and starts the /metrics server. Errors: "starting monitoring: ...";
+  // Unavailable when the port cannot be bound.
+  absl::Status Begin(Session* session, const LoopStart& start) override;
+  void BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* control) override;
+  absl::Status AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) override;
+  // When the run succeeded: the run gauges, and the push (prints "metrics: pushed to URL").
+  void Close(const LoopEnd& end) override;
+
+  void BeforeSave(int64_t step, bool final) override;
+  void AfterFinalSave(int64_t step) override;
+
+  // After Begin (for tests): the metrics, and the port they are served on.
+  const TrainingMetrics* metrics() const { return metrics_.get(); }
+  int port() const { return metrics_ ? metrics_->port() : 0; }
+
+ private:
+  MetricsHook(const MetricsHookOptions& options, std::ostream* out, std::ostream* err)
+      : options_(options), out_(out), err_(err) {}
+  // Records the pending periodic save if its directory appeared (not at its own step).
+  void PollCheckpoint(int64_t step);
+
+  const MetricsHookOptions options_;
+  std::ostream* const out_;
+  std::ostream* const err_;
+  std::unique_ptr<TrainingMetrics> metrics_;
+  absl::Time started_;
+  bool fetch_queue_size_ = false;  // this step fetches the queue size
+  // A save in flight: its step (-1: none) and when it started.
+  int64_t pending_save_step_ = -1;
+  absl::Time pending_save_start_;
+};
+
+}  // namespace training
+}  // namespace sluice
+
+#endif  // SLUICE_MODELS_TRAINING_METRICS_HOOK_H_

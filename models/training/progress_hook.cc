@@ -1,0 +1,41 @@
+// ProgressHook (see progress_hook.h).
+#include "models/training/progress_hook.h"
+
+#include "absl/strings/str_format.h"
+
+namespace sluice {
+namespace training {
+
+absl::Status ProgressHook::Begin(Session* session, const LoopStart& start) {
+  progress_ = std::make_unique<ProgressTracker>(start.last_step);
+  last_print_ = absl::InfinitePast();
+  return absl::OkStatus();
+}
+
+absl::Status ProgressHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
+  const absl::Time now = result.end_time;
+  progress_->OnStep(step.step, step.examples, result.loss, step.learning_rate, now);
+  const bool last = step.step == step.last_step;
+  const bool print = options_.tty ? (now - last_print_ > absl::Milliseconds(250) || last)
+                                  : (step.step % options_.log_every_steps == 0 || last);
+  if (print) {
+    *out_ << (options_.tty ? "\r" : "") << progress_->ToString() << (options_.tty ? "\033[K" : "\n");
+    out_->flush();
+    last_print_ = now;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ProgressHook::End(Session* session, const LoopEnd& end) {
+  if (options_.tty) *out_ << "\n";
+  // Full precision, for comparing runs (exact resume, determinism).
+  if (end.steps_run > 0) *out_ << absl::StrFormat("last step %d loss %.9g\n", end.step, end.last_loss);
+  if (end.reason == LoopStop::kInputEnded) {
+    *out_ << "the training input ended at step " << end.step << " (input.train.epochs)\n";
+  }
+  out_->flush();
+  return absl::OkStatus();
+}
+
+}  // namespace training
+}  // namespace sluice

@@ -1,0 +1,132 @@
+// The training loop (see training_loop.h).
+#include "models/training/training_loop.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace sluice {
+namespace training {
+namespace {
+
+// Runs Close on the first `begun` hooks.
+void CloseHooks(const std::vector<TrainingHook*>& hooks, size_t begun, const LoopEnd& end) {
+  for (size_t i = 0; i < begun; ++i) hooks[i]->Close(end);
+}
+
+}  // namespace
+
+LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, const LoopStart& start,
+                        const std::vector<TrainingHook*>& hooks) {
+  LoopEnd end;
+  end.step = start.step;
+  end.last_step = start.last_step;
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    absl::Status s = hooks[i]->Begin(session, start);
+    if (!s.ok()) {
+      end.reason = LoopStop::kBeginFailed;
+      end.status = s;
+      CloseHooks(hooks, i, end);
+      return end;
+    }
+  }
+
+  int64_t step = start.step;
+  LoopControl control;
+  std::vector<StepArgs> args(hooks.size());
+  std::vector<size_t> first_fetch(hooks.size());
+  std::vector<Tensor> fetched;
+  bool failed = false;
+  end.reason = LoopStop::kLastStep;
+  while (step < start.last_step) {
+    StepInfo info;
+    info.step = step + 1;
+    info.last_step = start.last_step;
+    info.learning_rate = options.learning_rate ? options.learning_rate(step) : 0;
+    info.examples = options.examples_per_step;
+    for (size_t i = 0; i < hooks.size(); ++i) {
+      args[i] = StepArgs();
+      hooks[i]->BeforeStep(info, &args[i], &control);
+    }
+    if (control.stop_requested()) break;
+
+    std::vector<std::string> fetches = {options.loss};
+    RunOptions run_options;
+    for (size_t i = 0; i < hooks.size(); ++i) {
+      first_fetch[i] = fetches.size();
+      fetches.insert(fetches.end(), args[i].fetches.begin(), args[i].fetches.end());
+      run_options.collect_step_stats = run_options.collect_step_stats || args[i].collect_step_stats;
+    }
+    std::vector<std::pair<std::string, Tensor>> feeds;
+    if (!options.learning_rate_feed.empty()) {
+      feeds.push_back({options.learning_rate_feed, Tensor::Scalar<float>(static_cast<float>(info.learning_rate))});
+    }
+    RunMetadata metadata;
+    const absl::Time step_start = absl::Now();
+    absl::Status s = session->Run(run_options, feeds, fetches, {options.train_op}, &fetched, &metadata);
+    if (absl::IsOutOfRange(s)) {
+      end.reason = LoopStop::kInputEnded;
+      break;
+    }
+    if (s.ok() && fetched.size() != fetches.size()) {
+      s = absl::InternalError(absl::StrCat("the session returned ", fetched.size(), " tensors for ", fetches.size(),
+                                           " fetches"));
+    }
+    if (!s.ok()) {
+      end.reason = LoopStop::kStepFailed;
+      end.status = s;
+      failed = true;
+      break;
+    }
+    step = info.step;
+    end.step = step;
+    ++end.steps_run;
+    const double loss = fetched[0].NumElements() == 1 && fetched[0].dtype() == DT_FLOAT ? fetched[0].scalar<float>()
+                                                                                         : NAN;
+    end.last_loss = loss;
+    if (!std::isfinite(loss)) {
+      std::ostringstream message;  // as a stream prints it: nan, -nan, inf
+      message << "the loss is " << loss << " at step " << step
+              << "; lower the learning rate or clip gradients (optimizer.clip_global_norm)";
+      end.reason = LoopStop::kAfterStepFailed;
+      end.status = absl::InvalidArgumentError(message.str());
+      failed = true;
+      break;
+    }
+    StepResult result;
+    result.loss = loss;
+    result.end_time = absl::Now();
+    result.seconds = absl::ToDoubleSeconds(result.end_time - step_start);
+    result.metadata = &metadata;
+    result.step_stats_collected = run_options.collect_step_stats;
+    for (size_t i = 0; i < hooks.size() && !failed; ++i) {
+      result.fetched.assign(fetched.begin() + first_fetch[i], fetched.begin() + first_fetch[i] + args[i].fetches.size());
+      s = hooks[i]->AfterStep(info, result, &control);
+      if (!s.ok()) {
+        end.reason = LoopStop::kAfterStepFailed;
+        end.status = s;
+        failed = true;
+      }
+    }
+    if (failed || control.stop_requested()) break;
+  }
+  if (control.stop_requested() && !failed) {
+    end.reason = LoopStop::kRequested;
+    end.stop_kind = control.stop_kind();
+  }
+
+  if (!failed) {
+    end.ended = true;
+    for (TrainingHook* hook : hooks) {
+      absl::Status s = hook->End(session, end);
+      if (!s.ok()) end.status = s;
+    }
+  }
+  CloseHooks(hooks, hooks.size(), end);
+  return end;
+}
+
+}  // namespace training
+}  // namespace sluice

@@ -1,0 +1,274 @@
+// The training loop against a FakeSession: what each step runs and feeds, which hook sees
+// which fetched values, the order of the hooks' calls, and every way the loop can end.
+#include "models/training/training_loop.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "models/training/fake_session.h"
+
+namespace sluice {
+namespace training {
+namespace {
+
+// Records its calls as "name:Call:step" into a shared log, and does what it is told.
+class RecordingHook : public TrainingHook {
+ public:
+  RecordingHook(std::string name, std::vector<std::string>* log) : name_(std::move(name)), log_(log) {}
+
+  absl::Status Begin(Session* session, const LoopStart& start) override {
+    log_->push_back(absl::StrCat(name_, ":Begin:", start.step));
+    return begin_status;
+  }
+  void BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* control) override {
+    log_->push_back(absl::StrCat(name_, ":BeforeStep:", step.step));
+    infos.push_back(step);
+    args->fetches = fetches;
+    args->collect_step_stats = collect_step_stats;
+    if (step.step == stop_before_step) control->RequestStop(stop_kind);
+  }
+  absl::Status AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) override {
+    log_->push_back(absl::StrCat(name_, ":AfterStep:", step.step));
+    results.push_back(result);
+    if (step.step == stop_after_step) control->RequestStop(stop_kind);
+    return step.step == fail_after_step ? absl::InternalError("hook failed") : absl::OkStatus();
+  }
+  absl::Status End(Session* session, const LoopEnd& end) override {
+    log_->push_back(absl::StrCat(name_, ":End:", end.step));
+    status_seen_at_end = end.status;
+    return end_status;
+  }
+  void Close(const LoopEnd& end) override {
+    log_->push_back(absl::StrCat(name_, ":Close:", end.step));
+    closed_with = end;
+  }
+
+  std::vector<std::string> fetches;
+  bool collect_step_stats = false;
+  int64_t stop_before_step = -1;
+  int64_t stop_after_step = -1;
+  int64_t fail_after_step = -1;
+  StopKind stop_kind = StopKind::kFinish;
+  absl::Status begin_status;
+  absl::Status end_status;
+
+  std::vector<StepInfo> infos;
+  std::vector<StepResult> results;
+  absl::Status status_seen_at_end;
+  LoopEnd closed_with;
+
+ private:
+  std::string name_;
+  std::vector<std::string>* log_;
+};
+
+class TrainingLoopTest : public ::testing::Test {
+ protected:
+  TrainingLoopTest() {
+    options_.loss = "loss:0";
+    options_.train_op = "train";
+    options_.learning_rate_feed = "lr";
+    options_.learning_rate = [](int64_t step) { return 0.5 / (step + 1); };
+    options_.examples_per_step = 32;
+    session_.SetValue("loss:0", Tensor::Scalar<float>(0.25f));
+  }
+  LoopEnd Run(int64_t step, int64_t last_step, std::vector<TrainingHook*> hooks) {
+    LoopStart start;
+    start.step = step;
+    start.last_step = last_step;
+    return RunTrainingLoop(&session_, options_, start, hooks);
+  }
+  FakeSession session_;
+  TrainingLoopOptions options_;
+  std::vector<std::string> log_;
+};
+
+TEST_F(TrainingLoopTest, RunsFromTheStartStepToTheLastFeedingTheLearningRate) {
+  RecordingHook hook("h", &log_);
+  LoopEnd end = Run(2, 5, {&hook});
+  EXPECT_EQ(end.reason, LoopStop::kLastStep);
+  EXPECT_TRUE(end.succeeded());
+  EXPECT_EQ(end.step, 5);
+  EXPECT_EQ(end.steps_run, 3);
+  EXPECT_EQ(end.last_loss, 0.25);
+  std::vector<FakeSession::Call> steps = session_.CallsWithTarget("train");
+  ASSERT_EQ(steps.size(), 3u);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const int64_t before = 2 + static_cast<int64_t>(i);
+    EXPECT_EQ(steps[i].fetches, std::vector<std::string>{"loss:0"});
+    ASSERT_EQ(steps[i].feeds.size(), 1u);
+    EXPECT_EQ(steps[i].feeds[0].first, "lr");
+    EXPECT_FLOAT_EQ(steps[i].feeds[0].second.scalar<float>(), 0.5f / (before + 1));
+    EXPECT_FALSE(steps[i].options.collect_step_stats);
+    EXPECT_EQ(hook.infos[i].step, before + 1);
+    EXPECT_EQ(hook.infos[i].last_step, 5);
+    EXPECT_EQ(hook.infos[i].examples, 32);
+    EXPECT_DOUBLE_EQ(hook.infos[i].learning_rate, 0.5 / (before + 1));
+    EXPECT_EQ(hook.results[i].loss, 0.25);
+    EXPECT_GE(hook.results[i].seconds, 0);
+  }
+  EXPECT_EQ(log_, (std::vector<std::string>{"h:Begin:2", "h:BeforeStep:3", "h:AfterStep:3", "h:BeforeStep:4",
+                                            "h:AfterStep:4", "h:BeforeStep:5", "h:AfterStep:5", "h:End:5",
+                                            "h:Close:5"}));
+}
+
+TEST_F(TrainingLoopTest, HooksAreCalledInTheirOrderInEveryPhase) {
+  RecordingHook a("a", &log_), b("b", &log_);
+  Run(0, 1, {&a, &b});
+  EXPECT_EQ(log_, (std::vector<std::string>{"a:Begin:0", "b:Begin:0", "a:BeforeStep:1", "b:BeforeStep:1",
+                                            "a:AfterStep:1", "b:AfterStep:1", "a:End:1", "b:End:1", "a:Close:1",
+                                            "b:Close:1"}));
+}
+
+TEST_F(TrainingLoopTest, EachHookGetsBackOnlyItsOwnFetchesInItsOrder) {
+  RecordingHook a("a", &log_), none("none", &log_), b("b", &log_);
+  a.fetches = {"x"};
+  b.fetches = {"y", "z"};
+  session_.SetValue("x", Tensor::Scalar<float>(1));
+  session_.SetValue("y", Tensor::Scalar<float>(2));
+  session_.SetValue("z", Tensor::Scalar<int32_t>(3));
+  Run(0, 2, {&a, &none, &b});
+  std::vector<FakeSession::Call> steps = session_.CallsWithTarget("train");
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].fetches, (std::vector<std::string>{"loss:0", "x", "y", "z"}));
+  ASSERT_EQ(a.results.size(), 2u);
+  ASSERT_EQ(a.results[1].fetched.size(), 1u);
+  EXPECT_EQ(a.results[1].fetched[0].scalar<float>(), 1);
+  EXPECT_TRUE(none.results[1].fetched.empty());
+  ASSERT_EQ(b.results[1].fetched.size(), 2u);
+  EXPECT_EQ(b.results[1].fetched[0].scalar<float>(), 2);
+  EXPECT_EQ(b.results[1].fetched[1].scalar<int32_t>(), 3);
+}
+
+TEST_F(TrainingLoopTest, StepStatsAreCollectedOnlyWhenAHookAsks) {
+  RecordingHook a("a", &log_), b("b", &log_);
+  b.collect_step_stats = true;
+  Run(0, 1, {&a, &b});
+  std::vector<FakeSession::Call> steps = session_.CallsWithTarget("train");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_TRUE(steps[0].options.collect_step_stats);
+  EXPECT_TRUE(a.results[0].step_stats_collected);
+  EXPECT_NE(a.results[0].metadata, nullptr);
+}
+
+TEST_F(TrainingLoopTest, AStopRequestedBeforeAStepSkipsThatStepAndEndsNormally) {
+  RecordingHook a("a", &log_), b("b", &log_);
+  b.stop_before_step = 3;
+  b.stop_kind = StopKind::kPreempt;
+  LoopEnd end = Run(0, 10, {&a, &b});
+  EXPECT_EQ(end.reason, LoopStop::kRequested);
+  EXPECT_TRUE(end.preempted());
+  EXPECT_FALSE(end.succeeded());
+  EXPECT_TRUE(end.ended);
+  EXPECT_EQ(end.step, 2);
+  EXPECT_EQ(end.steps_run, 2);
+  EXPECT_EQ(session_.CallsWithTarget("train").size(), 2u);
+  EXPECT_EQ(a.infos.size(), 3u);    // every BeforeStep of step 3 ran
+  EXPECT_EQ(a.results.size(), 2u);  // but no AfterStep
+  EXPECT_EQ(log_.back(), "b:Close:2");
+}
+
+TEST_F(TrainingLoopTest, AStopRequestedAfterAStepLetsTheOtherHooksSeeThatStep) {
+  RecordingHook a("a", &log_), b("b", &log_);
+  a.stop_after_step = 4;
+  LoopEnd end = Run(0, 10, {&a, &b});
+  EXPECT_EQ(end.reason, LoopStop::kRequested);
+  EXPECT_FALSE(end.preempted());
+  EXPECT_TRUE(end.succeeded());
+  EXPECT_EQ(end.step, 4);
+  EXPECT_EQ(b.results.size(), 4u);
+}
+
+TEST_F(TrainingLoopTest, OutOfRangeFromAStepMeansTheInputEnded) {
+  int calls = 0;
+  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+    if (++calls == 3) return absl::OutOfRangeError("queue closed and empty");
+    out->push_back(Tensor::Scalar<float>(0.5f));
+    return absl::OkStatus();
+  });
+  RecordingHook a("a", &log_);
+  LoopEnd end = Run(0, 10, {&a});
+  EXPECT_EQ(end.reason, LoopStop::kInputEnded);
+  EXPECT_TRUE(end.succeeded());
+  EXPECT_EQ(end.step, 2);
+  EXPECT_EQ(end.steps_run, 2);
+  EXPECT_EQ(log_[log_.size() - 2], "a:End:2");
+}
+
+TEST_F(TrainingLoopTest, AFailedStepSkipsEndButClosesEveryHook) {
+  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+    return absl::UnavailableError("device lost");
+  });
+  RecordingHook a("a", &log_);
+  LoopEnd end = Run(7, 10, {&a});
+  EXPECT_EQ(end.reason, LoopStop::kStepFailed);
+  EXPECT_TRUE(absl::IsUnavailable(end.status));
+  EXPECT_EQ(end.step, 7);  // the step before the failed one
+  EXPECT_FALSE(end.ended);
+  EXPECT_FALSE(end.succeeded());
+  EXPECT_EQ(log_, (std::vector<std::string>{"a:Begin:7", "a:BeforeStep:8", "a:Close:7"}));
+  EXPECT_FALSE(a.closed_with.ended);
+}
+
+TEST_F(TrainingLoopTest, ANonFiniteLossFailsTheRunNamingTheStep) {
+  session_.SetValue("loss:0", Tensor::Scalar<float>(std::nanf("")));
+  RecordingHook a("a", &log_);
+  LoopEnd end = Run(0, 10, {&a});
+  EXPECT_EQ(end.reason, LoopStop::kAfterStepFailed);
+  EXPECT_TRUE(absl::IsInvalidArgument(end.status));
+  EXPECT_TRUE(absl::StrContains(end.status.message(), "the loss is nan at step 1; lower the learning rate"))
+      << end.status;
+  EXPECT_TRUE(a.results.empty());
+  EXPECT_EQ(log_.back(), "a:Close:1");
+}
+
+TEST_F(TrainingLoopTest, AFailedAfterStepStopsTheLoopBeforeTheLaterHooks) {
+  RecordingHook a("a", &log_), b("b", &log_);
+  a.fail_after_step = 2;
+  LoopEnd end = Run(0, 10, {&a, &b});
+  EXPECT_EQ(end.reason, LoopStop::kAfterStepFailed);
+  EXPECT_EQ(end.status.message(), "hook failed");
+  EXPECT_EQ(end.step, 2);
+  EXPECT_EQ(b.results.size(), 1u);
+  EXPECT_FALSE(end.ended);
+}
+
+TEST_F(TrainingLoopTest, AFailedBeginClosesOnlyTheHooksThatBegan) {
+  RecordingHook a("a", &log_), b("b", &log_), c("c", &log_);
+  b.begin_status = absl::UnavailableError("port in use");
+  LoopEnd end = Run(0, 10, {&a, &b, &c});
+  EXPECT_EQ(end.reason, LoopStop::kBeginFailed);
+  EXPECT_EQ(end.status.message(), "port in use");
+  EXPECT_EQ(log_, (std::vector<std::string>{"a:Begin:0", "b:Begin:0", "a:Close:0"}));
+  EXPECT_TRUE(session_.calls().empty());
+}
+
+TEST_F(TrainingLoopTest, EndFailuresBecomeTheStatusAndTheLaterEndsStillRun) {
+  RecordingHook a("a", &log_), b("b", &log_), c("c", &log_);
+  a.end_status = absl::UnavailableError("disk full");
+  b.end_status = absl::InvalidArgumentError("bad eval");
+  LoopEnd end = Run(0, 1, {&a, &b, &c});
+  EXPECT_EQ(end.reason, LoopStop::kLastStep);
+  EXPECT_TRUE(b.status_seen_at_end.message() == "disk full");
+  EXPECT_EQ(c.status_seen_at_end.message(), "bad eval");  // the last failure wins
+  EXPECT_EQ(end.status.message(), "bad eval");
+  EXPECT_FALSE(end.succeeded());
+  EXPECT_FALSE(c.closed_with.succeeded());
+}
+
+TEST_F(TrainingLoopTest, NothingRunsWhenTheStartIsTheLastStep) {
+  RecordingHook a("a", &log_);
+  LoopEnd end = Run(5, 5, {&a});
+  EXPECT_EQ(end.reason, LoopStop::kLastStep);
+  EXPECT_EQ(end.steps_run, 0);
+  EXPECT_TRUE(session_.calls().empty());
+  EXPECT_EQ(log_, (std::vector<std::string>{"a:Begin:5", "a:End:5", "a:Close:5"}));
+}
+
+}  // namespace
+}  // namespace training
+}  // namespace sluice

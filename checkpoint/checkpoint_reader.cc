@@ -3,12 +3,16 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <map>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "checkpoint/crc32c.h"
+#include "checkpoint/manifest_rules.h"
 #include "checkpoint/rocksdb_util.h"
 #include "checkpoint/store_format.h"
 #include "engine/framework/status_macros.h"
@@ -28,22 +32,81 @@ bool SameShape(const TensorShapeProto& a, const TensorShapeProto& b) {
   return a.SerializeAsString() == b.SerializeAsString();
 }
 
-// Checks an entry's internal consistency so later arithmetic is safe.
-absl::Status CheckEntry(const TensorEntry& e, uint64_t chunk_bytes) {
-  if (!DataTypeIsSupported(e.dtype())) return absl::DataLossError(absl::StrCat("unsupported dtype ", e.dtype()));
-  auto shape = TensorShape::FromProto(e.shape());
-  if (!shape.ok()) return absl::DataLossError(absl::StrCat("bad shape: ", shape.status().message()));
-  if (e.dtype() != DT_STRING) {
-    const uint64_t want = static_cast<uint64_t>(shape->num_elements()) * DataTypeSize(e.dtype());
-    if (e.num_bytes() != want) {
-      return absl::DataLossError(absl::StrCat("num_bytes ", e.num_bytes(), " does not match shape ",
-                                              shape->DebugString(), " (", want, " bytes)"));
+// FILES is a few lines per shard file: this is far beyond any real one.
+constexpr uint64_t kMaxFilesBytes = 64 << 20;
+
+// Whether `rel` (a FILES path) names something below the checkpoint
+// directory: relative, no empty, "." or ".." components.
+bool IsPlainRelativePath(absl::string_view rel) {
+  if (rel.empty() || rel.front() == '/') return false;
+  for (absl::string_view part : absl::StrSplit(rel, '/')) {
+    if (part.empty() || part == "." || part == "..") return false;
+  }
+  return true;
+}
+
+// The regular files of a checkpoint directory (relative path -> size), by
+// lstat: a checkpoint holds only directories (the shard stores, one level
+// down) and regular files. Anything else (a symlink that could lead out of
+// the checkpoint, a FIFO or device that would block or never end a read) is
+// DataLoss naming it, found before RocksDB or anyone else opens a file.
+absl::StatusOr<std::map<std::string, uint64_t>> ListCheckpointFiles(Env* env, const std::string& dir) {
+  std::map<std::string, uint64_t> files;
+  std::vector<std::string> pending = {""};  // directories to list, relative
+  while (!pending.empty()) {
+    const std::string rel_dir = pending.back();
+    pending.pop_back();
+    const std::string abs_dir = rel_dir.empty() ? dir : JoinPath(dir, rel_dir);
+    auto children = env->GetChildren(abs_dir);
+    if (!children.ok()) return absl::DataLossError(absl::StrCat("checkpoint ", dir, ": ", children.status().message()));
+    for (const std::string& c : *children) {
+      const std::string rel = rel_dir.empty() ? c : JoinPath(rel_dir, c);
+      const std::string path = JoinPath(dir, rel);
+      auto info = env->GetFileInfo(path);
+      if (!info.ok()) return absl::DataLossError(absl::StrCat("checkpoint ", dir, ": ", info.status().message()));
+      switch (info->type) {
+        case Env::FileType::kRegular:
+          files[rel] = info->size;
+          break;
+        case Env::FileType::kDirectory:
+          if (!rel_dir.empty()) {
+            return absl::DataLossError(absl::StrCat("checkpoint ", dir, ": unexpected directory ", path,
+                                                    " (shard stores hold only files)"));
+          }
+          pending.push_back(rel);
+          break;
+        case Env::FileType::kSymlink:
+          return absl::DataLossError(absl::StrCat("checkpoint ", dir, ": ", path,
+                                                  " is a symlink (a checkpoint holds only regular files and directories)"));
+        case Env::FileType::kOther:
+          return absl::DataLossError(absl::StrCat("checkpoint ", dir, ": ", path,
+                                                  " is not a regular file (FIFO, socket or device)"));
+      }
     }
   }
-  if (chunk_bytes == 0) return absl::DataLossError("chunk_bytes is 0");
-  const uint64_t chunks = e.num_bytes() == 0 ? 0 : (e.num_bytes() - 1) / chunk_bytes + 1;
-  if (e.num_chunks() != chunks) {
-    return absl::DataLossError(absl::StrCat("num_chunks ", e.num_chunks(), " for ", e.num_bytes(), " bytes"));
+  return files;
+}
+
+// A shard stores its values uncompressed (FORMAT.md), so the bytes its
+// entries claim cannot exceed its SST files: this bounds every allocation a
+// read makes by what is actually on disk.
+absl::Status CheckShardBytes(rocksdb::DB* db, const CheckpointManifest& m, int shard, const std::string& store) {
+  uint64_t claimed = 0;
+  for (const TensorEntry& e : m.tensors()) {
+    if (e.shard() != shard) continue;
+    if (e.num_bytes() > std::numeric_limits<uint64_t>::max() - claimed) {
+      claimed = std::numeric_limits<uint64_t>::max();
+      break;
+    }
+    claimed += e.num_bytes();
+  }
+  uint64_t on_disk = 0;
+  if (!db->GetIntProperty(rocksdb::DB::Properties::kTotalSstFilesSize, &on_disk)) {
+    return absl::DataLossError(absl::StrCat("store ", store, ": cannot read the size of its SST files"));
+  }
+  if (claimed > on_disk) {
+    return absl::DataLossError(absl::StrCat("store ", store, ": its tensors claim ", claimed,
+                                            " bytes but its SST files hold only ", on_disk));
   }
   return absl::OkStatus();
 }
@@ -66,13 +129,9 @@ absl::StatusOr<CheckpointManifest> ReadShardManifest(rocksdb::DB* db, const std:
   if (m.num_shards() < 1 || m.num_shards() > 100000 || m.shard_index() < 0 || m.shard_index() >= m.num_shards()) {
     return absl::DataLossError(absl::StrCat("store ", store_path, ": bad shard fields in the manifest"));
   }
-  for (const TensorEntry& e : m.tensors()) {
-    if (e.shard() < 0 || e.shard() >= m.num_shards()) {
-      return absl::DataLossError(absl::StrCat("store ", store_path, ": tensor '", e.key(), "' in bad shard ", e.shard()));
-    }
-    absl::Status c = CheckEntry(e, m.chunk_bytes());
-    if (!c.ok()) return absl::DataLossError(absl::StrCat("store ", store_path, ": tensor '", e.key(), "': ", c.message()));
-  }
+  if (m.chunk_bytes() == 0) return absl::DataLossError(absl::StrCat("store ", store_path, ": chunk_bytes is 0"));
+  absl::Status c = CheckManifestEntries(m);
+  if (!c.ok()) return absl::DataLossError(absl::StrCat("store ", store_path, ": ", c.message()));
   return m;
 }
 
@@ -92,6 +151,8 @@ std::string CheckpointReader::ShardPath(int shard) const {
 absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const std::string& dir, Env* env,
                                                                          int preferred_shard) {
   if (!env->IsDirectory(dir)) return absl::NotFoundError(absl::StrCat("checkpoint ", dir, " does not exist"));
+  // Nothing is opened before every entry is known to be a plain file or directory.
+  SLUICE_RETURN_IF_ERROR(ListCheckpointFiles(env, dir).status());
   std::unique_ptr<CheckpointReader> r(new CheckpointReader(dir, env));
   // Shard stores are named shard-<i>-of-<n>: find them.
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> children, env->GetChildren(dir));
@@ -116,6 +177,10 @@ absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const s
     }
     std::unique_ptr<rocksdb::DB> db(raw);
     auto m = ReadShardManifest(db.get(), path);
+    if (m.ok()) {
+      absl::Status bytes = CheckShardBytes(db.get(), *m, m->shard_index(), path);
+      if (!bytes.ok()) m = bytes;
+    }
     if (!m.ok()) {
       if (first_error.ok()) first_error = m.status();
       db->Close().PermitUncheckedError();
@@ -149,7 +214,13 @@ absl::StatusOr<rocksdb::DB*> CheckpointReader::Shard(int shard) {
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::OpenForReadOnly(StoreOptions(/*write=*/false), path, &raw);
   if (!s.ok()) return absl::DataLossError(absl::StrCat("store ", path, ": ", s.ToString()));
-  shards_[shard].reset(raw);
+  std::unique_ptr<rocksdb::DB> db(raw);
+  absl::Status bytes = CheckShardBytes(db.get(), manifest_, shard, path);
+  if (!bytes.ok()) {
+    db->Close().PermitUncheckedError();
+    return absl::DataLossError(absl::StrCat("checkpoint ", dir_, ": ", bytes.message()));
+  }
+  shards_[shard] = std::move(db);
   return raw;
 }
 
@@ -232,6 +303,10 @@ absl::StatusOr<Tensor> CheckpointReader::ReadTensor(const std::string& key, bool
 
 absl::StatusOr<Tensor> CheckpointReader::ReadSlice(const std::string& full_name, const TensorShape& full_shape,
                                                    const TensorSlice& slice, bool check) {
+  if (static_cast<int>(slice.start.size()) != full_shape.dims() || slice.length.size() != slice.start.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("slice '", slice.ToString(), "' of '", full_name,
+                                                   "' does not have the rank of ", full_shape.DebugString()));
+  }
   std::vector<const TensorEntry*> parts;
   for (const TensorEntry& e : manifest_.tensors()) {
     if (e.full_name() == full_name) parts.push_back(&e);
@@ -243,7 +318,9 @@ absl::StatusOr<Tensor> CheckpointReader::ReadSlice(const std::string& full_name,
   if (dtype == DT_STRING) return absl::UnimplementedError("slices of string tensors are not supported");
   const TensorShape want_shape = slice.SliceShape(full_shape);
   SLUICE_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(CpuAllocator(), dtype, want_shape));
-  const size_t elem = DataTypeSize(dtype);
+  // The manifest's entries passed CheckManifestEntries when it was read: each
+  // stored value has its slice's shape, and the slices of a variable are
+  // disjoint, so the elements copied add up to the elements covered.
   int64_t copied = 0;
   for (const TensorEntry* e : parts) {
     auto stored_full = TensorShape::FromProto(e->full_shape());
@@ -268,8 +345,11 @@ absl::StatusOr<Tensor> CheckpointReader::ReadSlice(const std::string& full_name,
     }
     if (!overlaps) continue;
     SLUICE_ASSIGN_OR_RETURN(Tensor value, ReadTensor(e->key(), check));
-    copied += CopySliceIntersection(full_shape, stored, static_cast<const char*>(value.raw_data()), slice,
-                                    static_cast<char*>(out.raw_data()), elem);
+    auto n = CopySliceIntersection(full_shape, stored, value, slice, &out);
+    if (!n.ok()) {
+      return absl::DataLossError(absl::StrCat("checkpoint ", dir_, ": tensor '", e->key(), "': ", n.status().message()));
+    }
+    copied += *n;
   }
   if (copied != want_shape.num_elements()) {
     return absl::NotFoundError(absl::StrCat("checkpoint ", dir_, ": the stored slices of '", full_name,
@@ -281,11 +361,11 @@ absl::StatusOr<Tensor> CheckpointReader::ReadSlice(const std::string& full_name,
 
 absl::Status CheckpointReader::VerifyFiles() {
   const std::string files_path = JoinPath(dir_, kFilesName);
-  auto text = env_->ReadFile(files_path);
-  if (!text.ok()) return absl::DataLossError(absl::StrCat("checkpoint ", dir_, ": ", text.status().message()));
   auto loss = [&](const std::string& what) {
     return absl::DataLossError(absl::StrCat("checkpoint ", dir_, ": ", what));
   };
+  auto text = env_->ReadRegularFile(files_path, kMaxFilesBytes);
+  if (!text.ok()) return loss(std::string(text.status().message()));
   std::vector<std::string> lines = absl::StrSplit(*text, '\n', absl::SkipEmpty());
   if (lines.empty() || !absl::StartsWith(lines.back(), "crc32c ") || text->back() != '\n') {
     return loss("file " + files_path + " is truncated");
@@ -296,21 +376,40 @@ absl::Status CheckpointReader::VerifyFiles() {
     return loss("file " + files_path + " fails its CRC");
   }
   lines.pop_back();
-  for (const std::string& line : lines) {
+  // FILES names only what the directory holds: its paths are compared with
+  // the listing (which refuses symlinks, FIFOs and devices), never opened as
+  // given, so no line can lead a read out of the checkpoint.
+  SLUICE_ASSIGN_OR_RETURN(auto present, ListCheckpointFiles(env_, dir_));
+  std::set<std::string> listed;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    auto bad_line = [&](const std::string& why) {
+      return loss(absl::StrCat("file ", files_path, " line ", i + 1, ": ", why, " in '", line, "'"));
+    };
     std::vector<std::string> f = absl::StrSplit(line, ' ');
     uint64_t size = 0;
-    if (f.size() != 3 || !absl::SimpleAtoi(f[1], &size)) return loss("file " + files_path + ": bad line '" + line + "'");
+    if (f.size() != 3 || !absl::SimpleAtoi(f[1], &size)) return bad_line("not <path> <size> <crc>");
+    if (!IsPlainRelativePath(f[0])) return bad_line("the path leaves the checkpoint directory");
+    if (!listed.insert(f[0]).second) return bad_line("the path is listed twice");
     const std::string path = JoinPath(dir_, f[0]);
-    auto actual = env_->GetFileSize(path);
-    if (!actual.ok()) return loss("file " + path + " is missing");
-    if (*actual != size) return loss(absl::StrCat("file ", path, " has ", *actual, " bytes, expected ", size));
+    auto it = present.find(f[0]);
+    if (it == present.end()) return loss("file " + path + " is missing");
+    const uint64_t actual = it->second;
+    present.erase(it);
+    if (actual != size) return loss(absl::StrCat("file ", path, " has ", actual, " bytes, expected ", size));
     if (f[2] == "-") continue;
     uint32_t want = 0;
-    if (!absl::SimpleHexAtoi(f[2], &want)) return loss("file " + files_path + ": bad line '" + line + "'");
-    auto data = env_->ReadFile(path);
+    if (f[2].size() != 8 || !absl::SimpleHexAtoi(f[2], &want)) return bad_line("bad CRC");
+    // Only small files carry a CRC (FORMAT.md): a read here is bounded.
+    if (size > kInventoryCrcMaxBytes) return bad_line(absl::StrCat("a CRC for a file over ", kInventoryCrcMaxBytes, " bytes"));
+    auto data = env_->ReadRegularFile(path, size);
     if (!data.ok()) return loss(std::string(data.status().message()));
     const uint32_t crc = crc32c::Value(*data);
     if (crc != want) return loss(absl::StrCat("file ", path, " CRC mismatch (expected ", Hex(want), ", computed ", Hex(crc), ")"));
+  }
+  for (const auto& [rel, size] : present) {
+    if (rel == kFilesName || rel == "LOCK" || absl::EndsWith(rel, "/LOCK")) continue;  // not listed (FORMAT.md)
+    return loss(absl::StrCat("file ", JoinPath(dir_, rel), " is not listed in ", files_path));
   }
   return absl::OkStatus();
 }

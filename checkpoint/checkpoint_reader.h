@@ -33,7 +33,11 @@ class CheckpointReader {
  public:
   // Opens `dir` and reads the manifest from shard `preferred_shard` (or, when
   // that fails or is -1, from the first shard that opens). NotFound when
-  // `dir` does not exist; DataLoss when no shard yields a valid manifest.
+  // `dir` does not exist; DataLoss when it holds anything but regular files
+  // and directories (checked before any file is opened), or when no shard
+  // yields a manifest that passes CheckManifestEntries (manifest_rules.h)
+  // and whose entries fit in the shard's SST files (FORMAT.md "What a reader
+  // checks").
   static absl::StatusOr<std::unique_ptr<CheckpointReader>> Open(const std::string& dir, Env* env = Env::Default(),
                                                                 int preferred_shard = -1);
   ~CheckpointReader();
@@ -54,8 +58,9 @@ class CheckpointReader {
   // Checks everything: the FILES inventory, that every shard opens with an
   // identical manifest, RocksDB block checksums, and every tensor's CRCs.
   absl::Status VerifyAll();
-  // Only the FILES inventory: every file present with its size, and the CRCs
-  // of the small files (cheap: no tensor data is read).
+  // Only the FILES inventory: it lists exactly the checkpoint's files (paths
+  // compared with the directory, never followed), each with its size, and
+  // the CRCs of the small files (cheap: no tensor data is read).
   absl::Status VerifyFiles();
 
  private:

@@ -16,12 +16,19 @@
 namespace sluice {
 namespace checkpoint {
 
+namespace {
+// The state file lists the retained checkpoints: a few hundred bytes each.
+constexpr uint64_t kMaxStateFileBytes = 16 << 20;
+}  // namespace
+
 std::string CheckpointsDir(const std::string& run_dir) { return JoinPath(run_dir, kCheckpointsDirName); }
 
 absl::StatusOr<CheckpointState> ReadCheckpointState(Env* env, const std::string& checkpoints_dir) {
   const std::string path = JoinPath(checkpoints_dir, kStateFileName);
   if (!env->FileExists(path)) return absl::NotFoundError(absl::StrCat("no state file ", path));
-  SLUICE_ASSIGN_OR_RETURN(std::string text, env->ReadFile(path));
+  // A regular file of bounded size: a FIFO or device there must not hang the
+  // latest-checkpoint lookup (it falls back to scanning the directories).
+  SLUICE_ASSIGN_OR_RETURN(std::string text, env->ReadRegularFile(path, kMaxStateFileBytes));
   CheckpointState state;
   google::protobuf::TextFormat::Parser parser;
   parser.AllowPartialMessage(false);

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "checkpoint/crc32c.h"
 #include "checkpoint/manifest.pb.h"
+#include "checkpoint/manifest_rules.h"
 #include "checkpoint/rocksdb_util.h"
 #include "checkpoint/tensor_slice.h"
 #include "engine/framework/status_macros.h"
@@ -166,6 +167,10 @@ absl::Status WriteCheckpointDir(Env* env, const std::string& dir, const std::vec
     *manifest.add_tensors() = kv.second->meta;
     per_shard[kv.second->meta.shard()].push_back(kv.second);
   }
+  // Never write what a reader would refuse (overlapping slices, slices of
+  // one variable with different full shapes, a variable both whole and sliced).
+  absl::Status rules = CheckManifestEntries(manifest);
+  if (!rules.ok()) return absl::InvalidArgumentError(absl::StrCat("checkpoint ", dir, ": ", rules.message()));
 
   SLUICE_RETURN_IF_ERROR(env->CreateDirs(dir));
   std::vector<absl::Status> results(options.num_shards);

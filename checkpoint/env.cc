@@ -149,6 +149,71 @@ std::string Dirname(const std::string& path) {
 
 }  // namespace
 
+absl::StatusOr<Env::FileInfo> Env::GetFileInfo(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return IoError("lstat", path, errno);
+  FileInfo info;
+  info.size = static_cast<uint64_t>(st.st_size);
+  if (S_ISREG(st.st_mode)) {
+    info.type = FileType::kRegular;
+  } else if (S_ISDIR(st.st_mode)) {
+    info.type = FileType::kDirectory;
+  } else if (S_ISLNK(st.st_mode)) {
+    info.type = FileType::kSymlink;
+  }
+  return info;
+}
+
+absl::StatusOr<std::string> Env::ReadRegularFile(const std::string& path, uint64_t max_bytes) {
+  // O_NOFOLLOW: a symlink fails with ELOOP; O_NONBLOCK: opening a FIFO does
+  // not wait for a writer (and is ignored for regular files).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ELOOP) return absl::FailedPreconditionError(absl::StrCat(path, " is a symlink, not a regular file"));
+    return IoError("open", path, errno);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return IoError("fstat", path, err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
+  }
+  auto too_long = [&] {
+    return absl::OutOfRangeError(absl::StrCat(path, " is longer than ", max_bytes, " bytes"));
+  };
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return too_long();
+  }
+  std::string out;
+  out.reserve(static_cast<size_t>(st.st_size));
+  char buf[65536];
+  while (true) {
+    // Up to one byte past the limit, to tell a file that grew from one that fits.
+    const uint64_t left = max_bytes - out.size();
+    const size_t want = left >= sizeof(buf) ? sizeof(buf) : static_cast<size_t>(left) + 1;
+    ssize_t r = ::read(fd, buf, want);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return IoError("read", path, err);
+    }
+    if (r == 0) break;
+    out.append(buf, static_cast<size_t>(r));
+    if (out.size() > max_bytes) {
+      ::close(fd);
+      return too_long();
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
 Env* Env::Default() {
   static Env* env = new PosixEnv();
   return env;

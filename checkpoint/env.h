@@ -53,6 +53,23 @@ class Env {
   // Deletes a file or a directory tree; a missing path is fine.
   virtual absl::Status DeleteRecursively(const std::string& path) = 0;
   virtual absl::StatusOr<uint64_t> GetFileSize(const std::string& path) = 0;
+
+  // For reading files whose names or contents come from untrusted bytes (a
+  // checkpoint's FILES inventory, its stores). Both have POSIX default
+  // implementations, so wrappers (FaultEnv) need not override them.
+  //
+  // What `path` itself is, by lstat(2): a final symlink is not followed.
+  enum class FileType { kRegular, kDirectory, kSymlink, kOther /* FIFO, socket, device */ };
+  struct FileInfo {
+    FileType type = FileType::kOther;
+    uint64_t size = 0;
+  };
+  virtual absl::StatusOr<FileInfo> GetFileInfo(const std::string& path);
+  // Reads `path` if it is a regular file (not a symlink, FIFO or device: those
+  // are refused with FailedPrecondition, without blocking) of at most
+  // `max_bytes`; a longer file is OutOfRange, and no more than max_bytes + 1
+  // bytes are ever read or buffered.
+  virtual absl::StatusOr<std::string> ReadRegularFile(const std::string& path, uint64_t max_bytes);
 };
 
 // "dir/name" (no doubled slash).

@@ -122,6 +122,40 @@ TEST(Store, SlicesAssembleAnyRequestedSlice) {
   EXPECT_EQ(wrong_shape.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The writer applies the reader's manifest rules: it never writes slices a
+// reader would refuse.
+TEST(Store, WriterRefusesOverlappingOrInconsistentSlices) {
+  auto slice = [](const std::string& spec, TensorShape full, TensorShape shape) {
+    SaveEntry e;
+    e.full_name = "w";
+    e.full_shape = full;
+    e.slice_spec = spec;
+    e.value = MakeTensor(DT_FLOAT, shape, 1);
+    return e;
+  };
+  const TensorShape full({6, 4});
+  absl::Status overlap = WriteCheckpointDir(
+      Env::Default(), TempDir("overlap"), {slice("0,4:-", full, TensorShape({4, 4})), slice("3,3:-", full, TensorShape({3, 4}))},
+      WriteOptions());
+  EXPECT_EQ(overlap.code(), absl::StatusCode::kInvalidArgument) << overlap;
+  EXPECT_NE(overlap.message().find("slices '0,4:-' and '3,3:-' of 'w' overlap"), std::string::npos) << overlap;
+  absl::Status shapes = WriteCheckpointDir(
+      Env::Default(), TempDir("full_shapes"),
+      {slice("0,3:-", full, TensorShape({3, 4})), slice("3,3:-", TensorShape({7, 4}), TensorShape({3, 4}))}, WriteOptions());
+  EXPECT_EQ(shapes.code(), absl::StatusCode::kInvalidArgument) << shapes;
+  SaveEntry whole;
+  whole.full_name = "w";
+  whole.value = MakeTensor(DT_FLOAT, full, 2);
+  EXPECT_EQ(WriteCheckpointDir(Env::Default(), TempDir("whole_and_slice"), {whole, slice("0,3:-", full, TensorShape({3, 4}))},
+                               WriteOptions())
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(WriteCheckpointDir(Env::Default(), TempDir("disjoint"),
+                                 {slice("0,3:-", full, TensorShape({3, 4})), slice("3,3:-", full, TensorShape({3, 4}))},
+                                 WriteOptions())
+                  .ok());
+}
+
 TEST(Store, MissingTensorIsNotFoundAndDuplicatesAreRejected) {
   SaveEntry e;
   e.full_name = "a";

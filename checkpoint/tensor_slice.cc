@@ -91,8 +91,38 @@ absl::StatusOr<ShapeAndSlice> ParseShapeAndSlice(absl::string_view spec) {
   return out;
 }
 
-int64_t CopySliceIntersection(const TensorShape& full, const TensorSlice& src_slice, const char* src,
-                              const TensorSlice& dst_slice, char* dst, size_t elem_size) {
+namespace {
+
+// Whether `slice` has full's rank and lies inside it.
+bool Inside(const TensorSlice& slice, const TensorShape& full) {
+  if (static_cast<int>(slice.start.size()) != full.dims() || slice.length.size() != slice.start.size()) return false;
+  for (int d = 0; d < full.dims(); ++d) {
+    const int64_t start = slice.Start(d), length = slice.Length(d, full);
+    if (start < 0 || length < 0 || start > full.dim_size(d) || length > full.dim_size(d) - start) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> CopySliceIntersection(const TensorShape& full, const TensorSlice& src_slice,
+                                              const Tensor& src, const TensorSlice& dst_slice, Tensor* dst) {
+  if (!Inside(src_slice, full) || !Inside(dst_slice, full)) {
+    return absl::InvalidArgumentError(absl::StrCat("slice '", src_slice.ToString(), "' or '", dst_slice.ToString(),
+                                                   "' does not fit the shape ", full.DebugString()));
+  }
+  if (src.shape() != src_slice.SliceShape(full) || dst->shape() != dst_slice.SliceShape(full)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "values of shape ", src.shape().DebugString(), " and ", dst->shape().DebugString(), " for slices '",
+        src_slice.ToString(), "' and '", dst_slice.ToString(), "' of ", full.DebugString()));
+  }
+  if (src.dtype() != dst->dtype() || src.dtype() == DT_STRING || !src.IsInitialized() || !dst->IsInitialized()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot copy slices of ", DataTypeString(src.dtype()), " into ",
+                                                   DataTypeString(dst->dtype())));
+  }
+  const size_t elem_size = DataTypeSize(src.dtype());
+  const char* from = static_cast<const char*>(src.raw_data());
+  char* to = static_cast<char*>(dst->raw_data());
   const int n = full.dims();
   std::vector<int64_t> lo(n), hi(n), src_dims(n), dst_dims(n);
   int64_t count = 1;
@@ -107,7 +137,7 @@ int64_t CopySliceIntersection(const TensorShape& full, const TensorSlice& src_sl
     count *= hi[d] - lo[d];
   }
   if (n == 0) {
-    std::memcpy(dst, src, elem_size);
+    std::memcpy(to, from, elem_size);
     return 1;
   }
   // Iterate over all index tuples of the intersection except the last
@@ -120,7 +150,7 @@ int64_t CopySliceIntersection(const TensorShape& full, const TensorSlice& src_sl
       so = so * src_dims[d] + (idx[d] - src_slice.Start(d));
       doff = doff * dst_dims[d] + (idx[d] - dst_slice.Start(d));
     }
-    std::memcpy(dst + doff * elem_size, src + so * elem_size, run * elem_size);
+    std::memcpy(to + doff * elem_size, from + so * elem_size, run * elem_size);
     int d = n - 2;
     for (; d >= 0; --d) {
       if (++idx[d] < hi[d]) break;

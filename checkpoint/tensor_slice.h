@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/framework/tensor.h"
 #include "engine/framework/tensor_shape.h"
 
 namespace sluice {
@@ -45,11 +46,14 @@ struct ShapeAndSlice {
 absl::StatusOr<ShapeAndSlice> ParseShapeAndSlice(absl::string_view spec);
 
 // Copies the elements in the intersection of `src_slice` and `dst_slice` (both
-// of a tensor of shape `full`) from `src` (dense values of src_slice) into
-// `dst` (dense values of dst_slice), elem_size bytes per element. Returns the
-// number of elements copied.
-int64_t CopySliceIntersection(const TensorShape& full, const TensorSlice& src_slice, const char* src,
-                              const TensorSlice& dst_slice, char* dst, size_t elem_size);
+// of a tensor of shape `full`) from `src` (the values of src_slice) into
+// `*dst` (the values of dst_slice). Returns the number of elements copied.
+// InvalidArgument, copying nothing, unless both slices have full's rank and
+// lie inside it, src and dst have their slices' shapes, and both have the
+// same fixed-size dtype: no slice geometry can make it touch bytes outside
+// the two buffers.
+absl::StatusOr<int64_t> CopySliceIntersection(const TensorShape& full, const TensorSlice& src_slice,
+                                              const Tensor& src, const TensorSlice& dst_slice, Tensor* dst);
 
 }  // namespace checkpoint
 }  // namespace sluice

@@ -38,4 +38,39 @@ out=$("$BIN" verify "$RUN"); rc=$?
 echo "$out" | grep -q "CORRUPT .*ckpt-2" || fail "verify should name the checkpoint: $out"
 echo "$out" | grep -q "^OK .*ckpt-1" || fail "ckpt-1 is still fine: $out"
 "$BIN" verify "$RUN/checkpoints/ckpt-1" >/dev/null || fail "verify ckpt-1 alone should exit 0"
+
+# Crafted checkpoints (valid CRCs, lying contents): a FILES path leaving the
+# directory, a FIFO, a symlink. Each is exit 1 naming the file, never a hang.
+RUN2="$TEST_TMPDIR/run2"
+rm -rf "$RUN2"
+"$MAKE" "$RUN2" || fail "could not write checkpoints"
+C="$RUN2/checkpoints/ckpt-2"
+S="$C/shard-00000-of-00001"
+orig=$(grep -v '^crc32c ' "$C/FILES")
+rewrite() { "$MAKE" --rewrite-files "$C" || fail "could not rewrite FILES"; }
+up=$(printf '../%.0s' $(seq 64))
+{ echo "$orig"; echo "${up}dev/zero 0 00000000"; } | rewrite
+out=$(timeout 30 "$BIN" verify "$C"); rc=$?
+[ $rc -eq 1 ] || fail "FILES naming ${up}dev/zero: verify should exit 1, got $rc: $out"
+echo "$out" | grep -q "$C/FILES line .*leaves the checkpoint directory" || fail "should name FILES and the line: $out"
+echo "$orig" | rewrite
+"$BIN" verify "$C" >/dev/null || fail "the original FILES should verify again"
+
+mkfifo "$S/fifo" || fail "mkfifo"
+{ echo "$orig"; echo "shard-00000-of-00001/fifo 0 00000000"; } | rewrite
+out=$(timeout 30 "$BIN" verify "$C"); rc=$?
+[ $rc -eq 1 ] || fail "a FIFO in the checkpoint: verify should exit 1, got $rc: $out"
+echo "$out" | grep -q "$S/fifo is not a regular file" || fail "should name the FIFO: $out"
+out=$(timeout 30 "$BIN" list "$C" 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "a FIFO in the checkpoint: list should exit 1, got $rc: $out"
+rm -f "$S/fifo"
+echo "$orig" | rewrite
+
+cp "$S/CURRENT" "$RUN2/CURRENT.copy"
+rm "$S/CURRENT"
+ln -s "$RUN2/CURRENT.copy" "$S/CURRENT"
+out=$(timeout 30 "$BIN" verify "$RUN2"); rc=$?
+[ $rc -eq 1 ] || fail "a symlink in the checkpoint: verify should exit 1, got $rc: $out"
+echo "$out" | grep -q "CORRUPT .*$S/CURRENT is a symlink" || fail "should name the symlink: $out"
+echo "$out" | grep -q "^OK .*ckpt-1" || fail "ckpt-1 is still fine: $out"
 echo PASS

@@ -1,15 +1,31 @@
 // Test helper for ckpt_test.sh: writes RUN_DIR/checkpoints/ckpt-1 and ckpt-2
 // with the Saver (a float matrix, a partitioned embedding, an int64 step).
+// With --rewrite-files CKPT_DIR it instead replaces CKPT_DIR/FILES with the
+// lines read from stdin plus a valid CRC trailer (to craft inventories).
 #include <cstdio>
+#include <iostream>
 
+#include "absl/strings/str_format.h"
+#include "checkpoint/crc32c.h"
 #include "checkpoint/saver.h"
+#include "checkpoint/store_format.h"
 #include "engine/graph/graph_def_builder.h"
 
 int main(int argc, char** argv) {
   using namespace sluice;
   using namespace sluice::checkpoint;
+  if (argc == 3 && std::string(argv[1]) == "--rewrite-files") {
+    std::string text, line;
+    while (std::getline(std::cin, line)) {
+      if (!line.empty()) text += line + "\n";
+    }
+    absl::StrAppendFormat(&text, "crc32c %08x\n", crc32c::Value(text));
+    absl::Status s = WriteFileAtomically(Env::Default(), JoinPath(argv[2], kFilesName), text);
+    if (!s.ok()) std::fprintf(stderr, "make_test_checkpoints: %s\n", s.ToString().c_str());
+    return s.ok() ? 0 : 1;
+  }
   if (argc != 2) {
-    std::fprintf(stderr, "usage: make_test_checkpoints RUN_DIR\n");
+    std::fprintf(stderr, "usage: make_test_checkpoints RUN_DIR | --rewrite-files CKPT_DIR < lines\n");
     return 2;
   }
   GraphDefBuilder b;

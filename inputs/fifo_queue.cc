@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace sluice {
 
@@ -30,13 +31,23 @@ absl::StatusOr<Tensor> PaddingFIFOQueue::BatchComponent(const std::vector<Tuple>
   for (const Tuple& e : elements) {
     for (int d = 0; d < e[c].dims(); ++d) dims[d] = std::max(dims[d], e[c].dim_size(d));
   }
+  // The padded shape mixes dims of the declared shape and of every element:
+  // built with the checking path, it fails here rather than CHECKing.
   TensorShape batch_shape({static_cast<int64_t>(elements.size())});
-  for (int64_t d : dims) batch_shape.AddDim(d);
+  for (int64_t d : dims) {
+    absl::Status s = batch_shape.TryAddDim(d);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("PaddingFIFOQueue '", name(), "' component ", c, ": a batch of ",
+                                                     elements.size(), " padded to [", absl::StrJoin(dims, ","),
+                                                     "]: ", s.message()));
+    }
+  }
   auto batch = Tensor::Allocate(CpuAllocator(), component_types()[c], batch_shape);
   if (!batch.ok()) return batch.status();
   const DataType dtype = component_types()[c];
   const int rank = static_cast<int>(dims.size());
-  const int64_t row = TensorShape(dims).num_elements();
+  int64_t row = 1;  // elements per padded element: a sub-product of batch_shape, so it cannot overflow
+  for (int64_t d : dims) row *= d;
   const size_t esize = static_cast<size_t>(DataTypeSize(dtype));
   if (dtype != DT_STRING && batch->TotalBytes() > 0) std::memset(batch->raw_data(), 0, batch->TotalBytes());
   // Copies each element's innermost rows into the padded layout.

@@ -396,6 +396,37 @@ TEST_F(OpsTest, ParseExampleDenseFeaturesWithDefaults) {
   }
 }
 
+// Issue 22, class 1: [batch] + a dense shape with a zero and a 2^62 dim.
+// One example gives [1, 0, 2^62] (no elements); four would be [4, 0, 2^62],
+// whose non-zero dims multiply past 2^62: an error naming the feature, where
+// building the output shape used to CHECK.
+TEST_F(OpsTest, ParseExampleBatchOfAHugeEmptyDenseShapeFails) {
+  in.AddNode("serialized", "Placeholder", {}, {{"dtype", MakeAttr(DT_STRING)}});
+  in.AddConst("names", Tensor(DT_STRING, TensorShape({0})));
+  in.AddConst("k0", Tensor::Scalar<tstring>("empty"));
+  in.AddConst("d0", Tensor(DT_FLOAT, TensorShape({0})));
+  AttrValue shapes;
+  TensorShape({0, int64_t{1} << 62}).AsProto(shapes.mutable_list()->add_shape());
+  in.AddNode("parse", "ParseExample", {"serialized", "names", "k0", "d0"},
+             {{"Nsparse", MakeAttr(int64_t{0})},
+              {"Ndense", MakeAttr(int64_t{1})},
+              {"sparse_types", MakeAttr(std::vector<DataType>{})},
+              {"Tdense", MakeAttr(std::vector<DataType>{DT_FLOAT})},
+              {"dense_shapes", shapes}});
+  Create();
+  Example ex;  // the feature, with its zero values
+  (*ex.mutable_features()->mutable_feature())["empty"].mutable_float_list();
+  const std::string e = ex.SerializeAsString();
+  auto one = Run({"parse:0"}, {}, {{"serialized", Tensor::FromVector<tstring>({e})}});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ((*one)[0].shape(), TensorShape({1, 0, int64_t{1} << 62}));
+  auto four = Run({"parse:0"}, {}, {{"serialized", Tensor::FromVector<tstring>({e, e, e, e})}});
+  EXPECT_TRUE(absl::IsInvalidArgument(four.status())) << four.status();
+  EXPECT_TRUE(absl::StrContains(four.status().message(), "'parse'")) << four.status();
+  EXPECT_TRUE(absl::StrContains(four.status().message(), "feature 'empty'")) << four.status();
+  EXPECT_TRUE(absl::StrContains(four.status().message(), "2^62")) << four.status();
+}
+
 TEST_F(OpsTest, ImageOps) {
   in.AddNode("img", "Placeholder", {}, {{"dtype", MakeAttr(DT_UINT8)}});
   in.AddNode("f", "ImageToFloat", {"img"});

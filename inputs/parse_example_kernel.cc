@@ -33,7 +33,11 @@ class ParseExampleOp : public OpKernel {
       OP_REQUIRES(ctx, shapes[i].IsFullyDefined(),
                   absl::InvalidArgumentError(absl::StrCat(NodeContext(ctx->def()), "dense_shapes[", i,
                                                           "] must be fully defined, got ", shapes[i].DebugString())));
-      shapes_.push_back(TensorShape(shapes[i].dims()));
+      auto shape = TensorShape::Build(shapes[i].dims());
+      OP_REQUIRES(ctx, shape.ok(),
+                  absl::InvalidArgumentError(absl::StrCat(NodeContext(ctx->def()), "attr 'dense_shapes'[", i,
+                                                          "]: ", shape.status().message())));
+      shapes_.push_back(*std::move(shape));
     }
     types_ = tdense;
   }
@@ -65,9 +69,17 @@ class ParseExampleOp : public OpKernel {
     const int out_base = 0;  // no sparse outputs
     std::vector<Tensor*> outs(ndense_);
     for (int64_t i = 0; i < ndense_; ++i) {
+      // [batch] + dense shape: checked, a batch of 2^40 empty strings with a
+      // dense shape of [2^40] must fail, not CHECK.
       TensorShape shape;
-      if (!single) shape.AddDim(batch);
-      for (int64_t d : shapes_[i].dim_sizes()) shape.AddDim(d);
+      if (!single) OP_REQUIRES_OK(ctx, shape.TryAddDim(batch));
+      for (int64_t d : shapes_[i].dim_sizes()) {
+        absl::Status s = shape.TryAddDim(d);
+        OP_REQUIRES(ctx, s.ok(),
+                    absl::InvalidArgumentError(absl::StrCat("feature '", keys[i], "': a batch of ", batch,
+                                                            " examples of dense shape ", shapes_[i].DebugString(), ": ",
+                                                            s.message())));
+      }
       OP_REQUIRES_OK(ctx, ctx->allocate_output(out_base + static_cast<int>(i), shape, &outs[i]));
     }
     Example example;

@@ -95,7 +95,9 @@ absl::Status QueueBase::ValidateElement(const Tuple& tuple, bool batched) const 
         return absl::InvalidArgumentError(absl::StrCat("queue '", name_, "': EnqueueMany components have batch sizes ",
                                                        tuple[0].dim_size(0), " and ", shape.dim_size(0)));
       }
-      shape = TensorShape(shape.dim_sizes().subspan(1));
+      auto element = TensorShape::Build(shape.dim_sizes().subspan(1));
+      if (!element.ok()) return element.status();
+      shape = *std::move(element);
     }
     if (!shapes_.empty() && !shapes_[i].IsCompatibleWith(shape)) {
       return absl::InvalidArgumentError(absl::StrCat("queue '", name_, "' component ", i, " has shape ",
@@ -329,7 +331,12 @@ absl::StatusOr<Tensor> QueueBase::BatchComponent(const std::vector<Tuple>& eleme
   if (!elements.empty()) {
     element_shape = elements[0][c].shape();
   } else if (!shapes_.empty() && shapes_[c].IsFullyDefined()) {
-    element_shape = TensorShape(shapes_[c].dims());
+    auto declared = TensorShape::Build(shapes_[c].dims());
+    if (!declared.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("queue '", name_, "' component ", c, ": ",
+                                                     declared.status().message()));
+    }
+    element_shape = *std::move(declared);
   }
   for (const Tuple& e : elements) {
     if (e[c].shape() != element_shape) {
@@ -340,7 +347,14 @@ absl::StatusOr<Tensor> QueueBase::BatchComponent(const std::vector<Tuple>& eleme
     }
   }
   TensorShape batch_shape({static_cast<int64_t>(elements.size())});
-  for (int64_t d : element_shape.dim_sizes()) batch_shape.AddDim(d);
+  for (int64_t d : element_shape.dim_sizes()) {
+    absl::Status s = batch_shape.TryAddDim(d);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("queue '", name_, "': a batch of ", elements.size(),
+                                                     " elements of shape ", element_shape.DebugString(), ": ",
+                                                     s.message()));
+    }
+  }
   auto batch = Tensor::Allocate(CpuAllocator(), component_types_[c], batch_shape);
   if (!batch.ok()) return batch.status();
   for (size_t i = 0; i < elements.size(); ++i) CopyElementInto(elements[i][c], &*batch, static_cast<int64_t>(i));
@@ -348,7 +362,9 @@ absl::StatusOr<Tensor> QueueBase::BatchComponent(const std::vector<Tuple>& eleme
 }
 
 absl::StatusOr<Tensor> SliceElement(const Tensor& batch, int64_t i) {
-  TensorShape shape(batch.shape().dim_sizes().subspan(1));
+  auto element = TensorShape::Build(batch.shape().dim_sizes().subspan(1));
+  if (!element.ok()) return element.status();
+  const TensorShape& shape = *element;
   auto out = Tensor::Allocate(CpuAllocator(), batch.dtype(), shape);
   if (!out.ok()) return out.status();
   const int64_t n = shape.num_elements();

@@ -337,6 +337,47 @@ TEST(PaddingFIFOQueue, PadsRank2) {
   EXPECT_EQ(got, (std::vector<float>{1, 2, 0, 0, 3, 0, 4, 0}));
 }
 
+// Issue 22, class 1: batching empty elements can name a shape no tensor may
+// have. Four [0, 2^62] elements make [4, 0, 2^62] (the product of the
+// non-zero dims is 2^64); padding [0, 2^40] and [2^40, 0] makes
+// [2, 2^40, 2^40]. Both fail with InvalidArgument naming the queue, where
+// building the batch shape used to CHECK.
+TEST(FIFOQueue, DequeueManyOfEmptyElementsWithHugeDimsFails) {
+  auto q = std::make_shared<FIFOQueue>("huge", 10, DataTypeVector{DT_FLOAT},
+                                       std::vector<PartialShape>{PartialShape{0, -1}});
+  const Tensor e(DT_FLOAT, TensorShape({0, int64_t{1} << 62}));
+  for (int i = 0; i < 4; ++i) {
+    Result r;
+    q->TryEnqueue({e}, nullptr, r.OnDone());
+    ASSERT_TRUE(r.done && r.status.ok()) << r.status;
+  }
+  Result one;  // a single element is fine: [1, 0, 2^62]
+  q->TryDequeueMany(1, false, nullptr, one.OnDequeue());
+  ASSERT_TRUE(one.done && one.status.ok()) << one.status;
+  EXPECT_EQ(one.tuple[0].shape(), TensorShape({1, 0, int64_t{1} << 62}));
+  Result d;
+  q->TryDequeueMany(3, false, nullptr, d.OnDequeue());
+  ASSERT_TRUE(d.done);
+  EXPECT_TRUE(absl::IsInvalidArgument(d.status)) << d.status;
+  EXPECT_NE(d.status.message().find("queue 'huge'"), std::string::npos) << d.status;
+  EXPECT_NE(d.status.message().find("2^62"), std::string::npos) << d.status;
+}
+
+TEST(PaddingFIFOQueue, PaddingEmptyElementsToAHugeShapeFails) {
+  auto q = PaddingFIFOQueue::Create("p", 10, {DT_FLOAT}, {PartialShape{-1, -1}});
+  ASSERT_TRUE(q.ok());
+  const int64_t big = int64_t{1} << 40;
+  Result e1, e2, d;
+  (*q)->TryEnqueue({Tensor(DT_FLOAT, TensorShape({0, big}))}, nullptr, e1.OnDone());
+  (*q)->TryEnqueue({Tensor(DT_FLOAT, TensorShape({big, 0}))}, nullptr, e2.OnDone());
+  ASSERT_TRUE(e1.status.ok() && e2.status.ok()) << e1.status << e2.status;
+  (*q)->TryDequeueMany(2, false, nullptr, d.OnDequeue());
+  ASSERT_TRUE(d.done);
+  EXPECT_TRUE(absl::IsInvalidArgument(d.status)) << d.status;
+  EXPECT_NE(d.status.message().find("PaddingFIFOQueue 'p'"), std::string::npos) << d.status;
+  EXPECT_NE(d.status.message().find("2^62"), std::string::npos) << d.status;
+}
+
 TEST(QueueStress, FourProducersTwoConsumersMoveAMillionIds) {
   constexpr int64_t kIds = 1000000;
   constexpr int kProducers = 4;

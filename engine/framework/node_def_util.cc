@@ -94,20 +94,29 @@ absl::Status AddDefaultsAndValidateAttrs(const OpDef& op_def, NodeDef* node_def)
 
 namespace {
 
+// Appends the types of `arg`; `types` holds at most kMaxNodeArgs entries
+// after (a few bytes of attr must not size a huge vector per node).
 absl::Status AddArgTypes(const NodeDef& node_def, const ArgDef& arg, DataTypeVector* types) {
   int64_t repeats = 1;
+  const int64_t room = kMaxNodeArgs - static_cast<int64_t>(types->size());
   if (!arg.number_attr.empty()) {
     absl::Status s = GetNodeAttr(node_def, arg.number_attr, &repeats);
     if (!s.ok()) return s;
-    if (repeats < 0 || repeats > (1 << 20)) {
-      return absl::InvalidArgumentError(absl::StrCat(NodeContext(node_def), "attr '", arg.number_attr,
-                                                     "' = ", repeats, " is out of range"));
+    if (repeats < 0 || repeats > room) {
+      return absl::InvalidArgumentError(absl::StrCat(NodeContext(node_def), "attr '", arg.number_attr, "' = ", repeats,
+                                                     " is out of range (a node has at most ", kMaxNodeArgs,
+                                                     " inputs and as many outputs)"));
     }
   }
   if (!arg.type_list_attr.empty()) {
     std::vector<DataType> list;
     absl::Status s = GetNodeAttr(node_def, arg.type_list_attr, &list);
     if (!s.ok()) return s;
+    if (static_cast<int64_t>(list.size()) > room) {
+      return absl::InvalidArgumentError(absl::StrCat(NodeContext(node_def), "attr '", arg.type_list_attr, "' lists ",
+                                                     list.size(), " types (a node has at most ", kMaxNodeArgs,
+                                                     " inputs and as many outputs)"));
+    }
     for (DataType t : list) types->push_back(arg.is_ref ? MakeRefType(t) : t);
     return absl::OkStatus();
   }

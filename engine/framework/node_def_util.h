@@ -41,7 +41,13 @@ absl::Status ValidateNodeName(absl::string_view name);
 // attrs without defaults and values of the wrong kind or disallowed types.
 absl::Status AddDefaultsAndValidateAttrs(const OpDef& op_def, NodeDef* node_def);
 
+// The most inputs (and, separately, outputs) one node may have: number attrs
+// (N of AddN, num_split of Split) and type lists are bounded by it, so a
+// small NodeDef cannot size per-node vectors of millions of entries.
+constexpr int64_t kMaxNodeArgs = int64_t{1} << 16;
+
 // The dtypes of the node's inputs and outputs (ref types for Ref args).
+// InvalidArgument naming the node and attr when they exceed kMaxNodeArgs.
 // REQUIRES: attrs validated (AddDefaultsAndValidateAttrs).
 absl::Status InOutTypesForNode(const NodeDef& node_def, const OpDef& op_def, DataTypeVector* inputs,
                                DataTypeVector* outputs);

@@ -6,7 +6,7 @@
 namespace sluice {
 
 std::string VariableResource::DebugString() const {
-  return absl::StrCat("Variable ", tensor_.DebugString(3));
+  return absl::StrCat("Variable of ", DataTypeString(dtype_), " ", tensor_.DebugString(3));
 }
 
 absl::StatusOr<std::shared_ptr<ResourceBase>> ResourceMgr::DoLookupOrCreate(

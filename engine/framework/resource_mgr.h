@@ -26,9 +26,14 @@ class ResourceBase {
   virtual std::string DebugString() const = 0;
 };
 
-// A Variable's state: one tensor and the mutex that orders writers.
+// A Variable's state: one tensor and the mutex that orders writers. Its
+// dtype is fixed by the node that creates it: Variable nodes sharing it (the
+// same container and shared_name) must declare the same dtype, so a kernel
+// never finds a tensor of another type behind a reference.
 class VariableResource : public ResourceBase {
  public:
+  explicit VariableResource(DataType dtype) : dtype_(dtype) {}
+  DataType dtype() const { return dtype_; }
   absl::Mutex* mu() { return &mu_; }
   // REQUIRES: mu() held for writes; readers that tolerate races read unlocked
   // (as TensorFlow's ref variables do).
@@ -36,6 +41,7 @@ class VariableResource : public ResourceBase {
   std::string DebugString() const override;
 
  private:
+  const DataType dtype_;
   absl::Mutex mu_;
   Tensor tensor_;
 };

@@ -200,9 +200,9 @@ TEST(ResourceMgr, ResourcesInUseSurviveCleanupUntilReleased) {
 }
 
 TEST(ResourceMgr, VariableResourceDebugStringShowsItsTensor) {
-  VariableResource v;
+  VariableResource v(DT_FLOAT);
   *v.tensor() = Tensor::FromVector<float>({1, 2});
-  EXPECT_EQ(v.DebugString(), "Variable Tensor<float, [2]: 1 2>");
+  EXPECT_EQ(v.DebugString(), "Variable of float Tensor<float, [2]: 1 2>");
 }
 
 // ---- CancellationManager ----

@@ -13,10 +13,35 @@ PartialShape PartialShape::FromDims(absl::Span<const int64_t> dims) {
   return s;
 }
 
-PartialShape PartialShape::UnknownOfRank(int rank) {
+PartialShape PartialShape::UnknownOfRank(int64_t rank) {
+  if (rank < 0 || rank > kMaxTensorRank) return PartialShape();
   PartialShape s;
-  s.rank_ = rank;
-  s.dims_.assign(rank, kUnknownDim);
+  s.rank_ = static_cast<int>(rank);
+  s.dims_.assign(s.rank_, kUnknownDim);
+  return s;
+}
+
+absl::StatusOr<PartialShape> PartialShape::WithUnknownDims(int64_t rank) {
+  if (rank < 0 || rank > kMaxTensorRank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a shape of rank ", rank, " (a tensor has at most ", kMaxTensorRank, " dimensions)"));
+  }
+  return UnknownOfRank(rank);
+}
+
+absl::StatusOr<PartialShape> PartialShape::Build(absl::Span<const int64_t> dims) {
+  if (dims.size() > static_cast<size_t>(kMaxTensorRank)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a shape of ", dims.size(), " dimensions (a tensor has at most ", kMaxTensorRank, ")"));
+  }
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < kUnknownDim) {
+      return absl::InvalidArgumentError(absl::StrCat("shape has invalid dimension ", dims[i], " at ", i));
+    }
+  }
+  PartialShape s = FromDims(dims);
+  absl::Status st = s.CheckBounds();
+  if (!st.ok()) return st;
   return s;
 }
 
@@ -25,15 +50,37 @@ absl::StatusOr<PartialShape> PartialShape::FromProto(const TensorShapeProto& pro
     if (proto.dim_size() > 0) return absl::InvalidArgumentError("shape has unknown_rank and dims");
     return PartialShape();
   }
-  PartialShape s;
-  s.rank_ = proto.dim_size();
+  if (proto.dim_size() > kMaxTensorRank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape has ", proto.dim_size(), " dimensions (a tensor has at most ", kMaxTensorRank, ")"));
+  }
+  std::vector<int64_t> dims;
   for (const auto& d : proto.dim()) {
     if (d.size() < -1) {
       return absl::InvalidArgumentError(absl::StrCat("shape has invalid dimension ", d.size()));
     }
-    s.dims_.push_back(d.size());
+    dims.push_back(d.size());
   }
-  return s;
+  return Build(dims);
+}
+
+absl::Status PartialShape::CheckBounds() const {
+  if (!rank_known()) return absl::OkStatus();
+  if (rank_ > kMaxTensorRank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a shape of rank ", rank_, " (a tensor has at most ", kMaxTensorRank, " dimensions)"));
+  }
+  int64_t product = 1;  // of the known non-zero dims, at most 2^62 throughout
+  for (int i = 0; i < rank_; ++i) {
+    const int64_t d = dims_[i];
+    if (d == kUnknownDim || d == 0) continue;
+    if (d < 0 || product > kMaxTensorElements / d) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shape ", DebugString(), " is too large: the product of its non-zero dimensions exceeds 2^62"));
+    }
+    product *= d;
+  }
+  return absl::OkStatus();
 }
 
 void PartialShape::AsProto(TensorShapeProto* proto) const {
@@ -167,7 +214,7 @@ absl::Status FromShapeAttr(InferenceContext* c) {
   absl::Status s = c->GetAttr("shape", &proto);
   if (!s.ok()) return s;
   auto shape = PartialShape::FromProto(proto);
-  if (!shape.ok()) return c->Error(shape.status().message());
+  if (!shape.ok()) return c->Error(absl::StrCat("attr 'shape': ", shape.status().message()));
   c->set_output(0, *shape);
   return absl::OkStatus();
 }

@@ -26,10 +26,20 @@ class PartialShape {
   PartialShape(std::initializer_list<int64_t> dims) : rank_(static_cast<int>(dims.size())), dims_(dims) {}
   static PartialShape Unknown() { return PartialShape(); }
   static PartialShape Scalar() { return FromDims({}); }
+  // Unchecked: dims of at most kMaxTensorRank entries, each >= -1. Shape
+  // functions may form shapes no tensor can have (a MatMul of [2^40,?] and
+  // [?,2^40]); ShapeRefiner checks every output with CheckBounds.
   static PartialShape FromDims(absl::Span<const int64_t> dims);
-  static PartialShape UnknownOfRank(int rank);
+  // `rank` unknown dims. A rank outside [0, kMaxTensorRank] gives an unknown
+  // rank (never a negative or huge allocation): shape functions that take a
+  // rank from an input's dims or values use WithUnknownDims, which says why.
+  static PartialShape UnknownOfRank(int64_t rank);
+  // `rank` unknown dims, or InvalidArgument when no tensor has that rank.
+  static absl::StatusOr<PartialShape> WithUnknownDims(int64_t rank);
+  // FromDims, checked with CheckBounds (and dims >= -1).
+  static absl::StatusOr<PartialShape> Build(absl::Span<const int64_t> dims);
   static PartialShape FromShape(const TensorShape& shape) { return FromDims(shape.dim_sizes()); }
-  // InvalidArgument for dims < -1.
+  // InvalidArgument for dims < -1 and for shapes CheckBounds rejects.
   static absl::StatusOr<PartialShape> FromProto(const TensorShapeProto& proto);
   void AsProto(TensorShapeProto* proto) const;
 
@@ -38,6 +48,10 @@ class PartialShape {
   int64_t dim(int i) const { return dims_[i]; }
   absl::Span<const int64_t> dims() const { return dims_; }
   bool IsFullyDefined() const;
+  // OK when some tensor can have this shape: TensorShape's rule (at most
+  // kMaxTensorRank dims, every known dim and the product of the known non-zero
+  // dims at most kMaxTensorElements), else InvalidArgument saying why.
+  absl::Status CheckBounds() const;
   // Is `shape` one of the shapes this partial shape allows?
   bool IsCompatibleWith(const TensorShape& shape) const;
   bool IsCompatibleWith(const PartialShape& other) const;

@@ -142,6 +142,17 @@ absl::Status FillFromHalfField(const TensorProto& proto, int64_t n, T* out) {
 
 }  // namespace
 
+absl::Status ValidateBoolBytes(absl::string_view bytes) {
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const unsigned char b = static_cast<unsigned char>(bytes[i]);
+    if (b > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bool element ", i, " is stored as byte ", static_cast<int>(b), " (must be 0 or 1)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TensorShape> Tensor::ValidateProto(const TensorProto& proto) {
   if (!DataTypeIsSupported(proto.dtype())) {
     return absl::InvalidArgumentError(
@@ -165,6 +176,10 @@ absl::StatusOr<TensorShape> Tensor::ValidateProto(const TensorProto& proto) {
           absl::StrCat("TensorProto tensor_content has ", proto.tensor_content().size(),
                        " bytes but a ", DataTypeString(dtype), " tensor of shape ",
                        shape.DebugString(), " needs ", expected));
+    }
+    if (dtype == DT_BOOL) {
+      absl::Status s = ValidateBoolBytes(proto.tensor_content());
+      if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("TensorProto tensor_content: ", s.message()));
     }
     return shape;
   }
@@ -192,6 +207,14 @@ absl::StatusOr<TensorShape> Tensor::ValidateProto(const TensorProto& proto) {
   }
   size_t bytes;
   if (!BufferBytes(dtype, n, &bytes)) return TooManyBytes(dtype, shape);
+  // Fewer values than elements repeat the last one (or zero): a few bytes of
+  // proto must not turn into gigabytes of tensor.
+  if (count < n && bytes > static_cast<size_t>(kMaxRepeatedProtoBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TensorProto of shape ", shape.DebugString(), " gives ", count, " ", field, " values for ", n,
+        " elements: repeating them would fill ", bytes, " bytes, more than the ", kMaxRepeatedProtoBytes,
+        " a proto may expand to (give every value in tensor_content, or build the tensor with Fill)"));
+  }
   return shape;
 }
 

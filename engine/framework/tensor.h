@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "engine/framework/allocator.h"
 #include "engine/framework/logging.h"
@@ -139,7 +140,9 @@ class Tensor {
   Tensor Clone() const;
 
   // Decodes a TensorProto (tensor_content or typed fields; a single typed value
-  // fills the shape). InvalidArgument for any malformed proto.
+  // fills the shape). InvalidArgument for any malformed proto, and for typed
+  // fields with fewer values than elements whose tensor would exceed
+  // kMaxRepeatedProtoBytes (a Const [1e9] with one value).
   static absl::StatusOr<Tensor> FromProto(const TensorProto& proto,
                                           Allocator* allocator = CpuAllocator());
   // The checks FromProto makes, without allocating: the shape the proto
@@ -158,6 +161,16 @@ class Tensor {
   TensorShape shape_;
   std::shared_ptr<TensorBuffer> buffer_;
 };
+
+// The most bytes a TensorProto's typed fields may expand to by repeating
+// their last value (256 MiB: a [8192, 8192] float of zeros).
+constexpr int64_t kMaxRepeatedProtoBytes = int64_t{1} << 28;
+
+// OK when every byte is 0 or 1, else InvalidArgument naming the first bad
+// element. Loading a C++ bool from any other byte is undefined behaviour, so
+// every path that fills a DT_BOOL tensor from outside bytes (TensorProto
+// tensor_content, checkpoints, raw records) calls this first.
+absl::Status ValidateBoolBytes(absl::string_view bytes);
 
 }  // namespace sluice
 

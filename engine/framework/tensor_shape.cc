@@ -42,14 +42,21 @@ void TensorShape::AsProto(TensorShapeProto* proto) const {
 }
 
 absl::Status TensorShape::TryAddDim(int64_t size) {
+  if (dims_.size() >= static_cast<size_t>(kMaxTensorRank)) {
+    return absl::InvalidArgumentError(absl::StrCat("more than ", kMaxTensorRank, " dimensions"));
+  }
   if (size < 0) {
     return absl::InvalidArgumentError(absl::StrCat("dimension ", dims_.size(), " is negative (", size, ")"));
   }
-  if (size > 0 && num_elements_ > kMaxTensorElements / size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("element count overflows (more than 2^62 elements) at dimension ", dims_.size()));
+  // Checked even after a 0 dim (see the header): nonzero_product_ <= 2^62, so
+  // the division below is exact and nothing here overflows.
+  if (size > 0 && nonzero_product_ > kMaxTensorElements / size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "size overflows: the product of the non-zero dimensions exceeds 2^62 at dimension ", dims_.size(), " (",
+        size, ")"));
   }
   dims_.push_back(size);
+  if (size > 0) nonzero_product_ *= size;
   num_elements_ *= size;
   return absl::OkStatus();
 }

@@ -197,6 +197,50 @@ TEST(TensorShape, BuildRejectsProductsOver2To62) {
   }
 }
 
+// Issue 22, class 1: a zero dim does not switch the bound off. [0, 2^62, 4]
+// has no elements, but dropping its 0 (a reduction over axis 0) or a
+// row-major stride (4 * 2^62) would overflow, so it is rejected; every dim
+// and the product of the non-zero dims stay within 2^62, wherever the 0 is.
+TEST(TensorShape, ZeroDimsDoNotSwitchOffTheBound) {
+  const int64_t big = int64_t{1} << 62;
+  for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{
+           {0, big, 4},
+           {big, 0, 4},
+           {4, big, 0},
+           {0, std::numeric_limits<int64_t>::max()},
+           {0, int64_t{1} << 32, int64_t{1} << 32, 0},
+           {0, int64_t{1} << 31, int64_t{1} << 31, 2},
+       }) {
+    auto s = TensorShape::Build(dims);
+    ASSERT_FALSE(s.ok()) << s->DebugString();
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.status().message(), HasSubstr("non-zero dimensions exceeds 2^62"));
+  }
+  // Zero-element shapes inside the bound are fine, and count zero elements.
+  for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{
+           {0, big}, {big, 0}, {0, int64_t{1} << 31, 0, int64_t{1} << 31}, {0}, {3, 0, 5}}) {
+    auto s = TensorShape::Build(dims);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->num_elements(), 0);
+  }
+  // TryAddDim after a 0 still checks, and leaves the shape as it was.
+  TensorShape z{0, int64_t{1} << 40};
+  EXPECT_EQ(z.TryAddDim(int64_t{1} << 30).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(z.dims(), 2);
+  EXPECT_TRUE(z.TryAddDim(int64_t{1} << 22).ok());
+  EXPECT_EQ(z.num_elements(), 0);
+  EXPECT_DEATH(TensorShape({0, big, 4}), "non-zero dimensions");
+}
+
+TEST(TensorShape, RankIsBounded) {
+  std::vector<int64_t> dims(kMaxTensorRank, 1);
+  EXPECT_TRUE(TensorShape::Build(dims).ok());
+  dims.push_back(1);
+  auto s = TensorShape::Build(dims);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("more than 254 dimensions"));
+}
+
 TEST(TensorShape, TryAddDimLeavesTheShapeUnchangedOnError) {
   TensorShape s{int64_t{1} << 40};
   absl::Status st = s.TryAddDim(int64_t{1} << 30);
@@ -625,6 +669,28 @@ TEST(TensorProto, BoolStringAndComplexFields) {
   TensorProto odd = ProtoOf(DT_COMPLEX64, {2});
   for (float f : {1.f, -2.f, 3.f}) odd.add_scomplex_val(f);
   EXPECT_EQ(Tensor::FromProto(odd).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Issue 22, class 12: a C++ bool loaded from a byte other than 0/1 is
+// undefined behaviour (ASan's UBSan aborts on it), so tensor_content of a
+// bool tensor must hold only 0 and 1; ValidateProto says so without
+// allocating, and names the element.
+TEST(TensorProto, BoolContentMustBeZeroOrOne) {
+  TensorProto ok = ProtoOf(DT_BOOL, {3});
+  ok.set_tensor_content(std::string("\x01\x00\x01", 3));
+  auto t = Tensor::FromProto(ok);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->SummarizeValue(10), "1 0 1");
+  for (char bad : {'\x02', '\xff', 'A'}) {
+    TensorProto p = ProtoOf(DT_BOOL, {3});
+    p.set_tensor_content(std::string("\x00\x01", 2) + bad);
+    for (auto status : {Tensor::FromProto(p).status(), Tensor::ValidateProto(p).status()}) {
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(status.message(), HasSubstr("bool element 2 is stored as byte"));
+    }
+  }
+  EXPECT_TRUE(ValidateBoolBytes(std::string("\x00\x01", 2)).ok());
+  EXPECT_FALSE(ValidateBoolBytes("\x07").ok());
 }
 
 TEST(TensorProto, HalfValHoldsTheBitsOfHalfAndBfloat16) {

@@ -27,7 +27,13 @@
 //   elements, a shape whose byte size overflows); bad shape attrs (negative
 //   dims, unknown rank with dims); shape errors (MatMul inner dims, MatMul of a
 //   vector, Add of [2] and [3], Assign/AssignAdd of the wrong shape, a
-//   non-scalar LoopCond or Switch predicate).
+//   non-scalar LoopCond or Switch predicate); and (issue 22) shapes no tensor
+//   may have: zero-then-huge dims ([0, 2^62, 4], where the product of the
+//   non-zero dims overflows) in Const values and shape attrs, shape attrs of
+//   more than 2^62 elements, Placeholder dims >= 2^31 used as the rank of a
+//   Fill or Reshape output, a MatMul output of [2^40, 2^40]; and small
+//   NodeDefs that would allocate a lot (a Const of 2^28 floats from one
+//   value, an AddN with N = 2^20).
 //
 // MALFORMED_GRAPH_TEST_VERBOSE=1 (bazel test --test_env=...) prints every case
 // with the status Create returned.
@@ -786,6 +792,81 @@ BaseGraph ArithBase() {
   s.push_back(MakeMutation("exit_outside_loop", "stray_exit", "Exit(i3) added in the root frame", [](GraphDef* g) {
     AddNode(g, "stray_exit", "Exit", {"i3"}, {{"T", MakeAttr(DT_INT32)}});
   }));
+  // Issue 22. Zero-then-huge shapes: [0, 2^62, 4] holds no element, but the
+  // product of its non-zero dims is 2^64, so no tensor may have it (every
+  // kernel that drops, permutes or combines dims would overflow).
+  const int64_t big = int64_t{1} << 62;
+  auto shape_proto = [](std::vector<int64_t> dims) {
+    TensorShapeProto p;
+    for (int64_t d : dims) p.add_dim()->set_size(d);
+    return p;
+  };
+  for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{{0, big, 4}, {big, 0, 4}, {4, 0, big}}) {
+    const std::string detail = absl::StrCat("value's shape -> [", absl::StrJoin(dims, ","), "], no values");
+    Mutation m = MakeMutation("const_zero_then_huge", "a", detail, [dims, shape_proto](GraphDef* g) {
+      TensorProto* t = MustFind(g, "a")->mutable_attr()->at("value").mutable_tensor();
+      t->clear_tensor_content();
+      *t->mutable_tensor_shape() = shape_proto(dims);
+    });
+    s.push_back(std::move(m));
+    s.push_back(MakeMutation("shape_attr_zero_then_huge", "x",
+                             absl::StrCat("attr 'shape' -> [", absl::StrJoin(dims, ","), "]"),
+                             [dims, shape_proto](GraphDef* g) {
+                               (*MustFind(g, "x")->mutable_attr())["shape"] = MakeAttr(shape_proto(dims));
+                             }));
+  }
+  s.push_back(MakeMutation("shape_attr_too_large", "x", "attr 'shape' -> [2^31,2^31,2^31]", [shape_proto](GraphDef* g) {
+    const int64_t d = int64_t{1} << 31;
+    (*MustFind(g, "x")->mutable_attr())["shape"] = MakeAttr(shape_proto({d, d, d}));
+  }));
+  // Placeholder dims >= 2^31: fine as the length of a vector, but as the
+  // rank of a Fill's or Reshape's output (the length of their shape input)
+  // they named a negative int rank. Each is the consumer's error.
+  for (int64_t d : {int64_t{1} << 31, (int64_t{1} << 32) + 3, int64_t{1} << 62}) {
+    for (const char* op : {"Fill", "Reshape"}) {
+      const std::string consumer = absl::StrCat(op == std::string("Fill") ? "fill" : "reshape", "_of_", d);
+      const std::string ph = "dims_" + consumer;
+      s.push_back(MakeMutation("placeholder_dim_as_rank", consumer,
+                               absl::StrCat(op, " of a Placeholder of shape [", d, "] added"),
+                               [op = std::string(op), consumer, ph, d, shape_proto](GraphDef* g) {
+                                 AddNode(g, ph, "Placeholder", {},
+                                         {{"dtype", MakeAttr(DT_INT32)}, {"shape", MakeAttr(shape_proto({d}))}});
+                                 if (op == "Fill") {
+                                   AddNode(g, consumer, "Fill", {ph, "i3"}, {{"T", MakeAttr(DT_INT32)}});
+                                 } else {
+                                   AddNode(g, consumer, "Reshape", {"i3", ph}, {{"T", MakeAttr(DT_INT32)}});
+                                 }
+                               }));
+    }
+  }
+  // A shape that exists only in shape inference: MatMul of [2^40, ?] and
+  // [?, 2^40] Placeholders (fed empty they would be valid) has no valid
+  // output shape.
+  s.push_back(MakeMutation("matmul_output_too_large", "mm_big", "MatMul of [2^40,?] and [?,2^40] added",
+                           [shape_proto](GraphDef* g) {
+                             const int64_t d = int64_t{1} << 40;
+                             AddNode(g, "pa", "Placeholder", {},
+                                     {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(shape_proto({d, -1}))}});
+                             AddNode(g, "pb", "Placeholder", {},
+                                     {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(shape_proto({-1, d}))}});
+                             AddNode(g, "mm_big", "MatMul", {"pa", "pb"}, {{"T", MakeAttr(DT_FLOAT)}});
+                           }));
+  // Issue 22, class 11: small NodeDefs that would allocate a lot: a Const of
+  // [2^28] floats (1 GiB) from one value; an AddN with N = 2^20.
+  {
+    Mutation m = MakeMutation("const_repeated_too_large", "w", "value's shape -> [2^28] with one value", [](GraphDef* g) {
+      TensorProto* t = MustFind(g, "w")->mutable_attr()->at("value").mutable_tensor();
+      t->clear_tensor_content();
+      t->clear_float_val();
+      t->add_float_val(1.0f);
+      t->mutable_tensor_shape()->clear_dim();
+      t->mutable_tensor_shape()->add_dim()->set_size(int64_t{1} << 28);
+    });
+    s.push_back(std::move(m));
+  }
+  s.push_back(MakeMutation("number_attr_too_large", "addn", "AddN(u, w) with N = 2^20 added", [](GraphDef* g) {
+    AddNode(g, "addn", "AddN", {"u", "w"}, {{"T", MakeAttr(DT_FLOAT)}, {"N", MakeAttr(int64_t{1} << 20)}});
+  }));
   s.push_back(MakeMutation("next_iteration_outside_loop", "stray_next", "NextIteration(i3) added in the root frame",
                            [](GraphDef* g) {
                              AddNode(g, "stray_next", "NextIteration", {"i3"}, {{"T", MakeAttr(DT_INT32)}});
@@ -1093,7 +1174,9 @@ TEST(MalformedGraphTest, CasesCoverEveryDefect) {
         "exit_outside_loop", "next_iteration_outside_loop", "next_iteration_into_non_merge", "two_frames", "enter_empty_frame", "enter_own_frame",
         "const_content_size", "const_dtype_differs", "const_negative_dim", "const_too_many_values",
         "const_size_overflow", "shape_attr_negative_dim", "shape_attr_unknown_rank_with_dims", "matmul_inner_dims",
-        "matmul_rank", "add_shapes", "assign_shape", "predicate_not_scalar"}) {
+        "matmul_rank", "add_shapes", "assign_shape", "predicate_not_scalar", "const_zero_then_huge",
+        "shape_attr_zero_then_huge", "shape_attr_too_large", "placeholder_dim_as_rank", "matmul_output_too_large",
+        "const_repeated_too_large", "number_attr_too_large"}) {
     EXPECT_GT(per_kind[kind], 0) << "no case for defect " << kind;
   }
   // Every case name is distinct, so a failure points at one case.

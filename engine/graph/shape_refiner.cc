@@ -40,7 +40,15 @@ absl::Status ShapeRefiner::InferShapes(const Graph& graph) {
       if (absl::StartsWith(s.message(), "node '")) return s;
       return absl::Status(s.code(), absl::StrCat(NodeContext(n->def()), s.message()));
     }
-    for (int i = 0; i < n->num_outputs(); ++i) shapes_[n->id()][i] = ctx.output(i);
+    // Whatever a shape function computed (MatMul's [m, n] from two inputs,
+    // a Reshape's values), an output no tensor can have is this node's error.
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      absl::Status bounds = ctx.output(i).CheckBounds();
+      if (!bounds.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(NodeContext(n->def()), "output ", i, ": ", bounds.message()));
+      }
+      shapes_[n->id()][i] = ctx.output(i);
+    }
     if (n->type_string() == "Const") {
       TensorProto proto;
       // Small constants (shapes, axes) feed shape functions; big ones are

@@ -113,9 +113,10 @@ class BatchMatMulOp : public OpKernel {
                                                         adj_x_ ? " (adjoint)" : "", ", y is ",
                                                         y.shape().DebugString(), adj_y_ ? " (adjoint)" : "")));
     // Batch dims: broadcast (V2) or equal (V1).
+    // Sub-shapes of valid shapes: TryAddDim cannot fail here, but says so.
     TensorShape bx, by;
-    for (int i = 0; i < x.dims() - 2; ++i) bx.AddDim(x.dim_size(i));
-    for (int i = 0; i < y.dims() - 2; ++i) by.AddDim(y.dim_size(i));
+    for (int i = 0; i < x.dims() - 2; ++i) OP_REQUIRES_OK(ctx, bx.TryAddDim(x.dim_size(i)));
+    for (int i = 0; i < y.dims() - 2; ++i) OP_REQUIRES_OK(ctx, by.TryAddDim(y.dim_size(i)));
     if (!kBroadcast) {
       OP_REQUIRES(ctx, bx == by,
                   absl::InvalidArgumentError(absl::StrCat("batch dimensions differ: ", x.shape().DebugString(),

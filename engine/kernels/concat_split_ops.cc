@@ -30,6 +30,10 @@ void ConcatInto(OpKernelContext* ctx, const std::vector<const Tensor*>& inputs, 
                   absl::InvalidArgumentError(absl::StrCat("dimensions of inputs should match: shape[0] = ",
                                                           first.DebugString(), " vs. shape[", i, "] = ", s.DebugString())));
     }
+    // Each size is at most 2^62, so the check below cannot itself overflow.
+    OP_REQUIRES(ctx, s.dim_size(axis) <= kMaxTensorElements - axis_total,
+                absl::InvalidArgumentError(absl::StrCat("concatenated dimension ", axis, " exceeds 2^62 at input ", i,
+                                                        " (shape ", s.DebugString(), ")")));
     axis_total += s.dim_size(axis);
   }
   out_dims[axis] = axis_total;
@@ -97,8 +101,10 @@ class PackOp : public OpKernel {
                                                           s0.DebugString(), " != values[", i, "].shape = ", s.DebugString())));
       std::vector<int64_t> dims(s.dim_sizes().begin(), s.dim_sizes().end());
       dims.insert(dims.begin() + *axis, 1);
+      auto as = TensorShape::Build(dims);
+      OP_REQUIRES_OK(ctx, as.status());
       inputs.push_back(&ctx->input(i));
-      shapes.push_back(TensorShape(dims));
+      shapes.push_back(*std::move(as));
     }
     ConcatInto(ctx, inputs, *axis, shapes);
   }
@@ -123,8 +129,10 @@ void SplitInto(OpKernelContext* ctx, const Tensor& in, int axis, const std::vect
     } else {
       dims[axis] = sizes[i];
     }
+    auto shape = TensorShape::Build(dims);
+    OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(static_cast<int>(i), TensorShape(dims), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(static_cast<int>(i), *shape, &out));
     const int64_t chunk = sizes[i] * inner;
     if (chunk > 0) {
       for (int64_t o = 0; o < outer; ++o) CopyElements(in, o * row + offset, *out, o * chunk, chunk);

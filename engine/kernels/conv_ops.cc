@@ -79,7 +79,11 @@ struct ConvGeometry {
   bool is_pointwise() const {
     return filter_rows == 1 && filter_cols == 1 && rows.stride == 1 && cols.stride == 1;
   }
-  TensorShape out_shape() const { return TensorShape({batch, rows.out, cols.out, out_depth}); }
+  // Built by MakeGeometry: batch and out_depth come from different inputs, so
+  // [batch, OH, OW, out_depth] may break TensorShape's rule (an empty input
+  // with 2^40 images and an empty filter with 2^40 outputs).
+  TensorShape out_shape;
+  TensorShape filter_shape() const { return TensorShape({filter_rows, filter_cols, in_depth, out_depth}); }
 };
 
 absl::Status MakeGeometry(const TensorShape& input, const TensorShape& filter, const std::vector<int64_t>& strides,
@@ -103,12 +107,66 @@ absl::Status MakeGeometry(const TensorShape& input, const TensorShape& filter, c
   g->out_depth = filter.dim_size(3);
   absl::Status s = ComputeWindow(g->in_rows, g->filter_rows, strides[1], padding, &g->rows);
   if (s.ok()) s = ComputeWindow(g->in_cols, g->filter_cols, strides[2], padding, &g->cols);
-  return s;
+  if (!s.ok()) return s;
+  auto out = TensorShape::Build({g->batch, g->rows.out, g->cols.out, g->out_depth});
+  if (!out.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("output shape of input ", input.DebugString(), " and filter ",
+                                                   filter.DebugString(), ": ", out.status().message()));
+  }
+  g->out_shape = *std::move(out);
+  return absl::OkStatus();
+}
+
+// The filter taps [lo, hi) of one spatial dim that some output pixel places
+// over the input. SAME padding accepts windows far wider than the input; the
+// other taps only ever multiply padding zeros, and keeping them made the
+// patch matrix (out pixels x window) grow with the square of the window.
+void UsedTaps(const WindowDim& w, int64_t in, int64_t* lo, int64_t* hi) {
+  // Output o reads input o * stride - pad + t; (out - 1) * stride <= in - 1.
+  *lo = std::max<int64_t>(0, w.pad - (w.out - 1) * w.stride);
+  *hi = std::min<int64_t>(w.k, w.pad + in);
+}
+
+// When some filter rows or columns never meet the input, the geometry of the
+// same convolution with the filter cut to the [r0, r0 + rows) x [c0, c0 + cols)
+// block that does (the padding shrinks by r0 and c0): returns true and sets
+// `cut`, `r0`, `c0`. REQUIRES: the output is not empty.
+bool CutToUsedTaps(const ConvGeometry& g, ConvGeometry* cut, int64_t* r0, int64_t* c0) {
+  int64_t r1, c1;
+  UsedTaps(g.rows, g.in_rows, r0, &r1);
+  UsedTaps(g.cols, g.in_cols, c0, &c1);
+  if (*r0 == 0 && r1 == g.filter_rows && *c0 == 0 && c1 == g.filter_cols) return false;
+  *cut = g;
+  cut->filter_rows = cut->rows.k = r1 - *r0;
+  cut->filter_cols = cut->cols.k = c1 - *c0;
+  cut->rows.pad -= *r0;
+  cut->cols.pad -= *c0;
+  return true;
+}
+
+// Copies the [r0, r0 + cut.filter_rows) x [c0, c0 + cut.filter_cols) block of
+// a `full` HWIO filter to a `cut` one (to_block), or back (!to_block).
+template <typename T>
+void CopyFilterBlock(const ConvGeometry& full, const ConvGeometry& cut, int64_t r0, int64_t c0, T* full_filter,
+                     T* block, bool to_block) {
+  const int64_t tap = full.in_depth * full.out_depth;  // elements per (row, column) tap
+  const int64_t run = cut.filter_cols * tap;
+  for (int64_t r = 0; r < cut.filter_rows; ++r) {
+    T* f = full_filter + ((r0 + r) * full.filter_cols + c0) * tap;
+    T* b = block + r * run;
+    if (to_block) {
+      std::copy(f, f + run, b);
+    } else {
+      std::copy(b, b + run, f);
+    }
+  }
 }
 
 // Images per chunk so that the patch buffer stays within budget.
 int64_t ChunkImages(const ConvGeometry& g) {
-  const int64_t per_image = std::max<int64_t>(1, g.out_pixels() * g.patch_size());
+  const int64_t pixels = g.out_pixels(), k = g.patch_size();
+  if (k != 0 && pixels > kPatchBudget / k) return 1;  // also keeps the product below from overflowing
+  const int64_t per_image = std::max<int64_t>(1, pixels * k);
   return std::max<int64_t>(1, std::min<int64_t>(g.batch, kPatchBudget / per_image));
 }
 
@@ -460,15 +518,24 @@ class Conv2DOp : public ConvOpBase {
     ConvGeometry g;
     OP_REQUIRES_OK(ctx, MakeGeometry(input.shape(), filter.shape(), strides_, padding_, &g));
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.out_shape(), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.out_shape, &out));
     if (out->NumElements() == 0) return;
     const auto& d = ctx->eigen_cpu_device();
-    const int64_t k = g.patch_size(), o = g.out_depth;
-    const T* w = filter.data<T>();
-    if (k == 0) {
+    if (g.patch_size() == 0) {
       out->flat<T>().setZero();
       return;
     }
+    const T* w = filter.data<T>();
+    Tensor cut_filter;
+    ConvGeometry cut;
+    int64_t r0, c0;
+    if (CutToUsedTaps(g, &cut, &r0, &c0)) {
+      OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<T>::value, cut.filter_shape(), &cut_filter));
+      CopyFilterBlock<T>(g, cut, r0, c0, filter.data<T>(), cut_filter.data<T>(), /*to_block=*/true);
+      w = cut_filter.data<T>();
+      g = cut;
+    }
+    const int64_t k = g.patch_size(), o = g.out_depth;
     if (g.is_pointwise() && g.rows.pad == 0 && g.cols.pad == 0) {
       const int64_t rows = g.batch * g.in_rows * g.in_cols;
       Product<T>(d, input.data<T>(), rows, k, false, w, k, o, false, out->data<T>(), false);
@@ -502,18 +569,27 @@ class Conv2DBackpropInputOp : public ConvOpBase {
     const Tensor& dy = ctx->input(2);
     ConvGeometry g;
     OP_REQUIRES_OK(ctx, MakeGeometry(input_shape, filter.shape(), strides_, padding_, &g));
-    OP_REQUIRES(ctx, dy.shape() == g.out_shape(),
+    OP_REQUIRES(ctx, dy.shape() == g.out_shape,
                 absl::InvalidArgumentError(absl::StrCat("out_backprop has shape ", dy.shape().DebugString(),
                                                         " but the convolution's output shape is ",
-                                                        g.out_shape().DebugString())));
+                                                        g.out_shape.DebugString())));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input_shape, &dx));
     if (dx->NumElements() == 0) return;
     dx->flat<T>().setZero();
     if (dy.NumElements() == 0) return;
     const auto& d = ctx->eigen_cpu_device();
-    const int64_t k = g.patch_size(), o = g.out_depth;
     const T* w = filter.data<T>();
+    Tensor cut_filter;
+    ConvGeometry cut;
+    int64_t r0, c0;
+    if (CutToUsedTaps(g, &cut, &r0, &c0)) {
+      OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<T>::value, cut.filter_shape(), &cut_filter));
+      CopyFilterBlock<T>(g, cut, r0, c0, filter.data<T>(), cut_filter.data<T>(), /*to_block=*/true);
+      w = cut_filter.data<T>();
+      g = cut;
+    }
+    const int64_t k = g.patch_size(), o = g.out_depth;
     if (g.is_pointwise() && g.rows.pad == 0 && g.cols.pad == 0) {
       const int64_t rows = g.batch * g.in_rows * g.in_cols;
       Product<T>(d, dy.data<T>(), rows, o, false, w, k, o, true, dx->data<T>(), false);
@@ -547,36 +623,56 @@ class Conv2DBackpropFilterOp : public ConvOpBase {
     const Tensor& dy = ctx->input(2);
     ConvGeometry g;
     OP_REQUIRES_OK(ctx, MakeGeometry(input.shape(), filter_shape, strides_, padding_, &g));
-    OP_REQUIRES(ctx, dy.shape() == g.out_shape(),
+    OP_REQUIRES(ctx, dy.shape() == g.out_shape,
                 absl::InvalidArgumentError(absl::StrCat("out_backprop has shape ", dy.shape().DebugString(),
                                                         " but the convolution's output shape is ",
-                                                        g.out_shape().DebugString())));
+                                                        g.out_shape.DebugString())));
     Tensor* dw;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, filter_shape, &dw));
     if (dw->NumElements() == 0) return;
     dw->flat<T>().setZero();
     if (dy.NumElements() == 0) return;
+    // Taps that never meet the input get a zero gradient; only the used block
+    // is computed, in a buffer of its own, and copied into place.
+    ConvGeometry cut;
+    int64_t r0, c0;
+    if (CutToUsedTaps(g, &cut, &r0, &c0)) {
+      Tensor block;
+      OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<T>::value, cut.filter_shape(), &block));
+      block.flat<T>().setZero();
+      OP_REQUIRES_OK(ctx, FilterGradient(ctx, cut, input, dy, block.data<T>()));
+      CopyFilterBlock<T>(g, cut, r0, c0, dw->data<T>(), block.data<T>(), /*to_block=*/false);
+      return;
+    }
+    OP_REQUIRES_OK(ctx, FilterGradient(ctx, g, input, dy, dw->data<T>()));
+  }
+
+ private:
+  // dw (zeroed, of g's filter shape) = the filter gradient.
+  static absl::Status FilterGradient(OpKernelContext* ctx, const ConvGeometry& g, const Tensor& input, const Tensor& dy,
+                                     T* dw) {
     const auto& d = ctx->eigen_cpu_device();
     const int64_t k = g.patch_size(), o = g.out_depth;
     if (g.is_pointwise() && g.rows.pad == 0 && g.cols.pad == 0) {
       const int64_t rows = g.batch * g.in_rows * g.in_cols;
-      Product<T>(d, input.data<T>(), rows, k, true, dy.data<T>(), rows, o, false, dw->data<T>(), false);
-      return;
+      Product<T>(d, input.data<T>(), rows, k, true, dy.data<T>(), rows, o, false, dw, false);
+      return absl::OkStatus();
     }
     if constexpr (std::is_same<T, float>::value) {
-      OP_REQUIRES_OK(ctx, ConvBackpropFilterFloat(ctx, g, input.data<float>(), dy.data<float>(), dw->data<float>()));
-      return;
+      return ConvBackpropFilterFloat(ctx, g, input.data<float>(), dy.data<float>(), dw);
     }
     const int64_t chunk = ChunkImages(g);
     Tensor patches;
-    OP_REQUIRES_OK(ctx, AllocatePatches<T>(ctx, chunk * g.out_pixels(), k, &patches));
+    absl::Status s = AllocatePatches<T>(ctx, chunk * g.out_pixels(), k, &patches);
+    if (!s.ok()) return s;
     for (int64_t first = 0; first < g.batch; first += chunk) {
       const int64_t count = std::min(chunk, g.batch - first);
       const int64_t rows = count * g.out_pixels();
       Im2Col<T>(d, g, input.data<T>(), first, count, patches.data<T>());
-      Product<T>(d, patches.data<T>(), rows, k, true, dy.data<T>() + first * g.out_pixels() * o, rows, o, false,
-                 dw->data<T>(), true);
+      Product<T>(d, patches.data<T>(), rows, k, true, dy.data<T>() + first * g.out_pixels() * o, rows, o, false, dw,
+                 true);
     }
+    return absl::OkStatus();
   }
 };
 

@@ -138,7 +138,9 @@ class DynamicPartitionOp : public OpKernel {
     for (int p = 0; p < np; ++p) {
       std::vector<int64_t> dims{counts[p]};
       for (int d = partitions.dims(); d < data.dims(); ++d) dims.push_back(data.dim_size(d));
-      OP_REQUIRES_OK(ctx, ctx->allocate_output(p, TensorShape(dims), &outs[p]));
+      auto shape = TensorShape::Build(dims);
+      OP_REQUIRES_OK(ctx, shape.status());
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(p, *shape, &outs[p]));
     }
     std::vector<int64_t> next(np, 0);
     for (int64_t i = 0; i < n; ++i) {
@@ -185,7 +187,7 @@ class DynamicStitchOp : public OpKernel {
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     array_util::SetZero(*out);
-    const int64_t inner = TensorShape(row_dims).num_elements();
+    const int64_t inner = DimProduct(*shape, 1, shape->dims());
     for (int i = 0; i < n; ++i) {
       const Tensor& idx = ctx->input(i);
       for (int64_t j = 0; j < idx.NumElements(); ++j) {

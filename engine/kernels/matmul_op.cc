@@ -29,8 +29,12 @@ class MatMulOp : public OpKernel {
                 absl::InvalidArgumentError(absl::StrCat("inner dimensions differ: a is ", a.shape().DebugString(),
                                                         transpose_a_ ? " (transposed)" : "", ", b is ",
                                                         b.shape().DebugString(), transpose_b_ ? " (transposed)" : "")));
+    // [m, n] takes one dim from each input: [2^40, 0] x [0, 2^40] is two
+    // empty matrices whose product is not a valid shape.
+    auto out_shape = TensorShape::Build({a.dim_size(1 - a_inner), b.dim_size(1 - b_inner)});
+    OP_REQUIRES_OK(ctx, out_shape.status());
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({a.dim_size(1 - a_inner), b.dim_size(1 - b_inner)}), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
     if (out->NumElements() == 0) return;
     if (a.dim_size(a_inner) == 0) {
       out->flat<T>().setZero();

@@ -64,7 +64,7 @@ inline void PoolStore(T* dst, const Acc* acc, int64_t c, Acc count) {
 struct PoolGeometry {
   int64_t batch = 0, in_rows = 0, in_cols = 0, depth = 0;
   WindowDim rows, cols;
-  TensorShape out_shape() const { return TensorShape({batch, rows.out, cols.out, depth}); }
+  TensorShape out_shape;  // built (checked) by Geometry
 };
 
 class PoolOpBase : public OpKernel {
@@ -84,7 +84,11 @@ class PoolOpBase : public OpKernel {
     g->depth = input.dim_size(3);
     absl::Status s = ComputeWindow(g->in_rows, ksize_[1], strides_[1], padding_, &g->rows);
     if (s.ok()) s = ComputeWindow(g->in_cols, ksize_[2], strides_[2], padding_, &g->cols);
-    return s;
+    if (!s.ok()) return s;
+    auto out = TensorShape::Build({g->batch, g->rows.out, g->cols.out, g->depth});
+    if (!out.ok()) return out.status();
+    g->out_shape = *std::move(out);
+    return absl::OkStatus();
   }
 
   std::vector<int64_t> strides_, ksize_;
@@ -117,7 +121,7 @@ class PoolOp : public PoolOpBase {
     PoolGeometry g;
     OP_REQUIRES_OK(ctx, Geometry(input.shape(), &g));
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.out_shape(), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.out_shape, &out));
     if (out->NumElements() == 0) return;
     const T* in = input.data<T>();
     T* o = out->data<T>();
@@ -168,10 +172,10 @@ class MaxPoolGradOp : public PoolOpBase {
     const Tensor& grad = ctx->input(2);
     PoolGeometry g;
     OP_REQUIRES_OK(ctx, Geometry(input.shape(), &g));
-    OP_REQUIRES(ctx, output.shape() == g.out_shape() && grad.shape() == g.out_shape(),
+    OP_REQUIRES(ctx, output.shape() == g.out_shape && grad.shape() == g.out_shape,
                 absl::InvalidArgumentError(absl::StrCat(
                     "orig_output ", output.shape().DebugString(), " and grad ", grad.shape().DebugString(),
-                    " must have the pooled shape ", g.out_shape().DebugString())));
+                    " must have the pooled shape ", g.out_shape.DebugString())));
     // Positions within a window are counted in int32 (the vectorized argmax).
     const int64_t window_positions =
         std::min(g.rows.k, g.in_rows) * std::min(g.cols.k, g.in_cols);
@@ -262,9 +266,9 @@ class AvgPoolGradOp : public PoolOpBase {
     const Tensor& grad = ctx->input(1);
     PoolGeometry g;
     OP_REQUIRES_OK(ctx, Geometry(input_shape, &g));
-    OP_REQUIRES(ctx, grad.shape() == g.out_shape(),
+    OP_REQUIRES(ctx, grad.shape() == g.out_shape,
                 absl::InvalidArgumentError(absl::StrCat("grad ", grad.shape().DebugString(),
-                                                        " must have the pooled shape ", g.out_shape().DebugString())));
+                                                        " must have the pooled shape ", g.out_shape.DebugString())));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input_shape, &dx));
     if (dx->NumElements() == 0) return;

@@ -304,8 +304,10 @@ class ArgOp : public OpKernel {
       (i < axis ? A : B) *= in.dim_size(i);
     }
     const int64_t Rn = in.dim_size(axis);
+    auto out_shape = TensorShape::Build(out_dims);
+    OP_REQUIRES_OK(ctx, out_shape.status());
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(out_dims), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
     const T* x = in.data<T>();
     const DataType out_type = out->dtype();
     OP_REQUIRES(ctx, out_type == DT_INT32 || out_type == DT_INT64,

@@ -142,6 +142,14 @@ void ForwardReshaped(OpKernelContext* ctx, const TensorShape& shape) {
   ctx->set_output(0, *t);
 }
 
+// The same with dims computed from the input: InvalidArgument when they break
+// TensorShape's rule (ExpandDims of a rank-254 input has 255 dims).
+void ForwardReshaped(OpKernelContext* ctx, absl::Span<const int64_t> dims) {
+  auto shape = TensorShape::Build(dims);
+  OP_REQUIRES_OK(ctx, shape.status());
+  ForwardReshaped(ctx, *shape);
+}
+
 class ReshapeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -217,7 +225,7 @@ class SqueezeOp : public OpKernel {
       const bool drop = squeeze_dims_.empty() ? in.dim_size(i) == 1 : squeeze[i];
       if (!drop) dims.push_back(in.dim_size(i));
     }
-    ForwardReshaped(ctx, TensorShape(dims));
+    ForwardReshaped(ctx, absl::MakeConstSpan(dims));
   }
   bool IsExpensive() const override { return false; }
 
@@ -237,7 +245,7 @@ class ExpandDimsOp : public OpKernel {
     OP_REQUIRES_OK(ctx, axis.status());
     std::vector<int64_t> dims(in.dim_sizes().begin(), in.dim_sizes().end());
     dims.insert(dims.begin() + *axis, 1);
-    ForwardReshaped(ctx, TensorShape(dims));
+    ForwardReshaped(ctx, absl::MakeConstSpan(dims));
   }
   bool IsExpensive() const override { return false; }
 };
@@ -283,7 +291,9 @@ class RangeOp : public OpKernel {
                 absl::InvalidArgumentError("requires the range size to fit in a tensor"));
     const int64_t n = static_cast<int64_t>(count);
     Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n}), &out));
+    auto shape = TensorShape::Build({n});
+    OP_REQUIRES_OK(ctx, shape.status());
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     T* o = out->data<T>();
     for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(start + static_cast<T>(i) * delta);
   }

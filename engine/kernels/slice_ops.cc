@@ -45,8 +45,10 @@ class TransposeOp : public OpKernel {
       dims[i] = in.dim_size((*perm)[i]);
       src_strides[i] = in_strides[(*perm)[i]];
     }
+    auto shape = TensorShape::Build(dims);
+    OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(dims), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     StridedCopy(in, 0, src_strides, *out, 0, RowMajorStrides(out->shape()), dims);
   }
 };
@@ -72,16 +74,21 @@ class SliceOp : public OpKernel {
     for (int i = 0; i < rank; ++i) {
       const int64_t b = (*begin)[i], dim = in.dim_size(i);
       int64_t s = (*size)[i];
-      if (s == -1) s = dim - b;
-      OP_REQUIRES(ctx, b >= 0 && b <= dim && s >= 0 && s <= dim - b,
+      // b is checked before `dim - b` is formed: with b = INT64_MIN that
+      // difference overflows (undefined behaviour).
+      const bool begin_ok = b >= 0 && b <= dim;
+      if (begin_ok && s == -1) s = dim - b;
+      OP_REQUIRES(ctx, begin_ok && s >= 0 && s <= dim - b,
                   absl::InvalidArgumentError(absl::StrCat("expected begin[", i, "] in [0, ", dim, "] and size[", i,
                                                           "] in [0, ", dim, " - begin], but got begin ", b, " and size ",
                                                           (*size)[i])));
       dims[i] = s;
       base += b * strides[i];
     }
+    auto shape = TensorShape::Build(dims);
+    OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(dims), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     StridedCopy(in, base, strides, *out, 0, RowMajorStrides(out->shape()), dims);
   }
 };
@@ -93,20 +100,26 @@ struct StridedSliceSpec {
   std::vector<int64_t> final_shape;          // with new axes added and shrunk axes removed
 };
 
+// The masks as bit patterns (unsigned: a negative attr is just a pattern with
+// high bits set, and no mask arithmetic can overflow).
 struct StridedSliceMasks {
-  int64_t begin_mask = 0, end_mask = 0, ellipsis_mask = 0, new_axis_mask = 0, shrink_axis_mask = 0;
+  uint64_t begin_mask = 0, end_mask = 0, ellipsis_mask = 0, new_axis_mask = 0, shrink_axis_mask = 0;
   absl::Status Read(OpKernelConstruction* ctx) {
-    for (auto [name, field] : {std::pair<const char*, int64_t*>{"begin_mask", &begin_mask},
+    for (auto [name, field] : {std::pair<const char*, uint64_t*>{"begin_mask", &begin_mask},
                                {"end_mask", &end_mask},
                                {"ellipsis_mask", &ellipsis_mask},
                                {"new_axis_mask", &new_axis_mask},
                                {"shrink_axis_mask", &shrink_axis_mask}}) {
-      absl::Status s = ctx->GetAttr(name, field);
+      int64_t v = 0;
+      absl::Status s = ctx->GetAttr(name, &v);
       if (!s.ok()) return s;
+      *field = static_cast<uint64_t>(v);
     }
     return absl::OkStatus();
   }
 };
+
+bool Bit(uint64_t mask, int i) { return (mask >> i) & 1; }
 
 // TensorFlow's ValidateStridedSliceOp: expands the sparse spec (with its
 // ellipsis and new axes) to one entry per input dim and canonicalizes it.
@@ -126,20 +139,24 @@ absl::Status ResolveStridedSlice(const TensorShape& input, const Tensor& begin_t
   }
   int sparse_dims = static_cast<int>(begin->size());
   if (sparse_dims > 62) return absl::InvalidArgumentError("too many slice dimensions (at most 62)");
-  int64_t ellipsis_mask = m.ellipsis_mask;
+  uint64_t ellipsis_mask = m.ellipsis_mask;
   if ((ellipsis_mask & (ellipsis_mask - 1)) != 0) {
     return absl::InvalidArgumentError("multiple ellipses in slice spec not allowed");
   }
-  // No ellipsis: an implicit one at the end.
-  if (ellipsis_mask == 0) {
-    ellipsis_mask = int64_t{1} << sparse_dims;
+  // As TensorFlow's BuildDenseSpec: an ellipsis bit counts only inside the
+  // spec (bits 0 .. sparse_dims-1). When none falls there, whatever the mask
+  // says beyond, an implicit ellipsis follows the last entry, so the dims the
+  // spec does not name are taken whole. (Keying this on ellipsis_mask == 0
+  // left those dims out of the processing space, and the output unwritten.)
+  if ((ellipsis_mask & ((uint64_t{1} << sparse_dims) - 1)) == 0) {
+    ellipsis_mask = uint64_t{1} << sparse_dims;
     ++sparse_dims;
   }
   int ellipsis_pos = 0;
-  while (!((ellipsis_mask >> ellipsis_pos) & 1)) ++ellipsis_pos;
+  while (!Bit(ellipsis_mask, ellipsis_pos)) ++ellipsis_pos;
   int num_add_axis_after_ellipsis = 0;
   for (int i = ellipsis_pos + 1; i < sparse_dims; ++i) {
-    if ((m.new_axis_mask >> i) & 1) ++num_add_axis_after_ellipsis;
+    if (Bit(m.new_axis_mask, i)) ++num_add_axis_after_ellipsis;
   }
   const int dense_dims = input.dims();
   std::vector<int64_t> dbegin(dense_dims, 0), dend(dense_dims, 0), dstride(dense_dims, 1);
@@ -148,13 +165,13 @@ absl::Status ResolveStridedSlice(const TensorShape& input, const Tensor& begin_t
   std::vector<int> gather;  // final dims: input dim, kNewAxis or kShrinkAxis
   int full_index = 0;
   for (int i = 0; i < sparse_dims; ++i) {
-    if ((ellipsis_mask >> i) & 1) {
+    if (Bit(ellipsis_mask, i)) {
       const int next_index = std::min(dense_dims - (sparse_dims - i) + 1 + num_add_axis_after_ellipsis, dense_dims);
       for (; full_index < next_index; ++full_index) {
         dbegin_masked[full_index] = dend_masked[full_index] = true;
         gather.push_back(full_index);
       }
-    } else if ((m.new_axis_mask >> i) & 1) {
+    } else if (Bit(m.new_axis_mask, i)) {
       gather.push_back(kNewAxis);
     } else {
       if (full_index == dense_dims) {
@@ -164,9 +181,9 @@ absl::Status ResolveStridedSlice(const TensorShape& input, const Tensor& begin_t
       dbegin[full_index] = (*begin)[i];
       dend[full_index] = (*end)[i];
       dstride[full_index] = (*strides)[i];
-      dbegin_masked[full_index] = (m.begin_mask >> i) & 1;
-      dend_masked[full_index] = (m.end_mask >> i) & 1;
-      dshrink[full_index] = (m.shrink_axis_mask >> i) & 1;
+      dbegin_masked[full_index] = Bit(m.begin_mask, i);
+      dend_masked[full_index] = Bit(m.end_mask, i);
+      dshrink[full_index] = Bit(m.shrink_axis_mask, i);
       gather.push_back(dshrink[full_index] ? kShrinkAxis : full_index);
       ++full_index;
     }
@@ -204,7 +221,10 @@ absl::Status ResolveStridedSlice(const TensorShape& input, const Tensor& begin_t
       size = interval / stride + (interval % stride != 0 ? 1 : 0);
     }
     spec->begin[i] = b;
-    spec->stride[i] = stride;
+    // With fewer than two steps the stride is never applied; 1 keeps
+    // stride * row-major stride (SpecStrides) from overflowing on a huge one.
+    // With two or more, |stride| < dim, and that product stays in bounds.
+    spec->stride[i] = size > 1 ? stride : 1;
     spec->size[i] = size;
   }
   spec->final_shape.clear();
@@ -233,13 +253,20 @@ class StridedSliceOp : public OpKernel {
     const Tensor& in = ctx->input(0);
     StridedSliceSpec spec;
     OP_REQUIRES_OK(ctx, ResolveStridedSlice(in.shape(), ctx->input(1), ctx->input(2), ctx->input(3), masks_, &spec));
+    auto out_shape = TensorShape::Build(spec.final_shape);
+    OP_REQUIRES_OK(ctx, out_shape.status());
+    // The processing space spans the same elements as the output.
+    auto processing = TensorShape::Build(spec.size);
+    OP_REQUIRES_OK(ctx, processing.status());
+    OP_REQUIRES(ctx, processing->num_elements() == out_shape->num_elements(),
+                absl::InternalError(absl::StrCat("strided slice resolved to ", processing->DebugString(),
+                                                 " elements for an output of shape ", out_shape->DebugString())));
     Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(spec.final_shape), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
     int64_t base;
     std::vector<int64_t> strides;
     SpecStrides(in.shape(), spec, &base, &strides);
-    TensorShape processing(spec.size);
-    StridedCopy(in, base, strides, *out, 0, RowMajorStrides(processing), spec.size);
+    StridedCopy(in, base, strides, *out, 0, RowMajorStrides(*processing), spec.size);
   }
 
  private:
@@ -258,16 +285,20 @@ class StridedSliceGradOp : public OpKernel {
     const Tensor& dy = ctx->input(4);
     StridedSliceSpec spec;
     OP_REQUIRES_OK(ctx, ResolveStridedSlice(*shape, ctx->input(1), ctx->input(2), ctx->input(3), masks_, &spec));
-    OP_REQUIRES(ctx, dy.shape() == TensorShape(spec.final_shape),
+    auto dy_shape = TensorShape::Build(spec.final_shape);
+    OP_REQUIRES_OK(ctx, dy_shape.status());
+    OP_REQUIRES(ctx, dy.shape() == *dy_shape,
                 absl::InvalidArgumentError(absl::StrCat("shape of dy was ", dy.shape().DebugString(), " instead of ",
-                                                        TensorShape(spec.final_shape).DebugString())));
+                                                        dy_shape->DebugString())));
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     array_util::SetZero(*out);
     int64_t base;
     std::vector<int64_t> strides;
     SpecStrides(*shape, spec, &base, &strides);
-    StridedCopy(dy, 0, RowMajorStrides(TensorShape(spec.size)), *out, base, strides, spec.size);
+    auto processing = TensorShape::Build(spec.size);
+    OP_REQUIRES_OK(ctx, processing.status());
+    StridedCopy(dy, 0, RowMajorStrides(*processing), *out, base, strides, spec.size);
   }
 
  private:

@@ -21,11 +21,21 @@ class VariableOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* ctx) override {
+    const DataType dtype = dtype_;
     auto var = ctx->resource_manager()->LookupOrCreate<VariableResource>(
         container_, shared_name_,
-        []() -> absl::StatusOr<std::shared_ptr<VariableResource>> { return std::make_shared<VariableResource>(); });
+        [dtype]() -> absl::StatusOr<std::shared_ptr<VariableResource>> {
+          return std::make_shared<VariableResource>(dtype);
+        });
     OP_REQUIRES_OK(ctx, var.status());
     VariableResource* v = var->get();
+    // Another node (another graph, a session before this one) may have made
+    // it: sharing a variable means agreeing on its type.
+    OP_REQUIRES(ctx, v->dtype() == dtype_,
+                absl::InvalidArgumentError(absl::StrCat(
+                    "attr 'dtype' is ", DataTypeString(dtype_), " but variable '", shared_name_, "' in container '",
+                    container_, "' already exists as ", DataTypeString(v->dtype()),
+                    " (nodes sharing a variable through shared_name must declare the same dtype)")));
     ctx->set_output_ref(0, v->mu(), v->tensor(), std::move(var).value());
   }
   bool IsExpensive() const override { return false; }

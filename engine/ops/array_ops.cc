@@ -85,7 +85,11 @@ absl::Status ShapeFromInput(InferenceContext* c, int input) {
   }
   const PartialShape& s = c->input(input);
   if (s.rank_known() && s.rank() == 1 && s.dim(0) >= 0) {
-    c->set_output(0, PartialShape::UnknownOfRank(static_cast<int>(s.dim(0))));
+    // The length of the shape vector is the output's rank: a vector of 2^31
+    // (a Placeholder's declared dim) names no shape a tensor can have.
+    auto out = PartialShape::WithUnknownDims(s.dim(0));
+    if (!out.ok()) return c->Error(absl::StrCat("input ", input, " of shape ", s.DebugString(), " gives ", out.status().message()));
+    c->set_output(0, *out);
   } else {
     c->set_output(0, PartialShape::Unknown());
   }

@@ -94,7 +94,16 @@ absl::Status ConcatShape(InferenceContext* c, int first, int n, int axis_input) 
       }
       dims[d] = s.dim(d);
     }
-    if (total != kUnknownDim) total = s.dim(static_cast<int>(axis)) == kUnknownDim ? kUnknownDim : total + s.dim(static_cast<int>(axis));
+    if (total != kUnknownDim) {
+      const int64_t d = s.dim(static_cast<int>(axis));
+      if (d == kUnknownDim) {
+        total = kUnknownDim;
+      } else if (d > kMaxTensorElements - total) {  // known dims are <= 2^62: no overflow here
+        return c->Error(absl::StrCat("concatenated dimension ", axis, " exceeds 2^62 at input ", i));
+      } else {
+        total += d;
+      }
+    }
   }
   dims[axis] = total;
   c->set_output(0, PartialShape::FromDims(dims));

@@ -29,7 +29,13 @@ absl::Status ShapeFromShapeInput(InferenceContext* c) {
   }
   if (t == nullptr) {
     int64_t rank = c->input(0).rank_known() ? c->input(0).dim(0) : kUnknownDim;
-    c->set_output(0, rank == kUnknownDim ? PartialShape::Unknown() : PartialShape::UnknownOfRank(rank));
+    if (rank == kUnknownDim) {
+      c->set_output(0, PartialShape::Unknown());
+      return absl::OkStatus();
+    }
+    auto out = PartialShape::WithUnknownDims(rank);
+    if (!out.ok()) return c->Error(absl::StrCat("shape input ", c->input(0).DebugString(), " gives ", out.status().message()));
+    c->set_output(0, *out);
     return absl::OkStatus();
   }
   std::vector<int64_t> dims;

@@ -225,6 +225,19 @@ void ExecutorState::Process(ReadyQueue inline_ready) {
   }
 }
 
+// A reference input's tensor has the type its edge promises unless something
+// outside the graph's type checks wrote it (a variable shared through
+// shared_name with another dtype, say); kernels CHECK dtypes, so say it here.
+absl::Status CheckRefDtype(const NodeItem& item, int i, const Tensor& t) {
+  const DataType want = BaseType(item.kernel->input_type(i));
+  if (t.dtype() == want) return absl::OkStatus();
+  const Edge* edge = item.node->input_edge(i);
+  return absl::InvalidArgumentError(absl::StrCat(NodeContext(item.node->def()), "input ", i, " (a reference to ",
+                                                 edge ? absl::StrCat("'", edge->src->name(), "'") : "a variable",
+                                                 ") holds ", DataTypeString(t.dtype()), " but ",
+                                                 DataTypeString(want), " is expected"));
+}
+
 absl::Status ExecutorState::PrepareInputs(const TaggedNode& tagged, EntryVector* inputs,
                                           absl::InlinedVector<TensorValue, 4>* values,
                                           absl::InlinedVector<std::shared_ptr<ResourceBase>, 4>* owners) {
@@ -244,6 +257,11 @@ absl::Status ExecutorState::PrepareInputs(const TaggedNode& tagged, EntryVector*
         return absl::FailedPreconditionError(absl::StrCat(ErrorContext(item), "attempting to use uninitialized value ",
                                                           edge ? edge->src->name() : "?"));
       }
+      if (e.ref->IsInitialized()) {
+        absl::ReaderMutexLock lock(e.ref_mu);
+        absl::Status s = CheckRefDtype(item, i, *e.ref);
+        if (!s.ok()) return s;
+      }
       v.tensor = e.ref;
       v.mutex_if_ref = e.ref_mu;
       any_ref = true;
@@ -262,6 +280,8 @@ absl::Status ExecutorState::PrepareInputs(const TaggedNode& tagged, EntryVector*
         return absl::FailedPreconditionError(absl::StrCat(ErrorContext(item), "attempting to use uninitialized value ",
                                                           edge ? edge->src->name() : "?"));
       }
+      absl::Status s = CheckRefDtype(item, i, e.val);
+      if (!s.ok()) return s;
     }
     v.tensor = &e.val;
   }

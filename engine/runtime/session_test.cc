@@ -24,6 +24,20 @@ class TestCountingIdentityOp : public OpKernel {
 };
 REGISTER_KERNEL_BUILDER(Name("TestCountingIdentity").Device(kDeviceCpu), TestCountingIdentityOp);
 
+// Outputs a float reference to a tensor that holds int32: what a variable
+// written behind the graph's type checks would look like to its consumers.
+REGISTER_OP("TestMistypedRef").Output("ref: Ref(float)").SetIsStateful();
+class TestMistypedRefOp : public OpKernel {
+ public:
+  explicit TestMistypedRefOp(OpKernelConstruction* ctx) : OpKernel(ctx), value_(Tensor::FromVector<int32_t>({1, 2})) {}
+  void Compute(OpKernelContext* ctx) override { ctx->set_output_ref(0, &mu_, &value_, nullptr); }
+
+ private:
+  absl::Mutex mu_;
+  Tensor value_;
+};
+REGISTER_KERNEL_BUILDER(Name("TestMistypedRef").Device(kDeviceCpu), TestMistypedRefOp);
+
 namespace {
 
 std::unique_ptr<Session> MakeSession(const GraphDef& graph, SessionOptions options = {}) {
@@ -151,6 +165,57 @@ TEST(Session, ContainerIsSharedBySessionsAndClearedByReset) {
   ASSERT_TRUE(first->Run({}, {}, {init}, &out).ok());
   ASSERT_TRUE(second->Run({}, {read}, {}, &out).ok());
   Session::Reset({"shared_container"});
+}
+
+// Issue 22, class 9: two VariableV2 nodes share one variable through
+// shared_name but declare float and int32. The second to run fails, naming
+// itself and attr 'dtype', instead of a kernel CHECKing the tensor's dtype.
+TEST(Session, SharedVariableWithAnotherDtypeIsAnError) {
+  GraphDefBuilder b;
+  std::string vf = b.Variable("vf", DT_FLOAT, TensorShape({2}), "dtype_clash");
+  std::string vi = b.Variable("vi", DT_INT32, TensorShape({2}), "dtype_clash");
+  for (const std::string& v : {vf, vi}) (*b.FindNode(v)->mutable_attr())["shared_name"] = MakeAttr("w");
+  std::string init_f = b.Assign("init_f", vf, b.Const("f", Tensor::FromVector<float>({1.5f, 2.5f})), DT_FLOAT);
+  std::string add_f = b.AssignAdd("add_f", vf, b.Const("df", Tensor::FromVector<float>({1, 1})), DT_FLOAT);
+  std::string init_i = b.Assign("init_i", vi, b.Const("i", Tensor::FromVector<int32_t>({7, 9})), DT_INT32);
+  std::string add_i = b.AssignAdd("add_i", vi, b.Const("di", Tensor::FromVector<int32_t>({1, 1})), DT_INT32);
+  auto session = MakeSession(b.graph());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {}, {init_f}, &out).ok());
+  for (const std::string& target : {init_i, add_i}) {
+    absl::Status s = session->Run({}, {}, {target}, &out);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find("'vi'"), std::string::npos) << s;
+    EXPECT_NE(s.message().find("attr 'dtype' is int32"), std::string::npos) << s;
+    EXPECT_NE(s.message().find("already exists as float"), std::string::npos) << s;
+  }
+  // The float variable is untouched and still works.
+  ASSERT_TRUE(session->Run({}, {add_f}, {}, &out).ok());
+  EXPECT_EQ(out[0].data<float>()[0], 2.5f);
+  Session::Reset({"dtype_clash"});
+  // Created as int32 first, the float node is the one that fails.
+  ASSERT_TRUE(session->Run({}, {}, {init_i}, &out).ok());
+  absl::Status s = session->Run({}, {}, {add_f}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("'vf'"), std::string::npos) << s;
+  Session::Reset({"dtype_clash"});
+}
+
+// The executor checks what a reference input holds against the type its edge
+// promises, so no kernel meets a tensor of another dtype behind a Ref.
+TEST(Session, ReferenceInputOfAnotherDtypeIsAnError) {
+  GraphDefBuilder b;
+  std::string ref = b.Node("mistyped", "TestMistypedRef");
+  std::string add = b.AssignAdd("add", ref, b.Const("d", Tensor::FromVector<float>({1, 1})), DT_FLOAT);
+  std::string read = b.Identity("read", ref, DT_FLOAT);
+  auto session = MakeSession(b.graph());
+  std::vector<Tensor> out;
+  for (const std::string& fetch : {add, read}) {
+    absl::Status s = session->Run({}, {fetch}, {}, &out);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find(absl::StrCat("'", fetch, "'")), std::string::npos) << s;
+    EXPECT_NE(s.message().find("holds int32 but float is expected"), std::string::npos) << s;
+  }
 }
 
 TEST(Session, ResetOfAnotherContainerLeavesVariablesAlone) {

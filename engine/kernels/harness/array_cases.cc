@@ -3,6 +3,7 @@
 // same way), bad-input errors, and finite-difference gradient checks in
 // float64.
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "engine/kernels/harness/op_harness.h"
@@ -257,6 +258,8 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"ExpandDims", AllTypes(), [](DataType dt, Rng
       Case("1 int64", {x, Ints(DT_INT64, {1}, TensorShape())}, {}, {Reshaped(x, S({2, 1, 3}))}, true),
       Case("scalar", {x0, I32Scalar(0)}, {}, {Reshaped(x0, S({1}))}, false),
       ErrorCase("out of range", {x, I32Scalar(3)}, {}, "dim 3 is out of range"),
+      // Issue 22: a rank-254 input has no room for another dim.
+      ErrorCase("rank 255", {Rand(dt, TensorShape(Index(kMaxTensorRank, 1)), rng), I32Scalar(0)}, {}, "254"),
   };
 }});
 
@@ -284,6 +287,10 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Transpose", AllTypes(), [](DataType dt, Rng*
   cases.push_back(ErrorCase("duplicate", {x, I32({0, 0, 1})}, {}, "duplicated"));
   cases.push_back(ErrorCase("size", {x, I32({0, 1})}, {}, "transpose expects a vector of size 3"));
   cases.push_back(ErrorCase("range", {x, I32({0, 1, 3})}, {}, "3 is out of range [0 .. 3)"));
+  // Issue 22, class 1: an empty tensor with a 2^62 dim transposes (its
+  // row-major strides stay within int64).
+  Tensor e = Rand(dt, S({0, int64_t{1} << 62}), rng);
+  cases.push_back(Case("[0,2^62]", {e, I32({1, 0})}, {}, {Zeros(dt, S({int64_t{1} << 62, 0}))}, false));
   return cases;
 }});
 
@@ -384,6 +391,10 @@ std::vector<OpCase> ConcatCases(DataType dt, Rng* rng, bool v2) {
   cases.push_back(ErrorCase("axis out of range", make({a, a}, I32Scalar(2)), {}, "concat axis 2 is out of range"));
   cases.push_back(ErrorCase("scalars", make({Rand(dt, S({}), rng), Rand(dt, S({}), rng)}, I32Scalar(0)), {},
                             "can't concatenate scalars"));
+  // Issue 22, class 1: empty inputs whose concatenated dim (2 * 2^62) would
+  // overflow int64.
+  Tensor huge = Rand(dt, S({0, int64_t{1} << 62}), rng);
+  cases.push_back(ErrorCase("empty, summed dim overflows", make({huge, huge}, I32Scalar(1)), {}, "exceeds 2^62"));
   return cases;
 }
 
@@ -458,6 +469,8 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Pack", AllTypes(), [](DataType dt, Rng* rng)
       Case("empty", es, axis(1), {PackRef(es, 1)}, false),
       ErrorCase("mismatched", {xs[0], Rand(dt, S({3, 2}), rng)}, {}, "shapes of all inputs must match"),
       ErrorCase("axis", xs, axis(3), "axis 3 is out of range"),
+      // Issue 22: packing rank-254 tensors would make a rank-255 one.
+      ErrorCase("rank 255", {Rand(dt, TensorShape(Index(kMaxTensorRank, 1)), rng)}, {}, "254"),
   };
 }});
 
@@ -496,6 +509,10 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Slice", AllTypes(), [](DataType dt, Rng* rng
       ErrorCase("past end", {x, I32({3, 0, 0}), I32({2, 1, 1})}, {}, "expected begin[0] in [0, 4]"),
       ErrorCase("negative begin", {x, I32({0, -1, 0}), I32({1, 1, 1})}, {}, "expected begin[1]"),
       ErrorCase("rank", {x, I32({0, 0}), I32({1, 1})}, {}, "expected begin and size"),
+      // Issue 22, class 12: size -1 means dim - begin; with begin INT64_MIN
+      // that difference overflows, so begin is checked first.
+      ErrorCase("begin INT64_MIN, size -1", {x, I64({std::numeric_limits<int64_t>::min(), 0, 0}), I64({-1, 1, 1})}, {},
+                "expected begin[0] in [0, 4]"),
   };
 }});
 
@@ -524,6 +541,23 @@ const std::vector<SliceSpec>& SliceSpecs() {
       {"x[3:1]", S({5}), {3}, {1}, {1}, 0, 0, 0, 0, 0, {0}, {1}, {0}, S({0})},
       {"x[..., 1]", S({2, 3, 4}), {0, 1}, {0, 2}, {1, 1}, 0, 0, 1, 0, 2, {0, 0, 1}, {1, 1, 1}, {2, 3, 1}, S({2, 3})},
       {"x[1:, ::-2]", S({3, 5}), {1, 0}, {0, 0}, {1, -2}, 2, 3, 0, 0, 0, {1, 4}, {1, -2}, {2, 3}, S({2, 3})},
+      // Issue 22, class 7. TensorFlow's BuildDenseSpec counts an ellipsis bit
+      // only inside the spec (bits 0 .. len-1); with none there it appends an
+      // implicit ellipsis, whatever the mask says beyond. So on a [2,3] input
+      // a length-1 spec with ellipsis_mask=2 (bit 1, past the spec) is x[1:2]
+      // = x[1:2, ...] = [[x10, x11, x12]], shape [1,3]; with shrink bit 0 it
+      // is x[1] = [x10, x11, x12], shape [3]; a far bit (2^40) is ignored the
+      // same way: x[0:2:2] = x[0:1, :], shape [1,3]. (tf.strided_slice(x,
+      // [1], [2], [1], ellipsis_mask=2) returns [[4, 5, 6]] for x =
+      // [[1,2,3],[4,5,6]].)
+      {"x[1:2], ellipsis bit 1 past the spec", S({2, 3}), {1}, {2}, {1}, 0, 0, 2, 0, 0, {1, 0}, {1, 1}, {1, 3},
+       S({1, 3})},
+      {"x[1], ellipsis bit 1 past the spec", S({2, 3}), {1}, {2}, {1}, 0, 0, 2, 0, 1, {1, 0}, {1, 1}, {1, 3}, S({3})},
+      {"x[0:2:2], ellipsis bit 40", S({2, 3}), {0}, {2}, {2}, 0, 0, int64_t{1} << 40, 0, 0, {0, 0}, {2, 1}, {1, 3},
+       S({1, 3})},
+      // A stride far larger than the dim takes one element; stride * row
+      // stride (2^62 * 6) must not be formed (class 12).
+      {"x[0:5:2^62]", S({5, 6}), {0}, {5}, {int64_t{1} << 62}, 0, 0, 0, 0, 0, {0, 0}, {1, 1}, {1, 6}, S({1, 6})},
   };
   return *specs;
 }
@@ -540,7 +574,11 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"StridedSlice", AllTypes(), [](DataType dt, R
   std::vector<OpCase> cases;
   for (const SliceSpec& s : SliceSpecs()) {
     Tensor x = Rand(dt, s.input, rng);
-    const DataType it = cases.size() % 2 ? DT_INT64 : DT_INT32;
+    bool wide = false;  // a value that needs int64 (the 2^62 stride)
+    for (const Index* v : {&s.begin, &s.end, &s.strides}) {
+      for (int64_t x : *v) wide |= x != static_cast<int32_t>(x);
+    }
+    const DataType it = wide || cases.size() % 2 ? DT_INT64 : DT_INT32;
     cases.push_back(Case(s.name, {x, Ints(it, s.begin), Ints(it, s.end), Ints(it, s.strides)}, MaskAttrs(s),
                          {StridedRef(x, s.ref_begin, s.ref_stride, s.ref_sizes, s.out)}, s.out.num_elements() > 0));
   }
@@ -570,7 +608,14 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"StridedSliceGrad", AllTypes(), [](DataType d
     }
     Tensor expected = Remap(dy, s.input, [&](const Index& idx) { return target[Ravel(idx, s.input)]; });
     Index shape(s.input.dim_sizes().begin(), s.input.dim_sizes().end());
-    OpCase c = Case(s.name, {I32(shape), I32(s.begin), I32(s.end), I32(s.strides), dy}, MaskAttrs(s), {expected},
+    // int32 index inputs unless a value needs int64 (the 2^62 stride).
+    bool wide = false;
+    for (const Index* v : {&s.begin, &s.end, &s.strides}) {
+      for (int64_t x : *v) wide |= x != static_cast<int32_t>(x);
+    }
+    const DataType it = wide ? DT_INT64 : DT_INT32;
+    OpCase c = Case(s.name, {Ints(it, shape), Ints(it, s.begin), Ints(it, s.end), Ints(it, s.strides), dy}, MaskAttrs(s),
+                    {expected},
                     false);
     c.check_gradient = dt == DT_DOUBLE && s.out.num_elements() > 0;
     cases.push_back(c);
@@ -752,6 +797,10 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"DynamicStitch", AllTypes(), [](DataType dt, 
            true),
       ErrorCase("negative", {I32({0, -1}), s0}, n(1), "is negative"),
       ErrorCase("shape", {I32({0, 1}), I32({2}), d0, s1}, n(2), "does not match"),
+      // Issue 22, class 1: no indices and empty data with a 2^62 row dim:
+      // an empty [0, 2^62] result (the row size is formed without CHECKs).
+      Case("empty rows of 2^62", {I32({}), Rand(dt, S({0, int64_t{1} << 62}), rng)}, n(1),
+           {Zeros(dt, S({0, int64_t{1} << 62}))}, false),
   };
 }});
 

@@ -645,6 +645,12 @@ struct Registrations {
           cases.push_back(ErrorCase("inner dims differ",
                                     {RandomTensor(dtype, TensorShape({2, 3}), rng), RandomTensor(dtype, TensorShape({4, 2}), rng)},
                                     {}, "inner dimensions differ"));
+          // Issue 22, class 1: two empty matrices whose product [2^40, 2^40]
+          // has no valid shape.
+          cases.push_back(ErrorCase("[2^40,0] x [0,2^40]",
+                                    {RandomTensor(dtype, TensorShape({int64_t{1} << 40, 0}), rng),
+                                     RandomTensor(dtype, TensorShape({0, int64_t{1} << 40}), rng)},
+                                    {}, "2^62"));
           return cases;
         }});
     const std::vector<DataType> bmm_types = {DT_HALF, DT_BFLOAT16, DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};

@@ -317,6 +317,11 @@ std::vector<ConvSpec> ConvSpecs(Rng* rng, bool small) {
       {TensorShape({2, 6, 5, 2}), TensorShape({2, 3, 2, 1}), 2, 1, false},
       {TensorShape({2, 3, 3, 3}), TensorShape({1, 1, 3, 2}), 1, 1, false},  // pointwise
       {TensorShape({1, 2, 2, 1}), TensorShape({4, 4, 1, 1}), 1, 1, true},   // window larger than input (SAME)
+      // Issue 22, class 11: a SAME window far wider than the input. Only the
+      // taps that meet the input are kept (a 3x4 block of the 11x13 filter),
+      // so the patches stay the size of the input, not 11*13 per pixel.
+      {TensorShape({2, 3, 2, 2}), TensorShape({11, 13, 2, 3}), 1, 1, true},
+      {TensorShape({1, 4, 3, 1}), TensorShape({9, 7, 1, 2}), 2, 1, true},
   };
   if (!small) {
     specs.push_back({TensorShape({3, 9, 8, 4}), TensorShape({5, 5, 4, 6}), 1, 1, true});
@@ -394,6 +399,10 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
       for (OpCase& c : ConvErrorCases(dtype, rng, make)) cases.push_back(std::move(c));
       ConvSpec big{TensorShape({1, 3, 3, 1}), TensorShape({4, 4, 1, 1}), 1, 1, false};
       cases.push_back(ErrorCase("VALID window larger than input", make(big), ConvAttrs(big), "larger than the input"));
+      // Issue 22, class 1: empty input and filter whose output [2^40,1,1,2^40]
+      // has no valid shape (batch and out_depth come from different inputs).
+      ConvSpec empty{TensorShape({int64_t{1} << 40, 1, 1, 0}), TensorShape({1, 1, 0, int64_t{1} << 40}), 1, 1, true};
+      cases.push_back(ErrorCase("empty input and filter, output shape overflows", make(empty), ConvAttrs(empty), "2^62"));
       ConvSpec depth{TensorShape({1, 3, 3, 2}), TensorShape({2, 2, 3, 1}), 1, 1, false};
       cases.push_back(ErrorCase("mismatched channels", make(depth), ConvAttrs(depth), "depth"));
       cases.push_back(ErrorCase("3-D input",

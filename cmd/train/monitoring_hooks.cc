@@ -183,7 +183,8 @@ absl::StatusOr<std::unique_ptr<TrainMonitor>> TrainMonitor::Create(const TrainMo
   m->metrics_options_.version = options.version;
   m->metrics_options_.serve = m->serve_metrics_;
   m->metrics_options_.port = m->serve_metrics_ ? mon.metrics_port() : 0;
-  m->metrics_options_.bind_address = mon.metrics_address().empty() ? "0.0.0.0" : mon.metrics_address();
+  // Loopback unless the experiment names an address (issue 22: not every interface by default).
+  m->metrics_options_.bind_address = mon.metrics_address().empty() ? "127.0.0.1" : mon.metrics_address();
   if (m->want_metrics_) {
     // The batch queue's size, as the input pipeline exposes it.
     m->queue_size_ = tg.train_input.queue_size;

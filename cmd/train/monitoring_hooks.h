@@ -120,6 +120,8 @@ class TrainMonitor {
   const GraphDef& summary_graph() const { return summary_graph_; }
   std::string event_file() const { return events_ ? events_->path() : ""; }
   int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
+  // The address /metrics binds to: monitoring.metrics_address, or 127.0.0.1.
+  const std::string& metrics_bind_address() const { return metrics_options_.bind_address; }
 
  private:
   TrainMonitor() = default;

@@ -99,6 +99,20 @@ TEST_F(TrainMonitorCreateTest, NoSummaryNodesWhenSummariesAreOff) {
   EXPECT_EQ((*m)->summary_graph().node_size(), 0);
 }
 
+// Issue 22, class 13: /metrics bound every interface unless the experiment
+// said otherwise; now loopback unless monitoring.metrics_address names one.
+TEST_F(TrainMonitorCreateTest, MetricsBindLoopbackUnlessTheExperimentNamesAnAddress) {
+  ASSERT_TRUE(Build({}));
+  ASSERT_TRUE(loaded_->experiment.monitoring().metrics_address().empty());
+  auto m = TrainMonitor::Create({}, loaded_->experiment, tg_);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ((*m)->metrics_bind_address(), "127.0.0.1");
+  loaded_->experiment.mutable_monitoring()->set_metrics_address("0.0.0.0");
+  m = TrainMonitor::Create({}, loaded_->experiment, tg_);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ((*m)->metrics_bind_address(), "0.0.0.0");
+}
+
 TEST_F(TrainMonitorCreateTest, PatternMatchingNothingIsAConfigErrorListingVariables) {
   ASSERT_TRUE(Build({}));
   loaded_->experiment.mutable_summaries()->add_histograms("fc9/*");  // beside the config's fc1/*

@@ -8,11 +8,11 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -31,51 +31,102 @@ using google::protobuf::Message;
 using google::protobuf::Reflection;
 using google::protobuf::TextFormat;
 
+// Protobuf's text parser recurses once per nested message, with no limit of
+// its own (INT_MAX): `attr { value { func { attr { ...` a few hundred
+// thousand deep overflowed the stack. Experiments nest about 10 deep.
+constexpr int kMaxNesting = 64;
+
+// Protobuf's messages quote the user's tokens whole; a token is shown up to
+// this many characters (and looked up as a name only when no longer).
+constexpr size_t kMaxShownToken = 80;
+
+std::string Shown(absl::string_view token) {
+  if (token.size() <= kMaxShownToken) return std::string(token);
+  return absl::StrCat(token.substr(0, kMaxShownToken - 20), "...(", token.size(), " characters)");
+}
+
+bool IsWordChar(char c) { return absl::ascii_isalnum(c) || c == '_'; }
+
+// Finds `prefix`, then a name (word characters, and '.' when `dotted`) and a
+// closing '"', starting at `from`. Returns the name's span, or npos. Plain
+// scanning, linear in the message: std::regex recursed once per character
+// matched and overflowed the stack on a long token.
+size_t FindQuoted(absl::string_view message, absl::string_view prefix, bool dotted, size_t from,
+                  absl::string_view* name) {
+  for (size_t at = message.find(prefix, from); at != absl::string_view::npos; at = message.find(prefix, at + 1)) {
+    const size_t start = at + prefix.size();
+    size_t end = start;
+    while (end < message.size() && (IsWordChar(message[end]) || (dotted && message[end] == '.'))) ++end;
+    if (end > start && end < message.size() && message[end] == '"') {
+      *name = message.substr(start, end - start);
+      return at;
+    }
+  }
+  return absl::string_view::npos;
+}
+
 // Suggests a field or enum value for protobuf's "no field named" / "Unknown
-// enumeration value" errors.
+// enumeration value" errors; bounds the tokens any message shows.
 std::string WithSuggestion(const std::string& message) {
-  static const std::regex kNoField(R"re(Message type "([\w.]+)" has no field named "(\w+)")re");
-  static const std::regex kBadEnum(R"re(Unknown enumeration value of "(\w+)" for field "(\w+)")re");
-  std::smatch m;
-  if (std::regex_search(message, m, kNoField)) {
-    const Descriptor* d = google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(m[1].str());
+  constexpr absl::string_view kType = "Message type \"", kNoField = "\" has no field named \"";
+  constexpr absl::string_view kEnum = "Unknown enumeration value of \"", kForField = "\" for field \"";
+  absl::string_view type_name, field;
+  size_t at = FindQuoted(message, kType, true, 0, &type_name);
+  if (at != absl::string_view::npos &&
+      FindQuoted(message, kNoField, false, at, &field) == at + kType.size() + type_name.size()) {
+    const Descriptor* d = google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(std::string(type_name));
     if (d != nullptr) {
       std::vector<std::string> names;
       for (int i = 0; i < d->field_count(); ++i) names.push_back(d->field(i)->name());
-      std::string guess = ClosestMatch(m[2].str(), names);
-      std::string type = d->name();
-      std::string out = absl::StrCat("unknown field '", m[2].str(), "' in ", type);
+      std::string guess = field.size() <= kMaxShownToken ? ClosestMatch(field, names) : "";
+      std::string out = absl::StrCat("unknown field '", Shown(field), "' in ", d->name());
       if (!guess.empty()) absl::StrAppend(&out, " (did you mean '", guess, "'?)");
       else absl::StrAppend(&out, "; valid fields: ", absl::StrJoin(names, ", "));
       return out;
     }
   }
-  if (std::regex_search(message, m, kBadEnum)) {
+  absl::string_view value;
+  at = FindQuoted(message, kEnum, false, 0, &value);
+  if (at != absl::string_view::npos &&
+      FindQuoted(message, kForField, false, at, &field) == at + kEnum.size() + value.size()) {
     // The field's enum type is not in the message; search the file's enums.
     const auto* file = Experiment::descriptor()->file();
     std::vector<std::string> values;
     for (int e = 0; e < file->enum_type_count(); ++e) {
       for (int v = 0; v < file->enum_type(e)->value_count(); ++v) values.push_back(file->enum_type(e)->value(v)->name());
     }
-    std::string guess = ClosestMatch(m[1].str(), values);
-    std::string out = absl::StrCat("unknown value '", m[1].str(), "' for field '", m[2].str(), "'");
+    std::string guess = value.size() <= kMaxShownToken ? ClosestMatch(value, values) : "";
+    std::string out = absl::StrCat("unknown value '", Shown(value), "' for field '", field, "'");
     if (!guess.empty()) absl::StrAppend(&out, " (did you mean '", guess, "'?)");
     return out;
   }
-  return message;
+  // Any other message: bounded as a whole (it may quote a token too).
+  constexpr size_t kMaxMessage = 2 * kMaxShownToken + 100;
+  if (message.size() <= kMaxMessage) return message;
+  return absl::StrCat(message.substr(0, kMaxMessage), "...(", message.size(), " characters)");
 }
 
 // The parser reports unknown names at the token after them; point at the
 // name itself when it appears earlier on the same line.
 int ColumnOfName(const std::string& text, int line, int column, const std::string& message) {
-  static const std::regex kQuoted(
-      R"re(named "(\w+)"|value of "(\w+)"|Non-repeated field "(\w+)"|^Field "(\w+)" is specified along)re");
-  std::smatch m;
-  if (!std::regex_search(message, m, kQuoted)) return column;
-  std::string name;
-  for (size_t i = 1; i < m.size() && name.empty(); ++i) {
-    if (m[i].matched) name = m[i].str();
+  // The first of these in the message names the token.
+  absl::string_view name;
+  size_t first = absl::string_view::npos;
+  for (absl::string_view prefix : {"named \"", "value of \"", "Non-repeated field \""}) {
+    absl::string_view n;
+    const size_t at = FindQuoted(message, prefix, false, 0, &n);
+    if (at < first) {
+      first = at;
+      name = n;
+    }
   }
+  constexpr absl::string_view kField = "Field \"";
+  absl::string_view n;
+  if (FindQuoted(message, kField, false, 0, &n) == 0 &&
+      absl::StartsWith(absl::string_view(message).substr(kField.size() + n.size()), "\" is specified along")) {
+    name = n;
+  }
+  if (name.empty()) return column;
   size_t start = 0;
   for (int i = 0; i < line && start != std::string::npos; ++i) {
     start = text.find('\n', start);
@@ -83,9 +134,9 @@ int ColumnOfName(const std::string& text, int line, int column, const std::strin
   }
   if (start == std::string::npos) return column;
   size_t end = text.find('\n', start);
-  std::string row = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  absl::string_view row = absl::string_view(text).substr(start, end == std::string::npos ? std::string::npos : end - start);
   size_t at = row.rfind(name, static_cast<size_t>(std::max(column, 0)));
-  return at == std::string::npos ? column : static_cast<int>(at);
+  return at == absl::string_view::npos ? column : static_cast<int>(at);
 }
 
 class CollectErrors : public google::protobuf::io::ErrorCollector {
@@ -151,6 +202,7 @@ absl::StatusOr<std::unique_ptr<LoadedExperiment>> ParseExperiment(const std::str
   ConfigErrors errors(path);
   CollectErrors collector(&errors, &loaded->text);
   TextFormat::Parser parser;
+  parser.SetRecursionLimit(kMaxNesting);
   parser.RecordErrorsTo(&collector);
   parser.WriteLocationsTo(loaded->locations.get());
   parser.AllowPartialMessage(false);
@@ -228,6 +280,7 @@ absl::Status ApplyOverrides(const std::vector<std::string>& overrides, Experimen
             std::string text;
           } first_error;
           TextFormat::Parser parser;
+          parser.SetRecursionLimit(kMaxNesting);
           parser.RecordErrorsTo(&first_error);
           if (!parser.ParseFromString(body, target)) {
             return bad(absl::StrCat("not a valid ", target->GetDescriptor()->name(), " in text format",

@@ -195,6 +195,77 @@ TEST(Load, OverridesSetFieldsAndExplainMistakes) {
   EXPECT_NE(s.message().find("field.path=value"), std::string::npos) << s;
 }
 
+// Issue 22, class 5: protobuf's text parser has no nesting limit of its own,
+// so `attr { value { func { attr { ...` deep enough overflowed the stack, in
+// the file and in a --set message alike. The limit is 64 levels; a config
+// near it still parses.
+std::string NestedFuncs(int levels) {
+  std::string open, close;
+  for (int i = 0; i < levels; ++i) {
+    open += "attr { key: \"a\" value { func { name: \"f\" ";
+    close += "} } } ";
+  }
+  return open + close;
+}
+
+TEST(Load, NestingIsBounded) {
+  const std::string node_at = "  loss {";
+  auto with_node = [&](int levels) {
+    return absl::StrReplaceAll(
+        Base(), {{node_at, absl::StrCat("  node { name: \"n\" op: \"NoOp\" ", NestedFuncs(levels), "}\n", node_at)}});
+  };
+  // Experiment > model > node is 2 levels; each function adds 3.
+  auto ok = ParseExperiment("t.pbtxt", with_node(20));
+  EXPECT_TRUE(ok.ok()) << ok.status();
+  for (int levels : {21, 100000}) {
+    auto deep = ParseExperiment("t.pbtxt", with_node(levels));
+    ASSERT_FALSE(deep.ok()) << levels;
+    EXPECT_TRUE(absl::IsInvalidArgument(deep.status())) << deep.status();
+    EXPECT_EQ(deep.status().message().rfind("t.pbtxt:6:", 0), 0u) << deep.status();
+    EXPECT_NE(deep.status().message().find("recursion limit of 64"), std::string::npos) << deep.status();
+  }
+  auto loaded = ParseExperiment("t.pbtxt", with_node(1));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto set_node = [&](int levels) {
+    return ApplyOverrides({absl::StrCat("model.node[0]={name: \"n\" op: \"NoOp\" ", NestedFuncs(levels), "}")},
+                          &(*loaded)->experiment);
+  };
+  absl::Status s = set_node(10);
+  EXPECT_TRUE(s.ok()) << s;
+  s = set_node(100000);
+  EXPECT_NE(s.message().find("not a valid NodeDef"), std::string::npos) << s.message().substr(0, 300);
+  EXPECT_NE(s.message().find("recursion limit of 64"), std::string::npos) << s.message().substr(0, 300);
+}
+
+// Issue 22, class 5: the error messages quote the user's token whole, and a
+// std::regex over them recursed per character (a megabyte-long name
+// overflowed the stack). Names are now found by scanning, and shown cut.
+TEST(Load, LongTokensAreScannedAndShownCut) {
+  const std::string huge(1 << 20, 'q');
+  auto loaded = ParseExperiment("t.pbtxt", absl::StrCat(Base(), huge, " { }\n"));
+  ASSERT_FALSE(loaded.ok());
+  std::string msg(loaded.status().message());
+  EXPECT_EQ(msg.rfind("t.pbtxt:12:1: error: unknown field 'qqqq", 0), 0u) << msg.substr(0, 300);
+  EXPECT_NE(msg.find("...(1048576 characters)' in Experiment"), std::string::npos) << msg.substr(0, 300);
+  EXPECT_LT(msg.size(), 1000u);
+  loaded = ParseExperiment("t.pbtxt", absl::StrReplaceAll(Base(), {{"activation: RELU", "activation: " + huge}}));
+  ASSERT_FALSE(loaded.ok());
+  msg = std::string(loaded.status().message());
+  EXPECT_EQ(msg.rfind("t.pbtxt:4:", 0), 0u) << msg.substr(0, 300);
+  EXPECT_NE(msg.find("unknown value 'qqqq"), std::string::npos) << msg.substr(0, 300);
+  EXPECT_LT(msg.size(), 1000u);
+  // Any other message quoting a long token is cut as a whole.
+  loaded = ParseExperiment("t.pbtxt", absl::StrReplaceAll(Base(), {{"steps: 10", "steps: " + huge}}));
+  ASSERT_FALSE(loaded.ok());
+  msg = std::string(loaded.status().message());
+  EXPECT_EQ(msg.rfind("t.pbtxt:11:", 0), 0u) << msg.substr(0, 300);
+  EXPECT_LT(msg.size(), 1000u);
+  // Short names keep their suggestions.
+  loaded = ParseExperiment("t.pbtxt", absl::StrReplaceAll(Base(), {{"activation: RELU", "activation: RELUU"}}));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("did you mean 'RELU'"), std::string::npos) << loaded.status();
+}
+
 TEST(Load, MissingFileIsNotFound) {
   auto loaded = LoadExperimentFile("/nonexistent/x.pbtxt");
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kNotFound);

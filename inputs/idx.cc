@@ -105,66 +105,279 @@ absl::StatusOr<std::string> Gzip(absl::string_view data) {
   return out;
 }
 
-absl::StatusOr<IdxFile> ParseIdx(absl::string_view contents, const std::string& name, const IdxOptions& options) {
-  std::string inflated;
-  if (LooksGzipped(contents)) {
-    auto g = Gunzip(contents, name, options.max_bytes);
-    if (!g.ok()) return g.status();
-    inflated = std::move(g).value();
-    contents = inflated;
-  } else if (contents.size() > options.max_bytes) {
+namespace {
+
+// An in-memory file, so that ParseIdx and ReadIdxFile share one reader.
+class StringFile : public RandomAccessFile {
+ public:
+  StringFile(absl::string_view contents, std::string name) : contents_(contents), name_(std::move(name)) {}
+  absl::Status Read(uint64_t offset, size_t n, absl::string_view* result, char* scratch) const override {
+    *result = offset >= contents_.size() ? absl::string_view() : contents_.substr(offset, n);
+    return absl::OkStatus();
+  }
+  const std::string& name() const override { return name_; }
+
+ private:
+  absl::string_view contents_;
+  std::string name_;
+};
+
+// The bytes of an IDX file, plain or gunzipped, read front to back on demand:
+// nothing is buffered beyond one 64 KiB chunk of compressed input, so a
+// header can be checked before any of the data is read. Decompressing past
+// `max_bytes` is ResourceExhausted (a gzip bomb); a corrupt or truncated
+// stream is DataLoss. Not thread-safe.
+class IdxStream {
+ public:
+  IdxStream(const RandomAccessFile* file, uint64_t size, const std::string& name, uint64_t max_bytes)
+      : file_(file), size_(size), name_(name), max_bytes_(max_bytes) {
+    std::memset(&zs_, 0, sizeof(zs_));
+  }
+  ~IdxStream() {
+    if (inflating_) inflateEnd(&zs_);
+  }
+  IdxStream(const IdxStream&) = delete;
+  IdxStream& operator=(const IdxStream&) = delete;
+
+  // Looks at the first bytes: gzip or plain.
+  absl::Status Open() {
+    char magic[2];
+    absl::string_view head;
+    absl::Status s = file_->Read(0, 2, &head, magic);
+    if (!s.ok()) return s;
+    if (!LooksGzipped(head)) return absl::OkStatus();
+    if (inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK) return absl::InternalError("zlib inflateInit2 failed");
+    inflating_ = true;
+    return absl::OkStatus();
+  }
+  bool gzipped() const { return inflating_; }
+  // The size of the file as stored (compressed, for gzip).
+  uint64_t stored_size() const { return size_; }
+
+  // Reads up to n bytes into dst; *got < n only at the end of the data.
+  absl::Status Read(char* dst, size_t n, size_t* got) {
+    *got = 0;
+    return inflating_ ? Inflate(dst, n, got) : ReadStored(dst, n, got);
+  }
+
+ private:
+  absl::Status ReadStored(char* dst, size_t n, size_t* got) {
+    while (*got < n) {
+      absl::string_view r;
+      absl::Status s = file_->Read(offset_, n - *got, &r, dst + *got);
+      if (!s.ok()) return s;
+      if (r.empty()) break;
+      if (r.data() != dst + *got) std::memmove(dst + *got, r.data(), r.size());
+      *got += r.size();
+      offset_ += r.size();
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Inflate(char* dst, size_t n, size_t* got) {
+    while (*got < n && !stream_end_) {
+      if (zs_.total_out > max_bytes_) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat(name_, ": decompresses to more than the limit of ", max_bytes_, " bytes"));
+      }
+      if (zs_.avail_in == 0 && !stored_end_) {
+        in_.resize(1 << 16);
+        size_t read = 0;
+        absl::Status s = ReadStored(in_.data(), in_.size(), &read);
+        if (!s.ok()) return s;
+        stored_end_ = read == 0;
+        zs_.next_in = reinterpret_cast<Bytef*>(in_.data());
+        zs_.avail_in = static_cast<uInt>(read);
+      }
+      // At most one byte past the limit per call, so the check above fires.
+      const uint64_t room = max_bytes_ + 1 - std::min<uint64_t>(zs_.total_out, max_bytes_);
+      const size_t want = static_cast<size_t>(std::min<uint64_t>({n - *got, room, uint64_t{1} << 30}));
+      zs_.next_out = reinterpret_cast<Bytef*>(dst + *got);
+      zs_.avail_out = static_cast<uInt>(want);
+      const int rc = inflate(&zs_, Z_NO_FLUSH);
+      *got += want - zs_.avail_out;
+      if (rc == Z_STREAM_END) {
+        stream_end_ = true;  // bytes after the gzip member are ignored
+      } else if (rc == Z_BUF_ERROR && zs_.avail_in == 0 && stored_end_) {
+        return absl::DataLossError(absl::StrCat(name_, ": truncated gzip stream after ", zs_.total_in, " bytes"));
+      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        return absl::DataLossError(absl::StrCat(name_, ": corrupt gzip stream at compressed byte ", zs_.total_in, ": ",
+                                                zs_.msg != nullptr ? zs_.msg : "error"));
+      }
+    }
+    if (zs_.total_out > max_bytes_) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(name_, ": decompresses to more than the limit of ", max_bytes_, " bytes"));
+    }
+    return absl::OkStatus();
+  }
+
+  const RandomAccessFile* file_;
+  const uint64_t size_;
+  const std::string& name_;
+  const uint64_t max_bytes_;
+  uint64_t offset_ = 0;  // of the next stored byte to read
+  z_stream zs_;
+  bool inflating_ = false;
+  bool stored_end_ = false;  // every stored byte has been read
+  bool stream_end_ = false;  // the gzip stream ended (its CRC and length checked)
+  std::string in_;           // compressed input
+};
+
+// Checks the dimensions of an IDX header and returns the number of data
+// bytes they describe. The rules keep every shape built from the header
+// sound: the product of the non-zero dims fits max_bytes (a zero dim cannot
+// hide absurd ones, whose product would overflow an element count), and a
+// file with items holds data for them (no 2^32 empty items to index).
+absl::StatusOr<uint64_t> CheckIdxDims(const std::vector<int64_t>& dims, int element_size, const std::string& name,
+                                      uint64_t max_bytes) {
+  int zero_at = -1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 0 && zero_at < 0) zero_at = static_cast<int>(i);
+  }
+  uint64_t nonzero = static_cast<uint64_t>(element_size);  // bytes, over the non-zero dims
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const uint64_t d = static_cast<uint64_t>(dims[i]);
+    if (d == 0) continue;
+    if (nonzero > max_bytes / d) {
+      if (zero_at >= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, ": IDX header dimension ", i, " is ", d, ": with dimension ", zero_at,
+            " being 0 the file holds no data, but its other dimensions describe more than the limit of ", max_bytes,
+            " bytes (a corrupt header?)"));
+      }
+      return absl::ResourceExhaustedError(absl::StrCat(name, ": IDX header dimension ", i, " is ", d,
+                                                       ": the data it describes exceeds the limit of ", max_bytes,
+                                                       " bytes"));
+    }
+    nonzero *= d;
+  }
+  if (zero_at > 0 && dims[0] > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": IDX header dimension ", zero_at,
+                                                   " is 0, so none of its ", dims[0], " items holds any data"));
+  }
+  return zero_at >= 0 ? 0 : nonzero;
+}
+
+// A header that fails its checks in a gzip stream may be corrupt bytes
+// rather than a bad file: the rest of the stream (discarded, up to the
+// decompression limit) decides, so that corruption reads as DataLoss.
+absl::Status HeaderError(IdxStream* in, absl::Status header_error) {
+  if (!in->gzipped()) return header_error;
+  std::string scratch(1 << 16, '\0');
+  size_t got = 0;
+  do {
+    absl::Status s = in->Read(scratch.data(), scratch.size(), &got);
+    if (absl::IsDataLoss(s)) return s;
+    if (!s.ok()) break;
+  } while (got == scratch.size());
+  return header_error;
+}
+
+absl::StatusOr<IdxFile> ParseIdxStream(IdxStream* in, const std::string& name, const IdxOptions& options) {
+  absl::Status s = in->Open();
+  if (!s.ok()) return s;
+  if (!in->gzipped() && in->stored_size() > options.max_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(name, ": larger than the limit of ", options.max_bytes, " bytes"));
   }
-  if (contents.size() < 4) {
-    return absl::DataLossError(absl::StrCat(name, ": ", contents.size(), " bytes is too short for an IDX header"));
-  }
-  const auto* h = reinterpret_cast<const uint8_t*>(contents.data());
+  char h[4];
+  size_t got = 0;
+  s = in->Read(h, 4, &got);
+  if (!s.ok()) return s;
+  if (got < 4) return absl::DataLossError(absl::StrCat(name, ": ", got, " bytes is too short for an IDX header"));
   if (h[0] != 0 || h[1] != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": not an IDX file (the magic number must start with two zero bytes)"));
+    return HeaderError(in, absl::InvalidArgumentError(absl::StrCat(
+                               name, ": not an IDX file (the magic number must start with two zero bytes)")));
   }
-  const TypeCode* type = FindCode(h[2]);
+  const TypeCode* type = FindCode(static_cast<uint8_t>(h[2]));
   if (type == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": not an IDX file (unknown type code 0x",
-                                                   absl::Hex(h[2], absl::kZeroPad2), ")"));
+    return HeaderError(in, absl::InvalidArgumentError(absl::StrCat(
+                               name, ": not an IDX file (unknown type code 0x",
+                               absl::Hex(static_cast<uint8_t>(h[2]), absl::kZeroPad2), ")")));
   }
-  const int ndims = h[3];
-  if (ndims == 0) return absl::InvalidArgumentError(absl::StrCat(name, ": IDX header has zero dimensions"));
+  const int ndims = static_cast<uint8_t>(h[3]);
+  if (ndims == 0) {
+    return HeaderError(in, absl::InvalidArgumentError(absl::StrCat(name, ": IDX header has zero dimensions")));
+  }
   const size_t header = 4 + 4 * static_cast<size_t>(ndims);
-  if (contents.size() < header) {
+  char dims[4 * 255];
+  s = in->Read(dims, header - 4, &got);
+  if (!s.ok()) return s;
+  if (got < header - 4) {
     return absl::DataLossError(absl::StrCat(name, ": truncated IDX header (", ndims, " dimensions need ", header,
-                                            " bytes, the file has ", contents.size(), ")"));
+                                            " bytes, the file has ", 4 + got, ")"));
   }
   IdxFile out;
   out.dtype = type->dtype;
-  uint64_t expected = static_cast<uint64_t>(type->size);
-  for (int i = 0; i < ndims; ++i) {
-    uint32_t d = absl::big_endian::Load32(contents.data() + 4 + 4 * i);
-    out.dims.push_back(d);
-    if (d != 0 && expected > options.max_bytes / d) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ": IDX dimensions describe more than ", options.max_bytes,
-                                                     " bytes of data"));
+  for (int i = 0; i < ndims; ++i) out.dims.push_back(absl::big_endian::Load32(dims + 4 * i));
+  auto checked = CheckIdxDims(out.dims, type->size, name, options.max_bytes);
+  if (!checked.ok()) return HeaderError(in, checked.status());
+  const uint64_t expected = *checked;
+  if (!in->gzipped()) {
+    // The stored size settles the data's size before any of it is read.
+    const uint64_t actual = in->stored_size() - std::min<uint64_t>(in->stored_size(), header);
+    if (actual < expected) {
+      return absl::DataLossError(absl::StrCat(name, ": truncated IDX data: the header describes ", expected,
+                                              " bytes, the file has ", actual));
     }
-    expected *= d;
+    if (actual > expected) {
+      return absl::DataLossError(absl::StrCat(name, ": the IDX header describes ", expected, " bytes of data but ",
+                                              actual - expected, " more bytes follow"));
+    }
+    out.data.resize(expected);
+    s = in->Read(out.data.data(), expected, &got);
+    if (!s.ok()) return s;
+    if (got < expected) {
+      return absl::DataLossError(absl::StrCat(name, ": truncated IDX data: the header describes ", expected,
+                                              " bytes, the file has ", got, " (it shrank while read)"));
+    }
+  } else {
+    // A compressed size says little about the data's: grow with what
+    // arrives, so a lying header costs no more memory than the true data.
+    uint64_t have = 0;
+    while (have < expected) {
+      const uint64_t chunk = std::min<uint64_t>(expected - have, std::max<uint64_t>(have, 1 << 16));
+      out.data.resize(have + chunk);
+      s = in->Read(out.data.data() + have, chunk, &got);
+      if (!s.ok()) return s;
+      have += got;
+      if (got < chunk) {
+        return absl::DataLossError(absl::StrCat(name, ": truncated IDX data: the header describes ", expected,
+                                                " bytes, the file has ", have));
+      }
+    }
+    // The stream must end here (which also checks gzip's CRC and length).
+    uint64_t trailing = 0;
+    std::string scratch(1 << 16, '\0');
+    do {
+      s = in->Read(scratch.data(), scratch.size(), &got);
+      if (!s.ok()) return s;
+      trailing += got;
+    } while (got == scratch.size());
+    if (trailing > 0) {
+      return absl::DataLossError(absl::StrCat(name, ": the IDX header describes ", expected, " bytes of data but ",
+                                              trailing, " more bytes follow"));
+    }
   }
-  const uint64_t actual = contents.size() - header;
-  if (actual < expected) {
-    return absl::DataLossError(absl::StrCat(name, ": truncated IDX data: the header describes ", expected,
-                                            " bytes, the file has ", actual));
-  }
-  if (actual > expected) {
-    return absl::DataLossError(absl::StrCat(name, ": the IDX header describes ", expected, " bytes of data but ",
-                                            actual - expected, " more bytes follow"));
-  }
-  out.data.assign(contents.data() + header, actual);
   SwapElements(out.data.data(), out.data.size(), type->size);
   return out;
 }
 
+}  // namespace
+
+absl::StatusOr<IdxFile> ParseIdx(absl::string_view contents, const std::string& name, const IdxOptions& options) {
+  StringFile file(contents, name);
+  IdxStream in(&file, contents.size(), name, options.max_bytes);
+  return ParseIdxStream(&in, name, options);
+}
+
 absl::StatusOr<IdxFile> ReadIdxFile(Env* env, const std::string& path, const IdxOptions& options) {
-  auto contents = ReadFileToString(env, path);
-  if (!contents.ok()) return contents.status();
-  return ParseIdx(*contents, path, options);
+  auto file = env->NewRandomAccessFile(path);
+  if (!file.ok()) return file.status();
+  auto size = env->GetFileSize(path);
+  if (!size.ok()) return size.status();
+  IdxStream in(file->get(), *size, path, options.max_bytes);
+  return ParseIdxStream(&in, path, options);
 }
 
 absl::StatusOr<std::string> EncodeIdx(const IdxFile& file, bool gzip) {

@@ -2,9 +2,14 @@
 // header (two zero bytes, a type code, the number of dimensions, each
 // dimension as uint32) followed by the elements, row-major, big-endian. Files
 // may be gzip-compressed (detected by their magic bytes) or plain.
-// Parsing checks the header against the data size: a file that is not IDX is
-// InvalidArgument; a header or data cut short, trailing bytes, or a broken
-// gzip stream is DataLoss; every message names the file.
+// Parsing checks the header before reading the data, and the header against
+// the data size: a file that is not IDX, or a header whose dims cannot be
+// real (a zero dim beside dims whose product exceeds max_bytes, or items that
+// hold no bytes), is InvalidArgument; a header or data cut short, trailing
+// bytes, or a broken gzip stream is DataLoss; data beyond max_bytes is
+// ResourceExhausted. Every message names the file (and the offending dim).
+// Memory: the data's true size, never what a header claims; a plain file's
+// size is checked against its header before its data is read.
 // Thread safety: pure functions; an IdxFile is a value.
 #ifndef SLUICE_INPUTS_IDX_H_
 #define SLUICE_INPUTS_IDX_H_

@@ -101,6 +101,129 @@ TEST(Idx, DecompressionIsCapped) {
   EXPECT_TRUE(absl::IsResourceExhausted(ParseIdx(*bytes, "bomb", options).status()));
 }
 
+// A header of 4 + 4 * dims.size() bytes (uint8 elements) and `data`.
+std::string RawIdx(const std::vector<uint32_t>& dims, const std::string& data = "") {
+  std::string out("\0\0\x08", 3);
+  out.push_back(static_cast<char>(dims.size()));
+  for (uint32_t d : dims) {
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((d >> shift) & 0xff));
+  }
+  return out + data;
+}
+
+// Issue 22, class 2: a 0 dim made the data size 0, so the dims after it went
+// unchecked and their product (here 2^96) overflowed the element count of the
+// item shape built from them; the pipeline aborted on a 20-byte file.
+TEST(Idx, ZeroDimDoesNotHideHugeDims) {
+  for (const auto& [dims, bad_dim] :
+       {std::pair<std::vector<uint32_t>, int>{{0, 0xffffffffu, 0xffffffffu, 0xffffffffu}, 1},
+        {{0xffffffffu, 0xffffffffu, 0}, 0},
+        {{3, 0, 0x10000u, 0x10000u}, 3}}) {
+    const std::string bytes = RawIdx(dims);
+    for (bool gzip : {false, true}) {
+      auto gz = Gzip(bytes);
+      ASSERT_TRUE(gz.ok());
+      auto r = ParseIdx(gzip ? *gz : bytes, "zero.idx");
+      ASSERT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+      EXPECT_TRUE(absl::StrContains(r.status().message(), "zero.idx: IDX header dimension " + std::to_string(bad_dim)))
+          << r.status();
+    }
+  }
+  EXPECT_EQ(RawIdx({0, 0xffffffffu, 0xffffffffu, 0xffffffffu}).size(), 20u);
+  // A 0 dim beside sizes within the limit is an empty file.
+  auto empty = ParseIdx(RawIdx({0, 28, 28}), "empty.idx");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->num_items(), 0);
+  EXPECT_EQ(empty->item_bytes(), 28u * 28u);
+}
+
+// Issue 22, class 2: a header claiming 2^32 - 1 items of zero bytes had no
+// data to check it against; a shuffling reader then built a 32 GB order.
+TEST(Idx, ItemsMustHoldData) {
+  for (uint32_t n : {0xffffffffu, 1000000000u, 1u}) {
+    auto r = ParseIdx(RawIdx({n, 0}), "empty_items.idx");
+    ASSERT_TRUE(absl::IsInvalidArgument(r.status())) << n << ": " << r.status();
+    EXPECT_TRUE(absl::StrContains(r.status().message(), "empty_items.idx: IDX header dimension")) << r.status();
+  }
+  auto r = ParseIdx(RawIdx({1000000u, 0, 5}), "f.idx");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "dimension 1 is 0, so none of its 1000000 items"))
+      << r.status();
+}
+
+// Data beyond the limit, as the header describes it, is refused before it is read.
+TEST(Idx, HeaderBeyondTheLimitIsResourceExhausted) {
+  IdxOptions options;
+  options.max_bytes = 2000;
+  auto r = ParseIdx(RawIdx({10, 10, 21}), "big.idx", options);
+  ASSERT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "big.idx: IDX header dimension 2 is 21")) << r.status();
+  EXPECT_TRUE(ParseIdx(RawIdx({10, 10, 10}, std::string(1000, 'x')), "ok.idx", options).ok());
+}
+
+// Issue 22, class 2: the whole file was read before its size was compared
+// with the header. A read error on the first data byte shows whether it is
+// read: a plain file's size settles the question from the header alone.
+TEST(Idx, PlainFileSizeIsCheckedBeforeTheDataIsRead) {
+  MemEnv env;
+  const std::string header = RawIdx({1u << 30});
+  env.SetContents("/d/short.idx", header + std::string(16, 'x'));
+  env.InjectReadError("/d/short.idx", header.size());
+  auto r = ReadIdxFile(&env, "/d/short.idx");
+  ASSERT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "/d/short.idx: truncated IDX data: the header describes "
+                                                      "1073741824 bytes, the file has 16"))
+      << r.status();
+  env.SetContents("/d/long.idx", RawIdx({4}) + std::string(20, 'x'));
+  env.InjectReadError("/d/long.idx", 8);
+  r = ReadIdxFile(&env, "/d/long.idx");
+  ASSERT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "16 more bytes follow")) << r.status();
+  // A file over the limit is refused from its size, before its dims.
+  IdxOptions options;
+  options.max_bytes = 64;
+  env.SetContents("/d/huge.idx", RawIdx({100}, std::string(100, 'x')));
+  env.InjectReadError("/d/huge.idx", 4);
+  r = ReadIdxFile(&env, "/d/huge.idx", options);
+  EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+  // The data is read when the sizes agree (and the injected error then shows).
+  env.SetContents("/d/good.idx", RawIdx({4}, "abcd"));
+  env.InjectReadError("/d/good.idx", 8);
+  EXPECT_TRUE(absl::IsUnavailable(ReadIdxFile(&env, "/d/good.idx").status()));
+}
+
+// A gzip stream is read as far as needed, in chunks; what follows the data
+// in the stream is counted up to the limit, no further.
+TEST(Idx, GzipDataIsReadIncrementally) {
+  MemEnv env;
+  auto lying = Gzip(RawIdx({1u << 30}, std::string(100, 'x')));
+  ASSERT_TRUE(lying.ok());
+  env.SetContents("/d/lying.idx.gz", *lying);
+  auto r = ReadIdxFile(&env, "/d/lying.idx.gz");
+  ASSERT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "the file has 100")) << r.status();
+  // A large file decompresses in many steps, and its round trip is exact.
+  IdxFile big;
+  big.dtype = DT_INT16;
+  big.dims = {300, 1000};
+  big.data.resize(600000);
+  for (size_t i = 0; i < big.data.size(); ++i) big.data[i] = static_cast<char>(i * 31 + i / 977);
+  ASSERT_TRUE(WriteIdxFile(&env, "/d/big.idx.gz", big, true).ok());
+  auto back = ReadIdxFile(&env, "/d/big.idx.gz");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->data, big.data);
+  // Trailing data inside the stream: counted, and a bomb stops at the limit.
+  auto trailing = Gzip(RawIdx({4}, std::string(4 + 70000, 'x')));
+  ASSERT_TRUE(trailing.ok());
+  r = ParseIdx(*trailing, "t.idx.gz");
+  ASSERT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "70000 more bytes follow")) << r.status();
+  IdxOptions options;
+  options.max_bytes = 5000;
+  r = ParseIdx(*trailing, "t.idx.gz", options);
+  EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+}
+
 TEST(Idx, ReadsThroughTheEnv) {
   MemEnv env;
   ASSERT_TRUE(WriteIdxFile(&env, "/d/x.idx.gz", Sample(DT_FLOAT), true).ok());

@@ -77,7 +77,9 @@ class IdxRecordReader : public ReaderBase {
   std::optional<IdxFile> idx_;
   int64_t index_ = 0;
   const uint64_t shuffle_seed_;
-  std::vector<int64_t> order_;  // empty: file order
+  // Empty: file order. One entry per item: ParseIdx admits no more items
+  // than the file has data bytes (no 2^32 empty items from a header alone).
+  std::vector<int64_t> order_;
 };
 
 }  // namespace sluice

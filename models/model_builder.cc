@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -38,6 +39,32 @@ std::string ShapeString(const PartialShape& s) {
   std::vector<std::string> parts;
   for (int i = 0; i < s.rank(); ++i) parts.push_back(s.dim(i) < 0 ? (i == 0 ? "batch" : "?") : absl::StrCat(s.dim(i)));
   return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
+}
+
+// This machine's physical memory in bytes; 0 when unknown.
+double MachineMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? static_cast<double>(pages) * static_cast<double>(page_size) : 0.0;
+}
+
+// "[3,3,1,64]"; an unknown dim is "batch" first, "?" elsewhere.
+std::string DimsString(const std::vector<int64_t>& dims) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    parts.push_back(dims[i] >= 0 ? absl::StrCat(dims[i]) : i == 0 ? "batch" : "?");
+  }
+  return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
+}
+
+// The product of the known (non-negative) dims in double, where it cannot
+// overflow: config sizes are each at most 2^31 - 1 but their products are
+// not bounded. With `skip_zeros`, 0 dims count as 1: TensorShape rejects
+// (CHECKs, in its constructor) a shape whose non-zero dims overflow even
+// when a 0 dim makes it empty.
+double KnownProduct(const std::vector<int64_t>& dims, bool skip_zeros = false) {
+  double n = 1;
+  for (int64_t d : dims) n *= d < 0 || (skip_zeros && d == 0) ? 1.0 : static_cast<double>(d);
+  return n;
 }
 
 class ModelCompiler {
@@ -83,6 +110,33 @@ class ModelCompiler {
   GraphBuilder LayerBuilder(const Layer& l) {
     std::string scope = options_.tower.empty() ? l.name() : absl::StrCat(options_.tower, "/", l.name());
     return root_.WithSubPrefix(scope);
+  }
+
+  // Layers multiply sizes that validate.cc bounds one by one (a kernel's
+  // k * k * channels * filters, a dense layer's inputs * units): a product
+  // past this machine's memory is a config error located at the layer, found
+  // before a TensorShape or an int64 FLOP count could overflow on it. `what`
+  // is "kernel", "output" (per example), ...
+  bool CheckFloats(const Layer& l, const std::string& what, const std::vector<int64_t>& dims) {
+    const double count = KnownProduct(dims, /*skip_zeros=*/true);
+    const double bytes = 4.0 * count, memory = MachineMemoryBytes();
+    // Without a memory figure, the element-count limit of a TensorShape.
+    if (memory > 0 ? bytes <= memory : count <= static_cast<double>(kMaxTensorElements)) return true;
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    const bool per_example = !dims.empty() && dims[0] < 0;
+    const bool has_zero = std::find(dims.begin(), dims.end(), 0) != dims.end();
+    LayerError(l, absl::StrFormat("its %s %s has %s%.3g float32 values (%.1f GiB%s), more than this machine's %.1f "
+                                  "GiB of memory",
+                                  what, DimsString(dims), has_zero ? "(its 0 dims aside) " : "", count, bytes / kGiB,
+                                  per_example ? " per example" : "", memory / kGiB));
+    return false;
+  }
+
+  // FLOPs accumulate in double and saturate at int64's maximum.
+  void AddFlops(double flops) {
+    const double total = static_cast<double>(out_->forward_flops_per_example) + flops;
+    constexpr double kMax = 9.0e18;
+    out_->forward_flops_per_example = total >= kMax ? static_cast<int64_t>(kMax) : static_cast<int64_t>(total);
   }
 
   // A stable hash (FNV-1a 64) of the op's name: absl::Hash is salted per
@@ -180,6 +234,8 @@ class ModelCompiler {
       LayerError(l, absl::StrCat("input '", l.input(0), "' has an unknown shape"));
       return false;
     }
+    // Every input shape was checked when its layer (or the input pipeline)
+    // built it, so the product of its known dims fits.
     int64_t per_example = 1;
     for (int i = 1; i < s.rank(); ++i) per_example *= s.dim(i) < 0 ? 1 : s.dim(i);
     switch (l.kind_case()) {
@@ -202,6 +258,12 @@ class ModelCompiler {
         }
         const auto& d = l.dense();
         const int64_t n_in = s.dim(1);
+        if (n_in < 0) {
+          LayerError(l, absl::StrCat("dense needs a known number of features, but '", l.input(0), "' is ",
+                                     ShapeString(s)));
+          return false;
+        }
+        if (!CheckFloats(l, "kernel", {n_in, d.units()})) return false;
         Output w = Variable(&b, l.name(), "kernel", TensorShape({n_in, d.units()}), d.kernel_initializer(), true, n_in,
                             d.units(), l.l2_weight());
         Output y = b.Op("MatMul", "MatMul", {in.tensor, w});
@@ -212,7 +274,7 @@ class ModelCompiler {
         }
         result->tensor = Activate(&b, y, d.activation());
         result->shape = PartialShape::FromDims({kUnknownDim, d.units()});
-        out_->forward_flops_per_example += 2 * n_in * d.units();
+        AddFlops(2.0 * static_cast<double>(n_in) * static_cast<double>(d.units()));
         return true;
       }
       case Layer::kConv2D: {
@@ -228,8 +290,15 @@ class ModelCompiler {
           LayerError(l, absl::StrCat("a ", k, "x", k, " VALID window does not fit the ", ShapeString(s), " input"));
           return false;
         }
-        const int64_t h = same ? (s.dim(1) + st - 1) / st : (s.dim(1) - k) / st + 1;
-        const int64_t w_out = same ? (s.dim(2) + st - 1) / st : (s.dim(2) - k) / st + 1;
+        if (in_c < 0) {
+          LayerError(l, absl::StrCat("conv2d needs a known number of channels, but '", l.input(0), "' is ",
+                                     ShapeString(s)));
+          return false;
+        }
+        const int64_t h = s.dim(1) < 0 ? kUnknownDim : same ? (s.dim(1) + st - 1) / st : (s.dim(1) - k) / st + 1;
+        const int64_t w_out = s.dim(2) < 0 ? kUnknownDim : same ? (s.dim(2) + st - 1) / st : (s.dim(2) - k) / st + 1;
+        if (!CheckFloats(l, "kernel", {k, k, in_c, c.filters()})) return false;
+        if (!CheckFloats(l, "output", {kUnknownDim, h, w_out, c.filters()})) return false;
         Output w = Variable(&b, l.name(), "kernel", TensorShape({k, k, in_c, c.filters()}), c.kernel_initializer(), true,
                             k * k * in_c, k * k * c.filters(), l.l2_weight());
         Output y = b.Op("Conv2D", "Conv2D", {in.tensor, w},
@@ -241,7 +310,7 @@ class ModelCompiler {
         }
         result->tensor = Activate(&b, y, c.activation());
         result->shape = PartialShape::FromDims({kUnknownDim, h, w_out, c.filters()});
-        out_->forward_flops_per_example += 2 * k * k * in_c * c.filters() * h * w_out;
+        AddFlops(2.0 * KnownProduct({k, k, in_c, c.filters(), h, w_out}));
         return true;
       }
       case Layer::kMaxPool:
@@ -294,11 +363,13 @@ class ModelCompiler {
                                      DataTypeString(BaseType(in.tensor.dtype()))));
           return false;
         }
+        std::vector<int64_t> dims(s.dims().begin(), s.dims().end());
+        dims.push_back(em.dimension());
+        if (!CheckFloats(l, "embedding table", {em.vocabulary_size(), em.dimension()})) return false;
+        if (!CheckFloats(l, "output", dims)) return false;
         Output table = Variable(&b, l.name(), "embeddings", TensorShape({em.vocabulary_size(), em.dimension()}),
                                 em.initializer(), true, em.vocabulary_size(), em.dimension(), l.l2_weight());
         result->tensor = b.Op("Gather", "Gather", {table, in.tensor});
-        std::vector<int64_t> dims(s.dims().begin(), s.dims().end());
-        dims.push_back(em.dimension());
         result->shape = PartialShape::FromDims(dims);
         return true;
       }
@@ -306,13 +377,17 @@ class ModelCompiler {
         std::vector<int64_t> dims = {-1};
         int64_t known = 1;
         int unknown_at = -1;
+        // The known dims' product must divide (or, without a -1, equal) the
+        // input's values per example; it is multiplied with overflow checks,
+        // as a product that wraps (to 0, say) would pass as a match.
+        bool fits = true;
         for (int i = 0; i < l.reshape().shape_size(); ++i) {
           int64_t d = l.reshape().shape(i);
           dims.push_back(d);
           if (d == -1) unknown_at = i + 1;
-          else known *= d;
+          else if (d <= 0 || __builtin_mul_overflow(known, d, &known)) fits = false;
         }
-        if (unknown_at < 0 ? known != per_example : per_example % known != 0) {
+        if (!fits || (unknown_at < 0 ? known != per_example : per_example % known != 0)) {
           LayerError(l, absl::StrCat("cannot reshape ", ShapeString(s), " (", per_example, " values per example) to [batch,",
                                      absl::StrJoin(l.reshape().shape(), ","), "]"));
           return false;
@@ -447,9 +522,8 @@ class ModelCompiler {
         largest_layer = i;
       }
     }
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
-    if (largest_layer < 0 || pages <= 0 || page_size <= 0) return;
-    const double memory = static_cast<double>(pages) * static_cast<double>(page_size);
+    const double memory = MachineMemoryBytes();
+    if (largest_layer < 0 || memory <= 0) return;
     if (total <= memory) return;
     constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
     LayerError(e_.model().layer(largest_layer),

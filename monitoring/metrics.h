@@ -53,8 +53,9 @@ struct MetricsOptions {
   std::string job = "worker";
   int64_t task = 0;
   // Serve /metrics on bind_address:port; port 0 picks a free port (see TrainingMetrics::port).
+  // Loopback unless the caller names another address ("0.0.0.0": every interface).
   bool serve = true;
-  std::string bind_address = "0.0.0.0";
+  std::string bind_address = "127.0.0.1";
   int port = 0;
   // Threads of the HTTP server.
   int server_threads = 2;

@@ -3,6 +3,9 @@
 // stand-in Pushgateway, and `promtool check metrics` on the scraped text when promtool exists.
 #include "monitoring/metrics.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -143,6 +146,36 @@ TEST(TrainingMetricsTest, NotServingAndBadOptions) {
   o = LocalOptions();
   o.port = 70000;
   EXPECT_TRUE(absl::IsInvalidArgument(TrainingMetrics::Create(o).status()));
+}
+
+// Whether a TCP connection to ip:port is accepted.
+bool Connects(const char* ip, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, ip, &addr.sin_addr);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// Issue 22, class 13: /metrics listened on every interface by default. It
+// binds loopback unless told otherwise; 127.0.0.2 is loopback too (Linux
+// routes 127/8 to lo) but only a wildcard bind answers there.
+TEST(TrainingMetricsTest, BindsLoopbackByDefault) {
+  MetricsOptions o;
+  EXPECT_EQ(o.bind_address, "127.0.0.1");
+  auto m = TrainingMetrics::Create(o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_GT((*m)->port(), 0);
+  EXPECT_TRUE(Connects("127.0.0.1", (*m)->port()));
+  EXPECT_FALSE(Connects("127.0.0.2", (*m)->port()));
+  o.bind_address = "0.0.0.0";
+  auto every = TrainingMetrics::Create(o);
+  ASSERT_TRUE(every.ok()) << every.status();
+  EXPECT_TRUE(Connects("127.0.0.2", (*every)->port())) << "the check above cannot tell the binds apart";
 }
 
 TEST(TrainingMetricsTest, PortInUseIsUnavailable) {

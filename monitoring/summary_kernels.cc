@@ -158,7 +158,10 @@ class ImageSummaryOp : public OpKernel {
     const int64_t hw = h * w;
     const int64_t n = std::min<int64_t>(max_images_, batch);
     Summary s;
-    std::vector<uint8_t> image(static_cast<size_t>(hw * depth));
+    // Sized only when there is an image to copy, so never beyond the tensor's
+    // own bytes: a [0, 2^23, 2^23, 4] tensor is empty, not 2^48 bytes.
+    std::vector<uint8_t> image;
+    if (n > 0) image.resize(static_cast<size_t>(hw * depth));
     for (int64_t i = 0; i < n; ++i) {
       const int64_t offset = i * hw * depth;
       switch (tensor.dtype()) {

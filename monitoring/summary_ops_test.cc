@@ -292,6 +292,24 @@ TEST(ImageSummaryTest, BadShapesAreErrors) {
   }
 }
 
+// Issue 22, class 6: the image buffer was sized from h * w * depth before the
+// batch was looked at, so a zero-batch [0, 2^24-1, 2^24-1, 4] tensor (no
+// bytes at all) asked for 2^50 bytes and the process died. It is an empty
+// summary; the buffer never outgrows the tensor.
+TEST(ImageSummaryTest, EmptyBatchOfHugeImagesIsAnEmptySummary) {
+  GraphDefBuilder b;
+  std::string tag = b.Const("tag", Strings({"t"}, TensorShape({})));
+  std::string images = b.Placeholder("images", DT_UINT8);
+  b.Node("img", "ImageSummary", {tag, images}, {{"T", MakeAttr(DT_UINT8)}});
+  const int64_t side = (int64_t{1} << 24) - 1;
+  for (int64_t depth : {1, 4}) {
+    const TensorShape shape({0, side, side, depth});
+    auto s = RunSummary(b, "img", {{"images", Tensor::FromVector<uint8_t>(std::vector<uint8_t>(), shape)}});
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->value_size(), 0);
+  }
+}
+
 TEST(MergeSummaryTest, ConcatenatesAndRejectsDuplicates) {
   GraphDefBuilder b;
   std::string tags = b.Const("tags", Strings({"a", "b"}, TensorShape({2})));

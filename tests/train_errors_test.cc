@@ -2,7 +2,8 @@
 // exit code 2 and one error line first on stderr, located as file:line:col
 // where the mistake is in the file; none crashes (no signal, no "terminate",
 // no "Check failed"), prints a plan, or creates its run directory.
-// configs/load_test.cc covers the loader and validator as a library; this test
+// Some cases also write data files beside the config (IDX files whose headers
+// cannot be real). configs/load_test.cc covers the loader and validator as a library; this test
 // drives the real binary (fork + exec), as a user or a batch scheduler does.
 #include <fcntl.h>
 #include <signal.h>
@@ -121,6 +122,9 @@ struct Case {
   // starts on that line; "L:#C" line L, column C.
   std::string location;
   std::string substring;  // expected in the error line
+  // Files the test writes beside the config first: {name, contents} (data
+  // files a case points its input at).
+  std::vector<std::pair<std::string, std::string>> files = {};
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -151,6 +155,10 @@ TEST_P(TrainErrorsTest, ExitsTwoWithOneLocatedErrorLine) {
   {
     std::ofstream f(dir + "/t.pbtxt", std::ios::binary);
     f << text;
+  }
+  for (const auto& [name, contents] : c.files) {
+    std::ofstream f(dir + "/" + name, std::ios::binary);
+    f << contents;
   }
   const std::string run_dir = dir + "/run";
   std::vector<std::string> argv = {Runfile("cmd/train/train")};
@@ -184,6 +192,8 @@ TEST_P(TrainErrorsTest, ExitsTwoWithOneLocatedErrorLine) {
   EXPECT_EQ(error_lines, 1) << "expected one error line:\n" << r.err;
   EXPECT_TRUE(absl::StrContains(first, "error: ")) << "the first line is not the error: " << first;
   EXPECT_TRUE(absl::StrContains(first, c.substring)) << "expected '" << c.substring << "' in: " << first;
+  // Bounded, whatever the config holds (a megabyte-long name, say).
+  EXPECT_LT(first.size(), 1000u) << first.substr(0, 1000);
 
   if (c.location.empty()) {
     EXPECT_EQ(first.rfind("error: ", 0), 0u) << first;
@@ -212,6 +222,37 @@ TEST_P(TrainErrorsTest, ExitsTwoWithOneLocatedErrorLine) {
 // A layer line with a raw node before the loss (line 6 becomes the node).
 std::string NodeLine(const std::string& node) { return absl::StrCat("  ", node, "\n  loss {"); }
 
+// An IDX file of uint8 elements: the header for `dims`, then `data`.
+std::string RawIdx(const std::vector<uint32_t>& dims, const std::string& data = "") {
+  std::string out("\0\0\x08", 3);
+  out.push_back(static_cast<char>(dims.size()));
+  for (uint32_t d : dims) {
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((d >> shift) & 0xff));
+  }
+  return out + data;
+}
+
+// Line 6 becomes a raw node whose attr nests `levels` functions deep, one
+// level per line: `attr { key: "a" value { func { name: "f"` (three
+// messages each), then every closing brace on one line. Model and node are
+// depths 1 and 2, so the 65th message is the func on line 6 + 21 = 27.
+std::string DeepNode(int levels) {
+  std::string node = "  node { name: \"deep\" op: \"NoOp\"\n";
+  for (int i = 0; i < levels; ++i) node += "attr { key: \"a\" value { func { name: \"f\"\n";
+  for (int i = 0; i < levels; ++i) node += "} } }";
+  return node + " }\n  loss {";
+}
+
+// The two layers before fc1 (lines 3 and 4) replaced: line 3 holds a conv2d
+// layer "c" and a flatten of it, line 4 starts fc1 with `units`.
+std::pair<std::string, std::string> ConvFlattenDense(const std::string& conv, const std::string& units) {
+  return {"  layer { name: \"flat\" input: \"image\" flatten {} }\n  layer { name: \"fc1\" input: \"flat\" dense { units: 16",
+          absl::StrCat("  layer { name: \"c\" input: \"image\" conv2d { ", conv,
+                       " } } layer { name: \"flat\" input: \"c\" flatten {} }\n  layer { name: \"fc1\" input: \"flat\" "
+                       "dense { units: ",
+                       units)};
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Configs, TrainErrorsTest,
     ::testing::Values(
@@ -222,6 +263,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"syntax_unterminated_string", "name: \"t\"", "name: \"t", {}, "1:#9", "String literals cannot cross"},
         Case{"syntax_control_characters", "=", std::string("\x01\x02garbage\n", 10), {}, "1:#1", "control characters"},
         Case{"duplicate_scalar_field", "steps: 10", "steps: 10 steps: 20", {}, "11:steps: 20", "specified multiple times"},
+        // Bounds on what the parser is given (issue 22, class 5): nesting
+        // a stack deep, and tokens a megabyte long.
+        Case{"nesting_deeper_than_the_limit", "  loss {", DeepNode(100000), {}, "27:#30", "recursion limit of 64"},
+        Case{"megabyte_unknown_field_name", "", std::string(1 << 20, 'x') + " { }\n", {}, "12:#1",
+             "unknown field '" + std::string(60, 'x') + "...(1048576 characters)' in Experiment"},
+        Case{"megabyte_enum_value", "activation: RELU", "activation: " + std::string(1 << 20, 'R'), {}, "4:RRRR",
+             "unknown value 'RRRR"},
         Case{"two_optimizers", "sgd { learning_rate: 0.1 }", "sgd { learning_rate: 0.1 } adam { learning_rate: 0.1 }",
              {}, "10:adam", "oneof"},
         // Unknown names, with did-you-mean.
@@ -290,6 +338,20 @@ INSTANTIATE_TEST_SUITE_P(
                           "  loss { mean_squared_error { predictions: \"m\" targets: \"logits\" } }\n  loss {"),
              {}, "7:name", "inner dimensions differ"},
         Case{"dropout_rate_one", "flatten {}", "dropout { rate: 1.0 }", {}, "3:rate", "dropout rate must be in [0, 1)"},
+        // Products of sizes that pass one by one (issue 22, class 4).
+        Case{"conv_kernel_product_overflows", "flatten {}", "conv2d { filters: 2147483647 kernel_size: 65536 }", {},
+             "3:name", "its kernel [65536,65536,1,2147483647] has 9.22e+18 float32 values"},
+        Case{"dense_after_a_huge_flatten", ConvFlattenDense("filters: 2147483647 kernel_size: 1", "2147483647").first,
+             ConvFlattenDense("filters: 2147483647 kernel_size: 1", "2147483647").second, {}, "3:name",
+             "more than this machine's"},
+        Case{"dense_kernel_product_beyond_memory", ConvFlattenDense("filters: 100000 kernel_size: 1", "2147483647").first,
+             ConvFlattenDense("filters: 100000 kernel_size: 1", "2147483647").second, {}, "4:name",
+             "its kernel [78400000,2147483647] has"},
+        Case{"reshape_dims_wrap_to_zero", "flatten {}", "reshape { shape: -1 shape: 4294967296 shape: 4294967296 }", {},
+             "3:name", "cannot reshape [batch,28,28,1] (784 values per example) to [batch,-1,4294967296,4294967296]"},
+        Case{"embedding_table_beyond_memory", "input: \"image\" flatten {}",
+             "input: \"label\" embedding { vocabulary_size: 2147483647 dimension: 2147483647 }", {}, "3:name",
+             "its embedding table [2147483647,2147483647] has"},
         // Data files.
         Case{"missing_images_file", kImages, "/nonexistent/images.gz", {}, "8:images", "does not exist"},
         Case{"images_path_is_a_directory", kImages, "/usr/share", {}, "8:images", "is not a regular file"},
@@ -297,6 +359,21 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"images_and_labels_swapped", absl::StrCat(kImages, "\" labels: \"", kLabels),
              absl::StrCat(kLabels, "\" labels: \"", kImages), {}, "8:train", "must be uint8 images"},
         Case{"image_and_label_counts_differ", kLabels, kTestLabels, {}, "8:train", "holds 60000 images but"},
+        // Data files whose headers cannot be real (issue 22, class 2): checked at the header, named.
+        Case{"idx_zero_dim_then_huge_dims", kImages, "zero_dim.idx", {}, "8:train",
+             "zero_dim.idx: IDX header dimension 1 is 4294967295",
+             {{"zero_dim.idx", RawIdx({0, 0xffffffffu, 0xffffffffu, 0xffffffffu})}}},
+        Case{"idx_2_to_the_32_items_of_nothing",
+             absl::StrCat(kImages, "\" labels: \"", kLabels, "\" }\n                batch_size: 32"),
+             "items.idx\" labels: \"items.idx\" }\n                batch_size: 32 shuffle { capacity: 100 min_after_dequeue: 10 }",
+             {},
+             "8:train", "items.idx: IDX header dimension 0 is 4294967295", {{"items.idx", RawIdx({0xffffffffu, 0})}}},
+        Case{"idx_items_without_data", kImages, "items.idx", {}, "8:train",
+             "items.idx: IDX header dimension 1 is 0, so none of its 60000 items holds any data",
+             {{"items.idx", RawIdx({60000, 0, 28})}}},
+        Case{"idx_header_describes_more_than_the_file", kImages, "short.idx", {}, "8:train",
+             "short.idx: truncated IDX data: the header describes 47040000 bytes, the file has 16",
+             {{"short.idx", RawIdx({60000, 28, 28}, std::string(16, '\0'))}}},
         Case{"missing_eval_file", "batch_size: 32 } }",
              absl::StrCat("batch_size: 32 }\n  eval { idx { images: \"/nonexistent\" labels: \"", kTestLabels, "\" } } }"),
              {}, "10:images", "does not exist"},

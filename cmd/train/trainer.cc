@@ -227,7 +227,7 @@ absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& 
     mo.metrics.version = kVersion;
     mo.metrics.serve = serve;
     mo.metrics.port = serve ? mon.metrics_port() : 0;
-    mo.metrics.bind_address = mon.metrics_address().empty() ? "0.0.0.0" : mon.metrics_address();
+    mo.metrics.bind_address = mon.metrics_address().empty() ? "127.0.0.1" : mon.metrics_address();  // loopback unless named (issue 22)
     mo.pushgateway_url = pushgateway_url;
     mo.queue_size = tg.train_input.queue_size;
     mo.queue_capacity = tg.train_input.queue_capacity;

@@ -7,10 +7,7 @@
 #include "absl/strings/str_format.h"
 
 namespace sluice {
-namespace {
-
-// 12345 -> "12,345".
-std::string Thousands(int64_t v) {
+std::string FormatThousands(int64_t v) {
   std::string digits = absl::StrCat(v < 0 ? -v : v);
   std::string out;
   for (size_t i = 0; i < digits.size(); ++i) {
@@ -19,8 +16,6 @@ std::string Thousands(int64_t v) {
   }
   return v < 0 ? "-" + out : out;
 }
-
-}  // namespace
 
 std::string FormatEta(absl::Duration d) {
   int64_t s = absl::ToInt64Seconds(d);
@@ -38,7 +33,7 @@ std::string FormatProgress(const ProgressLine& p) {
   }
   absl::StrAppendFormat(&out, " loss %.4g lr %.3g", p.loss, p.learning_rate);
   if (p.examples_per_second > 0) {
-    absl::StrAppend(&out, " ", Thousands(static_cast<int64_t>(std::llround(p.examples_per_second))), " ex/s");
+    absl::StrAppend(&out, " ", FormatThousands(static_cast<int64_t>(std::llround(p.examples_per_second))), " ex/s");
   }
   if (p.steps_per_second > 0) {
     absl::StrAppendFormat(&out, " %.3g steps/s", p.steps_per_second);

@@ -28,6 +28,8 @@ struct ProgressLine {
 std::string FormatProgress(const ProgressLine& p);
 // "20m26s", "3h05m", "45s", "2d03h".
 std::string FormatEta(absl::Duration d);
+// 12345 -> "12,345" (a leading "-" for negative numbers).
+std::string FormatThousands(int64_t v);
 
 class ProgressTracker {
  public:

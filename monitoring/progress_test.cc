@@ -22,6 +22,14 @@ TEST(ProgressTest, FormatsEveryPart) {
   EXPECT_EQ(FormatProgress(p), "step 1200 loss 0.4312 lr 0.05");
 }
 
+TEST(ProgressTest, Thousands) {
+  EXPECT_EQ(FormatThousands(0), "0");
+  EXPECT_EQ(FormatThousands(999), "999");
+  EXPECT_EQ(FormatThousands(1000), "1,000");
+  EXPECT_EQ(FormatThousands(1234567), "1,234,567");
+  EXPECT_EQ(FormatThousands(-12345), "-12,345");
+}
+
 TEST(ProgressTest, Eta) {
   EXPECT_EQ(FormatEta(absl::Seconds(45)), "45s");
   EXPECT_EQ(FormatEta(absl::Seconds(20 * 60 + 26)), "20m26s");

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "monitoring/progress.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -42,15 +43,6 @@ namespace {
 
 constexpr char kVersion[] = "sluice 0.1.0";
 
-std::string Thousands(int64_t n) {
-  std::string digits = absl::StrCat(n < 0 ? -n : n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return n < 0 ? "-" + out : out;
-}
 
 std::string Bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -96,18 +88,18 @@ void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGra
   for (const auto& v : tg.variables) {
     if (v.trainable) {
       out << "    " << v.name << std::string(width - v.name.size() + 2, ' ') << v.shape.DebugString() << "  "
-          << Thousands(v.shape.num_elements()) << "\n";
+          << FormatThousands(v.shape.num_elements()) << "\n";
       trainable += v.shape.num_elements();
     } else {
       state += v.shape.num_elements();
     }
   }
-  out << "    total trainable parameters " << Thousands(trainable) << "; optimizer state " << Thousands(state) << "\n";
+  out << "    total trainable parameters " << FormatThousands(trainable) << "; optimizer state " << FormatThousands(state) << "\n";
   const int64_t batch = e.input().train().batch_size();
   // Backward is about twice the forward work.
   const double flops = 3.0 * static_cast<double>(tg.forward_flops_per_example) * static_cast<double>(batch);
   out << "  FLOPs per step " << absl::StrFormat("%.3g", flops) << " (batch " << batch << ", forward "
-      << Thousands(tg.forward_flops_per_example) << " per example, x3 with gradients)\n";
+      << FormatThousands(tg.forward_flops_per_example) << " per example, x3 with gradients)\n";
   const double weights = 4.0 * static_cast<double>(trainable + state);
   // Activations and their gradients, kept for the backward pass.
   const double activations = 2.0 * 4.0 * static_cast<double>(tg.activation_elements_per_example * batch);

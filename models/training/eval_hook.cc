@@ -2,6 +2,7 @@
 #include "models/training/eval_hook.h"
 
 #include "absl/strings/str_cat.h"
+#include "monitoring/progress.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
@@ -9,16 +10,6 @@ namespace sluice {
 namespace training {
 namespace {
 
-// 10000 -> "10,000".
-std::string Thousands(int64_t n) {
-  std::string digits = absl::StrCat(n < 0 ? -n : n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return n < 0 ? "-" + out : out;
-}
 
 }  // namespace
 
@@ -68,7 +59,7 @@ absl::Status EvalHook::EvaluateAndReport(int64_t step) {
   std::vector<std::string> parts;
   for (const auto& [name, v] : *values) parts.push_back(absl::StrFormat("%s %.4f", name, v));
   const std::string line = absl::StrCat("eval at step ", step, ": ", absl::StrJoin(parts, " "), " (",
-                                        Thousands(examples), " examples)");
+                                        FormatThousands(examples), " examples)");
   if (options_.tty) *out_ << "\n";
   *out_ << line << "\n";
   out_->flush();

@@ -162,6 +162,23 @@ void CopyFilterBlock(const ConvGeometry& full, const ConvGeometry& cut, int64_t 
   }
 }
 
+// When some filter taps never meet the input (a SAME filter wider than the
+// input), copies the used block into *cut_filter and points *g and *w at it,
+// so the patch buffers scale with the input; otherwise leaves both as they are.
+template <typename T>
+absl::Status CutFilterToUsedTaps(OpKernelContext* ctx, const Tensor& filter, ConvGeometry* g, Tensor* cut_filter,
+                                 const T** w) {
+  ConvGeometry cut;
+  int64_t r0, c0;
+  if (!CutToUsedTaps(*g, &cut, &r0, &c0)) return absl::OkStatus();
+  absl::Status s = ctx->allocate_temp(DataTypeToEnum<T>::value, cut.filter_shape(), cut_filter);
+  if (!s.ok()) return s;
+  CopyFilterBlock<T>(*g, cut, r0, c0, filter.data<T>(), cut_filter->data<T>(), /*to_block=*/true);
+  *w = cut_filter->data<T>();
+  *g = cut;
+  return absl::OkStatus();
+}
+
 // Images per chunk so that the patch buffer stays within budget.
 int64_t ChunkImages(const ConvGeometry& g) {
   const int64_t pixels = g.out_pixels(), k = g.patch_size();
@@ -527,14 +544,7 @@ class Conv2DOp : public ConvOpBase {
     }
     const T* w = filter.data<T>();
     Tensor cut_filter;
-    ConvGeometry cut;
-    int64_t r0, c0;
-    if (CutToUsedTaps(g, &cut, &r0, &c0)) {
-      OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<T>::value, cut.filter_shape(), &cut_filter));
-      CopyFilterBlock<T>(g, cut, r0, c0, filter.data<T>(), cut_filter.data<T>(), /*to_block=*/true);
-      w = cut_filter.data<T>();
-      g = cut;
-    }
+    OP_REQUIRES_OK(ctx, CutFilterToUsedTaps<T>(ctx, filter, &g, &cut_filter, &w));
     const int64_t k = g.patch_size(), o = g.out_depth;
     if (g.is_pointwise() && g.rows.pad == 0 && g.cols.pad == 0) {
       const int64_t rows = g.batch * g.in_rows * g.in_cols;
@@ -581,14 +591,7 @@ class Conv2DBackpropInputOp : public ConvOpBase {
     const auto& d = ctx->eigen_cpu_device();
     const T* w = filter.data<T>();
     Tensor cut_filter;
-    ConvGeometry cut;
-    int64_t r0, c0;
-    if (CutToUsedTaps(g, &cut, &r0, &c0)) {
-      OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<T>::value, cut.filter_shape(), &cut_filter));
-      CopyFilterBlock<T>(g, cut, r0, c0, filter.data<T>(), cut_filter.data<T>(), /*to_block=*/true);
-      w = cut_filter.data<T>();
-      g = cut;
-    }
+    OP_REQUIRES_OK(ctx, CutFilterToUsedTaps<T>(ctx, filter, &g, &cut_filter, &w));
     const int64_t k = g.patch_size(), o = g.out_depth;
     if (g.is_pointwise() && g.rows.pad == 0 && g.cols.pad == 0) {
       const int64_t rows = g.batch * g.in_rows * g.in_cols;

@@ -186,7 +186,7 @@ std::vector<int64_t> SizesMB() {
 int main(int argc, char** argv) {
   using namespace sluice::checkpoint;
   benchmark::Initialize(&argc, argv);
-  sluice::checkpoint::Env::Default()->CreateDirs(BenchDir()).IgnoreError();
+  sluice::Env::Default()->CreateDirs(BenchDir()).IgnoreError();
   int iters = 3;
   if (const char* s = std::getenv("SLUICE_CKPT_BENCH_ITERS")) absl::SimpleAtoi(s, &iters);
   for (int64_t mb : SizesMB()) {
@@ -198,6 +198,6 @@ int main(int argc, char** argv) {
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  sluice::checkpoint::Env::Default()->DeleteRecursively(BenchDir()).IgnoreError();
+  sluice::Env::Default()->DeleteRecursively(BenchDir()).IgnoreError();
   return 0;
 }

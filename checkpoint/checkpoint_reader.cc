@@ -11,11 +11,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "checkpoint/crc32c.h"
 #include "checkpoint/manifest_rules.h"
+#include "engine/platform/crc32c.h"
 #include "checkpoint/rocksdb_util.h"
 #include "checkpoint/store_format.h"
-#include "engine/framework/status_macros.h"
+#include "engine/platform/status_macros.h"
 #include "rocksdb/db.h"
 
 namespace sluice {
@@ -62,23 +62,27 @@ absl::StatusOr<std::map<std::string, uint64_t>> ListCheckpointFiles(Env* env, co
     for (const std::string& c : *children) {
       const std::string rel = rel_dir.empty() ? c : JoinPath(rel_dir, c);
       const std::string path = JoinPath(dir, rel);
-      auto info = env->GetFileInfo(path);
-      if (!info.ok()) return absl::DataLossError(absl::StrCat("checkpoint ", dir, ": ", info.status().message()));
-      switch (info->type) {
-        case Env::FileType::kRegular:
-          files[rel] = info->size;
+      auto type = env->GetFileType(path);
+      if (!type.ok()) return absl::DataLossError(absl::StrCat("checkpoint ", dir, ": ", type.status().message()));
+      switch (*type) {
+        case FileType::kRegular: {
+          auto size = env->GetFileSize(path);
+          if (!size.ok()) return absl::DataLossError(absl::StrCat("checkpoint ", dir, ": ", size.status().message()));
+          files[rel] = *size;
           break;
-        case Env::FileType::kDirectory:
+        }
+        case FileType::kDirectory:
           if (!rel_dir.empty()) {
             return absl::DataLossError(absl::StrCat("checkpoint ", dir, ": unexpected directory ", path,
                                                     " (shard stores hold only files)"));
           }
           pending.push_back(rel);
           break;
-        case Env::FileType::kSymlink:
+        case FileType::kSymlink:
           return absl::DataLossError(absl::StrCat("checkpoint ", dir, ": ", path,
                                                   " is a symlink (a checkpoint holds only regular files and directories)"));
-        case Env::FileType::kOther:
+        case FileType::kFifo:
+        case FileType::kOther:
           return absl::DataLossError(absl::StrCat("checkpoint ", dir, ": ", path,
                                                   " is not a regular file (FIFO, socket or device)"));
       }
@@ -364,7 +368,7 @@ absl::Status CheckpointReader::VerifyFiles() {
   auto loss = [&](const std::string& what) {
     return absl::DataLossError(absl::StrCat("checkpoint ", dir_, ": ", what));
   };
-  auto text = env_->ReadRegularFile(files_path, kMaxFilesBytes);
+  auto text = ReadRegularFile(env_, files_path, kMaxFilesBytes);
   if (!text.ok()) return loss(std::string(text.status().message()));
   std::vector<std::string> lines = absl::StrSplit(*text, '\n', absl::SkipEmpty());
   if (lines.empty() || !absl::StartsWith(lines.back(), "crc32c ") || text->back() != '\n') {
@@ -402,7 +406,7 @@ absl::Status CheckpointReader::VerifyFiles() {
     if (f[2].size() != 8 || !absl::SimpleHexAtoi(f[2], &want)) return bad_line("bad CRC");
     // Only small files carry a CRC (FORMAT.md): a read here is bounded.
     if (size > kInventoryCrcMaxBytes) return bad_line(absl::StrCat("a CRC for a file over ", kInventoryCrcMaxBytes, " bytes"));
-    auto data = env_->ReadRegularFile(path, size);
+    auto data = ReadRegularFile(env_, path, size);
     if (!data.ok()) return loss(std::string(data.status().message()));
     const uint32_t crc = crc32c::Value(*data);
     if (crc != want) return loss(absl::StrCat("file ", path, " CRC mismatch (expected ", Hex(want), ", computed ", Hex(crc), ")"));

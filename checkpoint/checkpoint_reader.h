@@ -17,7 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "checkpoint/env.h"
+#include "engine/platform/env.h"
 #include "checkpoint/manifest.pb.h"
 #include "checkpoint/tensor_slice.h"
 #include "engine/framework/tensor.h"

@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/store_format.h"
-#include "engine/framework/logging.h"
-#include "engine/framework/status_macros.h"
+#include "engine/platform/logging.h"
+#include "engine/platform/status_macros.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 
@@ -25,10 +25,10 @@ std::string CheckpointsDir(const std::string& run_dir) { return JoinPath(run_dir
 
 absl::StatusOr<CheckpointState> ReadCheckpointState(Env* env, const std::string& checkpoints_dir) {
   const std::string path = JoinPath(checkpoints_dir, kStateFileName);
-  if (!env->FileExists(path)) return absl::NotFoundError(absl::StrCat("no state file ", path));
+  if (!env->FileExists(path).ok()) return absl::NotFoundError(absl::StrCat("no state file ", path));
   // A regular file of bounded size: a FIFO or device there must not hang the
   // latest-checkpoint lookup (it falls back to scanning the directories).
-  SLUICE_ASSIGN_OR_RETURN(std::string text, env->ReadRegularFile(path, kMaxStateFileBytes));
+  SLUICE_ASSIGN_OR_RETURN(std::string text, ReadRegularFile(env, path, kMaxStateFileBytes));
   CheckpointState state;
   google::protobuf::TextFormat::Parser parser;
   parser.AllowPartialMessage(false);

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "checkpoint/env.h"
+#include "engine/platform/env.h"
 #include "checkpoint/manifest.pb.h"
 
 namespace sluice {

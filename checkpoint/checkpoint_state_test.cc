@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "checkpoint/fault_env.h"
+#include "engine/platform/fault_env.h"
 #include "gtest/gtest.h"
 
 namespace sluice {

@@ -10,12 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "checkpoint/crc32c.h"
+#include "engine/platform/crc32c.h"
 #include "checkpoint/manifest.pb.h"
 #include "checkpoint/manifest_rules.h"
 #include "checkpoint/rocksdb_util.h"
 #include "checkpoint/tensor_slice.h"
-#include "engine/framework/status_macros.h"
+#include "engine/platform/status_macros.h"
 #include "rocksdb/db.h"
 #include "rocksdb/sst_file_writer.h"
 
@@ -133,7 +133,7 @@ absl::Status WriteCheckpointDir(Env* env, const std::string& dir, const std::vec
                                 const WriteOptions& options) {
   if (options.num_shards < 1) return absl::InvalidArgumentError("num_shards must be >= 1");
   if (options.chunk_bytes < 1) return absl::InvalidArgumentError("chunk_bytes must be >= 1");
-  if (env->FileExists(dir)) return absl::AlreadyExistsError(absl::StrCat("checkpoint directory ", dir, " exists"));
+  if (env->FileExists(dir).ok()) return absl::AlreadyExistsError(absl::StrCat("checkpoint directory ", dir, " exists"));
 
   std::vector<Prepared> prepared(entries.size());
   std::map<std::string, Prepared*> by_key;
@@ -180,7 +180,7 @@ absl::Status WriteCheckpointDir(Env* env, const std::string& dir, const std::vec
     std::string name = ShardDirName(shard, options.num_shards);
     results[shard] = WriteShard(JoinPath(dir, name), JoinPath(dir, name + ".ingest.sst"), per_shard[shard], m,
                                 options.chunk_bytes);
-    if (env->FileExists(JoinPath(dir, name + ".ingest.sst"))) {
+    if (env->FileExists(JoinPath(dir, name + ".ingest.sst")).ok()) {
       env->DeleteRecursively(JoinPath(dir, name + ".ingest.sst")).IgnoreError();
     }
   };
@@ -223,7 +223,7 @@ absl::Status WriteFilesInventory(Env* env, const std::string& dir) {
       absl::StrAppendFormat(&text, "%s %d -\n", f, size);
       continue;
     }
-    SLUICE_ASSIGN_OR_RETURN(std::string data, env->ReadFile(JoinPath(dir, f)));
+    SLUICE_ASSIGN_OR_RETURN(std::string data, ReadFileToString(env, JoinPath(dir, f)));
     absl::StrAppendFormat(&text, "%s %d %08x\n", f, data.size(), crc32c::Value(data));
   }
   absl::StrAppendFormat(&text, "crc32c %08x\n", crc32c::Value(text));

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "checkpoint/env.h"
+#include "engine/platform/env.h"
 #include "checkpoint/store_format.h"
 #include "engine/framework/tensor.h"
 

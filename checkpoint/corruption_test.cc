@@ -24,21 +24,15 @@
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
 #include "checkpoint/checkpoint_writer.h"
-#include "checkpoint/crc32c.h"
+#include "engine/platform/crc32c.h"
 #include "checkpoint/rocksdb_util.h"
+#include "engine/platform/test_dirs.h"
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
 
 namespace sluice {
 namespace checkpoint {
 namespace {
-
-std::string TempDir(const std::string& name) {
-  const char* t = std::getenv("TEST_TMPDIR");
-  std::string dir = JoinPath(t ? t : "/tmp", name);
-  Env::Default()->DeleteRecursively(dir).IgnoreError();
-  return dir;
-}
 
 void WriteRaw(const std::string& path, const std::string& data) {
   FILE* f = fopen(path.c_str(), "wb");
@@ -62,7 +56,7 @@ void ListFiles(const std::string& dir, std::vector<std::string>* out) {
 class CorruptionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    run_dir_ = TempDir("corruption_run");
+    run_dir_ = FreshTestDir("corruption_run");
     const std::string ckpts = CheckpointsDir(run_dir_);
     ASSERT_TRUE(Env::Default()->CreateDirs(ckpts).ok());
     for (int step : {1, 2}) {
@@ -149,7 +143,7 @@ TEST_F(CorruptionTest, TruncationsAndBitFlipsInEveryFile) {
   ListFiles(target_, &files);
   ASSERT_GE(files.size(), 5u);  // FILES, CURRENT, MANIFEST, OPTIONS, IDENTITY, an SST, LOCK
   for (const std::string& file : files) {
-    const std::string original = *Env::Default()->ReadFile(file);
+    const std::string original = *ReadFileToString(Env::Default(), file);
     if (original.empty()) continue;  // RocksDB's LOCK file
     for (size_t off : Offsets(original.size())) {
       WriteRaw(file, original.substr(0, off));
@@ -198,7 +192,7 @@ void WriteFilesLines(const std::string& dir, const std::vector<std::string>& lin
 
 // The lines of dir/FILES without the trailer.
 std::vector<std::string> FilesLines(const std::string& dir) {
-  std::vector<std::string> lines = absl::StrSplit(*Env::Default()->ReadFile(JoinPath(dir, kFilesName)), '\n',
+  std::vector<std::string> lines = absl::StrSplit(*ReadFileToString(Env::Default(), JoinPath(dir, kFilesName)), '\n',
                                                   absl::SkipEmpty());
   lines.pop_back();
   return lines;
@@ -291,7 +285,7 @@ void ExpectRefused(const std::string& dir, const std::vector<std::string>& parts
 TEST(CraftedCheckpoint, ConsistentCraftedStoreReadsBack) {
   // The helper itself writes checkpoints that read back: the tests below
   // fail for what they change, not for how the store was built.
-  const std::string dir = TempDir("crafted_ok");
+  const std::string dir = FreshTestDir("crafted_ok");
   WriteCraftedCheckpoint(dir, {Entry("w@0,2", DT_FLOAT, {2}, Floats({1, 2}), "w", {4}, "0,2"),
                                Entry("w@2,2", DT_FLOAT, {2}, Floats({3, 4}), "w", {4}, "2,2")});
   auto reader = CheckpointReader::Open(dir);
@@ -305,27 +299,27 @@ TEST(CraftedCheckpoint, ConsistentCraftedStoreReadsBack) {
 // Class: a slice's stored shape vs its spec. The copy would read 16 KB from
 // a 4-byte value.
 TEST(CraftedCheckpoint, SliceShapeThatIsNotItsSpecsIsRefused) {
-  const std::string dir = TempDir("crafted_slice_shape");
+  const std::string dir = FreshTestDir("crafted_slice_shape");
   WriteCraftedCheckpoint(dir, {Entry("w@0,4096", DT_FLOAT, {1}, Floats({1}), "w", {4096}, "0,4096")});
   ExpectRefused(dir, {"tensor 'w@0,4096'", "does not match its slice '0,4096'"});
 }
 
 TEST(CraftedCheckpoint, WholeTensorSmallerThanItsFullShapeIsRefused) {
-  const std::string dir = TempDir("crafted_whole_shape");
+  const std::string dir = FreshTestDir("crafted_whole_shape");
   WriteCraftedCheckpoint(dir, {Entry("v", DT_FLOAT, {1}, Floats({1}), "v", {4096})});
   ExpectRefused(dir, {"tensor 'v'", "differs from the full shape [4096]"});
 }
 
 TEST(CraftedCheckpoint, NonCanonicalSliceKeyIsRefused) {
   // "w@00,2" and "w@0,2" would be two keys for one slice.
-  const std::string dir = TempDir("crafted_key");
+  const std::string dir = FreshTestDir("crafted_key");
   WriteCraftedCheckpoint(dir, {Entry("w@00,2", DT_FLOAT, {2}, Floats({1, 2}), "w", {4}, "00,2")});
   ExpectRefused(dir, {"tensor 'w@00,2'", "canonical"});
 }
 
 // Class: duplicate slices counted twice toward "covered".
 TEST(CraftedCheckpoint, DuplicateSliceIsRefused) {
-  const std::string dir = TempDir("crafted_duplicate");
+  const std::string dir = FreshTestDir("crafted_duplicate");
   WriteCraftedCheckpoint(dir, {Entry("w@0,2", DT_FLOAT, {2}, Floats({1, 2}), "w", {4}, "0,2"),
                                Entry("w@0,2", DT_FLOAT, {2}, Floats({1, 2}), "w", {4}, "0,2")});
   ExpectRefused(dir, {"tensor 'w@0,2'", "listed twice"});
@@ -333,17 +327,17 @@ TEST(CraftedCheckpoint, DuplicateSliceIsRefused) {
 
 TEST(CraftedCheckpoint, OverlappingSlicesAreRefused) {
   // 0,2 and 1,2 of [4] add up to 4 elements but leave element 3 unwritten.
-  const std::string dir = TempDir("crafted_overlap");
+  const std::string dir = FreshTestDir("crafted_overlap");
   WriteCraftedCheckpoint(dir, {Entry("w@0,2", DT_FLOAT, {2}, Floats({1, 2}), "w", {4}, "0,2"),
                                Entry("w@1,2", DT_FLOAT, {2}, Floats({2, 3}), "w", {4}, "1,2")});
   ExpectRefused(dir, {"slices '0,2' and '1,2' of 'w' overlap"});
   // "-" and "0,4" are different keys for the same rows.
-  const std::string dir2 = TempDir("crafted_overlap_all");
+  const std::string dir2 = FreshTestDir("crafted_overlap_all");
   WriteCraftedCheckpoint(dir2, {Entry("m@-:0,1", DT_FLOAT, {2, 1}, Floats({1, 2}), "m", {2, 2}, "-:0,1"),
                                 Entry("m@0,2:0,1", DT_FLOAT, {2, 1}, Floats({1, 2}), "m", {2, 2}, "0,2:0,1")});
   ExpectRefused(dir2, {"of 'm' overlap"});
   // Disjoint in dim 0 but overlapping in dim 1 of a grid.
-  const std::string dir3 = TempDir("crafted_overlap_grid");
+  const std::string dir3 = FreshTestDir("crafted_overlap_grid");
   WriteCraftedCheckpoint(dir3, {Entry("g@0,1:0,2", DT_FLOAT, {1, 2}, Floats({1, 2}), "g", {2, 3}, "0,1:0,2"),
                                 Entry("g@0,1:2,1", DT_FLOAT, {1, 1}, Floats({3}), "g", {2, 3}, "0,1:2,1"),
                                 Entry("g@1,1:0,2", DT_FLOAT, {1, 2}, Floats({4, 5}), "g", {2, 3}, "1,1:0,2"),
@@ -352,14 +346,14 @@ TEST(CraftedCheckpoint, OverlappingSlicesAreRefused) {
 }
 
 TEST(CraftedCheckpoint, VariableStoredWholeAndSlicedIsRefused) {
-  const std::string dir = TempDir("crafted_whole_and_slice");
+  const std::string dir = FreshTestDir("crafted_whole_and_slice");
   WriteCraftedCheckpoint(dir, {Entry("w", DT_FLOAT, {4}, Floats({1, 2, 3, 4})),
                                Entry("w@0,2", DT_FLOAT, {2}, Floats({1, 2}), "w", {4}, "0,2")});
   ExpectRefused(dir, {"'w' is stored both whole and in slices"});
 }
 
 TEST(CraftedCheckpoint, SlicesThatDisagreeOnTheFullShapeAreRefused) {
-  const std::string dir = TempDir("crafted_full_shapes");
+  const std::string dir = FreshTestDir("crafted_full_shapes");
   WriteCraftedCheckpoint(dir, {Entry("w@0,2", DT_FLOAT, {2}, Floats({1, 2}), "w", {4}, "0,2"),
                                Entry("w@2,2", DT_FLOAT, {2}, Floats({3, 4}), "w", {5}, "2,2")});
   ExpectRefused(dir, {"slices '0,2' and '2,2' of 'w' disagree"});
@@ -367,7 +361,7 @@ TEST(CraftedCheckpoint, SlicesThatDisagreeOnTheFullShapeAreRefused) {
 
 TEST(CraftedCheckpoint, PartialSlicesCoverOnlyWhatTheyHold) {
   // Disjoint slices that leave a gap: the coverage count is exact.
-  const std::string dir = TempDir("crafted_gap");
+  const std::string dir = FreshTestDir("crafted_gap");
   WriteCraftedCheckpoint(dir, {Entry("w@0,1", DT_FLOAT, {1}, Floats({1}), "w", {4}, "0,1"),
                                Entry("w@2,2", DT_FLOAT, {2}, Floats({3, 4}), "w", {4}, "2,2")});
   auto reader = CheckpointReader::Open(dir);
@@ -383,7 +377,7 @@ TEST(CraftedCheckpoint, PartialSlicesCoverOnlyWhatTheyHold) {
 // Class: a string tensor's element count vs its bytes. 2^28 strings would be
 // allocated (and constructed) for two bytes.
 TEST(CraftedCheckpoint, StringElementCountBeyondItsBytesIsRefused) {
-  const std::string dir = TempDir("crafted_strings");
+  const std::string dir = FreshTestDir("crafted_strings");
   WriteCraftedCheckpoint(dir, {Entry("vocab", DT_STRING, {int64_t{1} << 28}, std::string("\x01" "a", 2))});
   ExpectRefused(dir, {"tensor 'vocab'", "268435456 elements) in only 2 bytes"});
 }
@@ -391,7 +385,7 @@ TEST(CraftedCheckpoint, StringElementCountBeyondItsBytesIsRefused) {
 TEST(CraftedCheckpoint, TensorBytesBeyondTheStoreAreRefusedBeforeAllocating) {
   // A 1 GiB tensor whose chunks are not there: refused at open, not after a
   // 1 GiB allocation and a missing chunk.
-  const std::string dir = TempDir("crafted_bytes");
+  const std::string dir = FreshTestDir("crafted_bytes");
   Crafted big = Entry("big", DT_FLOAT, {int64_t{1} << 28}, Floats({1, 2}));
   big.keep_sizes = true;
   big.entry.set_num_bytes(uint64_t{1} << 30);
@@ -453,7 +447,7 @@ TEST_F(CorruptionTest, SymlinksInTheCheckpointAreRefused) {
   // and CRC still matches.
   const std::string current = JoinPath(target_, "shard-00000-of-00001/CURRENT");
   const std::string outside = JoinPath(run_dir_, "CURRENT.copy");
-  WriteRaw(outside, *Env::Default()->ReadFile(current));
+  WriteRaw(outside, *ReadFileToString(Env::Default(), current));
   ASSERT_EQ(::unlink(current.c_str()), 0);
   ASSERT_EQ(::symlink(outside.c_str(), current.c_str()), 0);
   ExpectDataLoss(CheckpointReader::Open(target_).status(), {current, "symlink"});

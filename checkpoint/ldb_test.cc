@@ -15,7 +15,7 @@ namespace {
 
 std::string FindLdb() {
   for (const char* p : {"/usr/bin/ldb", "/usr/bin/rocksdb_ldb", "/usr/local/bin/ldb"}) {
-    if (Env::Default()->FileExists(p)) return p;
+    if (Env::Default()->FileExists(p).ok()) return p;
   }
   return "";
 }

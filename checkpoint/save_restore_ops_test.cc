@@ -4,21 +4,15 @@
 #include <cstdlib>
 
 #include "checkpoint/checkpoint_reader.h"
-#include "checkpoint/env.h"
+#include "engine/platform/env.h"
 #include "engine/graph/graph_def_builder.h"
 #include "engine/runtime/session.h"
+#include "engine/platform/test_dirs.h"
 #include "gtest/gtest.h"
 
 namespace sluice {
 namespace checkpoint {
 namespace {
-
-std::string TempDir(const std::string& name) {
-  const char* t = std::getenv("TEST_TMPDIR");
-  std::string dir = JoinPath(t ? t : "/tmp", name);
-  Env::Default()->DeleteRecursively(dir).IgnoreError();
-  return dir;
-}
 
 Tensor Strings(std::vector<std::string> v) {
   Tensor t(DT_STRING, TensorShape({static_cast<int64_t>(v.size())}));
@@ -27,7 +21,7 @@ Tensor Strings(std::vector<std::string> v) {
 }
 
 TEST(SaveRestoreOps, SaveThenRestoreEachTensor) {
-  const std::string path = TempDir("ops_save");
+  const std::string path = FreshTestDir("ops_save");
   GraphDefBuilder b;
   std::string a = b.Const("a", Tensor::FromVector<float>({1.5f, -2, 3}));
   std::string c = b.Const("c", Tensor::FromVector<int64_t>({7, 8}));
@@ -60,7 +54,7 @@ TEST(SaveRestoreOps, SaveThenRestoreEachTensor) {
 }
 
 TEST(SaveRestoreOps, SaveSlicesThenRestoreSliceAndWhole) {
-  const std::string path = TempDir("ops_slices");
+  const std::string path = FreshTestDir("ops_slices");
   GraphDefBuilder b;
   std::string top = b.Const("top", Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2})));
   std::string bottom = b.Const("bottom", Tensor::FromVector<float>({5, 6, 7, 8}, TensorShape({2, 2})));

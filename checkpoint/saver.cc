@@ -8,8 +8,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "checkpoint/store_format.h"
-#include "engine/framework/logging.h"
-#include "engine/framework/status_macros.h"
+#include "engine/platform/logging.h"
+#include "engine/platform/status_macros.h"
 #include "engine/graph/graph_def_builder.h"
 
 namespace sluice {

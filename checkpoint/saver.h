@@ -31,7 +31,7 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/checkpoint_state.h"
 #include "checkpoint/checkpoint_writer.h"
-#include "checkpoint/env.h"
+#include "engine/platform/env.h"
 #include "engine/framework/graph.pb.h"
 #include "engine/runtime/session.h"
 

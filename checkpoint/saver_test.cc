@@ -9,21 +9,15 @@
 #include <cstdlib>
 
 #include "checkpoint/checkpoint_reader.h"
-#include "checkpoint/fault_env.h"
+#include "engine/platform/fault_env.h"
 #include "checkpoint/warm_start.h"
 #include "engine/graph/graph_def_builder.h"
+#include "engine/platform/test_dirs.h"
 #include "gtest/gtest.h"
 
 namespace sluice {
 namespace checkpoint {
 namespace {
-
-std::string TempDir(const std::string& name) {
-  const char* t = std::getenv("TEST_TMPDIR");
-  std::string dir = JoinPath(t ? t : "/tmp", name);
-  Env::Default()->DeleteRecursively(dir).IgnoreError();
-  return dir;
-}
 
 // A model in container `c`: w [3] float, w/momentum [3] float, global_step
 // int64; `init` sets them, `train` adds to each.
@@ -76,7 +70,7 @@ std::string Fetch(Session* s, const std::string& name) {
 TEST(Saver, SavesAndRestoresWeightsSlotsAndStep) {
   Model model("saver_roundtrip");
   SaverOptions o;
-  o.run_dir = TempDir("run_roundtrip");
+  o.run_dir = FreshTestDir("run_roundtrip");
   auto saver = Saver::Create(o, model.variables);
   ASSERT_TRUE(saver.ok()) << saver.status();
   auto session = model.NewSessionWith(**saver);
@@ -98,7 +92,7 @@ TEST(Saver, SavesAndRestoresWeightsSlotsAndStep) {
 TEST(Saver, FreshRunHasNothingToRestore) {
   Model model("saver_fresh");
   SaverOptions o;
-  o.run_dir = TempDir("run_fresh");
+  o.run_dir = FreshTestDir("run_fresh");
   auto saver = Saver::Create(o, model.variables);
   ASSERT_TRUE(saver.ok());
   auto session = model.NewSessionWith(**saver);
@@ -108,7 +102,7 @@ TEST(Saver, FreshRunHasNothingToRestore) {
 TEST(Saver, SnapshotIsTakenBeforeSaveReturns) {
   Model model("saver_snapshot");
   SaverOptions o;
-  o.run_dir = TempDir("run_snapshot");
+  o.run_dir = FreshTestDir("run_snapshot");
   auto saver = Saver::Create(o, model.variables);
   auto session = model.NewSessionWith(**saver);
   RunTarget(session.get(), "init");
@@ -125,7 +119,7 @@ TEST(Saver, SnapshotIsTakenBeforeSaveReturns) {
 TEST(Saver, EveryNStepsWithRetention) {
   Model model("saver_periodic");
   SaverOptions o;
-  o.run_dir = TempDir("run_periodic");
+  o.run_dir = FreshTestDir("run_periodic");
   o.every_steps = 2;
   o.retention.keep = 2;
   auto saver = Saver::Create(o, model.variables);
@@ -155,7 +149,7 @@ TEST(Saver, EveryTSecondsWithAFakeClock) {
   Model model("saver_seconds");
   double now = 1000;
   SaverOptions o;
-  o.run_dir = TempDir("run_seconds");
+  o.run_dir = FreshTestDir("run_seconds");
   o.every_seconds = 60;
   o.clock = [&now] { return now; };
   auto saver = Saver::Create(o, model.variables);
@@ -172,7 +166,7 @@ TEST(Saver, EveryTSecondsWithAFakeClock) {
 TEST(Saver, CorruptLatestFallsBackToThePreviousOne) {
   Model model("saver_fallback");
   SaverOptions o;
-  o.run_dir = TempDir("run_fallback");
+  o.run_dir = FreshTestDir("run_fallback");
   o.background = false;
   auto saver = Saver::Create(o, model.variables);
   auto session = model.NewSessionWith(**saver);
@@ -185,7 +179,7 @@ TEST(Saver, CorruptLatestFallsBackToThePreviousOne) {
   const std::vector<std::string> files = *Env::Default()->GetChildren(store);
   for (const std::string& f : files) {
     const std::string path = JoinPath(store, f);
-    auto data = Env::Default()->ReadFile(path);
+    auto data = ReadFileToString(Env::Default(), path);
     if (!data.ok() || data->empty()) continue;
     (*data)[data->size() / 2] ^= 0x10;
     FILE* out = fopen(path.c_str(), "wb");
@@ -212,7 +206,7 @@ TEST(Saver, CrashAtAnyStepOfACommitLeavesOldOrNewCheckpoint) {
   int total = -1;
   for (int crash_at = 0; total < 0 || crash_at <= total; ++crash_at) {
     SaverOptions o;
-    o.run_dir = TempDir("run_crash");
+    o.run_dir = FreshTestDir("run_crash");
     o.background = false;
     auto saver = Saver::Create(o, model.variables);
     ASSERT_TRUE(saver.ok());
@@ -260,7 +254,7 @@ TEST(Saver, PartitionedVariableRoundTripsAndWarmStartsWhole) {
   std::vector<SaveableVariable> vars = {{"emb/part_0", "emb", DT_FLOAT, "0,2:-", TensorShape({3, 2})},
                                         {"emb/part_1", "emb", DT_FLOAT, "2,1:-", TensorShape({3, 2})}};
   SaverOptions o;
-  o.run_dir = TempDir("run_partitioned");
+  o.run_dir = FreshTestDir("run_partitioned");
   o.num_shards = 2;
   auto saver = Saver::Create(o, vars);
   ASSERT_TRUE(saver.ok()) << saver.status();
@@ -286,7 +280,7 @@ TEST(Saver, PartitionedVariableRoundTripsAndWarmStartsWhole) {
 TEST(WarmStart, MapsNamesAndReportsMissingOnes) {
   Model source("warm_source");
   SaverOptions o;
-  o.run_dir = TempDir("run_warm_source");
+  o.run_dir = FreshTestDir("run_warm_source");
   auto saver = Saver::Create(o, source.variables);
   auto session = source.NewSessionWith(**saver);
   RunTarget(session.get(), "init");

@@ -8,18 +8,12 @@
 
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_writer.h"
+#include "engine/platform/test_dirs.h"
 #include "gtest/gtest.h"
 
 namespace sluice {
 namespace checkpoint {
 namespace {
-
-std::string TempDir(const std::string& name) {
-  const char* t = std::getenv("TEST_TMPDIR");
-  std::string dir = JoinPath(t ? t : "/tmp", name);
-  Env::Default()->DeleteRecursively(dir).IgnoreError();
-  return dir;
-}
 
 // Fills a tensor of any supported dtype with varied values.
 Tensor MakeTensor(DataType dtype, const TensorShape& shape, int seed) {
@@ -61,7 +55,7 @@ TEST(Store, RoundTripsEveryDtypeAndShape) {
     }
   }
   for (int shards : {1, 3}) {
-    const std::string dir = TempDir("roundtrip" + std::to_string(shards));
+    const std::string dir = JoinPath(FreshTestDir("roundtrip" + std::to_string(shards)), "ckpt");
     WriteOptions options;
     options.num_shards = shards;
     options.chunk_bytes = 256;  // most tensors span several chunks
@@ -84,7 +78,7 @@ TEST(Store, TensorLargerThanTheDefaultChunkSpansChunks) {
   SaveEntry e;
   e.full_name = "big";
   e.value = MakeTensor(DT_FLOAT, TensorShape({3 * (1 << 20) + 5}), 7);  // 12 MB
-  const std::string dir = TempDir("big");
+  const std::string dir = JoinPath(FreshTestDir("big"), "ckpt");
   ASSERT_TRUE(WriteCheckpointDir(Env::Default(), dir, {e}, WriteOptions()).ok());
   auto reader = CheckpointReader::Open(dir);
   ASSERT_TRUE(reader.ok());
@@ -106,7 +100,7 @@ TEST(Store, SlicesAssembleAnyRequestedSlice) {
     std::memcpy(e.value.raw_data(), full.data<int32_t>() + 8 * part, 8 * sizeof(int32_t));
     entries.push_back(e);
   }
-  const std::string dir = TempDir("slices");
+  const std::string dir = JoinPath(FreshTestDir("slices"), "ckpt");
   ASSERT_TRUE(WriteCheckpointDir(Env::Default(), dir, entries, WriteOptions()).ok());
   auto reader = CheckpointReader::Open(dir);
   ASSERT_TRUE(reader.ok());
@@ -135,22 +129,22 @@ TEST(Store, WriterRefusesOverlappingOrInconsistentSlices) {
   };
   const TensorShape full({6, 4});
   absl::Status overlap = WriteCheckpointDir(
-      Env::Default(), TempDir("overlap"), {slice("0,4:-", full, TensorShape({4, 4})), slice("3,3:-", full, TensorShape({3, 4}))},
+      Env::Default(), JoinPath(FreshTestDir("overlap"), "ckpt"), {slice("0,4:-", full, TensorShape({4, 4})), slice("3,3:-", full, TensorShape({3, 4}))},
       WriteOptions());
   EXPECT_EQ(overlap.code(), absl::StatusCode::kInvalidArgument) << overlap;
   EXPECT_NE(overlap.message().find("slices '0,4:-' and '3,3:-' of 'w' overlap"), std::string::npos) << overlap;
   absl::Status shapes = WriteCheckpointDir(
-      Env::Default(), TempDir("full_shapes"),
+      Env::Default(), JoinPath(FreshTestDir("full_shapes"), "ckpt"),
       {slice("0,3:-", full, TensorShape({3, 4})), slice("3,3:-", TensorShape({7, 4}), TensorShape({3, 4}))}, WriteOptions());
   EXPECT_EQ(shapes.code(), absl::StatusCode::kInvalidArgument) << shapes;
   SaveEntry whole;
   whole.full_name = "w";
   whole.value = MakeTensor(DT_FLOAT, full, 2);
-  EXPECT_EQ(WriteCheckpointDir(Env::Default(), TempDir("whole_and_slice"), {whole, slice("0,3:-", full, TensorShape({3, 4}))},
+  EXPECT_EQ(WriteCheckpointDir(Env::Default(), JoinPath(FreshTestDir("whole_and_slice"), "ckpt"), {whole, slice("0,3:-", full, TensorShape({3, 4}))},
                                WriteOptions())
                 .code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(WriteCheckpointDir(Env::Default(), TempDir("disjoint"),
+  EXPECT_TRUE(WriteCheckpointDir(Env::Default(), JoinPath(FreshTestDir("disjoint"), "ckpt"),
                                  {slice("0,3:-", full, TensorShape({3, 4})), slice("3,3:-", full, TensorShape({3, 4}))},
                                  WriteOptions())
                   .ok());
@@ -160,15 +154,15 @@ TEST(Store, MissingTensorIsNotFoundAndDuplicatesAreRejected) {
   SaveEntry e;
   e.full_name = "a";
   e.value = Tensor::Scalar<float>(1);
-  const std::string dir = TempDir("missing");
+  const std::string dir = JoinPath(FreshTestDir("missing"), "ckpt");
   ASSERT_TRUE(WriteCheckpointDir(Env::Default(), dir, {e}, WriteOptions()).ok());
   auto reader = CheckpointReader::Open(dir);
   ASSERT_TRUE(reader.ok());
   EXPECT_EQ((*reader)->ReadTensor("b").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(WriteCheckpointDir(Env::Default(), TempDir("dup"), {e, e}, WriteOptions()).code(),
+  EXPECT_EQ(WriteCheckpointDir(Env::Default(), JoinPath(FreshTestDir("dup"), "ckpt"), {e, e}, WriteOptions()).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(WriteCheckpointDir(Env::Default(), dir, {e}, WriteOptions()).code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(CheckpointReader::Open(TempDir("nothing")).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(CheckpointReader::Open(JoinPath(FreshTestDir("nothing"), "ckpt")).status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
-#include "engine/framework/status_macros.h"
+#include "engine/platform/status_macros.h"
 
 namespace sluice {
 namespace checkpoint {

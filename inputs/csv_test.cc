@@ -4,7 +4,8 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "inputs/line_reader.h"
-#include "inputs/testing/mem_env.h"
+#include "engine/platform/env.h"
+#include "engine/platform/test_dirs.h"
 
 namespace sluice {
 namespace {
@@ -39,7 +40,8 @@ TEST(Csv, RoundTrips) {
 }
 
 TEST(LineReader, ReadsLinesAcrossBufferBoundaries) {
-  MemEnv env;
+  const std::string dir = FreshTestDir("lines_across_buffers");
+  Env* env = Env::Default();
   std::string text;
   std::vector<std::string> lines;
   for (int i = 0; i < 5000; ++i) {
@@ -48,8 +50,8 @@ TEST(LineReader, ReadsLinesAcrossBufferBoundaries) {
   }
   text += "last";
   lines.push_back("last");
-  env.SetContents("/t.txt", text);
-  auto file = env.NewRandomAccessFile("/t.txt");
+  ASSERT_TRUE(WriteStringToFile(env, JoinPath(dir, "t.txt"), text).ok());
+  auto file = env->NewRandomAccessFile(JoinPath(dir, "t.txt"));
   ASSERT_TRUE(file.ok());
   LineReader reader(file->get());
   uint64_t offset = 0;
@@ -63,9 +65,9 @@ TEST(LineReader, ReadsLinesAcrossBufferBoundaries) {
 }
 
 TEST(LineReader, OverlongLineIsResourceExhausted) {
-  MemEnv env;
-  env.SetContents("/t", std::string(100, 'x') + "\n");
-  auto file = env.NewRandomAccessFile("/t");
+  const std::string path = JoinPath(FreshTestDir("overlong_line"), "t");
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), path, std::string(100, 'x') + "\n").ok());
+  auto file = Env::Default()->NewRandomAccessFile(path);
   ASSERT_TRUE(file.ok());
   LineReader reader(file->get(), 50);
   uint64_t offset = 0;

@@ -21,7 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "engine/framework/types.h"
-#include "inputs/env.h"
+#include "engine/platform/env.h"
 
 namespace sluice {
 

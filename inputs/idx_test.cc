@@ -7,7 +7,8 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
-#include "inputs/testing/mem_env.h"
+#include "engine/platform/fault_env.h"
+#include "engine/platform/test_dirs.h"
 
 namespace sluice {
 namespace {
@@ -165,41 +166,43 @@ TEST(Idx, HeaderBeyondTheLimitIsResourceExhausted) {
 // with the header. A read error on the first data byte shows whether it is
 // read: a plain file's size settles the question from the header alone.
 TEST(Idx, PlainFileSizeIsCheckedBeforeTheDataIsRead) {
-  MemEnv env;
+  const std::string d = FreshTestDir("idx_size_before_data");
+  FaultEnv env(Env::Default());
   const std::string header = RawIdx({1u << 30});
-  env.SetContents("/d/short.idx", header + std::string(16, 'x'));
-  env.InjectReadError("/d/short.idx", header.size());
-  auto r = ReadIdxFile(&env, "/d/short.idx");
+  ASSERT_TRUE(WriteStringToFile(&env, d + "/short.idx", header + std::string(16, 'x')).ok());
+  env.InjectReadError(d + "/short.idx", header.size());
+  auto r = ReadIdxFile(&env, d + "/short.idx");
   ASSERT_TRUE(absl::IsDataLoss(r.status())) << r.status();
-  EXPECT_TRUE(absl::StrContains(r.status().message(), "/d/short.idx: truncated IDX data: the header describes "
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "short.idx: truncated IDX data: the header describes "
                                                       "1073741824 bytes, the file has 16"))
       << r.status();
-  env.SetContents("/d/long.idx", RawIdx({4}) + std::string(20, 'x'));
-  env.InjectReadError("/d/long.idx", 8);
-  r = ReadIdxFile(&env, "/d/long.idx");
+  ASSERT_TRUE(WriteStringToFile(&env, d + "/long.idx", RawIdx({4}) + std::string(20, 'x')).ok());
+  env.InjectReadError(d + "/long.idx", 8);
+  r = ReadIdxFile(&env, d + "/long.idx");
   ASSERT_TRUE(absl::IsDataLoss(r.status())) << r.status();
   EXPECT_TRUE(absl::StrContains(r.status().message(), "16 more bytes follow")) << r.status();
   // A file over the limit is refused from its size, before its dims.
   IdxOptions options;
   options.max_bytes = 64;
-  env.SetContents("/d/huge.idx", RawIdx({100}, std::string(100, 'x')));
-  env.InjectReadError("/d/huge.idx", 4);
-  r = ReadIdxFile(&env, "/d/huge.idx", options);
+  ASSERT_TRUE(WriteStringToFile(&env, d + "/huge.idx", RawIdx({100}, std::string(100, 'x'))).ok());
+  env.InjectReadError(d + "/huge.idx", 4);
+  r = ReadIdxFile(&env, d + "/huge.idx", options);
   EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
   // The data is read when the sizes agree (and the injected error then shows).
-  env.SetContents("/d/good.idx", RawIdx({4}, "abcd"));
-  env.InjectReadError("/d/good.idx", 8);
-  EXPECT_TRUE(absl::IsUnavailable(ReadIdxFile(&env, "/d/good.idx").status()));
+  ASSERT_TRUE(WriteStringToFile(&env, d + "/good.idx", RawIdx({4}, "abcd")).ok());
+  env.InjectReadError(d + "/good.idx", 8);
+  EXPECT_TRUE(absl::IsUnavailable(ReadIdxFile(&env, d + "/good.idx").status()));
 }
 
 // A gzip stream is read as far as needed, in chunks; what follows the data
 // in the stream is counted up to the limit, no further.
 TEST(Idx, GzipDataIsReadIncrementally) {
-  MemEnv env;
+  const std::string d = FreshTestDir("idx_gzip_incremental");
+  FaultEnv env(Env::Default());
   auto lying = Gzip(RawIdx({1u << 30}, std::string(100, 'x')));
   ASSERT_TRUE(lying.ok());
-  env.SetContents("/d/lying.idx.gz", *lying);
-  auto r = ReadIdxFile(&env, "/d/lying.idx.gz");
+  ASSERT_TRUE(WriteStringToFile(&env, d + "/lying.idx.gz", *lying).ok());
+  auto r = ReadIdxFile(&env, d + "/lying.idx.gz");
   ASSERT_TRUE(absl::IsDataLoss(r.status())) << r.status();
   EXPECT_TRUE(absl::StrContains(r.status().message(), "the file has 100")) << r.status();
   // A large file decompresses in many steps, and its round trip is exact.
@@ -208,8 +211,8 @@ TEST(Idx, GzipDataIsReadIncrementally) {
   big.dims = {300, 1000};
   big.data.resize(600000);
   for (size_t i = 0; i < big.data.size(); ++i) big.data[i] = static_cast<char>(i * 31 + i / 977);
-  ASSERT_TRUE(WriteIdxFile(&env, "/d/big.idx.gz", big, true).ok());
-  auto back = ReadIdxFile(&env, "/d/big.idx.gz");
+  ASSERT_TRUE(WriteIdxFile(&env, d + "/big.idx.gz", big, true).ok());
+  auto back = ReadIdxFile(&env, d + "/big.idx.gz");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->data, big.data);
   // Trailing data inside the stream: counted, and a bomb stops at the limit.
@@ -225,12 +228,17 @@ TEST(Idx, GzipDataIsReadIncrementally) {
 }
 
 TEST(Idx, ReadsThroughTheEnv) {
-  MemEnv env;
-  ASSERT_TRUE(WriteIdxFile(&env, "/d/x.idx.gz", Sample(DT_FLOAT), true).ok());
-  auto r = ReadIdxFile(&env, "/d/x.idx.gz");
+  const std::string dir = FreshTestDir("idx_through_env");
+  FaultEnv env(Env::Default());
+  ASSERT_TRUE(WriteIdxFile(&env, JoinPath(dir, "x.idx.gz"), Sample(DT_FLOAT), true).ok());
+  auto r = ReadIdxFile(&env, JoinPath(dir, "x.idx.gz"));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->data, Sample(DT_FLOAT).data);
-  EXPECT_TRUE(absl::IsNotFound(ReadIdxFile(&env, "/d/missing").status()));
+  EXPECT_TRUE(absl::IsNotFound(ReadIdxFile(&env, JoinPath(dir, "missing")).status()));
+  env.InjectReadError(JoinPath(dir, "x.idx.gz"), 0);
+  absl::Status s = ReadIdxFile(&env, JoinPath(dir, "x.idx.gz")).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "x.idx.gz")) << s;
 }
 
 TEST(Idx, FashionMnistWhenInstalled) {

@@ -3,7 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
-#include "inputs/env.h"
+#include "engine/platform/env.h"
 
 namespace sluice {
 namespace {

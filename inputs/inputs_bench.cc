@@ -25,12 +25,12 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "engine/runtime/session.h"
-#include "inputs/crc32c.h"
+#include "engine/platform/crc32c.h"
 #include "inputs/example.pb.h"
 #include "inputs/idx.h"
 #include "inputs/input_builders.h"
-#include "inputs/record_reader.h"
-#include "inputs/record_writer.h"
+#include "engine/platform/record_reader.h"
+#include "engine/platform/record_writer.h"
 
 namespace sluice {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "inputs/env.h"
+#include "engine/platform/env.h"
 
 namespace sluice {
 

@@ -13,7 +13,7 @@
 #include "inputs/example.pb.h"
 #include "inputs/idx.h"
 #include "inputs/input_builders.h"
-#include "inputs/record_writer.h"
+#include "engine/platform/record_writer.h"
 
 namespace sluice {
 namespace {

@@ -30,7 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "engine/framework/cancellation.h"
 #include "engine/framework/resource_mgr.h"
-#include "inputs/env.h"
+#include "engine/platform/env.h"
 #include "inputs/queue_base.h"
 
 namespace sluice {

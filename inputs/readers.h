@@ -15,7 +15,7 @@
 #include "inputs/idx.h"
 #include "inputs/line_reader.h"
 #include "inputs/reader_base.h"
-#include "inputs/record_reader.h"
+#include "engine/platform/record_reader.h"
 
 namespace sluice {
 

@@ -3,7 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "inputs/env.h"
+#include "engine/platform/env.h"
 #include "inputs/idx.h"
 #include "inputs/input_builders.h"
 

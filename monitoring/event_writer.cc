@@ -29,11 +29,11 @@ absl::StatusOr<std::unique_ptr<EventWriter>> EventWriter::Create(EventWriterOpti
   if (options.flush_interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("EventWriter: flush_interval must be positive");
   }
-  if (options.file_system == nullptr) options.file_system = FileSystem::Default();
+  if (options.env == nullptr) options.env = Env::Default();
   if (!options.clock) options.clock = [] { return absl::Now(); };
   if (options.hostname.empty()) options.hostname = LocalHostname();
 
-  absl::Status s = options.file_system->CreateDirs(options.run_dir);
+  absl::Status s = options.env->CreateDirs(options.run_dir);
   if (!s.ok()) return s;
   const absl::Time created = options.clock();
   std::string path;
@@ -43,7 +43,7 @@ absl::StatusOr<std::unique_ptr<EventWriter>> EventWriter::Create(EventWriterOpti
     std::string suffix = options.file_suffix;
     if (attempt > 0) absl::StrAppend(&suffix, ".", attempt);
     path = absl::StrCat(options.run_dir, "/", EventFileName(created, options.hostname, suffix));
-    auto f = options.file_system->NewWritableFile(path);
+    auto f = options.env->NewExclusiveFile(path);
     if (f.ok()) {
       file = std::move(f).value();
     } else if (!absl::IsAlreadyExists(f.status())) {

@@ -7,7 +7,7 @@
 //
 // Errors: the first write/flush error is sticky. Every later call returns it and queued events
 // are dropped; the writer never crashes the process on I/O errors.
-// Ownership: the writer owns its file and thread; the FileSystem is borrowed (must outlive it).
+// Ownership: the writer owns its file and thread; the Env is borrowed (must outlive it).
 // Thread safety: every method may be called from any thread; events from one thread keep their
 // order.
 #ifndef SLUICE_MONITORING_EVENT_WRITER_H_
@@ -26,9 +26,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "engine/framework/graph.pb.h"
+#include "engine/platform/env.h"
+#include "engine/platform/record_writer.h"
 #include "monitoring/event.pb.h"
-#include "monitoring/file_system.h"
-#include "monitoring/record_writer.h"
 #include "monitoring/summary.pb.h"
 
 namespace sluice {
@@ -39,8 +39,8 @@ inline constexpr char kEventFilePrefix[] = "events.out.tfevents.";
 struct EventWriterOptions {
   // Created (mkdir -p) when missing.
   std::string run_dir;
-  // nullptr: FileSystem::Default().
-  FileSystem* file_system = nullptr;
+  // nullptr: Env::Default().
+  Env* env = nullptr;
   // Background cadence for handing written events to the OS (TensorBoard then sees them).
   absl::Duration flush_interval = absl::Seconds(5);
   // Events queued but not yet written; a writer blocks while the queue is full.
@@ -56,7 +56,7 @@ struct EventWriterOptions {
 class EventWriter {
  public:
   // Creates the run directory and the file, and writes and flushes the file_version record.
-  // InvalidArgument for an empty run_dir or max_pending 0; file errors as the FileSystem reports.
+  // InvalidArgument for an empty run_dir or max_pending 0; file errors as the Env reports.
   static absl::StatusOr<std::unique_ptr<EventWriter>> Create(EventWriterOptions options);
   // Close(); its error is dropped (call Close() to see it).
   ~EventWriter();

@@ -12,10 +12,11 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "engine/platform/fault_env.h"
+#include "engine/platform/record_writer.h"
 #include "gtest/gtest.h"
 #include "monitoring/event_file_reader_testlib.h"
 #include "monitoring/histogram.h"
-#include "monitoring/record_writer.h"
 
 namespace sluice {
 namespace {
@@ -61,7 +62,12 @@ TEST(RecordWriterTest, GoldenBytes) {
   e.set_wall_time(1700000000.0);
   e.set_file_version(kEventFileVersion);
   const std::string payload = e.SerializeAsString();
-  const std::string record = EncodeRecordHeader(payload) + payload + EncodeRecordFooter(payload);
+  char header[kRecordHeaderBytes];
+  char footer[kRecordFooterBytes];
+  RecordWriter::EncodeHeader(payload.size(), header);
+  RecordWriter::EncodeFooter(payload, footer);
+  const std::string record =
+      std::string(header, sizeof(header)) + payload + std::string(footer, sizeof(footer));
   EXPECT_EQ(absl::BytesToHexString(record),
             "1800000000000000a37f4b220900000040fc54d9411a0d627261696e2e4576656e743a32eced8f9d");
 }
@@ -258,57 +264,12 @@ TEST(EventWriterTest, BadOptions) {
 
 // ---- Fault injection ----
 
-// Passes writes to the real file until `budget` bytes have been appended; the append that
-// crosses it writes only what fits (a short write) and fails, as a full disk would.
-class FaultyFileSystem : public FileSystem {
- public:
-  explicit FaultyFileSystem(int64_t budget, bool fail_sync = false) : budget_(budget), fail_sync_(fail_sync) {}
-
-  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
-    if (fail_open_) return absl::PermissionDeniedError("open " + path + ": injected");
-    auto f = FileSystem::Default()->NewWritableFile(path);
-    if (!f.ok()) return f.status();
-    return std::unique_ptr<WritableFile>(new File(this, std::move(f).value()));
-  }
-  absl::Status CreateDirs(const std::string& path) override { return FileSystem::Default()->CreateDirs(path); }
-
-  bool fail_open_ = false;
-
- private:
-  class File : public WritableFile {
-   public:
-    File(FaultyFileSystem* fs, std::unique_ptr<WritableFile> base) : fs_(fs), base_(std::move(base)) {}
-    absl::Status Append(absl::string_view data) override {
-      if (fs_->budget_ < static_cast<int64_t>(data.size())) {
-        const size_t fits = static_cast<size_t>(std::max<int64_t>(fs_->budget_, 0));
-        base_->Append(data.substr(0, fits)).IgnoreError();
-        base_->Flush().IgnoreError();
-        fs_->budget_ = 0;
-        return absl::ResourceExhaustedError("write: No space left on device (injected)");
-      }
-      fs_->budget_ -= data.size();
-      return base_->Append(data);
-    }
-    absl::Status Flush() override { return base_->Flush(); }
-    absl::Status Sync() override {
-      if (fs_->fail_sync_) return absl::InternalError("fsync: injected");
-      return base_->Sync();
-    }
-    absl::Status Close() override { return base_->Close(); }
-
-   private:
-    FaultyFileSystem* fs_;
-    std::unique_ptr<WritableFile> base_;
-  };
-
-  int64_t budget_;
-  bool fail_sync_;
-};
-
 TEST(EventWriterFaultTest, ShortWriteIsStickyAndLeavesAReadablePrefix) {
-  FaultyFileSystem fs(/*budget=*/200);
+  // A full disk: the append that crosses the budget writes what fits (a short write) and fails.
+  FaultEnv env(Env::Default());
+  env.SetWriteBudget(200);
   EventWriterOptions o = Options(FreshDir("short"));
-  o.file_system = &fs;
+  o.env = &env;
   auto w = EventWriter::Create(o);
   ASSERT_TRUE(w.ok()) << w.status();
   absl::Status s;
@@ -326,35 +287,39 @@ TEST(EventWriterFaultTest, ShortWriteIsStickyAndLeavesAReadablePrefix) {
 }
 
 TEST(EventWriterFaultTest, FailingFirstRecordFailsCreate) {
-  FaultyFileSystem fs(/*budget=*/10);
+  FaultEnv env(Env::Default());
+  env.SetWriteBudget(10);
   EventWriterOptions o = Options(FreshDir("nofirst"));
-  o.file_system = &fs;
+  o.env = &env;
   EXPECT_TRUE(absl::IsResourceExhausted(EventWriter::Create(o).status()));
 }
 
 TEST(EventWriterFaultTest, OpenErrorIsReturned) {
-  FaultyFileSystem fs(/*budget=*/1 << 20);
-  fs.fail_open_ = true;
+  FaultEnv env(Env::Default());
+  env.CrashAfter(1);  // the run directory is created; creating the file fails
   EventWriterOptions o = Options(FreshDir("noopen"));
-  o.file_system = &fs;
-  EXPECT_TRUE(absl::IsPermissionDenied(EventWriter::Create(o).status()));
+  o.env = &env;
+  absl::Status s = EventWriter::Create(o).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "events.out.tfevents.")) << s;
 }
 
 TEST(EventWriterFaultTest, FailingSyncReportedByFlush) {
-  FaultyFileSystem fs(/*budget=*/1 << 20, /*fail_sync=*/true);
+  FaultEnv env(Env::Default());
+  env.FailSyncs(true);
   EventWriterOptions o = Options(FreshDir("nosync"));
-  o.file_system = &fs;
+  o.env = &env;
   auto w = EventWriter::Create(o);
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE((*w)->WriteScalar(1, "a", 1).ok());
-  EXPECT_TRUE(absl::IsInternal((*w)->Flush()));
-  EXPECT_TRUE(absl::IsInternal((*w)->Close()));
+  EXPECT_TRUE(absl::IsUnavailable((*w)->Flush()));
+  EXPECT_TRUE(absl::IsUnavailable((*w)->Close()));
 }
 
 TEST(EventWriterFaultTest, RunDirThatIsAFileFails) {
   const std::string dir = FreshDir("isfile");
-  ASSERT_TRUE(FileSystem::Default()->CreateDirs(dir).ok());
-  auto f = FileSystem::Default()->NewWritableFile(dir + "/plain");
+  ASSERT_TRUE(Env::Default()->CreateDirs(dir).ok());
+  auto f = Env::Default()->NewWritableFile(dir + "/plain");
   ASSERT_TRUE(f.ok());
   ASSERT_TRUE((*f)->Close().ok());
   EventWriterOptions o = Options(dir + "/plain");

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
-#include "engine/framework/logging.h"
+#include "engine/platform/logging.h"
 #include "engine/framework/op_def.h"
 #include "engine/framework/shape_inference.h"
 

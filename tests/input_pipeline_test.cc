@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "inputs/example.pb.h"
 #include "inputs/input_builders.h"
-#include "inputs/record_writer.h"
+#include "engine/platform/record_writer.h"
 
 namespace sluice {
 namespace {

@@ -52,7 +52,7 @@ bool IsCheckpointDir(Env* env, const std::string& path) {
   for (const std::string& c : *children) {
     if (absl::StartsWith(c, "shard-")) return true;
   }
-  return env->FileExists(JoinPath(path, kFilesName));
+  return env->FileExists(JoinPath(path, kFilesName)).ok();
 }
 
 std::string Parent(std::string path) {
@@ -66,7 +66,7 @@ bool Resolve(Env* env, const std::string& path, Target* t) {
     t->checkpoints.push_back(path);
     return true;
   }
-  if (env->FileExists(JoinPath(path, "CURRENT")) && IsCheckpointDir(env, Parent(path))) {
+  if (env->FileExists(JoinPath(path, "CURRENT")).ok() && IsCheckpointDir(env, Parent(path))) {
     t->checkpoints.push_back(Parent(path));  // a shard store
     return true;
   }

@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "absl/strings/str_format.h"
-#include "checkpoint/crc32c.h"
+#include "engine/platform/crc32c.h"
 #include "checkpoint/saver.h"
 #include "checkpoint/store_format.h"
 #include "engine/graph/graph_def_builder.h"

@@ -18,10 +18,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "inputs/env.h"
+#include "engine/platform/env.h"
 #include "inputs/example.pb.h"
 #include "inputs/idx.h"
-#include "inputs/record_writer.h"
+#include "engine/platform/record_writer.h"
 
 namespace sluice {
 namespace {
@@ -139,7 +139,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
   Env* env = Env::Default();
-  absl::Status s = env->RecursivelyCreateDir(args.output_dir);
+  absl::Status s = env->CreateDirs(args.output_dir);
   for (size_t i = 0; s.ok() && i < args.splits.size(); ++i) s = ConvertSplit(env, args, args.splits[i]);
   if (!s.ok()) {
     std::fprintf(stderr, "\nrecords: %s\n", s.ToString().c_str());

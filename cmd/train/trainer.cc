@@ -1,11 +1,9 @@
 // Trainer: the `train` command's work, from config to trained model.
 #include "cmd/train/trainer.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -21,6 +19,7 @@
 #include "configs/load.h"
 #include "engine/framework/device.h"
 #include "engine/graph/graph_constructor.h"
+#include "engine/platform/env.h"
 #include "engine/runtime/session.h"
 #include "google/protobuf/text_format.h"
 #include "models/schedule.h"
@@ -138,38 +137,6 @@ std::string HexHash(const std::string& text) {
     h *= 1099511628211ull;
   }
   return absl::StrFormat("%016x", h);
-}
-
-bool MakeDirs(const std::string& path) {
-  std::string cur;
-  for (absl::string_view part : absl::StrSplit(path, '/')) {
-    cur.append(part.data(), part.size());
-    if (!cur.empty()) ::mkdir(cur.c_str(), 0755);
-    cur += '/';
-  }
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return true;
-}
-
-absl::Status WriteFile(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << text;
-    f.flush();
-    if (!f) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return absl::UnavailableError(absl::StrCat("cannot rename ", tmp));
-  return absl::OkStatus();
 }
 
 // Lines of `a` and `b` that differ, "-old" / "+new".
@@ -313,14 +280,20 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
 
   // Run directory, resolved config and provenance.
   const std::string run_dir = e.run_dir();
-  if (!MakeDirs(run_dir)) {
-    err << "error: cannot create run directory " << run_dir << "\n";
+  Env* env = Env::Default();
+  if (absl::Status made = env->CreateDirs(run_dir); !made.ok()) {
+    err << "error: cannot create run directory " << run_dir << ": " << made.message() << "\n";
     return kExitPermanentError;
   }
   const std::string config_text = ConfigText(e);
   const std::string config_hash = HexHash(config_text);
-  std::string previous;
-  if (ReadFile(run_dir + "/config.pbtxt", &previous) && previous != config_text) {
+  const std::string config_copy = JoinPath(run_dir, "config.pbtxt");
+  // The resolved config of an earlier run here (a regular file of bounded
+  // size; anything else is not a previous run's copy).
+  constexpr uint64_t kMaxConfigCopyBytes = 64 << 20;
+  auto previous_or = ReadRegularFile(env, config_copy, kMaxConfigCopyBytes);
+  const std::string previous = previous_or.ok() ? *previous_or : "";
+  if (previous_or.ok() && previous != config_text) {
     if (!options.allow_drift) {
       err << run_dir << "/config.pbtxt: error: the run directory holds a run of a different config; "
           << "pass --allow-drift to resume it anyway, or use another --run_dir. Differences:\n"
@@ -331,9 +304,9 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   }
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
-  s = WriteFile(run_dir + "/config.pbtxt", config_text);
+  s = WriteFileAtomically(env, config_copy, config_text);
   if (s.ok()) {
-    s = WriteFile(run_dir + "/provenance.txt",
+    s = WriteFileAtomically(env, JoinPath(run_dir, "provenance.txt"),
                   absl::StrCat("version: ", kVersion, "\nconfig: ", options.config_path, "\nconfig_hash: ", config_hash,
                                "\nhost: ", host, "\nstart_time: ", absl::FormatTime(absl::Now(), absl::UTCTimeZone()),
                                "\n"));

@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "engine/framework/logging.h"
+#include "engine/platform/logging.h"
 #include "google/protobuf/text_format.h"
 
 namespace sluice {

@@ -15,7 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "engine/framework/allocator.h"
-#include "engine/framework/logging.h"
+#include "engine/platform/logging.h"
 #include "engine/framework/tensor.pb.h"
 #include "engine/framework/tensor_shape.h"
 #include "engine/framework/types.h"

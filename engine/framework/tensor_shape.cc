@@ -1,7 +1,7 @@
 // TensorShape: construction, validation and proto conversion.
 #include "engine/framework/tensor_shape.h"
 
-#include "engine/framework/logging.h"
+#include "engine/platform/logging.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 

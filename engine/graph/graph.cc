@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "engine/framework/logging.h"
+#include "engine/platform/logging.h"
 
 namespace sluice {
 

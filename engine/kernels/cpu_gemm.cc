@@ -7,7 +7,7 @@
 #include <cstring>
 #include <memory>
 
-#include "engine/framework/logging.h"
+#include "engine/platform/logging.h"
 #include "engine/kernels/run_tasks.h"
 
 #if defined(__AVX2__) && defined(__FMA__)

@@ -3,8 +3,6 @@
 // listeners hear, and failed saves (a warning while training, an error at the end).
 #include "models/training/checkpoint_hook.h"
 
-#include <sys/stat.h>
-
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -13,6 +11,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint/store_format.h"
+#include "engine/platform/env.h"
+#include "engine/platform/test_dirs.h"
 #include "gtest/gtest.h"
 #include "models/training/fake_session.h"
 #include "models/training/training_loop.h"
@@ -21,10 +21,7 @@ namespace sluice {
 namespace training {
 namespace {
 
-bool IsDir(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
+bool IsDir(const std::string& path) { return Env::Default()->IsDirectory(path); }
 
 class RecordingListener : public CheckpointListener {
  public:
@@ -36,8 +33,7 @@ class RecordingListener : public CheckpointListener {
 class CheckpointHookTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    run_dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ::mkdir(run_dir_.c_str(), 0755);
+    run_dir_ = FreshTestDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
     checkpoint::SaverOptions so;
     so.run_dir = run_dir_;
     so.every_steps = 2;

@@ -15,7 +15,11 @@ namespace {
 
 absl::Status EvalHook::Begin(Session* session, const LoopStart& start) {
   session_ = session;
-  if (!options_.results_file.empty()) results_.open(options_.results_file, std::ios::app);
+  if (!options_.results_file.empty()) {
+    auto file = options_.env->NewAppendableFile(options_.results_file);
+    if (!file.ok()) return absl::Status(file.status().code(), absl::StrCat("eval results: ", file.status().message()));
+    results_ = std::move(*file);
+  }
   return absl::OkStatus();
 }
 
@@ -63,9 +67,11 @@ absl::Status EvalHook::EvaluateAndReport(int64_t step) {
   if (options_.tty) *out_ << "\n";
   *out_ << line << "\n";
   out_->flush();
-  if (results_.is_open()) {
-    results_ << line << "\n";
-    results_.flush();
+  if (results_ != nullptr) {
+    // Flushed at once: a reader (or a crash) sees every finished line.
+    absl::Status s = results_->Append(absl::StrCat(line, "\n"));
+    if (s.ok()) s = results_->Flush();
+    if (!s.ok()) return absl::Status(s.code(), absl::StrCat("eval results: ", s.message()));
   }
   for (EvalListener* l : listeners_) l->OnEval(step, *values);
   return absl::OkStatus();
@@ -91,7 +97,10 @@ absl::Status EvalHook::End(Session* session, const LoopEnd& end) {
 }
 
 void EvalHook::Close(const LoopEnd& end) {
-  if (results_.is_open()) results_.close();
+  if (results_ == nullptr) return;
+  absl::Status s = results_->Close();
+  if (!s.ok()) *err_ << "warning: eval results: " << s.message() << "\n";
+  results_.reset();
 }
 
 }  // namespace training

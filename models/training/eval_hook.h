@@ -4,7 +4,8 @@
 // averages them weighted by examples (the last batch counts only the epoch's remainder), and
 // prints "eval at step N: loss 0.4321 accuracy 0.8765 (10,000 examples)" to `out` and to the
 // results file (<run_dir>/eval.txt, appended). Listeners (the summary hook) get the values.
-// A failed periodic evaluation fails the run ("evaluation at step N: ..."); a failed final
+// A results file that cannot be opened or appended to fails the run (an eval line is never
+// silently lost). A failed periodic evaluation fails the run ("evaluation at step N: ..."); a failed final
 // one prints "error: final evaluation: ..." and fails it too.
 //
 // Ownership: borrows the listeners and the streams; they must outlive the hook.
@@ -13,13 +14,14 @@
 #define SLUICE_MODELS_TRAINING_EVAL_HOOK_H_
 
 #include <cstdint>
-#include <fstream>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/platform/env.h"
 #include "models/training/hook.h"
 
 namespace sluice {
@@ -41,6 +43,7 @@ struct EvalHookOptions {
   int64_t batch_size = 1;
   int64_t every_steps = 0;  // 0: only at the end
   std::string results_file;  // appended to; "" for none
+  Env* env = Env::Default();  // for the results file
   bool tty = false;          // the progress line is redrawn in place: start a new line first
 };
 
@@ -65,7 +68,7 @@ class EvalHook : public TrainingHook {
   std::ostream* const out_;
   std::ostream* const err_;
   Session* session_ = nullptr;
-  std::ofstream results_;
+  std::unique_ptr<WritableFile> results_;  // null without a results file
 };
 
 }  // namespace training

@@ -9,6 +9,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/platform/env.h"
+#include "engine/platform/fault_env.h"
+#include "engine/platform/test_dirs.h"
 #include "gtest/gtest.h"
 #include "models/training/fake_session.h"
 #include "models/training/training_loop.h"
@@ -154,6 +157,28 @@ TEST_F(EvalHookTest, AFailedFinalEvaluationIsReportedAndFailsTheRun) {
   EXPECT_FALSE(end.succeeded());
   EXPECT_TRUE(absl::IsDataLoss(end.status));
   EXPECT_EQ(err_.str(), "error: final evaluation: corrupt eval record\n");
+}
+
+TEST_F(EvalHookTest, AFullDiskFailsTheRunInsteadOfLosingAnEvalLine) {
+  FaultEnv env(Env::Default());
+  options_.env = &env;
+  EvalHook hook(options_, {}, &out_, &err_);
+  env.SetWriteBudget(10);  // less than one line
+  LoopEnd end = RunSteps(30, {&hook});
+  EXPECT_EQ(end.reason, LoopStop::kAfterStepFailed);
+  EXPECT_EQ(end.step, 10);
+  EXPECT_TRUE(absl::IsResourceExhausted(end.status)) << end.status;
+  EXPECT_TRUE(absl::StartsWith(end.status.message(), "evaluation at step 10: eval results: ")) << end.status;
+}
+
+TEST_F(EvalHookTest, AResultsFileThatCannotBeOpenedStopsTheRunAtBegin) {
+  options_.results_file = FreshTestDir("results_is_a_directory");
+  EvalHook hook(options_, {}, &out_, &err_);
+  LoopEnd end = RunSteps(30, {&hook});
+  EXPECT_FALSE(end.ended);
+  EXPECT_EQ(end.steps_run, 0);
+  EXPECT_TRUE(absl::StartsWith(end.status.message(), "eval results: ")) << end.status;
+  EXPECT_EQ(eval_batches_, 0);
 }
 
 }  // namespace

@@ -1,25 +1,15 @@
 // MetricsHook (see metrics_hook.h).
 #include "models/training/metrics_hook.h"
 
-#include <sys/stat.h>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "checkpoint/checkpoint_state.h"
 #include "checkpoint/store_format.h"
+#include "engine/platform/env.h"
 
 namespace sluice {
 namespace training {
-namespace {
-
-bool IsDir(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-}  // namespace
-
 absl::StatusOr<std::pair<std::string, std::string>> ParsePushgatewayUrl(absl::string_view url) {
   std::string rest(url);
   std::string scheme = "http";
@@ -94,7 +84,7 @@ void MetricsHook::PollCheckpoint(int64_t step) {
   // The saver renames ckpt-<step>.tmp to ckpt-<step> when the write is complete.
   const std::string dir = absl::StrCat(checkpoint::CheckpointsDir(options_.run_dir), "/",
                                        checkpoint::CheckpointDirName(pending_save_step_));
-  if (!IsDir(dir)) return;
+  if (!Env::Default()->IsDirectory(dir)) return;
   const absl::Time now = absl::Now();
   metrics_->OnCheckpointSaved(absl::ToDoubleSeconds(now - pending_save_start_), now);
   pending_save_step_ = -1;

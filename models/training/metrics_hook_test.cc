@@ -4,7 +4,6 @@
 // run gauges of a completed run only; and pushgateway_url parsing.
 #include "models/training/metrics_hook.h"
 
-#include <sys/stat.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -16,6 +15,8 @@
 #include "absl/strings/str_split.h"
 #include "checkpoint/checkpoint_state.h"
 #include "checkpoint/store_format.h"
+#include "engine/platform/env.h"
+#include "engine/platform/test_dirs.h"
 #include "gtest/gtest.h"
 #include "models/training/fake_session.h"
 #include "models/training/training_loop.h"
@@ -37,8 +38,7 @@ double Sample(const std::string& text, const std::string& name) {
 class MetricsHookTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    run_dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ::mkdir(run_dir_.c_str(), 0755);
+    run_dir_ = FreshTestDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
     options_.metrics.serve = false;
     options_.metrics.version = "test";
     options_.queue_size = "queue/size";
@@ -122,8 +122,7 @@ TEST_F(MetricsHookTest, APeriodicSaveIsTimedWhenItsDirectoryAppearsAndTheFinalOn
   auto saves = [&] { return Sample(hook->metrics()->Scrape(), "sluice_checkpoint_save_duration_seconds_count"); };
   EXPECT_EQ(saves(), 0);
   // Written in the background: seen at a later step once ckpt-2 exists.
-  ::mkdir(checkpoint::CheckpointsDir(run_dir_).c_str(), 0755);
-  ::mkdir(absl::StrCat(checkpoint::CheckpointsDir(run_dir_), "/", checkpoint::CheckpointDirName(2)).c_str(), 0755);
+  ASSERT_TRUE(Env::Default()->CreateDirs(JoinPath(checkpoint::CheckpointsDir(run_dir_), checkpoint::CheckpointDirName(2))).ok());
   info.step = 3;
   ASSERT_TRUE(hook->AfterStep(info, result, nullptr).ok());
   EXPECT_EQ(saves(), 1);

@@ -4,8 +4,6 @@
 // steps only, and eval results.
 #include "models/training/summary_hook.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
 
 #include <cstdlib>
 #include <set>
@@ -14,6 +12,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "configs/load.h"
+#include "engine/platform/env.h"
+#include "engine/platform/test_dirs.h"
 #include "gtest/gtest.h"
 #include "models/training/fake_session.h"
 #include "models/training/training_loop.h"
@@ -100,8 +100,7 @@ TEST_F(SummaryHookGraphTest, ImagesNeedAnImageFeature) {
 class SummaryHookTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    run_dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ::mkdir(run_dir_.c_str(), 0755);
+    run_dir_ = FreshTestDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
     tg_.graph.add_node()->set_name("w");
     tg_.graph.mutable_node(0)->set_op("VariableV2");
     tg_.variables.push_back({"w", TensorShape({2}), true});
@@ -214,13 +213,12 @@ TEST_F(SummaryHookTest, AResumedRunStartsWithSessionLogStartAndEvalResultsAreSca
     EvalListener* l_;
   } evaluate(hook->get());
   RunSteps(7, 8, true, {hook->get(), &evaluate});
-  DIR* d = ::opendir(run_dir_.c_str());
-  ASSERT_NE(d, nullptr);
+  auto children = Env::Default()->GetChildren(run_dir_);
+  ASSERT_TRUE(children.ok()) << children.status();
   std::string file;
-  while (dirent* e = ::readdir(d)) {
-    if (absl::StartsWith(e->d_name, "events.out.tfevents.")) file = run_dir_ + "/" + e->d_name;
+  for (const std::string& c : *children) {
+    if (absl::StartsWith(c, "events.out.tfevents.")) file = JoinPath(run_dir_, c);
   }
-  ::closedir(d);
   std::vector<Event> events = Events(file);
   ASSERT_EQ(events.size(), 5u);  // version, graph, START, step 8, eval
   EXPECT_EQ(events[2].session_log().status(), SessionLog::START);

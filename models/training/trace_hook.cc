@@ -1,10 +1,7 @@
 // TraceHook (see trace_hook.h).
 #include "models/training/trace_hook.h"
 
-#include <sys/stat.h>
-
 #include <cstdio>
-#include <fstream>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -13,19 +10,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/types/span.h"
+#include "engine/platform/env.h"
 #include "monitoring/trace.h"
 
 namespace sluice {
 namespace training {
-namespace {
-
-bool IsDir(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-}  // namespace
-
 absl::StatusOr<StepRange> ParseStepRange(absl::string_view text) {
   const std::string t(absl::StripAsciiWhitespace(text));
   auto bad = [&](absl::string_view why) {
@@ -53,8 +42,8 @@ void TraceHook::Warn(const std::string& message) { *err_ << "\nwarning: " << mes
 absl::Status TraceHook::Begin(Session* session, const LoopStart& start) {
   if (options_.steps.empty()) return absl::OkStatus();
   const std::string dir = options_.run_dir + "/traces";
-  if (!IsDir(dir) && ::mkdir(dir.c_str(), 0755) != 0) {
-    return absl::UnavailableError(absl::StrCat("starting monitoring: cannot create ", dir));
+  if (absl::Status s = Env::Default()->CreateDirs(dir); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("starting monitoring: cannot create ", dir, ": ", s.message()));
   }
   if (options_.steps.last <= start.step) {
     Warn(absl::StrCat("--trace_steps=", options_.steps.first, "-", options_.steps.last, ": the run resumes after step ",
@@ -78,12 +67,8 @@ absl::Status TraceHook::AfterStep(const StepInfo& step, const StepResult& result
       {{"step", absl::StrCat(step.step)},
        {"executed_graph_nodes", absl::StrCat(metadata.executed_graph_nodes)},
        {"recorded_nodes", absl::StrCat(metadata.step_stats.size())}});
-  const std::string tmp = path + ".tmp";
-  std::ofstream f(tmp, std::ios::trunc);
-  f << json;
-  f.close();
-  if (!f || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    Warn(absl::StrCat("cannot write the trace ", path, "; tracing is off"));
+  if (absl::Status s = WriteFileAtomically(Env::Default(), path, json); !s.ok()) {
+    Warn(absl::StrCat("cannot write the trace ", path, " (", s.message(), "); tracing is off"));
     failed_ = true;
     return absl::OkStatus();
   }

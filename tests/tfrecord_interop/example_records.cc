@@ -31,11 +31,11 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "engine/runtime/session.h"
-#include "inputs/env.h"
+#include "engine/platform/env.h"
 #include "inputs/example.pb.h"
 #include "inputs/input_builders.h"
-#include "inputs/record_reader.h"
-#include "inputs/record_writer.h"
+#include "engine/platform/record_reader.h"
+#include "engine/platform/record_writer.h"
 
 namespace sluice {
 namespace {

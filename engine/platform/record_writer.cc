@@ -1,8 +1,8 @@
 // RecordWriter: TFRecord framing on top of a WritableFile.
-#include "inputs/record_writer.h"
+#include "engine/platform/record_writer.h"
 
 #include "absl/base/internal/endian.h"
-#include "inputs/crc32c.h"
+#include "engine/platform/crc32c.h"
 
 namespace sluice {
 

@@ -1,7 +1,7 @@
 // Status plumbing used everywhere: early-return macros over absl::Status and
 // absl::StatusOr, so every module boundary speaks absl::Status (DESIGN.md).
-#ifndef SLUICE_ENGINE_FRAMEWORK_STATUS_MACROS_H_
-#define SLUICE_ENGINE_FRAMEWORK_STATUS_MACROS_H_
+#ifndef SLUICE_ENGINE_PLATFORM_STATUS_MACROS_H_
+#define SLUICE_ENGINE_PLATFORM_STATUS_MACROS_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,4 +24,4 @@
   if (!tmp.ok()) return tmp.status();                 \
   lhs = std::move(tmp).value()
 
-#endif  // SLUICE_ENGINE_FRAMEWORK_STATUS_MACROS_H_
+#endif  // SLUICE_ENGINE_PLATFORM_STATUS_MACROS_H_

@@ -1,6 +1,6 @@
-// CRC32C: slicing-by-8 tables built once, and an SSE4.2 + PCLMUL path chosen
-// at run time.
-#include "inputs/crc32c.h"
+// CRC32C: slicing-by-8 tables built once, an SSE4.2 + PCLMUL path chosen at
+// run time, and Combine by arithmetic on polynomials mod P.
+#include "engine/platform/crc32c.h"
 
 #include <array>
 #include <cstring>
@@ -169,6 +169,30 @@ uint32_t ExtendHardware(uint32_t init_crc, const char* p, size_t n, char* dst) {
 bool DetectHardware() { return false; }
 #endif
 
+// a * b mod P in the reflected representation (bit 31 is the coefficient of
+// x^0, bit 0 that of x^31): for each set bit of a, from x^0 upwards, add b
+// times that power of x.
+uint32_t MultiplyModP(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t bit = 0x80000000u; bit != 0; bit >>= 1) {
+    if (a & bit) product ^= b;
+    b = (b >> 1) ^ ((b & 1) ? kPoly : 0);  // b *= x
+  }
+  return product;
+}
+
+// x^(8n) mod P: square-and-multiply over the bits of n, from x^8.
+uint32_t XPowEightN(uint64_t n) {
+  uint32_t result = 0x80000000u;        // x^0
+  uint32_t power = 0x80000000u >> 8;    // x^8
+  while (n != 0) {
+    if (n & 1) result = MultiplyModP(result, power);
+    power = MultiplyModP(power, power);
+    n >>= 1;
+  }
+  return result;
+}
+
 }  // namespace
 
 uint32_t ExtendPortable(uint32_t init_crc, const char* data, size_t n) {
@@ -205,6 +229,14 @@ uint32_t ExtendAndCopy(uint32_t init_crc, const char* data, size_t n, char* dst)
   if (UsesHardware()) return ExtendHardware<true>(init_crc, data, n, dst);
   if (n > 0) std::memcpy(dst, data, n);
   return ExtendPortable(init_crc, data, n);
+}
+
+// The pre- and post-conditioning (the two 0xffffffff XORs) cancel between
+// CRC(A || B) and CRC(B), so what remains is A's CRC moved over |B| zero bytes,
+// i.e. multiplied by x^(8|B|) mod P.
+uint32_t Combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  if (len_b == 0) return crc_a;
+  return MultiplyModP(crc_a, XPowEightN(len_b)) ^ crc_b;
 }
 
 }  // namespace crc32c

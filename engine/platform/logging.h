@@ -2,8 +2,8 @@
 // CHECK is for Sluice's own invariants only: bad user input gets a Status.
 // LOG(severity) << ...; writes one line to stderr; LOG(FATAL) aborts.
 // Thread safety: each message is written with a single write call.
-#ifndef SLUICE_ENGINE_FRAMEWORK_LOGGING_H_
-#define SLUICE_ENGINE_FRAMEWORK_LOGGING_H_
+#ifndef SLUICE_ENGINE_PLATFORM_LOGGING_H_
+#define SLUICE_ENGINE_PLATFORM_LOGGING_H_
 
 #include <sstream>
 
@@ -61,4 +61,4 @@ struct Voidify {
 #define DCHECK(condition) CHECK(condition)
 #endif
 
-#endif  // SLUICE_ENGINE_FRAMEWORK_LOGGING_H_
+#endif  // SLUICE_ENGINE_PLATFORM_LOGGING_H_

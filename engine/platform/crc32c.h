@@ -1,11 +1,16 @@
-// CRC32C (Castagnoli): the checksum of TFRecord framing (and of checkpoints).
+// CRC32C (Castagnoli polynomial 0x82F63B78, reflected): the one checksum of the
+// project, used by TFRecord framing (input records, event files) and by
+// checkpoints (chunks and whole tensors). The system Abseil (20220623) has no
+// absl/crc, hence this file.
 // Uses the SSE4.2 crc32 instruction (three interleaved streams, combined with
 // PCLMULQDQ) when the CPU has both (checked once at run time), else a
-// slicing-by-8 table. Mask/Unmask are TFRecord's masking of
-// stored CRCs (a CRC of data that itself holds CRCs is then less degenerate).
-// Thread safety: pure functions.
-#ifndef SLUICE_INPUTS_CRC32C_H_
-#define SLUICE_INPUTS_CRC32C_H_
+// slicing-by-8 table; both give identical results. Combine joins the CRCs of
+// two adjacent byte ranges without reading the bytes again. Mask/Unmask are
+// TFRecord's masking of stored CRCs (a CRC of data that itself holds CRCs is
+// then less degenerate).
+// Ownership: none. Thread safety: pure functions.
+#ifndef SLUICE_ENGINE_PLATFORM_CRC32C_H_
+#define SLUICE_ENGINE_PLATFORM_CRC32C_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -45,6 +50,10 @@ uint32_t ExtendPortable(uint32_t init_crc, const char* data, size_t n);
 // True when Extend uses the SSE4.2 and PCLMULQDQ instructions.
 bool UsesHardware();
 
+// The CRC32C of concat(A, B) from crc_a = CRC32C(A), crc_b = CRC32C(B) and
+// len_b = |B| (O(log len_b) carry-less products; A and B are not read).
+uint32_t Combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
 constexpr uint32_t kMaskDelta = 0xa282ead8u;
 inline uint32_t Mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + kMaskDelta; }
 inline uint32_t Unmask(uint32_t masked) {
@@ -55,4 +64,4 @@ inline uint32_t Unmask(uint32_t masked) {
 }  // namespace crc32c
 }  // namespace sluice
 
-#endif  // SLUICE_INPUTS_CRC32C_H_
+#endif  // SLUICE_ENGINE_PLATFORM_CRC32C_H_

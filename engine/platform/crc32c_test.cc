@@ -1,6 +1,6 @@
 // CRC32C: known vectors (RFC 3720 / iSCSI), hardware vs. table, Extend,
-// ExtendAndCopy, masking.
-#include "inputs/crc32c.h"
+// ExtendAndCopy, Combine, masking.
+#include "engine/platform/crc32c.h"
 
 #include <cstring>
 #include <random>
@@ -21,6 +21,8 @@ TEST(Crc32c, KnownVectors) {
   std::string inc(32, '\0');
   for (int i = 0; i < 32; ++i) inc[i] = static_cast<char>(i);
   EXPECT_EQ(crc32c::Value(inc), 0x46dd794eu);
+  for (int i = 0; i < 32; ++i) inc[i] = static_cast<char>(31 - i);
+  EXPECT_EQ(crc32c::Value(inc), 0x113fdb5cu);
 }
 
 TEST(Crc32c, HardwareAndPortableAgreeOnEveryLengthAndAlignment) {
@@ -84,6 +86,23 @@ TEST(Crc32c, ExtendEqualsWholeValue) {
     uint32_t a = crc32c::Value(s.data(), cut);
     EXPECT_EQ(crc32c::Extend(a, s.data() + cut, s.size() - cut), crc32c::Value(s));
   }
+}
+
+TEST(Crc32c, CombineEqualsOnePassOverEverySplit) {
+  std::mt19937 rng(19);
+  std::string data(10000, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  const uint32_t whole = crc32c::Value(data);
+  for (size_t split : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{100}, size_t{4096}, size_t{9999},
+                       size_t{10000}}) {
+    const uint32_t a = crc32c::Value(data.data(), split);
+    const uint32_t b = crc32c::Value(data.data() + split, data.size() - split);
+    EXPECT_EQ(crc32c::Combine(a, b, data.size() - split), whole) << "split " << split;
+  }
+  // A long zero run: Combine's shift covers lengths far beyond any buffer here.
+  const std::string zeros(1 << 20, '\0');
+  EXPECT_EQ(crc32c::Combine(crc32c::Value("abc"), crc32c::Value(zeros), zeros.size()),
+            crc32c::Value("abc" + zeros));
 }
 
 TEST(Crc32c, MaskRoundTripsAndChangesTheValue) {

@@ -7,61 +7,76 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/platform/crc32c.h"
+#include "engine/platform/fault_env.h"
+#include "engine/platform/record_reader.h"
+#include "engine/platform/record_writer.h"
+#include "engine/platform/test_dirs.h"
 #include "gtest/gtest.h"
-#include "inputs/crc32c.h"
-#include "inputs/record_reader.h"
-#include "inputs/record_writer.h"
-#include "inputs/testing/mem_env.h"
 
 namespace sluice {
 namespace {
 
-std::string WriteRecords(MemEnv* env, const std::string& path, const std::vector<std::string>& records) {
-  auto file = env->NewWritableFile(path);
-  EXPECT_TRUE(file.ok());
-  RecordWriter writer(file->get());
-  for (const std::string& r : records) EXPECT_TRUE(writer.WriteRecord(r).ok());
-  EXPECT_TRUE(writer.Close().ok());
-  return env->GetContents(path);
-}
-
-// Reads until a non-OK status; returns the records and that status. `views`:
-// through ReadRecord(string_view*) (no copy) instead of ReadRecord(string*).
-absl::Status ReadAll(MemEnv* env, const std::string& path, std::vector<std::string>* out,
-                     RecordReaderOptions options = {}, bool views = false) {
-  out->clear();
-  auto file = env->NewRandomAccessFile(path);
-  if (!file.ok()) return file.status();
-  SequentialRecordReader reader(file->get(), options);
-  while (true) {
-    std::string r;
-    absl::string_view v;
-    absl::Status s = views ? reader.ReadRecord(&v) : reader.ReadRecord(&r);
-    if (!s.ok()) return s;
-    out->push_back(views ? std::string(v) : r);
+// Each test's files live in its own fresh directory, reached through a
+// FaultEnv over the real file system.
+class Record : public ::testing::Test {
+ protected:
+  Record()
+      : dir_(FreshTestDir(::testing::UnitTest::GetInstance()->current_test_info()->name())),
+        env_(Env::Default()) {}
+  std::string Path(const std::string& name) const { return JoinPath(dir_, name); }
+  void SetContents(const std::string& name, const std::string& data) {
+    ASSERT_TRUE(WriteStringToFile(Env::Default(), Path(name), data).ok());
   }
-}
+  std::string WriteRecords(const std::string& name, const std::vector<std::string>& records) {
+    auto file = env_.NewWritableFile(Path(name));
+    EXPECT_TRUE(file.ok());
+    RecordWriter writer(file->get());
+    for (const std::string& r : records) EXPECT_TRUE(writer.WriteRecord(r).ok());
+    EXPECT_TRUE(writer.Close().ok());
+    auto contents = ReadFileToString(Env::Default(), Path(name));
+    EXPECT_TRUE(contents.ok()) << contents.status();
+    return contents.ok() ? *contents : "";
+  }
+  // Reads until a non-OK status; returns the records and that status. `views`:
+  // through ReadRecord(string_view*) (no copy) instead of ReadRecord(string*).
+  absl::Status ReadAll(const std::string& name, std::vector<std::string>* out, RecordReaderOptions options = {},
+                       bool views = false) {
+    out->clear();
+    auto file = env_.NewRandomAccessFile(Path(name));
+    if (!file.ok()) return file.status();
+    SequentialRecordReader reader(file->get(), options);
+    while (true) {
+      std::string r;
+      absl::string_view v;
+      absl::Status s = views ? reader.ReadRecord(&v) : reader.ReadRecord(&r);
+      if (!s.ok()) return s;
+      out->push_back(views ? std::string(v) : r);
+    }
+  }
+
+  const std::string dir_;
+  FaultEnv env_;
+};
 
 std::vector<std::string> SmallRecords() { return {"", "a", "hello", std::string(40, 'x'), "end"}; }
 
-TEST(Record, RoundTrip) {
-  MemEnv env;
+TEST_F(Record, RoundTrip) {
   std::vector<std::string> records = SmallRecords();
   std::string big(1 << 20, '\0');
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 31);
   records.push_back(big);
-  WriteRecords(&env, "/f", records);
+  WriteRecords("f", records);
   for (bool views : {false, true}) {
     std::vector<std::string> got;
-    absl::Status s = ReadAll(&env, "/f", &got, RecordReaderOptions{64 << 20, false, 1024}, views);
+    absl::Status s = ReadAll("f", &got, RecordReaderOptions{64 << 20, false, 1024}, views);
     EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
     EXPECT_EQ(got, records) << "views " << views;
   }
 }
 
-TEST(Record, ByteLayoutMatchesTensorFlow) {
-  MemEnv env;
-  std::string bytes = WriteRecords(&env, "/f", {"abc"});
+TEST_F(Record, ByteLayoutMatchesTensorFlow) {
+  std::string bytes = WriteRecords("f", {"abc"});
   ASSERT_EQ(bytes.size(), 12u + 3 + 4);
   EXPECT_EQ(bytes.substr(0, 8), std::string("\x03\0\0\0\0\0\0\0", 8));
   uint32_t len_crc = 0, data_crc = 0;
@@ -78,15 +93,14 @@ std::vector<uint64_t> Boundaries(const std::vector<std::string>& records) {
   return b;
 }
 
-TEST(Record, EveryTruncationIsDataLossOrACleanShorterRead) {
-  MemEnv env;
+TEST_F(Record, EveryTruncationIsDataLossOrACleanShorterRead) {
   const std::vector<std::string> records = SmallRecords();
-  const std::string full = WriteRecords(&env, "/f", records);
+  const std::string full = WriteRecords("f", records);
   const std::vector<uint64_t> bounds = Boundaries(records);
   for (size_t cut = 0; cut < full.size(); ++cut) {
-    env.SetContents("/t", full.substr(0, cut));
+    SetContents("t", full.substr(0, cut));
     std::vector<std::string> got;
-    absl::Status s = ReadAll(&env, "/t", &got);
+    absl::Status s = ReadAll("t", &got);
     size_t complete = 0;
     while (complete + 1 < bounds.size() && bounds[complete + 1] <= cut) ++complete;
     ASSERT_EQ(got.size(), complete) << "cut " << cut;
@@ -95,19 +109,18 @@ TEST(Record, EveryTruncationIsDataLossOrACleanShorterRead) {
       EXPECT_TRUE(absl::IsOutOfRange(s)) << "cut " << cut << ": " << s;
     } else {
       EXPECT_TRUE(absl::IsDataLoss(s)) << "cut " << cut << ": " << s;
-      EXPECT_TRUE(absl::StrContains(s.message(), "/t")) << s;
+      EXPECT_TRUE(absl::StrContains(s.message(), Path("t"))) << s;
       EXPECT_TRUE(absl::StrContains(s.message(), absl::StrCat("offset ", bounds[complete]))) << s;
     }
   }
 }
 
-TEST(Record, FollowingTreatsATruncatedTailAsNoMoreYetAndResumes) {
-  MemEnv env;
+TEST_F(Record, FollowingTreatsATruncatedTailAsNoMoreYetAndResumes) {
   const std::vector<std::string> records = SmallRecords();
-  const std::string full = WriteRecords(&env, "/f", records);
+  const std::string full = WriteRecords("f", records);
   for (size_t cut = 0; cut < full.size(); ++cut) {
-    env.SetContents("/t", full.substr(0, cut));
-    auto file = env.NewRandomAccessFile("/t");
+    SetContents("t", full.substr(0, cut));
+    auto file = env_.NewRandomAccessFile(Path("t"));
     ASSERT_TRUE(file.ok());
     RecordReaderOptions options;
     options.follow = true;
@@ -118,17 +131,16 @@ TEST(Record, FollowingTreatsATruncatedTailAsNoMoreYetAndResumes) {
     while ((s = reader.ReadRecord(&r)).ok()) got.push_back(r);
     ASSERT_TRUE(absl::IsOutOfRange(s)) << "cut " << cut << ": " << s;
     // The writer finishes the file: the same reader continues where it was.
-    env.SetContents("/t", full);
+    SetContents("t", full);
     while ((s = reader.ReadRecord(&r)).ok()) got.push_back(r);
     EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
     EXPECT_EQ(got, records) << "cut " << cut;
   }
 }
 
-TEST(Record, EveryBitFlipIsDataLoss) {
-  MemEnv env;
+TEST_F(Record, EveryBitFlipIsDataLoss) {
   const std::vector<std::string> records = SmallRecords();
-  const std::string full = WriteRecords(&env, "/f", records);
+  const std::string full = WriteRecords("f", records);
   const std::vector<uint64_t> bounds = Boundaries(records);
   for (bool follow : {false, true}) {
     for (bool views : {false, true}) {
@@ -136,11 +148,11 @@ TEST(Record, EveryBitFlipIsDataLoss) {
         for (int bit = 0; bit < 8; ++bit) {
           std::string bad = full;
           bad[byte] = static_cast<char>(bad[byte] ^ (1 << bit));
-          env.SetContents("/c", bad);
+          SetContents("c", bad);
           std::vector<std::string> got;
           RecordReaderOptions options;
           options.follow = follow;
-          absl::Status s = ReadAll(&env, "/c", &got, options, views);
+          absl::Status s = ReadAll("c", &got, options, views);
           ASSERT_TRUE(absl::IsDataLoss(s)) << "byte " << byte << " bit " << bit << " views " << views << ": " << s;
           size_t hit = 0;  // the record holding the flipped byte
           while (bounds[hit + 1] <= byte) ++hit;
@@ -152,40 +164,37 @@ TEST(Record, EveryBitFlipIsDataLoss) {
   }
 }
 
-TEST(Record, OversizedRecordIsRefusedBeforeAllocation) {
-  MemEnv env;
-  WriteRecords(&env, "/f", {std::string(1000, 'z')});
+TEST_F(Record, OversizedRecordIsRefusedBeforeAllocation) {
+  WriteRecords("f", {std::string(1000, 'z')});
   std::vector<std::string> got;
   RecordReaderOptions options;
   options.max_record_bytes = 999;
-  absl::Status s = ReadAll(&env, "/f", &got, options);
+  absl::Status s = ReadAll("f", &got, options);
   EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "1000 bytes")) << s;
 }
 
-TEST(Record, ReadErrorsSurfaceWithTheFileName) {
-  MemEnv env;
-  WriteRecords(&env, "/f", SmallRecords());
-  env.InjectReadError("/f", 20);
+TEST_F(Record, ReadErrorsSurfaceWithTheFileName) {
+  WriteRecords("f", SmallRecords());
+  env_.InjectReadError(Path("f"), 20);
   std::vector<std::string> got;
-  absl::Status s = ReadAll(&env, "/f", &got, RecordReaderOptions{64 << 20, false, 16});
+  absl::Status s = ReadAll("f", &got, RecordReaderOptions{64 << 20, false, 16});
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
-  EXPECT_TRUE(absl::StrContains(s.message(), "/f")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), Path("f"))) << s;
   EXPECT_EQ(got.size(), 1u);  // the first record (bytes 0..15) was fine
 }
 
-TEST(Record, AFullDiskFailsTheWriteAndTheReaderSeesATruncatedRecord) {
-  MemEnv env;
-  auto file = env.NewWritableFile("/f");
+TEST_F(Record, AFullDiskFailsTheWriteAndTheReaderSeesATruncatedRecord) {
+  auto file = env_.NewWritableFile(Path("f"));
   ASSERT_TRUE(file.ok());
   RecordWriter writer(file->get());
   ASSERT_TRUE(writer.WriteRecord("first").ok());
-  env.SetWriteBudget(10);
+  env_.SetWriteBudget(10);
   absl::Status s = writer.WriteRecord("second record");
   EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
   EXPECT_TRUE(absl::IsResourceExhausted(writer.WriteRecord("third"))) << "the error sticks";
   std::vector<std::string> got;
-  s = ReadAll(&env, "/f", &got);
+  s = ReadAll("f", &got);
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
   EXPECT_EQ(got, std::vector<std::string>{"first"});
 }

@@ -14,14 +14,14 @@
 //   ResourceExhausted a record longer than max_record_bytes
 //   other            the file's I/O error
 // Ownership: the reader does not own the file. Thread safety: not thread-safe.
-#ifndef SLUICE_INPUTS_RECORD_READER_H_
-#define SLUICE_INPUTS_RECORD_READER_H_
+#ifndef SLUICE_ENGINE_PLATFORM_RECORD_READER_H_
+#define SLUICE_ENGINE_PLATFORM_RECORD_READER_H_
 
 #include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
-#include "inputs/env.h"
+#include "engine/platform/env.h"
 
 namespace sluice {
 
@@ -84,4 +84,4 @@ class SequentialRecordReader {
 
 }  // namespace sluice
 
-#endif  // SLUICE_INPUTS_RECORD_READER_H_
+#endif  // SLUICE_ENGINE_PLATFORM_RECORD_READER_H_

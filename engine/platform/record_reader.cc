@@ -1,12 +1,12 @@
 // RecordReader: buffered reads, framing and checksum verification.
-#include "inputs/record_reader.h"
+#include "engine/platform/record_reader.h"
 
 #include <cstring>
 
 #include "absl/base/internal/endian.h"
 #include "absl/strings/str_cat.h"
-#include "inputs/crc32c.h"
-#include "inputs/record_writer.h"
+#include "engine/platform/crc32c.h"
+#include "engine/platform/record_writer.h"
 
 namespace sluice {
 

@@ -7,14 +7,14 @@
 // After a failed write the writer keeps that error: later calls return it
 // (the file may end in a partial record, which readers report as truncated).
 // Thread safety: not thread-safe; one writer per thread.
-#ifndef SLUICE_INPUTS_RECORD_WRITER_H_
-#define SLUICE_INPUTS_RECORD_WRITER_H_
+#ifndef SLUICE_ENGINE_PLATFORM_RECORD_WRITER_H_
+#define SLUICE_ENGINE_PLATFORM_RECORD_WRITER_H_
 
 #include <cstdint>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "inputs/env.h"
+#include "engine/platform/env.h"
 
 namespace sluice {
 
@@ -43,4 +43,4 @@ class RecordWriter {
 
 }  // namespace sluice
 
-#endif  // SLUICE_INPUTS_RECORD_WRITER_H_
+#endif  // SLUICE_ENGINE_PLATFORM_RECORD_WRITER_H_

@@ -1,5 +1,5 @@
 // LogMessage: formats "<severity> file:line] message" and writes it to stderr.
-#include "engine/framework/logging.h"
+#include "engine/platform/logging.h"
 
 #include <unistd.h>
 

@@ -3,6 +3,7 @@
 #include <glob.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -12,6 +13,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "configs/load.h"
+#include "engine/framework/device_name.h"
+#include "engine/framework/local_devices.h"
 #include "engine/framework/op_def.h"
 
 namespace sluice {
@@ -129,8 +132,10 @@ class Validator {
         Error(l, "l2_weight", -1, absl::StrCat("l2_weight must be >= 0, got ", l.l2_weight()));
       }
       CheckLayerParams(l);
+      CheckDevice(l, l.device());
     }
     for (int i = 0; i < m.node_size(); ++i) {
+      CheckDevice(m.node(i), m.node(i).device());
       const std::string& n = m.node(i).name();
       if (!n.empty() && !names.insert(n).second) {
         Error(m.node(i), "name", -1, absl::StrCat("node name '", n, "' is also used by a layer or another node"));
@@ -164,6 +169,34 @@ class Validator {
           Error(metric.top_k_accuracy(), "k", -1, absl::StrCat("k must be > 0, got ", metric.top_k_accuracy().k()));
         }
       }
+    }
+  }
+
+  // A layer's or raw node's `device`: its syntax, and that this process has a
+  // device it can name (the devices of one process: /job:localhost, CPU:0 to
+  // CPU:<cpu_devices - 1>). Colocation and kernel conflicts need the graph:
+  // the placer reports them when the trainer builds it (also at --validate).
+  void CheckDevice(const google::protobuf::Message& m, const std::string& device) {
+    if (device.empty()) return;
+    auto parsed = ParseDeviceName(device);
+    if (!parsed.ok()) {
+      Error(m, "device", -1, std::string(parsed.status().message()));
+      return;
+    }
+    const int cpus = std::max(1, e_.devices().cpu_devices());
+    if (parsed->has_job && parsed->job != "localhost") {
+      Error(m, "device", -1, absl::StrCat("device '", device, "': no job '", parsed->job,
+                                          "' (this run has no cluster; its devices are /job:localhost)"));
+    } else if ((parsed->has_replica && parsed->replica != 0) || (parsed->has_task && parsed->task != 0)) {
+      Error(m, "device", -1, absl::StrCat("device '", device,
+                                          "': this run has one task, /job:localhost/replica:0/task:0"));
+    } else if (parsed->has_type && parsed->type != "CPU" && !e_.devices().allow_soft_placement()) {
+      Error(m, "device", -1, absl::StrCat("device '", device, "': this process has no ", parsed->type,
+                                          " devices (set devices { allow_soft_placement: true } to use a CPU instead)"));
+    } else if (parsed->has_type && parsed->type == "CPU" && parsed->has_id && parsed->id >= cpus) {
+      Error(m, "device", -1, absl::StrCat("device '", device, "': this process has ", cpus, " CPU device(s), CPU:0",
+                                          cpus > 1 ? absl::StrCat(" to CPU:", cpus - 1) : std::string(),
+                                          " (devices { cpu_devices: N } makes more)"));
     }
   }
 
@@ -369,6 +402,11 @@ class Validator {
     }
     if (e_.devices().intra_op_threads() < 0) Error(e_.devices(), "intra_op_threads", -1, "intra_op_threads must be >= 0");
     if (e_.devices().inter_op_threads() < 0) Error(e_.devices(), "inter_op_threads", -1, "inter_op_threads must be >= 0");
+    if (e_.devices().cpu_devices() < 0 || e_.devices().cpu_devices() > kMaxLocalCpuDevices) {
+      Error(e_.devices(), "cpu_devices", -1,
+            absl::StrCat("cpu_devices must be in [0, ", kMaxLocalCpuDevices, "] (0 means 1), got ",
+                         e_.devices().cpu_devices()));
+    }
   }
 
   // summaries.input_images, monitoring.metrics_address and monitoring.pushgateway_url (issue 7).

@@ -109,7 +109,7 @@ class ModelCompiler {
 
   GraphBuilder LayerBuilder(const Layer& l) {
     std::string scope = options_.tower.empty() ? l.name() : absl::StrCat(options_.tower, "/", l.name());
-    return root_.WithSubPrefix(scope);
+    return root_.WithSubPrefix(scope).WithDevice(l.device());
   }
 
   // Layers multiply sizes that validate.cc bounds one by one (a kernel's

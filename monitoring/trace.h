@@ -19,11 +19,6 @@ namespace sluice {
 
 inline constexpr char kDefaultTraceDevice[] = "/job:localhost/replica:0/task:0/device:CPU:0";
 
-struct DeviceStepStats {
-  std::string device;
-  std::vector<NodeExecStats> nodes;
-};
-
 // The trace of one step over several devices.
 std::string StepStatsToChromeTrace(absl::Span<const DeviceStepStats> devices);
 // The same, plus a top-level "otherData" object of string values (the trace-event format's

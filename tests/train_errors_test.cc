@@ -337,6 +337,30 @@ INSTANTIATE_TEST_SUITE_P(
                           " attr { key: \"T\" value { type: DT_FLOAT } } }\n",
                           "  loss { mean_squared_error { predictions: \"m\" targets: \"logits\" } }\n  loss {"),
              {}, "7:name", "inner dimensions differ"},
+        // Placement (issue 14): a layer's or raw node's device, and devices { }.
+        Case{"device_unknown_part", "input: \"flat\" dense", "input: \"flat\" device: \"/job:localhost/tsk:0\" dense", {}, "4:device", "unknown part 'tsk' (did you mean 'task'?)"},
+        Case{"device_bad_id", "input: \"flat\" dense", "input: \"flat\" device: \"/device:CPU:x\" dense", {}, "4:device", "device id 'x' is not a number"},
+        Case{"device_duplicate_part", "input: \"flat\" dense", "input: \"flat\" device: \"/job:a/job:b\" dense", {}, "4:device", "duplicate part 'job'"},
+        Case{"device_without_slash", "input: \"flat\" dense", "input: \"flat\" device: \"device:CPU:0\" dense", {}, "4:device", "must start with '/'"},
+        Case{"device_cpu_out_of_range", "input: \"flat\" dense", "input: \"flat\" device: \"/device:CPU:5\" dense", {}, "4:device", "this process has 1 CPU device(s)"},
+        Case{"device_cpu_out_of_range_of_two", "input: \"flat\" dense", "input: \"flat\" device: \"/device:CPU:2\" dense", {"--set", "devices.cpu_devices=2"}, "4:device",
+             "this process has 2 CPU device(s), CPU:0 to CPU:1"},
+        Case{"device_gpu_without_soft_placement", "input: \"flat\" dense", "input: \"flat\" device: \"/device:GPU:0\" dense", {}, "4:device", "this process has no GPU devices"},
+        Case{"device_tpu", "input: \"flat\" dense", "input: \"flat\" device: \"/device:TPU:0\" dense", {}, "4:device", "this process has no TPU devices"},
+        Case{"device_job_without_cluster", "input: \"flat\" dense", "input: \"flat\" device: \"/job:ps\" dense", {}, "4:device", "no job 'ps'"},
+        Case{"device_other_task", "input: \"flat\" dense", "input: \"flat\" device: \"/job:localhost/task:3\" dense", {}, "4:device", "one task"},
+        Case{"cpu_devices_negative", "", "devices { cpu_devices: -1 }\n", {}, "12:cpu_devices", "cpu_devices must be in [0, 256]"},
+        Case{"cpu_devices_too_many", "", "devices { cpu_devices: 1000 }\n", {}, "12:cpu_devices", "got 1000"},
+        Case{"raw_node_device_bad", "  loss {",
+             NodeLine("node { name: \"n\" op: \"NoOp\" device: \"/device:CPU:one\" }"), {}, "6:device",
+             "device id 'one' is not a number"},
+        // A raw Assign on CPU:1 writes fc1's kernel, which lives with fc1 on CPU:0: a reference edge
+        // ties them to one device, so the two requests conflict (found on the graph, at --validate).
+        Case{"placement_reference_edge_conflict", "  loss {",
+             absl::StrCat("  node { name: \"n\" op: \"Assign\" input: \"fc1/kernel\" input: \"fc1/kernel\""
+                          " device: \"/device:CPU:1\" attr { key: \"T\" value { type: DT_FLOAT } } }\n  loss {"),
+             {"--set", "devices.cpu_devices=2", "--set", "model.layer[1].device=/device:CPU:0"}, "6:device",
+             "CPU:1"},
         Case{"dropout_rate_one", "flatten {}", "dropout { rate: 1.0 }", {}, "3:rate", "dropout rate must be in [0, 1)"},
         // Products of sizes that pass one by one (issue 22, class 4).
         Case{"conv_kernel_product_overflows", "flatten {}", "conv2d { filters: 2147483647 kernel_size: 65536 }", {},

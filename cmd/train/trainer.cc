@@ -18,6 +18,8 @@
 #include "cmd/train/exit_codes.h"
 #include "configs/load.h"
 #include "engine/framework/device.h"
+#include "engine/framework/device_set.h"
+#include "engine/framework/local_devices.h"
 #include "engine/graph/graph_constructor.h"
 #include "engine/platform/env.h"
 #include "engine/runtime/session.h"
@@ -32,6 +34,7 @@
 #include "models/training/summary_hook.h"
 #include "models/training/trace_hook.h"
 #include "models/training/training_loop.h"
+#include "models/placement_check.h"
 #include "models/training_graph.h"
 
 namespace sluice {
@@ -77,9 +80,12 @@ void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGra
   const config::Experiment& e = loaded.experiment;
   out << "Experiment " << e.name() << " (" << loaded.path << ")\n";
   out << "  run directory  " << e.run_dir() << "\n";
-  out << "  device         " << DeviceMgr::Local()->HostCpu()->name() << " (" << NumSchedulableCpus() << " cores, "
-      << inter_op << " inter-op threads, " << DeviceMgr::Local()->HostCpu()->intra_op_threads()
-      << " intra-op threads)\n";
+  const size_t num_devices = DeviceMgr::Local()->devices().size();
+  out << (num_devices > 1 ? "  devices        " : "  device         ") << DeviceMgr::Local()->HostCpu()->name()
+      << (num_devices > 1 ? absl::StrCat(" to CPU:", num_devices - 1, ", ", num_devices, " virtual CPUs on") : "")
+      << " (" << NumSchedulableCpus() << " cores, " << inter_op << " inter-op threads, "
+      << DeviceMgr::Local()->HostCpu()->intra_op_threads() << " intra-op threads"
+      << (num_devices > 1 ? " per device" : "") << ")\n";
   out << "  variables\n";
   size_t width = 0;
   for (const auto& v : tg.variables) width = std::max(width, v.name.size());
@@ -127,6 +133,12 @@ std::string ConfigText(const config::Experiment& e) {
   std::string text;
   google::protobuf::TextFormat::PrintToString(copy, &text);
   return text;
+}
+
+DeviceSet LocalDeviceSet() {
+  std::vector<Device*> devices;
+  for (const auto& d : DeviceMgr::Local()->devices()) devices.push_back(d.get());
+  return DeviceSet(std::move(devices));
 }
 
 std::string HexHash(const std::string& text) {
@@ -233,6 +245,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
                        : e.devices().intra_op_threads() > 0 ? e.devices().intra_op_threads()
                                                             : NumSchedulableCpus();
   s = DeviceMgr::SetLocalIntraOpThreads(intra_op);
+  if (s.ok()) s = SetLocalCpuDeviceCount(std::max(1, e.devices().cpu_devices()));
   if (!s.ok()) {
     err << "error: " << s.message() << "\n";
     return kExitPermanentError;
@@ -251,6 +264,12 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   auto full = GraphFromGraphDef(tg.graph);
   if (!full.ok()) {
     err << options.config_path << ": error: the training graph is invalid: " << full.status().message() << "\n";
+    return kExitBadConfig;
+  }
+  // Placement on this process's devices: a conflict is a config error.
+  const DeviceSet devices = LocalDeviceSet();
+  if (!models::CheckPlacement(loaded, **full, devices, &errors)) {
+    for (const std::string& line : errors.lines()) err << line << "\n";
     return kExitBadConfig;
   }
   // Summaries, metrics and step traces (models/training/), checked against the graph.
@@ -317,6 +336,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   }
 
   SessionOptions session_options;
+  session_options.allow_soft_placement = e.devices().allow_soft_placement();
   session_options.inter_op_threads = inter_op;
   auto session_or = NewSession(session_options);
   if (!session_or.ok()) {

@@ -1,5 +1,6 @@
 // Device and DeviceMgr.
 #include "engine/framework/device.h"
+#include "engine/framework/local_devices.h"
 
 #include <sched.h>
 
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/platform/logging.h"
 
 namespace sluice {
 
@@ -34,8 +36,40 @@ int NumSchedulableCpus() {
 
 namespace {
 std::atomic<int> g_local_intra_op_threads{0};  // 0: one per core
+std::atomic<int> g_local_cpu_devices{1};
 std::atomic<bool> g_local_created{false};
+
+std::vector<std::unique_ptr<Device>> MakeCpuDevices(int num_devices, int intra_op_threads) {
+  std::vector<std::unique_ptr<Device>> devices;
+  for (int i = 0; i < num_devices; ++i) {
+    devices.push_back(std::make_unique<Device>(LocalCpuDeviceName(i), kDeviceCpu, CpuAllocator(), intra_op_threads));
+  }
+  return devices;
+}
 }  // namespace
+
+std::string LocalCpuDeviceName(int index) { return absl::StrCat("/job:localhost/replica:0/task:0/device:CPU:", index); }
+
+absl::Status SetLocalCpuDeviceCount(int n) {
+  if (n < 1 || n > kMaxLocalCpuDevices) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the number of CPU devices must be in [1, ", kMaxLocalCpuDevices, "], got ", n));
+  }
+  if (g_local_created.load()) {
+    const int have = static_cast<int>(DeviceMgr::Local()->devices().size());
+    if (have == n) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat("this process already has ", have, " CPU device(s); cannot change to ", n));
+  }
+  g_local_cpu_devices.store(n);
+  return absl::OkStatus();
+}
+
+std::unique_ptr<DeviceMgr> NewCpuDeviceMgr(int num_devices, int intra_op_threads) {
+  CHECK_GE(num_devices, 1);
+  CHECK_GE(intra_op_threads, 1);
+  return std::make_unique<DeviceMgr>(MakeCpuDevices(num_devices, intra_op_threads));
+}
 
 absl::Status DeviceMgr::SetLocalIntraOpThreads(int n) {
   if (n < 1) return absl::InvalidArgumentError(absl::StrCat("intra-op threads must be >= 1, got ", n));
@@ -58,10 +92,8 @@ DeviceMgr* DeviceMgr::Local() {
     // lock per node, and that check was ~20% of a trivial node's cost, so
     // processes that run graphs turn it off.
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-    std::vector<std::unique_ptr<Device>> devices;
-    devices.push_back(std::make_unique<Device>("/job:localhost/replica:0/task:0/device:CPU:0", kDeviceCpu,
-                                               CpuAllocator(), requested > 0 ? requested : NumSchedulableCpus()));
-    return new DeviceMgr(std::move(devices));
+    return new DeviceMgr(
+        MakeCpuDevices(g_local_cpu_devices.load(), requested > 0 ? requested : NumSchedulableCpus()));
   }();
   return mgr;
 }

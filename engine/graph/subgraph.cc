@@ -81,6 +81,7 @@ absl::Status RewriteGraphForExecution(const RewriteOptions& options, const std::
 
   for (size_t i = 0; i < feeds.size(); ++i) {
     auto [src, port] = feed_tensors[i];
+    const std::string device = options.use_assigned_devices ? src->assigned_device() : options.device_name;
     std::string tensor_name = absl::StrCat(src->name(), ":", port);
     NodeDef def;
     def.set_name(UniqueName(*graph, absl::StrCat("_recv_", SafeName(tensor_name))));
@@ -89,11 +90,12 @@ absl::Status RewriteGraphForExecution(const RewriteOptions& options, const std::
     (*def.mutable_attr())["tensor_name"] = MakeAttr(tensor_name);
     (*def.mutable_attr())["send_device"] = MakeAttr(options.client_device);
     (*def.mutable_attr())["send_device_incarnation"] = MakeAttr(static_cast<int64_t>(1));
-    (*def.mutable_attr())["recv_device"] = MakeAttr(options.device_name);
+    (*def.mutable_attr())["recv_device"] = MakeAttr(device);
     (*def.mutable_attr())["client_terminated"] = MakeAttr(true);
-    def.set_device(options.device_name);
+    def.set_device(device);
     auto recv = graph->AddNode(def, /*internal=*/true);
     if (!recv.ok()) return recv.status();
+    (*recv)->set_assigned_device(device);
     std::vector<const Edge*> to_move;
     for (const Edge* e : src->out_edges()) {
       if (e->src_output == port) to_move.push_back(e);
@@ -105,10 +107,11 @@ absl::Status RewriteGraphForExecution(const RewriteOptions& options, const std::
       graph->AddEdge(*recv, 0, dst, dst_input);
     }
     result->feed_keys.push_back(
-        Rendezvous::CreateKey(options.client_device, 1, options.device_name, tensor_name));
+        Rendezvous::CreateKey(options.client_device, 1, device, tensor_name));
   }
   for (size_t i = 0; i < fetches.size(); ++i) {
     auto [src, port] = fetch_tensors[i];
+    const std::string device = options.use_assigned_devices ? src->assigned_device() : options.device_name;
     // A fetched tensor that is also fed comes from its _Recv.
     std::string tensor_name = absl::StrCat(src->name(), ":", port);
     Node* from = src;
@@ -122,16 +125,17 @@ absl::Status RewriteGraphForExecution(const RewriteOptions& options, const std::
     def.set_op("_Send");
     (*def.mutable_attr())["T"] = MakeAttr(BaseType(src->output_type(port)));
     (*def.mutable_attr())["tensor_name"] = MakeAttr(tensor_name);
-    (*def.mutable_attr())["send_device"] = MakeAttr(options.device_name);
+    (*def.mutable_attr())["send_device"] = MakeAttr(device);
     (*def.mutable_attr())["send_device_incarnation"] = MakeAttr(static_cast<int64_t>(options.device_incarnation));
     (*def.mutable_attr())["recv_device"] = MakeAttr(options.client_device);
     (*def.mutable_attr())["client_terminated"] = MakeAttr(true);
-    def.set_device(options.device_name);
+    def.set_device(device);
     auto send = graph->AddNode(def, /*internal=*/true);
     if (!send.ok()) return send.status();
+    (*send)->set_assigned_device(device);
     graph->AddEdge(from, from_port, *send, 0);
     roots.push_back(*send);
-    result->fetch_keys.push_back(Rendezvous::CreateKey(options.device_name, options.device_incarnation,
+    result->fetch_keys.push_back(Rendezvous::CreateKey(device, options.device_incarnation,
                                                        options.client_device, tensor_name));
   }
   roots.insert(roots.end(), target_nodes.begin(), target_nodes.end());

@@ -17,6 +17,10 @@ struct RewriteOptions {
   // The device the step runs on and its incarnation, for rendezvous keys.
   std::string device_name;
   uint64_t device_incarnation = 1;
+  // Placed graphs (several devices): each feed's _Recv and fetch's _Send goes
+  // on the device of the node whose tensor it carries (its assigned_device(),
+  // which must be set), instead of on `device_name`.
+  bool use_assigned_devices = false;
   // The client side of feeds and fetches.
   std::string client_device = "/job:localhost/replica:0/task:0/device:CPU:0";
 };

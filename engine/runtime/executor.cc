@@ -203,7 +203,9 @@ void ExecutorState::Process(ReadyQueue inline_ready) {
 
     absl::Status s;
     outputs.clear();
-    if (aborted_.load(std::memory_order_relaxed)) {
+    // A shared cancellation manager is cancelled when another executor of the
+    // step (another device) failed: stop here too.
+    if (aborted_.load(std::memory_order_relaxed) || cancellation_->IsCancelled()) {
       s = absl::CancelledError("step aborted");
     } else if (tagged.is_dead && !item.runs_when_dead) {
       outputs.resize(item.num_outputs);
@@ -631,8 +633,11 @@ bool ExecutorState::NodeDone(const absl::Status& s, const TaggedNode& tagged, co
     }
     if (first) {
       aborted_.store(true, std::memory_order_relaxed);
-      cancellation_->StartCancel();
+      // The rendezvous first: a step spread over several executors (devices)
+      // shares it, and their pending Recvs must see this error, not the
+      // "step cancelled" that cancelling our own Recvs would abort it with.
       if (args_.rendezvous != nullptr) args_.rendezvous->StartAbort(s);
+      cancellation_->StartCancel();
     }
   }
   int64_t ready_count = 0;

@@ -1,4 +1,9 @@
-// LocalSession: a Session running on this process's CPU device.
+// LocalSession: a Session running on this process's devices. With one device
+// every step runs as one executor; with several, the graph is placed once per
+// Create/Extend (engine/graph/placer.h; earlier nodes keep their devices, so
+// every Run signature sees a variable on the same device), and each Run
+// signature's pruned graph is cut into one partition per device joined by
+// Send/Recv pairs (engine/graph/partition.h), run by a PartitionedExecutor.
 #include <atomic>
 #include <map>
 
@@ -8,13 +13,17 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "engine/framework/device.h"
+#include "engine/framework/device_set.h"
 #include "engine/framework/resource_mgr.h"
 #include "engine/framework/shape_inference.h"
 #include "engine/graph/graph_constructor.h"
 #include "engine/graph/optimizer_cse.h"
+#include "engine/graph/partition.h"
+#include "engine/graph/placer.h"
 #include "engine/graph/subgraph.h"
 #include "engine/runtime/executor.h"
 #include "engine/runtime/local_rendezvous.h"
+#include "engine/runtime/partitioned_executor.h"
 #include "engine/runtime/session.h"
 
 namespace sluice {
@@ -27,7 +36,9 @@ struct FeedInfo {
 };
 
 struct ExecutorAndKeys {
+  // One device: `executor`; several: `partitioned`.
   std::unique_ptr<Executor> executor;
+  std::unique_ptr<PartitionedExecutor> partitioned;
   std::vector<FeedInfo> feeds;
   std::vector<std::string> fetch_keys;
   int num_nodes = 0;
@@ -37,7 +48,9 @@ class LocalSession : public Session {
  public:
   explicit LocalSession(const SessionOptions& options)
       : options_(options),
-        device_(DeviceMgr::Local()->HostCpu()),
+        device_mgr_(options.device_mgr != nullptr ? options.device_mgr : DeviceMgr::Local()),
+        device_(device_mgr_->HostCpu()),
+        devices_(DeviceList(device_mgr_)),
         pool_(std::make_unique<Eigen::ThreadPool>(options.inter_op_threads > 0 ? options.inter_op_threads
                                                                                : NumSchedulableCpus())) {}
 
@@ -103,11 +116,18 @@ class LocalSession : public Session {
     }
 
     StepStatsCollector stats;
+    std::vector<DeviceStepStats> device_stats;
     Executor::Args args;
     args.step_id = next_step_id_.fetch_add(1);
     args.rendezvous = &rendezvous;
-    args.stats_collector = options.collect_step_stats ? &stats : nullptr;
-    absl::Status s = exec->executor->Run(args);
+    absl::Status s;
+    if (exec->partitioned != nullptr) {
+      s = exec->partitioned->Run(args, options.collect_step_stats ? &device_stats : nullptr);
+    } else {
+      args.stats_collector = options.collect_step_stats ? &stats : nullptr;
+      s = exec->executor->Run(args);
+      if (options.collect_step_stats) device_stats.push_back({device_->name(), stats.Take()});
+    }
     if (!s.ok()) return s;
 
     outputs->clear();
@@ -123,7 +143,11 @@ class LocalSession : public Session {
       outputs->push_back(std::move(value));
     }
     if (metadata != nullptr) {
-      metadata->step_stats = stats.Take();
+      metadata->step_stats.clear();
+      for (const DeviceStepStats& d : device_stats) {
+        metadata->step_stats.insert(metadata->step_stats.end(), d.nodes.begin(), d.nodes.end());
+      }
+      metadata->device_step_stats = std::move(device_stats);
       metadata->executed_graph_nodes = exec->num_nodes;
     }
     return absl::OkStatus();
@@ -137,9 +161,36 @@ class LocalSession : public Session {
   }
 
  private:
+  static DeviceSet DeviceList(DeviceMgr* mgr) {
+    std::vector<Device*> devices;
+    for (const auto& d : mgr->devices()) devices.push_back(d.get());
+    return DeviceSet(std::move(devices));
+  }
+
+  bool MultiDevice() const { return devices_.num_devices() > 1; }
+
+  // Validates `graph` (the whole graph after Create or Extend) and, with
+  // several devices, places it: nodes placed before keep their device.
   absl::Status ValidateLocked(const GraphDef& graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto g = GraphFromGraphDef(graph);
-    return g.status();
+    if (!g.ok() || !MultiDevice()) return g.status();
+    PlacementOptions place;
+    place.devices = &devices_;
+    place.allow_soft_placement = options_.allow_soft_placement;
+    place.pinned = &placement_;
+    absl::Status s = Place(place, g->get());
+    if (!s.ok()) return s;
+    absl::flat_hash_map<std::string, int> placement;
+    for (Node* n : (*g)->nodes()) {
+      const int index = devices_.IndexOf(n->assigned_device());
+      if (index < 0) {
+        return absl::InternalError(absl::StrCat("node '", n->name(), "' was placed on unknown device '",
+                                                n->assigned_device(), "'"));
+      }
+      placement[n->name()] = index;
+    }
+    placement_ = std::move(placement);
+    return absl::OkStatus();
   }
 
   absl::StatusOr<std::shared_ptr<ExecutorAndKeys>> GetOrCreateExecutor(const std::vector<std::string>& feeds,
@@ -148,6 +199,7 @@ class LocalSession : public Session {
     std::string signature =
         absl::StrCat(absl::StrJoin(feeds, ","), "->", absl::StrJoin(fetches, ","), "/", absl::StrJoin(targets, ","));
     GraphDef graph_def;
+    absl::flat_hash_map<std::string, int> placement;
     {
       absl::MutexLock lock(&mu_);
       if (closed_) return absl::CancelledError("session is closed");
@@ -155,6 +207,7 @@ class LocalSession : public Session {
       auto it = executors_.find(signature);
       if (it != executors_.end()) return it->second;
       graph_def = graph_def_;
+      if (MultiDevice()) placement = placement_;
     }
     auto graph_or = GraphFromGraphDef(graph_def);
     if (!graph_or.ok()) return graph_or.status();
@@ -176,22 +229,30 @@ class LocalSession : public Session {
       }
       result->feeds.push_back(info);
     }
+    // Every node on its device (CSE then merges only nodes of one device).
+    for (Node* n : graph->nodes()) {
+      auto it = placement.find(n->name());
+      n->set_assigned_device(it != placement.end() ? devices_.name(it->second) : device_->name());
+    }
     RewriteOptions rewrite;
     rewrite.device_name = device_->name();
+    rewrite.use_assigned_devices = MultiDevice();
     RewriteResult keys;
     absl::Status s = RewriteGraphForExecution(rewrite, feeds, fetches, targets, graph.get(), &keys);
     if (!s.ok()) return s;
     for (size_t i = 0; i < feeds.size(); ++i) result->feeds[i].key = keys.feed_keys[i];
     result->fetch_keys = keys.fetch_keys;
     if (options_.enable_cse) EliminateCommonSubexpressions(CseOptions(), graph.get());
-    for (Node* n : graph->nodes()) n->set_assigned_device(device_->name());
     result->num_nodes = graph->num_nodes();
+    if (MultiDevice()) {
+      s = BuildPartitions(std::move(graph), result.get());
+      if (!s.ok()) return s;
+      absl::MutexLock lock(&mu_);
+      auto [it, inserted] = executors_.emplace(signature, result);
+      return it->second;
+    }
 
-    ExecutorParams params;
-    params.device = device_;
-    Eigen::ThreadPool* pool = pool_.get();
-    params.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
-    auto executor = NewLocalExecutor(params, std::move(graph));
+    auto executor = NewLocalExecutor(Params(device_), std::move(graph));
     if (!executor.ok()) return executor.status();
     result->executor = std::move(executor).value();
 
@@ -200,14 +261,60 @@ class LocalSession : public Session {
     return it->second;
   }
 
+  ExecutorParams Params(Device* device) const {
+    ExecutorParams params;
+    params.device = device;
+    Eigen::ThreadPool* pool = pool_.get();
+    params.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
+    return params;
+  }
+
+  // Cuts the placed, rewritten `graph` into one partition per device and
+  // makes their executors.
+  absl::Status BuildPartitions(std::unique_ptr<Graph> graph, ExecutorAndKeys* result) const {
+    PartitionOptions popts;
+    for (int i = 0; i < devices_.num_devices(); ++i) {
+      popts.device_names.push_back(devices_.name(i));
+      popts.incarnations.push_back(devices_.incarnation(i));
+    }
+    popts.node_device.assign(graph->num_node_ids(), -1);
+    for (Node* n : graph->nodes()) {
+      const int index = devices_.IndexOf(n->assigned_device());
+      if (index < 0) {
+        return absl::InternalError(absl::StrCat("node '", n->name(), "' has no device"));
+      }
+      popts.node_device[n->id()] = index;
+    }
+    std::vector<std::unique_ptr<Graph>> partitions;
+    PartitionStats stats;
+    absl::Status s = Partition(popts, *graph, &partitions, &stats);
+    if (!s.ok()) return s;
+    std::vector<DevicePartition> parts;
+    for (int i = 0; i < static_cast<int>(partitions.size()); ++i) {
+      if (partitions[i] == nullptr) continue;
+      DevicePartition part;
+      part.device = devices_.device(i);
+      auto executor = NewLocalExecutor(Params(part.device), std::move(partitions[i]));
+      if (!executor.ok()) return executor.status();
+      part.executor = std::move(executor).value();
+      parts.push_back(std::move(part));
+    }
+    result->partitioned = std::make_unique<PartitionedExecutor>(std::move(parts));
+    return absl::OkStatus();
+  }
+
   const SessionOptions options_;
+  DeviceMgr* const device_mgr_;
   Device* const device_;
+  const DeviceSet devices_;
   std::unique_ptr<Eigen::ThreadPool> pool_;
   std::atomic<int64_t> next_step_id_{1};
 
   absl::Mutex mu_;
   GraphDef graph_def_ ABSL_GUARDED_BY(mu_);
   bool has_graph_ ABSL_GUARDED_BY(mu_) = false;
+  // Node name -> device index (several devices only).
+  absl::flat_hash_map<std::string, int> placement_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<std::string, std::shared_ptr<ExecutorAndKeys>> executors_ ABSL_GUARDED_BY(mu_);
 };

@@ -24,11 +24,19 @@
 
 namespace sluice {
 
+class DeviceMgr;
+
 struct SessionOptions {
   // Threads of the inter-op pool; 0 means one per schedulable core.
   int inter_op_threads = 0;
   // Common subexpression elimination on each pruned graph.
   bool enable_cse = true;
+  // The devices the graph is placed on; null: this process's (DeviceMgr::Local()).
+  // Borrowed: must outlive the session.
+  DeviceMgr* device_mgr = nullptr;
+  // A node that requests a device type no device offers (or with no kernel
+  // there) is placed elsewhere instead of failing.
+  bool allow_soft_placement = false;
 };
 
 struct RunOptions {
@@ -36,7 +44,10 @@ struct RunOptions {
 };
 
 struct RunMetadata {
+  // Every device's records, in completion order per device.
   std::vector<NodeExecStats> step_stats;
+  // The same records by device (one entry per device that ran part of the step).
+  std::vector<DeviceStepStats> device_step_stats;
   // Nodes in the executed (pruned, rewritten) graph.
   int executed_graph_nodes = 0;
 };

@@ -23,6 +23,12 @@ struct NodeExecStats {
   uint64_t thread_id = 0;
 };
 
+// One device's records of a step (a step placed on several devices has one each).
+struct DeviceStepStats {
+  std::string device;
+  std::vector<NodeExecStats> nodes;
+};
+
 class StepStatsCollector {
  public:
   void Record(NodeExecStats stats);

@@ -61,9 +61,12 @@ absl::Status TraceHook::AfterStep(const StepInfo& step, const StepResult& result
   if (!traced_ || result.metadata == nullptr) return absl::OkStatus();
   const RunMetadata& metadata = *result.metadata;
   const std::string path = absl::StrFormat("%s/traces/step_%d.json", options_.run_dir, step.step);
-  DeviceStepStats device{options_.device, metadata.step_stats};
+  // One lane (trace process) per device; a session that reports no devices
+  // (a fake one in tests) gives one lane named options_.device.
+  std::vector<DeviceStepStats> lanes = metadata.device_step_stats;
+  if (lanes.empty()) lanes.push_back({options_.device, metadata.step_stats});
   const std::string json = StepStatsToChromeTrace(
-      absl::MakeConstSpan(&device, 1),
+      lanes,
       {{"step", absl::StrCat(step.step)},
        {"executed_graph_nodes", absl::StrCat(metadata.executed_graph_nodes)},
        {"recorded_nodes", absl::StrCat(metadata.step_stats.size())}});

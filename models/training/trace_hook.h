@@ -34,7 +34,7 @@ absl::StatusOr<StepRange> ParseStepRange(absl::string_view text);
 struct TraceHookOptions {
   StepRange steps;
   std::string run_dir;
-  std::string device;  // the device the step stats come from (the trace's process name)
+  std::string device;  // the lane's name when the session reports step stats without devices
 };
 
 class TraceHook : public TrainingHook {

@@ -78,6 +78,9 @@ struct PartitionStats {
 //    and fetches survives a round trip through GraphDef;
 //  - client-terminated _Recv/_Send nodes (feeds and fetches) stay in their node's partition,
 //    attrs unchanged.
+// Note: a ref output (a variable) read on another device crosses by value, read when its _Send
+// runs, so control inputs of the consumer do not order that read: placement should put reads
+// that must follow an update (Identity(v) after ^assign) on the variable's device.
 // Malformed options (sizes, device indices out of range) are InvalidArgument. `stats` may be null.
 absl::Status Partition(const PartitionOptions& options, const Graph& graph,
                        std::vector<std::unique_ptr<Graph>>* partitions, PartitionStats* stats);

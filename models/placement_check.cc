@@ -3,7 +3,6 @@
 
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "engine/graph/placer.h"
 
@@ -29,24 +28,17 @@ config::Location Origin(const config::LoadedExperiment& loaded, const std::strin
 
 }  // namespace
 
-bool CheckPlacement(const config::LoadedExperiment& loaded, const Graph& graph, const DeviceSet& devices,
+bool CheckPlacement(const config::LoadedExperiment& loaded, const DeviceSet& devices, Graph* graph,
                     config::ConfigErrors* errors) {
-  std::unique_ptr<Graph> copy = graph.Clone();
   PlacementOptions options;
   options.devices = &devices;
   options.allow_soft_placement = loaded.experiment.devices().allow_soft_placement();
   PlacementConflict conflict;
-  absl::Status s = Place(options, copy.get(), &conflict);
+  absl::Status s = Place(options, graph, &conflict);
   if (s.ok()) return true;
-  std::string node = conflict.node;
-  if (node.empty()) {
-    // Errors that are not conflicts (a malformed or unknown device) name
-    // their node first, in quotes.
-    const size_t open = s.message().find('\'');
-    const size_t close = open == absl::string_view::npos ? open : s.message().find('\'', open + 1);
-    if (close != absl::string_view::npos) node = std::string(s.message().substr(open + 1, close - open - 1));
-  }
-  errors->Add(Origin(loaded, node), std::string(s.message()));
+  // Every placement error about a node (a bad device, a conflict) names it in
+  // `conflict`; Origin falls back to the model for any other.
+  errors->Add(Origin(loaded, conflict.node), std::string(s.message()));
   return false;
 }
 

@@ -17,10 +17,10 @@
 namespace sluice {
 namespace models {
 
-// Places a copy of `graph` (the validated training graph) on `devices`.
-// Conflicts go to `errors`, located in `loaded`; returns false when there
-// was one.
-bool CheckPlacement(const config::LoadedExperiment& loaded, const Graph& graph, const DeviceSet& devices,
+// Places `graph` (the validated training graph; its nodes get assigned
+// devices) on `devices`. Conflicts go to `errors`, located in `loaded`;
+// returns false when there was one.
+bool CheckPlacement(const config::LoadedExperiment& loaded, const DeviceSet& devices, Graph* graph,
                     config::ConfigErrors* errors);
 
 }  // namespace models

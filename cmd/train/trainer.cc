@@ -135,12 +135,6 @@ std::string ConfigText(const config::Experiment& e) {
   return text;
 }
 
-DeviceSet LocalDeviceSet() {
-  std::vector<Device*> devices;
-  for (const auto& d : DeviceMgr::Local()->devices()) devices.push_back(d.get());
-  return DeviceSet(std::move(devices));
-}
-
 std::string HexHash(const std::string& text) {
   // FNV-1a 64: stable across builds, enough to notice a changed config.
   uint64_t h = 1469598103934665603ull;
@@ -267,8 +261,8 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     return kExitBadConfig;
   }
   // Placement on this process's devices: a conflict is a config error.
-  const DeviceSet devices = LocalDeviceSet();
-  if (!models::CheckPlacement(loaded, **full, devices, &errors)) {
+  const DeviceSet devices = DeviceSetOf(*DeviceMgr::Local());
+  if (!models::CheckPlacement(loaded, devices, full->get(), &errors)) {
     for (const std::string& line : errors.lines()) err << line << "\n";
     return kExitBadConfig;
   }

@@ -58,4 +58,10 @@ std::vector<std::string> DeviceSet::DeviceTypes() const {
   return types;
 }
 
+DeviceSet DeviceSetOf(const DeviceMgr& mgr) {
+  std::vector<Device*> devices;
+  for (const auto& d : mgr.devices()) devices.push_back(d.get());
+  return DeviceSet(std::move(devices));
+}
+
 }  // namespace sluice

@@ -52,6 +52,9 @@ class DeviceSet {
   absl::flat_hash_map<std::string, int> index_;
 };
 
+// The devices of `mgr`, in its order (the host CPU first). Borrows them.
+DeviceSet DeviceSetOf(const DeviceMgr& mgr);
+
 }  // namespace sluice
 
 #endif  // SLUICE_ENGINE_FRAMEWORK_DEVICE_SET_H_

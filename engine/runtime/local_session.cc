@@ -50,7 +50,7 @@ class LocalSession : public Session {
       : options_(options),
         device_mgr_(options.device_mgr != nullptr ? options.device_mgr : DeviceMgr::Local()),
         device_(device_mgr_->HostCpu()),
-        devices_(DeviceList(device_mgr_)),
+        devices_(DeviceSetOf(*device_mgr_)),
         pool_(std::make_unique<Eigen::ThreadPool>(options.inter_op_threads > 0 ? options.inter_op_threads
                                                                                : NumSchedulableCpus())) {}
 
@@ -161,12 +161,6 @@ class LocalSession : public Session {
   }
 
  private:
-  static DeviceSet DeviceList(DeviceMgr* mgr) {
-    std::vector<Device*> devices;
-    for (const auto& d : mgr->devices()) devices.push_back(d.get());
-    return DeviceSet(std::move(devices));
-  }
-
   bool MultiDevice() const { return devices_.num_devices() > 1; }
 
   // Validates `graph` (the whole graph after Create or Extend) and, with

@@ -8,7 +8,10 @@
 #include <atomic>
 #include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/platform/logging.h"
@@ -39,16 +42,60 @@ std::atomic<int> g_local_intra_op_threads{0};  // 0: one per core
 std::atomic<int> g_local_cpu_devices{1};
 std::atomic<bool> g_local_created{false};
 
-std::vector<std::unique_ptr<Device>> MakeCpuDevices(int num_devices, int intra_op_threads) {
+std::vector<std::unique_ptr<Device>> MakeCpuDevices(int num_devices, int intra_op_threads, const std::string& task) {
   std::vector<std::unique_ptr<Device>> devices;
   for (int i = 0; i < num_devices; ++i) {
-    devices.push_back(std::make_unique<Device>(LocalCpuDeviceName(i), kDeviceCpu, CpuAllocator(), intra_op_threads));
+    std::string name = task.empty() ? LocalCpuDeviceName(i) : absl::StrCat(task, "/device:CPU:", i);
+    devices.push_back(std::make_unique<Device>(std::move(name), kDeviceCpu, CpuAllocator(), intra_op_threads));
   }
   return devices;
 }
 }  // namespace
 
-std::string LocalCpuDeviceName(int index) { return absl::StrCat("/job:localhost/replica:0/task:0/device:CPU:", index); }
+namespace {
+absl::Mutex g_task_name_mu;
+// "/job:<name>/replica:<digits>/task:<digits>", <name> of [A-Za-z0-9_-].
+bool IsTaskName(absl::string_view s) {
+  auto take = [&s](absl::string_view prefix) {
+    if (!absl::ConsumePrefix(&s, prefix)) return false;
+    size_t n = 0;
+    while (n < s.size() && s[n] != '/') ++n;
+    if (n == 0) return false;
+    for (size_t i = 0; i < n; ++i) {
+      const char c = s[i];
+      const bool ok = prefix == "/job:" ? (absl::ascii_isalnum(c) || c == '_' || c == '-') : absl::ascii_isdigit(c);
+      if (!ok) return false;
+    }
+    s.remove_prefix(n);
+    return true;
+  };
+  return take("/job:") && take("/replica:") && take("/task:") && s.empty();
+}
+std::string* g_task_name ABSL_GUARDED_BY(g_task_name_mu) = nullptr;
+}  // namespace
+
+std::string LocalTaskName() {
+  absl::MutexLock lock(&g_task_name_mu);
+  return g_task_name != nullptr ? *g_task_name : "/job:localhost/replica:0/task:0";
+}
+
+absl::Status SetLocalTaskName(const std::string& task) {
+  if (!IsTaskName(task)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task name '", task, "' must be /job:<name>/replica:<r>/task:<t>"));
+  }
+  if (g_local_created.load()) {
+    if (LocalTaskName() == task) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat("this process's devices are already named ", LocalTaskName(),
+                                                      "; cannot rename them to ", task));
+  }
+  absl::MutexLock lock(&g_task_name_mu);
+  delete g_task_name;
+  g_task_name = new std::string(task);
+  return absl::OkStatus();
+}
+
+std::string LocalCpuDeviceName(int index) { return absl::StrCat(LocalTaskName(), "/device:CPU:", index); }
 
 absl::Status SetLocalCpuDeviceCount(int n) {
   if (n < 1 || n > kMaxLocalCpuDevices) {
@@ -65,10 +112,10 @@ absl::Status SetLocalCpuDeviceCount(int n) {
   return absl::OkStatus();
 }
 
-std::unique_ptr<DeviceMgr> NewCpuDeviceMgr(int num_devices, int intra_op_threads) {
+std::unique_ptr<DeviceMgr> NewCpuDeviceMgr(int num_devices, int intra_op_threads, const std::string& task) {
   CHECK_GE(num_devices, 1);
   CHECK_GE(intra_op_threads, 1);
-  return std::make_unique<DeviceMgr>(MakeCpuDevices(num_devices, intra_op_threads));
+  return std::make_unique<DeviceMgr>(MakeCpuDevices(num_devices, intra_op_threads, task));
 }
 
 absl::Status DeviceMgr::SetLocalIntraOpThreads(int n) {
@@ -93,7 +140,7 @@ DeviceMgr* DeviceMgr::Local() {
     // processes that run graphs turn it off.
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
     return new DeviceMgr(
-        MakeCpuDevices(g_local_cpu_devices.load(), requested > 0 ? requested : NumSchedulableCpus()));
+        MakeCpuDevices(g_local_cpu_devices.load(), requested > 0 ? requested : NumSchedulableCpus(), ""));
   }();
   return mgr;
 }

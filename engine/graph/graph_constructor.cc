@@ -83,7 +83,7 @@ absl::Status ConvertGraphDefToGraph(const GraphConstructorOptions& options, cons
   added.reserve(graph_def.node_size());
   for (int k = 0; k < graph_def.node_size(); ++k) {
     const NodeDef& def = graph_def.node(k);
-    auto node = graph->AddNode(def);
+    auto node = graph->AddNode(def, options.allow_internal_names);
     if (!node.ok()) {
       // A node without a name can only be pointed at by its position.
       if (def.name().empty()) {

@@ -16,6 +16,9 @@ namespace sluice {
 struct GraphConstructorOptions {
   // Also run shape inference and reject shape errors.
   bool infer_shapes = true;
+  // Accept names starting with '_', which are reserved for nodes Sluice adds
+  // itself (a partition's _Send/_Recv nodes that a worker is sent).
+  bool allow_internal_names = false;
 };
 
 // Adds the nodes of `graph_def` to `graph` (which may already hold nodes

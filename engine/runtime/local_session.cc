@@ -25,15 +25,10 @@
 #include "engine/runtime/local_rendezvous.h"
 #include "engine/runtime/partitioned_executor.h"
 #include "engine/runtime/session.h"
+#include "engine/runtime/step_graph.h"
 
 namespace sluice {
 namespace {
-
-struct FeedInfo {
-  DataType dtype = DT_INVALID;
-  PartialShape shape;  // the placeholder's declared shape, or unknown
-  std::string key;
-};
 
 struct ExecutorAndKeys {
   // One device: `executor`; several: `partitioned`.
@@ -101,17 +96,8 @@ class LocalSession : public Session {
     for (size_t i = 0; i < feeds.size(); ++i) {
       const FeedInfo& info = exec->feeds[i];
       const Tensor& value = feeds[i].second;
-      if (value.dtype() != info.dtype) {
-        return absl::InvalidArgumentError(absl::StrCat("feed '", feeds[i].first, "' has type ",
-                                                       DataTypeString(value.dtype()), " but the graph expects ",
-                                                       DataTypeString(info.dtype)));
-      }
-      if (!info.shape.IsCompatibleWith(value.shape())) {
-        return absl::InvalidArgumentError(absl::StrCat("feed '", feeds[i].first, "' has shape ",
-                                                       value.shape().DebugString(), " but the placeholder's shape is ",
-                                                       info.shape.DebugString()));
-      }
-      absl::Status s = rendezvous.Send(info.key, value, false);
+      absl::Status s = CheckFeedValue(feeds[i].first, info, value);
+      if (s.ok()) s = rendezvous.Send(info.key, value, false);
       if (!s.ok()) return s;
     }
 
@@ -166,24 +152,10 @@ class LocalSession : public Session {
   // Validates `graph` (the whole graph after Create or Extend) and, with
   // several devices, places it: nodes placed before keep their device.
   absl::Status ValidateLocked(const GraphDef& graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto g = GraphFromGraphDef(graph);
-    if (!g.ok() || !MultiDevice()) return g.status();
-    PlacementOptions place;
-    place.devices = &devices_;
-    place.allow_soft_placement = options_.allow_soft_placement;
-    place.pinned = &placement_;
-    absl::Status s = Place(place, g->get());
-    if (!s.ok()) return s;
-    absl::flat_hash_map<std::string, int> placement;
-    for (Node* n : (*g)->nodes()) {
-      const int index = devices_.IndexOf(n->assigned_device());
-      if (index < 0) {
-        return absl::InternalError(absl::StrCat("node '", n->name(), "' was placed on unknown device '",
-                                                n->assigned_device(), "'"));
-      }
-      placement[n->name()] = index;
-    }
-    placement_ = std::move(placement);
+    if (!MultiDevice()) return GraphFromGraphDef(graph).status();
+    auto placement = PlaceSessionGraph(graph, devices_, options_.allow_soft_placement, &placement_);
+    if (!placement.ok()) return placement.status();
+    placement_ = std::move(placement).value();
     return absl::OkStatus();
   }
 
@@ -203,41 +175,18 @@ class LocalSession : public Session {
       graph_def = graph_def_;
       if (MultiDevice()) placement = placement_;
     }
-    auto graph_or = GraphFromGraphDef(graph_def);
-    if (!graph_or.ok()) return graph_or.status();
-    std::unique_ptr<Graph> graph = std::move(graph_or).value();
-
+    StepGraphOptions step_options;
+    step_options.devices = &devices_;
+    step_options.placement = MultiDevice() ? &placement : nullptr;
+    step_options.enable_cse = options_.enable_cse;
+    auto step = BuildStepGraph(step_options, graph_def, feeds, fetches, targets);
+    if (!step.ok()) return step.status();
     auto result = std::make_shared<ExecutorAndKeys>();
-    for (const std::string& f : feeds) {
-      auto id = ParseTensorName(f);
-      FeedInfo info;
-      if (id.ok()) {
-        if (Node* n = graph->FindNode(id->node); n != nullptr && id->index >= 0 && id->index < n->num_outputs()) {
-          info.dtype = BaseType(n->output_type(id->index));
-          TensorShapeProto shape;
-          if (n->type_string() == "Placeholder" && GetNodeAttr(n->def(), "shape", &shape).ok()) {
-            auto ps = PartialShape::FromProto(shape);
-            if (ps.ok()) info.shape = *ps;
-          }
-        }
-      }
-      result->feeds.push_back(info);
-    }
-    // Every node on its device (CSE then merges only nodes of one device).
-    for (Node* n : graph->nodes()) {
-      auto it = placement.find(n->name());
-      n->set_assigned_device(it != placement.end() ? devices_.name(it->second) : device_->name());
-    }
-    RewriteOptions rewrite;
-    rewrite.device_name = device_->name();
-    rewrite.use_assigned_devices = MultiDevice();
-    RewriteResult keys;
-    absl::Status s = RewriteGraphForExecution(rewrite, feeds, fetches, targets, graph.get(), &keys);
-    if (!s.ok()) return s;
-    for (size_t i = 0; i < feeds.size(); ++i) result->feeds[i].key = keys.feed_keys[i];
-    result->fetch_keys = keys.fetch_keys;
-    if (options_.enable_cse) EliminateCommonSubexpressions(CseOptions(), graph.get());
-    result->num_nodes = graph->num_nodes();
+    result->feeds = std::move(step->feeds);
+    result->fetch_keys = std::move(step->fetch_keys);
+    result->num_nodes = step->num_nodes;
+    std::unique_ptr<Graph> graph = std::move(step->graph);
+    absl::Status s;
     if (MultiDevice()) {
       s = BuildPartitions(std::move(graph), result.get());
       if (!s.ok()) return s;
@@ -266,22 +215,10 @@ class LocalSession : public Session {
   // Cuts the placed, rewritten `graph` into one partition per device and
   // makes their executors.
   absl::Status BuildPartitions(std::unique_ptr<Graph> graph, ExecutorAndKeys* result) const {
-    PartitionOptions popts;
-    for (int i = 0; i < devices_.num_devices(); ++i) {
-      popts.device_names.push_back(devices_.name(i));
-      popts.incarnations.push_back(devices_.incarnation(i));
-    }
-    popts.node_device.assign(graph->num_node_ids(), -1);
-    for (Node* n : graph->nodes()) {
-      const int index = devices_.IndexOf(n->assigned_device());
-      if (index < 0) {
-        return absl::InternalError(absl::StrCat("node '", n->name(), "' has no device"));
-      }
-      popts.node_device[n->id()] = index;
-    }
+    std::vector<uint64_t> incarnations;
+    for (int i = 0; i < devices_.num_devices(); ++i) incarnations.push_back(devices_.incarnation(i));
     std::vector<std::unique_ptr<Graph>> partitions;
-    PartitionStats stats;
-    absl::Status s = Partition(popts, *graph, &partitions, &stats);
+    absl::Status s = PartitionStepGraph(*graph, devices_, incarnations, nullptr, &partitions);
     if (!s.ok()) return s;
     std::vector<DevicePartition> parts;
     for (int i = 0; i < static_cast<int>(partitions.size()); ++i) {

@@ -1,8 +1,8 @@
 // PartitionedExecutor (see partitioned_executor.h).
 #include "engine/runtime/partitioned_executor.h"
 
-#include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "engine/framework/cancellation.h"
 
 namespace sluice {
@@ -13,35 +13,74 @@ int PartitionedExecutor::num_nodes() const {
   return n;
 }
 
-absl::Status PartitionedExecutor::Run(const Executor::Args& args, std::vector<DeviceStepStats>* stats) const {
-  const size_t n = partitions_.size();
+namespace {
+// One step's shared state across the partitions' executors.
+struct StepState {
   CancellationManager cancellation;
-  std::vector<StepStatsCollector> collectors(stats != nullptr ? n : 0);
-  std::vector<absl::Status> statuses(n);
-  absl::BlockingCounter pending(static_cast<int>(n));
+  std::unique_ptr<StepStatsCollector[]> collectors;  // one per partition, with stats only
+  std::vector<absl::Status> statuses;
+  absl::Mutex mu;
+  size_t pending = 0;
+  std::vector<DeviceStepStats>* stats = nullptr;
+  std::function<void(const absl::Status&)> done;
+};
+}  // namespace
+
+absl::Status PartitionedExecutor::Run(const Executor::Args& args, std::vector<DeviceStepStats>* stats) const {
+  absl::Notification finished;
+  absl::Status result;
+  RunAsync(args, stats, [&](const absl::Status& s) {
+    result = s;
+    finished.Notify();
+  });
+  finished.WaitForNotification();
+  return result;
+}
+
+void PartitionedExecutor::RunAsync(const Executor::Args& args, std::vector<DeviceStepStats>* stats,
+                                   std::function<void(const absl::Status&)> done) const {
+  const size_t n = partitions_.size();
+  if (n == 0) {
+    if (stats != nullptr) stats->clear();
+    done(absl::OkStatus());
+    return;
+  }
+  auto state = std::make_shared<StepState>();
+  if (stats != nullptr) state->collectors = std::make_unique<StepStatsCollector[]>(n);
+  state->statuses.resize(n);
+  state->pending = n;
+  state->stats = stats;
+  state->done = std::move(done);
   for (size_t i = 0; i < n; ++i) {
     Executor::Args device_args = args;
-    device_args.cancellation_manager = &cancellation;
-    device_args.stats_collector = stats != nullptr ? &collectors[i] : nullptr;
-    partitions_[i].executor->RunAsync(device_args, [&statuses, &pending, i](const absl::Status& s) {
-      statuses[i] = s;
-      pending.DecrementCount();
+    device_args.cancellation_manager = &state->cancellation;
+    device_args.stats_collector = stats != nullptr ? &state->collectors[i] : nullptr;
+    partitions_[i].executor->RunAsync(device_args, [this, state, i](const absl::Status& s) {
+      {
+        absl::MutexLock lock(&state->mu);
+        state->statuses[i] = s;
+        if (--state->pending > 0) return;
+      }
+      if (state->stats != nullptr) {
+        state->stats->clear();
+        for (size_t j = 0; j < partitions_.size(); ++j) {
+          state->stats->push_back({partitions_[j].device->name(), state->collectors[j].Take()});
+        }
+      }
+      // The root cause: other devices report it too (through the rendezvous) or
+      // report a Cancelled of their own.
+      absl::Status first_error;
+      for (const absl::Status& st : state->statuses) {
+        if (st.ok()) continue;
+        if (!absl::IsCancelled(st)) {
+          first_error = st;
+          break;
+        }
+        if (first_error.ok()) first_error = st;
+      }
+      state->done(first_error);
     });
   }
-  pending.Wait();
-  if (stats != nullptr) {
-    stats->clear();
-    for (size_t i = 0; i < n; ++i) stats->push_back({partitions_[i].device->name(), collectors[i].Take()});
-  }
-  // The root cause: other devices report it too (through the rendezvous) or
-  // report a Cancelled of their own.
-  absl::Status first_error;
-  for (const absl::Status& s : statuses) {
-    if (s.ok()) continue;
-    if (!absl::IsCancelled(s)) return s;
-    if (first_error.ok()) first_error = s;
-  }
-  return first_error;
 }
 
 }  // namespace sluice

@@ -11,6 +11,7 @@
 #ifndef SLUICE_ENGINE_RUNTIME_PARTITIONED_EXECUTOR_H_
 #define SLUICE_ENGINE_RUNTIME_PARTITIONED_EXECUTOR_H_
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -36,6 +37,11 @@ class PartitionedExecutor {
   // (the first error that is not a Cancelled one derived from it).
   // `stats`: when not null, one entry per device.
   absl::Status Run(const Executor::Args& args, std::vector<DeviceStepStats>* stats) const;
+  // The same without blocking: `done` runs once, on some thread, after every
+  // partition finished (then `stats`, when not null, is filled in). `args`'s
+  // rendezvous and `stats` must outlive `done`.
+  void RunAsync(const Executor::Args& args, std::vector<DeviceStepStats>* stats,
+                std::function<void(const absl::Status&)> done) const;
 
   int num_partitions() const { return static_cast<int>(partitions_.size()); }
   // Nodes over all partitions.

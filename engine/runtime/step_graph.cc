@@ -1,0 +1,115 @@
+// Session steps shared by the local and distributed sessions (see step_graph.h).
+#include "engine/runtime/step_graph.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/graph/graph_constructor.h"
+#include "engine/graph/optimizer_cse.h"
+#include "engine/graph/partition.h"
+#include "engine/graph/placer.h"
+#include "engine/graph/subgraph.h"
+
+namespace sluice {
+
+absl::Status CheckFeedValue(const std::string& feed_name, const FeedInfo& info, const Tensor& value) {
+  if (value.dtype() != info.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("feed '", feed_name, "' has type ", DataTypeString(value.dtype()),
+                                                   " but the graph expects ", DataTypeString(info.dtype)));
+  }
+  if (!info.shape.IsCompatibleWith(value.shape())) {
+    return absl::InvalidArgumentError(absl::StrCat("feed '", feed_name, "' has shape ", value.shape().DebugString(),
+                                                   " but the placeholder's shape is ", info.shape.DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<absl::flat_hash_map<std::string, int>> PlaceSessionGraph(
+    const GraphDef& graph, const DeviceSet& devices, bool allow_soft_placement,
+    const absl::flat_hash_map<std::string, int>* pinned) {
+  auto g = GraphFromGraphDef(graph);
+  if (!g.ok()) return g.status();
+  PlacementOptions place;
+  place.devices = &devices;
+  place.allow_soft_placement = allow_soft_placement;
+  place.pinned = pinned;
+  absl::Status s = Place(place, g->get());
+  if (!s.ok()) return s;
+  absl::flat_hash_map<std::string, int> placement;
+  for (Node* n : (*g)->nodes()) {
+    const int index = devices.IndexOf(n->assigned_device());
+    if (index < 0) {
+      return absl::InternalError(
+          absl::StrCat("node '", n->name(), "' was placed on unknown device '", n->assigned_device(), "'"));
+    }
+    placement[n->name()] = index;
+  }
+  return placement;
+}
+
+absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const GraphDef& graph_def,
+                                         const std::vector<std::string>& feeds,
+                                         const std::vector<std::string>& fetches,
+                                         const std::vector<std::string>& targets) {
+  const DeviceSet& devices = *options.devices;
+  const bool multi_device = options.placement != nullptr;
+  auto graph_or = GraphFromGraphDef(graph_def);
+  if (!graph_or.ok()) return graph_or.status();
+  StepGraph result;
+  result.graph = std::move(graph_or).value();
+  Graph* graph = result.graph.get();
+  for (const std::string& f : feeds) {
+    auto id = ParseTensorName(f);
+    FeedInfo info;
+    if (id.ok()) {
+      if (Node* n = graph->FindNode(id->node); n != nullptr && id->index >= 0 && id->index < n->num_outputs()) {
+        info.dtype = BaseType(n->output_type(id->index));
+        TensorShapeProto shape;
+        if (n->type_string() == "Placeholder" && GetNodeAttr(n->def(), "shape", &shape).ok()) {
+          auto ps = PartialShape::FromProto(shape);
+          if (ps.ok()) info.shape = *ps;
+        }
+      }
+    }
+    result.feeds.push_back(info);
+  }
+  // Every node on its device (CSE then merges only nodes of one device).
+  const std::string& client = devices.name(0);
+  for (Node* n : graph->nodes()) {
+    if (!multi_device) {
+      n->set_assigned_device(client);
+      continue;
+    }
+    auto it = options.placement->find(n->name());
+    n->set_assigned_device(it != options.placement->end() ? devices.name(it->second) : client);
+  }
+  RewriteOptions rewrite;
+  rewrite.device_name = client;
+  rewrite.client_device = client;
+  rewrite.use_assigned_devices = multi_device;
+  RewriteResult keys;
+  absl::Status s = RewriteGraphForExecution(rewrite, feeds, fetches, targets, graph, &keys);
+  if (!s.ok()) return s;
+  for (size_t i = 0; i < feeds.size(); ++i) result.feeds[i].key = keys.feed_keys[i];
+  result.fetch_keys = keys.fetch_keys;
+  if (options.enable_cse) EliminateCommonSubexpressions(CseOptions(), graph);
+  result.num_nodes = graph->num_nodes();
+  return result;
+}
+
+absl::Status PartitionStepGraph(const Graph& graph, const DeviceSet& devices, const std::vector<uint64_t>& incarnations,
+                                std::function<bool(const Edge*)> should_cast,
+                                std::vector<std::unique_ptr<Graph>>* partitions) {
+  PartitionOptions popts;
+  for (int i = 0; i < devices.num_devices(); ++i) popts.device_names.push_back(devices.name(i));
+  popts.incarnations = incarnations;
+  popts.should_cast = std::move(should_cast);
+  popts.node_device.assign(graph.num_node_ids(), -1);
+  for (Node* n : graph.nodes()) {
+    const int index = devices.IndexOf(n->assigned_device());
+    if (index < 0) return absl::InternalError(absl::StrCat("node '", n->name(), "' has no device"));
+    popts.node_device[n->id()] = index;
+  }
+  PartitionStats stats;
+  return Partition(popts, graph, partitions, &stats);
+}
+
+}  // namespace sluice

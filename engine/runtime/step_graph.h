@@ -1,0 +1,75 @@
+// The session steps shared by every Session implementation (the local one and
+// the distributed one in engine/distributed/): placing a session's whole graph
+// (earlier nodes keep their devices), building one Run signature's graph
+// (feeds and fetches rewritten, pruned, every node on its device, CSE), and
+// cutting a placed graph into one partition per device.
+//
+// Thread safety: free functions over the caller's objects; no shared state.
+#ifndef SLUICE_ENGINE_RUNTIME_STEP_GRAPH_H_
+#define SLUICE_ENGINE_RUNTIME_STEP_GRAPH_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/framework/device_set.h"
+#include "engine/framework/graph.pb.h"
+#include "engine/framework/shape_inference.h"
+#include "engine/framework/tensor.h"
+#include "engine/graph/graph.h"
+
+namespace sluice {
+
+// What a fed tensor must be: its placeholder's dtype and declared shape, and
+// the rendezvous key the value goes in under.
+struct FeedInfo {
+  DataType dtype = DT_INVALID;
+  PartialShape shape;  // the placeholder's declared shape, or unknown
+  std::string key;
+};
+
+// InvalidArgument naming the feed when `value` does not fit `info`.
+absl::Status CheckFeedValue(const std::string& feed_name, const FeedInfo& info, const Tensor& value);
+
+// Places `graph` on `devices` (nodes in `pinned` keep their device index) and
+// returns every node's device index.
+absl::StatusOr<absl::flat_hash_map<std::string, int>> PlaceSessionGraph(
+    const GraphDef& graph, const DeviceSet& devices, bool allow_soft_placement,
+    const absl::flat_hash_map<std::string, int>* pinned);
+
+struct StepGraphOptions {
+  // Several devices: every node goes on placement[node] (else devices.name(0))
+  // and feed/fetch nodes follow their tensors; one device: all on device 0.
+  const DeviceSet* devices = nullptr;
+  const absl::flat_hash_map<std::string, int>* placement = nullptr;  // several devices only
+  bool enable_cse = true;
+};
+
+struct StepGraph {
+  std::unique_ptr<Graph> graph;
+  std::vector<FeedInfo> feeds;  // parallel to the feeds passed in
+  std::vector<std::string> fetch_keys;
+  int num_nodes = 0;
+};
+
+// The graph of one Run signature: feeds, fetches and targets rewritten into
+// _Recv/_Send nodes on devices.name(0) (the client), pruned, CSE'd.
+absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const GraphDef& graph_def,
+                                         const std::vector<std::string>& feeds,
+                                         const std::vector<std::string>& fetches,
+                                         const std::vector<std::string>& targets);
+
+// Cuts a placed step graph into one partition per device of `devices`
+// (nullptr for a device with no nodes); `incarnations[i]` is device i's.
+// `should_cast`: the lossy-transfer hook of PartitionOptions (may be empty).
+absl::Status PartitionStepGraph(const Graph& graph, const DeviceSet& devices, const std::vector<uint64_t>& incarnations,
+                                std::function<bool(const Edge*)> should_cast,
+                                std::vector<std::unique_ptr<Graph>>* partitions);
+
+}  // namespace sluice
+
+#endif  // SLUICE_ENGINE_RUNTIME_STEP_GRAPH_H_

@@ -162,12 +162,21 @@ absl::Status DecodeTensor(const RecvTensorResponseHeader& header, ChunkReader* r
   if (dtype == DT_STRING) {
     if (tensor_bytes != 0) return Invalid(absl::StrCat("a string tensor with tensor_bytes ", tensor_bytes));
     if (!header.has_string_tensor()) return Invalid("a string tensor without string_tensor");
-    auto t = Tensor::FromProto(header.string_tensor());
-    if (!t.ok()) return Invalid(absl::StrCat("bad string_tensor: ", t.status().message()));
-    if (t->dtype() != DT_STRING || t->shape() != *shape) {
-      return Invalid(absl::StrCat("string_tensor is ", DataTypeString(t->dtype()), " ", t->shape().DebugString(),
-                                  " but the header says string ", shape->DebugString()));
+    const TensorProto& proto = header.string_tensor();
+    auto proto_shape = Tensor::ValidateProto(proto);
+    if (!proto_shape.ok()) return Invalid(absl::StrCat("bad string_tensor: ", proto_shape.status().message()));
+    if (proto.dtype() != DT_STRING || *proto_shape != *shape) {
+      return Invalid(absl::StrCat("string_tensor is ", DataTypeString(proto.dtype()), " ",
+                                  proto_shape->DebugString(), " but the header says string ", shape->DebugString()));
     }
+    // One value per element: a few bytes must not expand (by repeating the
+    // last value) into a huge tensor.
+    if (proto.string_val_size() != shape->num_elements()) {
+      return Invalid(absl::StrCat("string_tensor has ", proto.string_val_size(), " values for ",
+                                  shape->num_elements(), " elements"));
+    }
+    auto t = Tensor::FromProto(proto);
+    if (!t.ok()) return Invalid(absl::StrCat("bad string_tensor: ", t.status().message()));
     result->value = *std::move(t);
     return absl::OkStatus();
   }

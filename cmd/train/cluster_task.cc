@@ -1,0 +1,148 @@
+// A task of a cluster: its worker, server and channels (see cluster_task.h).
+#include "cmd/train/cluster_task.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "engine/distributed/distributed_session.h"
+#include "engine/framework/local_devices.h"
+
+namespace sluice {
+
+std::string ThisTaskName(const distributed::ResolvedIdentity& identity) {
+  return distributed::TaskName(identity.task.job, identity.task.index);
+}
+
+std::vector<std::string> ClusterTaskNames(const distributed::ResolvedIdentity& identity) {
+  std::vector<std::string> tasks = {ThisTaskName(identity)};
+  for (const distributed::ClusterJob& job : identity.cluster.jobs()) {
+    for (int i = 0; i < static_cast<int>(job.tasks.size()); ++i) {
+      std::string name = distributed::TaskName(job.name, i);
+      if (name != tasks[0]) tasks.push_back(std::move(name));
+    }
+  }
+  return tasks;
+}
+
+bool IsChief(const distributed::ResolvedIdentity& identity) {
+  return identity.task.job == "worker" && identity.task.index == 0;
+}
+
+ClusterDevices::ClusterDevices(const distributed::ResolvedIdentity& identity, int cpu_devices) {
+  std::vector<Device*> devices;
+  for (const auto& device : DeviceMgr::Local()->devices()) devices.push_back(device.get());
+  const std::vector<std::string> tasks = ClusterTaskNames(identity);
+  for (size_t t = 1; t < tasks.size(); ++t) {
+    for (int i = 0; i < std::max(1, cpu_devices); ++i) {
+      remote_.push_back(
+          std::make_unique<Device>(absl::StrCat(tasks[t], "/device:CPU:", i), kDeviceCpu, CpuAllocator(), 1));
+      devices.push_back(remote_.back().get());
+    }
+  }
+  devices_ = std::make_unique<DeviceSet>(std::move(devices));
+}
+
+namespace {
+distributed::TlsOptions TlsFromConfig(const config::Cluster& cluster) {
+  distributed::TlsOptions tls;
+  tls.cert_file = cluster.tls().cert_file();
+  tls.key_file = cluster.tls().key_file();
+  tls.ca_file = cluster.tls().ca_file();
+  return tls;
+}
+}  // namespace
+
+ClusterRuntime::ClusterRuntime(const ClusterTaskOptions& options)
+    : options_(options), task_(ThisTaskName(*options.identity)) {}
+
+absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const ClusterTaskOptions& options,
+                                                                      std::ostream& err) {
+  std::unique_ptr<ClusterRuntime> runtime(new ClusterRuntime(options));
+  ClusterRuntime* r = runtime.get();
+  distributed::WorkerOptions wo;
+  wo.task = r->task_;
+  wo.inter_op_threads = options.inter_op_threads;
+  wo.config_hash = options.config_hash;
+  wo.log = &err;
+  wo.on_shutdown = [r](const std::string& reason) {
+    {
+      absl::MutexLock lock(&r->mu_);
+      r->shutdown_reason_ = reason;
+    }
+    if (!r->shutdown_.HasBeenNotified()) r->shutdown_.Notify();
+  };
+  r->worker_ = std::make_unique<distributed::Worker>(wo);
+  auto address = options.identity->cluster.Address(options.identity->task);
+  if (!address.ok()) return address.status();
+  distributed::GrpcServerOptions so;
+  so.address = *address;
+  so.tls = TlsFromConfig(*options.cluster_config);
+  auto server = distributed::GrpcWorkerServer::Start(so, r->worker_.get());
+  if (!server.ok()) {
+    return absl::Status(server.status().code(),
+                        absl::StrCat("task ", r->task_, " cannot serve at ", *address, ": ", server.status().message()));
+  }
+  r->server_ = std::move(server).value();
+  distributed::GrpcChannelOptions co;
+  co.tls = so.tls;
+  r->workers_ = std::make_unique<distributed::GrpcWorkerCache>(options.identity->cluster, r->task_, r->worker_.get(), co);
+  r->worker_->set_worker_cache(r->workers_.get());
+  return runtime;
+}
+
+ClusterRuntime::~ClusterRuntime() {
+  if (IsChief(*options_.identity) && workers_ != nullptr) {
+    // Every other task serves until told; one that is gone is not waited for
+    // longer than the call's deadline.
+    for (const std::string& task : ClusterTaskNames(*options_.identity)) {
+      if (task == task_) continue;
+      distributed::WorkerInterface* worker = workers_->GetWorker(task);
+      if (worker == nullptr) continue;
+      distributed::ShutdownRequest request;
+      request.set_reason(exit_reason_);
+      distributed::ShutdownResponse response;
+      worker->Shutdown(request, &response).IgnoreError();
+    }
+  }
+  if (server_ != nullptr) server_->Shutdown();
+  // The channels (workers_) go before the worker they may point at.
+  workers_.reset();
+  server_.reset();
+  worker_.reset();
+}
+
+absl::StatusOr<std::vector<distributed::DeviceAttributes>> ClusterRuntime::Connect(std::ostream& progress) {
+  const int secs = options_.cluster_config->start_timeout_secs();
+  return distributed::ConnectToCluster(workers_.get(), ClusterTaskNames(*options_.identity), task_,
+                                       options_.config_hash, absl::Seconds(secs > 0 ? secs : 300), &progress);
+}
+
+absl::StatusOr<std::unique_ptr<Session>> ClusterRuntime::NewSession(std::vector<distributed::DeviceAttributes> devices,
+                                                                   const SessionOptions& session_options) {
+  distributed::DistributedSessionOptions o;
+  o.session = session_options;
+  o.local_worker = worker_.get();
+  o.workers = workers_.get();
+  o.devices = std::move(devices);
+  o.lossy_transfer = options_.cluster_config->lossy_transfer();
+  return distributed::NewDistributedSession(std::move(o));
+}
+
+int ClusterRuntime::ServeUntilShutdown(const std::atomic<int>* stop_signals, std::ostream& out) {
+  while (!shutdown_.WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
+    if (stop_signals->load() > 0) {
+      out << "task " << task_ << " stopped by a signal\n";
+      out.flush();
+      return 143;
+    }
+  }
+  out << "task " << task_ << " stopping: " << shutdown_reason() << "\n";
+  out.flush();
+  return 0;
+}
+
+std::string ClusterRuntime::shutdown_reason() const {
+  absl::MutexLock lock(&mu_);
+  return shutdown_reason_;
+}
+
+}  // namespace sluice

@@ -1,0 +1,96 @@
+// What `train` does as a task of a cluster (DESIGN.md "Distribution"): every
+// task serves the gRPC worker service at its address; the chief (worker 0)
+// also trains through a distributed session and, when it exits, tells every
+// other task to stop; the other tasks serve until then.
+//
+// Ownership: a ClusterRuntime owns its worker, server and channels; the
+// session made from it must be destroyed first. Thread safety: one thread
+// drives a ClusterRuntime; the worker and server serve on gRPC's threads.
+#ifndef SLUICE_CMD_TRAIN_CLUSTER_TASK_H_
+#define SLUICE_CMD_TRAIN_CLUSTER_TASK_H_
+
+#include <atomic>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "configs/experiment.pb.h"
+#include "engine/distributed/grpc_worker_cache.h"
+#include "engine/distributed/grpc_worker_service.h"
+#include "engine/distributed/task_identity.h"
+#include "engine/distributed/worker.h"
+#include "engine/framework/device_set.h"
+#include "engine/runtime/session.h"
+
+namespace sluice {
+
+struct ClusterTaskOptions {
+  const distributed::ResolvedIdentity* identity = nullptr;
+  const config::Cluster* cluster_config = nullptr;
+  std::string config_hash;
+  int inter_op_threads = 1;
+};
+
+// The task name of this process ("/job:ps/replica:0/task:0").
+std::string ThisTaskName(const distributed::ResolvedIdentity& identity);
+// Every task of the cluster, this one first, then the rest in cluster order.
+std::vector<std::string> ClusterTaskNames(const distributed::ResolvedIdentity& identity);
+bool IsChief(const distributed::ResolvedIdentity& identity);
+
+// The devices the chief places the training graph on before any task runs:
+// this process's, then `cpu_devices` CPUs of every other task (every task
+// runs the same config). Owns stand-ins for the other tasks' devices.
+class ClusterDevices {
+ public:
+  ClusterDevices(const distributed::ResolvedIdentity& identity, int cpu_devices);
+  const DeviceSet& devices() const { return *devices_; }
+
+ private:
+  std::vector<std::unique_ptr<Device>> remote_;
+  std::unique_ptr<DeviceSet> devices_;
+};
+
+class ClusterRuntime {
+ public:
+  // Starts this task's worker and its server at the task's address.
+  // InvalidArgument for bad TLS files; Unavailable when the address cannot be
+  // bound.
+  static absl::StatusOr<std::unique_ptr<ClusterRuntime>> Start(const ClusterTaskOptions& options, std::ostream& err);
+  // A chief tells every other task to stop (best effort, bounded).
+  ~ClusterRuntime();
+
+  // Waits until every task answers with the same config; returns the
+  // cluster's devices, this task's first.
+  absl::StatusOr<std::vector<distributed::DeviceAttributes>> Connect(std::ostream& progress);
+  // A session over the cluster (the chief's).
+  absl::StatusOr<std::unique_ptr<Session>> NewSession(std::vector<distributed::DeviceAttributes> devices,
+                                                     const SessionOptions& session_options);
+  // Serves until the chief says stop (0) or a signal arrives (143).
+  int ServeUntilShutdown(const std::atomic<int>* stop_signals, std::ostream& out);
+
+  const std::string& task() const { return task_; }
+  int port() const { return server_->port(); }
+  // Why the chief stopped this task ("" before Shutdown).
+  std::string shutdown_reason() const;
+  void set_exit_reason(std::string reason) { exit_reason_ = std::move(reason); }
+
+ private:
+  explicit ClusterRuntime(const ClusterTaskOptions& options);
+
+  const ClusterTaskOptions options_;
+  const std::string task_;
+  absl::Notification shutdown_;
+  mutable absl::Mutex mu_;
+  std::string shutdown_reason_ ABSL_GUARDED_BY(mu_);
+  std::string exit_reason_ = "the chief exited";
+  std::unique_ptr<distributed::Worker> worker_;
+  std::unique_ptr<distributed::GrpcWorkerServer> server_;
+  std::unique_ptr<distributed::GrpcWorkerCache> workers_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_CMD_TRAIN_CLUSTER_TASK_H_

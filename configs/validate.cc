@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "configs/load.h"
+#include "engine/distributed/cluster_spec.h"
 #include "engine/framework/device_name.h"
 #include "engine/framework/local_devices.h"
 #include "engine/framework/op_def.h"
@@ -184,12 +185,23 @@ class Validator {
       return;
     }
     const int cpus = std::max(1, e_.devices().cpu_devices());
-    if (parsed->has_job && parsed->job != "localhost") {
+    const bool remote_job = parsed->has_job && parsed->job != "localhost";
+    if (remote_job && parsed->job != "ps" && parsed->job != "worker") {
       Error(m, "device", -1, absl::StrCat("device '", device, "': no job '", parsed->job,
-                                          "' (this run has no cluster; its devices are /job:localhost)"));
-    } else if ((parsed->has_replica && parsed->replica != 0) || (parsed->has_task && parsed->task != 0)) {
+                                          "' (a cluster's jobs are ps and worker; one process is /job:localhost)",
+                                          DidYouMean(parsed->job, {"ps", "worker", "localhost"})));
+    } else if (remote_job && !e_.cluster().job().empty() && ClusterTasks(parsed->job) < 0) {
+      Error(m, "device", -1, absl::StrCat("device '", device, "': the cluster {} has no job '", parsed->job, "'"));
+    } else if (remote_job && parsed->has_task && ClusterTasks(parsed->job) > 0 &&
+               parsed->task >= ClusterTasks(parsed->job)) {
+      Error(m, "device", -1, absl::StrCat("device '", device, "': job '", parsed->job, "' has ",
+                                          ClusterTasks(parsed->job), " task(s) in cluster {}"));
+    } else if (remote_job && parsed->has_replica && parsed->replica != 0) {
+      Error(m, "device", -1, absl::StrCat("device '", device, "': every task is replica 0"));
+    } else if (!remote_job && ((parsed->has_replica && parsed->replica != 0) || (parsed->has_task && parsed->task != 0))) {
       Error(m, "device", -1, absl::StrCat("device '", device,
-                                          "': this run has one task, /job:localhost/replica:0/task:0"));
+                                          "': this run has one task, /job:localhost/replica:0/task:0 (a device of "
+                                          "a cluster names its job: /job:ps/task:1)"));
     } else if (parsed->has_type && parsed->type != "CPU" && !e_.devices().allow_soft_placement()) {
       Error(m, "device", -1, absl::StrCat("device '", device, "': this process has no ", parsed->type,
                                           " devices (set devices { allow_soft_placement: true } to use a CPU instead)"));
@@ -480,7 +492,23 @@ class Validator {
     return "";
   }
 
+  // The tasks of `job` in the config's cluster {}: -1 when the job is not
+  // there, 0 when it lists no tasks.
+  int ClusterTasks(const std::string& job) const {
+    for (const auto& j : e_.cluster().job()) {
+      if (j.name() == job) return j.task_size();
+    }
+    return -1;
+  }
+
   void CheckCluster() {
+    const Cluster& c = e_.cluster();
+    const Cluster::Tls& tls = c.tls();
+    const int tls_files = !tls.cert_file().empty() + !tls.key_file().empty() + !tls.ca_file().empty();
+    if (tls_files != 0 && tls_files != 3) {
+      errors_->Add(loaded_.Where(c, "tls"), "cluster.tls needs cert_file, key_file and ca_file together");
+    }
+    if (c.start_timeout_secs() < 0) Error(c, "start_timeout_secs", -1, "start_timeout_secs must be >= 0");
     int workers = 0;
     std::set<std::string> jobs;
     for (const auto& job : e_.cluster().job()) {
@@ -489,10 +517,10 @@ class Validator {
       }
       if (!jobs.insert(job.name()).second) Error(job, "name", -1, absl::StrCat("job '", job.name(), "' is listed twice"));
       for (int i = 0; i < job.task_size(); ++i) {
-        std::vector<std::string> hp = absl::StrSplit(job.task(i), ':');
-        int port = 0;
-        if (hp.size() != 2 || hp[0].empty() || !absl::SimpleAtoi(hp[1], &port) || port <= 0 || port > 65535) {
-          Error(job, "task", i, absl::StrCat("task address '", job.task(i), "' must be host:port"));
+        // "" (every task of every job) gives only the job's size: Slurm gives the addresses.
+        if (job.task(i).empty()) continue;
+        if (absl::Status a = distributed::ValidateTaskAddress(job.task(i)); !a.ok()) {
+          Error(job, "task", i, std::string(a.message()));
         }
       }
       if (job.name() == "worker") workers = job.task_size();

@@ -16,11 +16,13 @@
 #include "absl/time/clock.h"
 #include "checkpoint/saver.h"
 #include "checkpoint/warm_start.h"
+#include "cmd/train/cluster_task.h"
 #include "cmd/train/exit_codes.h"
 #include "configs/load.h"
 #include "engine/framework/device.h"
 #include "engine/framework/device_set.h"
 #include "engine/framework/local_devices.h"
+#include "engine/distributed/worker_interface.h"
 #include "engine/distributed/task_identity.h"
 #include "engine/graph/graph_constructor.h"
 #include "engine/platform/env.h"
@@ -203,6 +205,26 @@ absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& 
   return hooks;
 }
 
+// A task other than the chief: serve until the chief says stop.
+int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::ostream& err) {
+  auto runtime = ClusterRuntime::Start(options, err);
+  if (!runtime.ok()) {
+    err << "error: " << runtime.status().message() << "\n";
+    return ExitCodeForStatus(runtime.status());
+  }
+  out << "task " << (*runtime)->task() << " serving on port " << (*runtime)->port() << "; waiting for every task\n";
+  out.flush();
+  // Every peer must run this config (the chief checks too).
+  auto devices = (*runtime)->Connect(out);
+  if (!devices.ok()) {
+    err << "error: " << devices.status().message() << "\n";
+    return absl::IsFailedPrecondition(devices.status()) ? kExitBadConfig : ExitCodeForStatus(devices.status());
+  }
+  out << "every task answered; serving until the chief says stop\n";
+  out.flush();
+  return (*runtime)->ServeUntilShutdown(&g_stop_signals, out);
+}
+
 }  // namespace
 
 int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& err) {
@@ -237,6 +259,19 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     err << options.config_path << ": error: " << identity.status().message() << "\n";
     return kExitBadConfig;
   }
+  const bool in_cluster = !identity->cluster.empty();
+  if (in_cluster) {
+    if (identity->cluster.num_tasks("worker") < 1) {
+      err << options.config_path << ": error: the cluster has no 'worker' job; worker 0 is the chief, which trains\n";
+      return kExitBadConfig;
+    }
+    // This process's devices are named after its task ("/job:ps/replica:0/task:0/device:CPU:0").
+    s = SetLocalTaskName(ThisTaskName(*identity));
+    if (!s.ok()) {
+      err << "error: " << s.message() << "\n";
+      return kExitPermanentError;
+    }
+  }
   // Kernels split work by thread count, so deterministic runs fix it at 1.
   // Set before anything touches the local device.
   const int intra_op = e.train().deterministic() ? 1
@@ -247,6 +282,29 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   if (!s.ok()) {
     err << "error: " << s.message() << "\n";
     return kExitPermanentError;
+  }
+  const bool deterministic = e.train().deterministic();
+  const int inter_op = deterministic ? 1 : (e.devices().inter_op_threads() > 0 ? e.devices().inter_op_threads()
+                                                                               : NumSchedulableCpus());
+  const std::string config_text = ConfigText(e);
+  const std::string config_hash = HexHash(config_text);
+  ClusterTaskOptions cluster_options;
+  cluster_options.identity = &*identity;
+  cluster_options.cluster_config = &e.cluster();
+  cluster_options.config_hash = config_hash;
+  cluster_options.inter_op_threads = inter_op;
+  if (in_cluster && !IsChief(*identity)) {
+    // Not the chief: serve the worker service until the chief says stop.
+    out << "Experiment " << e.name() << " (" << loaded.path << ")\n"
+        << "  cluster        " << identity->cluster.DebugString() << " (from " << identity->cluster_source << ")\n"
+        << "  task           " << identity->task.ToString() << " (from " << identity->task_source
+        << "): serves the chief, worker:0\n";
+    if (options.validate_only) {
+      out << options.config_path << ": OK\n";
+      return kExitDone;
+    }
+    if (options.dry_run) return kExitDone;
+    return ServeClusterTask(cluster_options, out, err);
   }
   models::TrainingGraph tg;
   s = models::BuildTrainingGraph(loaded, &tg, &errors);
@@ -264,8 +322,11 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     err << options.config_path << ": error: the training graph is invalid: " << full.status().message() << "\n";
     return kExitBadConfig;
   }
-  // Placement on this process's devices: a conflict is a config error.
-  const DeviceSet devices = DeviceSetOf(*DeviceMgr::Local());
+  // Placement on this process's devices, or on every task's in a cluster: a
+  // conflict is a config error.
+  std::unique_ptr<ClusterDevices> cluster_devices;
+  if (in_cluster) cluster_devices = std::make_unique<ClusterDevices>(*identity, e.devices().cpu_devices());
+  const DeviceSet devices = in_cluster ? cluster_devices->devices() : DeviceSetOf(*DeviceMgr::Local());
   models::PlacementPlan placement;
   if (!models::PlaceTrainingGraph(loaded, devices, &tg, full->get(), &placement, &errors)) {
     for (const std::string& line : errors.lines()) err << line << "\n";
@@ -286,9 +347,6 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     err << options.config_path << ": error: " << monitoring.status().message() << "\n";
     return kExitBadConfig;
   }
-  const bool deterministic = e.train().deterministic();
-  const int inter_op = deterministic ? 1 : (e.devices().inter_op_threads() > 0 ? e.devices().inter_op_threads()
-                                                                               : NumSchedulableCpus());
   PrintPlan(loaded, tg, inter_op, out);
   models::PrintPlacementPlan(placement, devices, out);
   if (!identity->cluster.empty()) {
@@ -301,12 +359,6 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     return kExitDone;
   }
   if (options.dry_run) return kExitDone;
-  if (!identity->cluster.empty()) {
-    err << "error: this process is task " << identity->task.ToString() << " of a " << identity->cluster.total_tasks()
-        << "-task cluster, but this build trains in one process only (the distributed runtime is not built yet); "
-           "without cluster {}, TF_CONFIG, Slurm and --job/--task it trains locally\n";
-    return kExitPermanentError;
-  }
 
   // Run directory, resolved config and provenance.
   const std::string run_dir = e.run_dir();
@@ -315,8 +367,6 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     err << "error: cannot create run directory " << run_dir << ": " << made.message() << "\n";
     return kExitPermanentError;
   }
-  const std::string config_text = ConfigText(e);
-  const std::string config_hash = HexHash(config_text);
   const std::string config_copy = JoinPath(run_dir, "config.pbtxt");
   // The resolved config of an earlier run here (a regular file of bounded
   // size; anything else is not a previous run's copy).
@@ -349,7 +399,32 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   SessionOptions session_options;
   session_options.allow_soft_placement = e.devices().allow_soft_placement();
   session_options.inter_op_threads = inter_op;
-  auto session_or = NewSession(session_options);
+  // In a cluster: this task's server, then every task's answer, then a
+  // session over all of them. Declared before the session, so the session
+  // goes first and the other tasks are told to stop last.
+  std::unique_ptr<ClusterRuntime> cluster;
+  absl::StatusOr<std::unique_ptr<Session>> session_or;
+  if (in_cluster) {
+    auto started = ClusterRuntime::Start(cluster_options, err);
+    if (!started.ok()) {
+      err << "error: " << started.status().message() << "\n";
+      return ExitCodeForStatus(started.status());
+    }
+    cluster = std::move(started).value();
+    out << "task " << cluster->task() << " serving on port " << cluster->port() << "; waiting for every task\n";
+    out.flush();
+    auto cluster_devices_or = cluster->Connect(out);
+    if (!cluster_devices_or.ok()) {
+      err << "error: " << cluster_devices_or.status().message() << "\n";
+      cluster->set_exit_reason(absl::StrCat("the chief could not start: ", cluster_devices_or.status().message()));
+      return absl::IsFailedPrecondition(cluster_devices_or.status()) ? kExitBadConfig
+                                                                     : ExitCodeForStatus(cluster_devices_or.status());
+    }
+    out << "every task answered: " << cluster_devices_or->size() << " devices\n";
+    session_or = cluster->NewSession(std::move(cluster_devices_or).value(), session_options);
+  } else {
+    session_or = NewSession(session_options);
+  }
   if (!session_or.ok()) {
     err << "error: " << session_or.status().message() << "\n";
     return kExitPermanentError;
@@ -492,6 +567,11 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       return ExitCodeForStatus(end.status);
     default:
       break;
+  }
+  if (cluster != nullptr) {
+    cluster->set_exit_reason(end.preempted()    ? "the chief was stopped by a signal"
+                             : end.status.ok() ? "the chief finished training"
+                                               : absl::StrCat("the chief failed: ", end.status.message()));
   }
   // Failures at the end (final checkpoint, final evaluation) were printed by their hooks.
   return end.preempted() ? kExitPreempted : ExitCodeForStatus(end.status);

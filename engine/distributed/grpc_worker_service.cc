@@ -267,6 +267,9 @@ absl::StatusOr<std::unique_ptr<GrpcWorkerServer>> GrpcWorkerServer::Start(const 
   return server;
 }
 
+GrpcWorkerServer::GrpcWorkerServer(std::unique_ptr<Service> service, absl::Duration shutdown_grace)
+    : service_(std::move(service)), shutdown_grace_(shutdown_grace) {}
+
 GrpcWorkerServer::~GrpcWorkerServer() {
   Shutdown();
   server_.reset();

@@ -64,8 +64,8 @@ class GrpcWorkerServer {
  private:
   class Service;
 
-  GrpcWorkerServer(std::unique_ptr<Service> service, absl::Duration shutdown_grace)
-      : service_(std::move(service)), shutdown_grace_(shutdown_grace) {}
+  // Defined in the .cc, where Service is complete.
+  GrpcWorkerServer(std::unique_ptr<Service> service, absl::Duration shutdown_grace);
 
   std::unique_ptr<Service> service_;  // outlives server_
   std::unique_ptr<grpc::Server> server_;

@@ -1,0 +1,506 @@
+// The local cluster launcher (local_cluster.h): spec parsing, TF_CONFIG for
+// each task, and the poll loop that relays output, forwards signals, reaps
+// the tasks and decides the exit code.
+#include "cmd/train/local_cluster.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cmd/train/exit_codes.h"
+#include "cmd/train/line_prefixer.h"
+#include "cmd/train/signal_relay.h"
+#include "cmd/train/task_process.h"
+#include "engine/framework/op_def.h"  // ClosestMatch
+
+extern char** environ;
+
+namespace sluice {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr char kLog[] = "local_cluster: ";
+// The longest poll() sleeps, so that a lost wake-up costs at most this much.
+constexpr auto kMaxPollWait = std::chrono::milliseconds(200);
+// After the last task has been reaped: how long its pipes may stay open (a
+// process the task started may hold them) before the launcher stops reading.
+constexpr auto kOutputDrainLimit = std::chrono::seconds(1);
+// Bytes read from one pipe per wake-up, and at most when draining a task
+// that has just exited.
+constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kExitDrainLimit = 4 * 1024 * 1024;
+
+absl::Status SpecError(absl::string_view spec, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("--local_cluster '", spec, "': ", what));
+}
+
+const char* SignalName(int sig) {
+  switch (sig) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGKILL:
+      return "SIGKILL";
+    default:
+      return "a signal";
+  }
+}
+
+// 128 + S for a task killed by signal S, as a shell reports it.
+int ExitCodeOf(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return kExitPermanentError;
+}
+
+bool IsPermanentFailure(int code) { return code >= 1 && code <= 127; }
+
+struct TaskIdentity {
+  std::string job;
+  int index = 0;
+  std::string name() const { return absl::StrCat(job, ":", index); }
+};
+
+// {"cluster": {"ps": [...], "worker": [...]}, "task": {"type": "worker", "index": 1}}.
+// The addresses are "127.0.0.1:<port>": nothing in them needs JSON escaping.
+std::string MakeTfConfig(const std::vector<std::string>& ps, const std::vector<std::string>& workers,
+                         const TaskIdentity& task) {
+  auto quoted = [](const std::vector<std::string>& addresses) {
+    return absl::StrCat("[\"", absl::StrJoin(addresses, "\", \""), "\"]");
+  };
+  std::string cluster = absl::StrCat("\"worker\": ", quoted(workers));
+  if (!ps.empty()) cluster = absl::StrCat("\"ps\": ", quoted(ps), ", ", cluster);
+  return absl::StrCat("{\"cluster\": {", cluster, "}, \"task\": {\"type\": \"", task.job, "\", \"index\": ", task.index,
+                      "}}");
+}
+
+// The value of NAME in "NAME=value" entries; nullopt when absent.
+std::optional<std::string> FindEnv(const std::vector<std::string>& env, absl::string_view name) {
+  for (const std::string& entry : env) {
+    if (entry.size() > name.size() && entry[name.size()] == '=' && absl::StartsWith(entry, name)) {
+      return entry.substr(name.size() + 1);
+    }
+  }
+  return std::nullopt;
+}
+
+// Why the launcher will not start, or "".
+std::string Refusal(const std::vector<std::string>& env, const std::vector<std::string>& args) {
+  std::optional<std::string> tf_config = FindEnv(env, "TF_CONFIG");
+  if (tf_config.has_value() && !tf_config->empty()) {
+    return absl::StrCat("--local_cluster gives each task its own TF_CONFIG; unset TF_CONFIG (it is '", *tf_config,
+                        "')");
+  }
+  std::optional<std::string> slurm_proc_id = FindEnv(env, "SLURM_PROCID");
+  if (slurm_proc_id.has_value() && !slurm_proc_id->empty()) {
+    return absl::StrCat("--local_cluster gives each task its own TF_CONFIG, but SLURM_PROCID=", *slurm_proc_id,
+                        " says this process is one task of a Slurm step; under srun, run train without "
+                        "--local_cluster (one task per Slurm task), or unset SLURM_PROCID");
+  }
+  for (const std::string& arg : args) {
+    for (const char* flag : {"--job", "--task"}) {
+      if (arg == flag || absl::StartsWith(arg, absl::StrCat(flag, "="))) {
+        return absl::StrCat("--local_cluster starts every task itself; drop ", flag,
+                            " (each task's --job/--task come from its TF_CONFIG)");
+      }
+    }
+  }
+  return "";
+}
+
+// One task of the running cluster.
+struct Task {
+  TaskIdentity id;
+  std::string address;
+  pid_t pid = -1;
+  bool running = false;
+  // Its stdout and stderr: read ends (-1 once closed) and their line writers.
+  int fds[2] = {-1, -1};
+  std::unique_ptr<LinePrefixer> lines[2];
+};
+
+// The cluster from the first task started to the last one reaped.
+class ClusterRun {
+ public:
+  ClusterRun(const LocalClusterOptions& options, std::ostream& out, std::ostream& err, SignalRelay* relay)
+      : options_(options), out_(out), err_(err), relay_(relay) {}
+
+  ~ClusterRun() {
+    for (Task& task : tasks_) {
+      for (int stream = 0; stream < 2; ++stream) CloseStream(task, stream);
+    }
+  }
+
+  // Picks the ports and prints the first line. On error nothing has started.
+  absl::Status Plan();
+  // Starts every task. On error the tasks already started are killed and reaped.
+  absl::Status Start(const std::vector<std::string>& base_env);
+  // Runs until every task has been reaped; returns the exit code.
+  int Wait();
+
+ private:
+  void Log(absl::string_view message) { err_ << kLog << message << '\n' << std::flush; }
+  std::vector<Task*> Running();
+  std::string Names(const std::vector<Task*>& tasks);
+  void SignalRunning(int sig);
+  void ReapExited();
+  void OnTaskExit(Task& task, int code);
+  void ActOnSignals();
+  void ActOnDeadlines();
+  // Waits (bounded by `until` and kMaxPollWait) for output or a signal, and
+  // relays the output that is there.
+  void PollOnce(Clock::time_point until);
+  // Reads what `stream` of `task` has now; false once it has ended.
+  bool ReadStream(Task& task, int stream, size_t limit);
+  void CloseStream(Task& task, int stream);
+  Clock::time_point NextDeadline() const;
+
+  const LocalClusterOptions& options_;
+  std::ostream& out_;
+  std::ostream& err_;
+  SignalRelay* relay_;
+  std::vector<Task> tasks_;  // ps tasks, then workers; tasks_[num_ps] is the chief
+  Task* chief_ = nullptr;
+
+  std::optional<int> chief_code_;
+  std::optional<int> first_permanent_;  // of a task other than the chief, before the chief ended
+  // The escalation still to come, when set.
+  std::optional<Clock::time_point> sigterm_at_, sigkill_at_, give_up_at_;
+  bool gave_up_ = false;
+};
+
+absl::Status ClusterRun::Plan() {
+  const LocalClusterShape& shape = options_.shape;
+  auto ports = PickFreeLoopbackPorts(shape.num_ps + shape.num_workers);
+  if (!ports.ok()) return ports.status();
+  for (int i = 0; i < shape.num_ps + shape.num_workers; ++i) {
+    Task task;
+    task.id = i < shape.num_ps ? TaskIdentity{"ps", i} : TaskIdentity{"worker", i - shape.num_ps};
+    task.address = absl::StrCat("127.0.0.1:", (*ports)[i]);
+    tasks_.push_back(std::move(task));
+  }
+  chief_ = &tasks_[shape.num_ps];
+  std::vector<std::string> listed;
+  for (const Task& task : tasks_) {
+    listed.push_back(absl::StrCat(task.id.name(), " ", task.address, &task == chief_ ? " (chief)" : ""));
+  }
+  out_ << kLog << absl::StrJoin(listed, ", ") << '\n' << std::flush;
+  return absl::OkStatus();
+}
+
+absl::Status ClusterRun::Start(const std::vector<std::string>& base_env) {
+  std::vector<std::string> ps, workers;
+  for (const Task& task : tasks_) (task.id.job == "ps" ? ps : workers).push_back(task.address);
+  TaskProcessSpec spec;
+  spec.program = options_.program;
+  spec.argv.push_back(options_.argv0.empty() ? options_.program : options_.argv0);
+  spec.argv.insert(spec.argv.end(), options_.args.begin(), options_.args.end());
+  for (const std::string& entry : base_env) {
+    if (!absl::StartsWith(entry, "TF_CONFIG=") && !absl::StartsWith(entry, "SLURM_PROCID=")) spec.env.push_back(entry);
+  }
+  spec.env.emplace_back();  // this task's TF_CONFIG
+  for (Task& task : tasks_) {
+    spec.env.back() = absl::StrCat("TF_CONFIG=", MakeTfConfig(ps, workers, task.id));
+    absl::StatusOr<TaskProcess> process = StartTaskProcess(spec);
+    if (!process.ok()) {
+      const absl::Status error(process.status().code(),
+                               absl::StrCat("cannot start task ", task.id.name(), ": ", process.status().message()));
+      SignalRunning(SIGKILL);
+      for (Task* started : Running()) {
+        int status;
+        while (waitpid(started->pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        started->running = false;
+      }
+      return error;
+    }
+    task.pid = process->pid;
+    task.running = true;
+    task.fds[0] = process->stdout_fd;
+    task.fds[1] = process->stderr_fd;
+    const std::string prefix = absl::StrCat("[", task.id.name(), "] ");
+    task.lines[0] = std::make_unique<LinePrefixer>(prefix, &out_);
+    task.lines[1] = std::make_unique<LinePrefixer>(prefix, &err_);
+  }
+  return absl::OkStatus();
+}
+
+int ClusterRun::Wait() {
+  while (true) {
+    ActOnSignals();
+    ReapExited();
+    ActOnDeadlines();
+    if (Running().empty() || gave_up_) break;
+    PollOnce(NextDeadline());
+  }
+  // Every task has ended; read the rest of their output.
+  const Clock::time_point drain_until = Clock::now() + kOutputDrainLimit;
+  while (Clock::now() < drain_until &&
+         std::any_of(tasks_.begin(), tasks_.end(), [](const Task& t) { return t.fds[0] >= 0 || t.fds[1] >= 0; })) {
+    PollOnce(drain_until);
+  }
+  for (Task& task : tasks_) {
+    for (int stream = 0; stream < 2; ++stream) CloseStream(task, stream);
+  }
+  if (first_permanent_.has_value()) return *first_permanent_;
+  return chief_code_.value_or(128 + SIGKILL);  // no code: the chief outlived SIGKILL
+}
+
+std::vector<Task*> ClusterRun::Running() {
+  std::vector<Task*> running;
+  for (Task& task : tasks_) {
+    if (task.running) running.push_back(&task);
+  }
+  return running;
+}
+
+std::string ClusterRun::Names(const std::vector<Task*>& tasks) {
+  std::vector<std::string> names;
+  for (const Task* task : tasks) names.push_back(task->id.name());
+  return absl::StrJoin(names, ", ");
+}
+
+void ClusterRun::SignalRunning(int sig) {
+  // A running task has not been reaped, so its pid cannot have been reused.
+  for (Task* task : Running()) kill(task->pid, sig);
+}
+
+void ClusterRun::ReapExited() {
+  std::vector<std::pair<Task*, int>> exited;
+  for (Task* task : Running()) {
+    int status = 0;
+    pid_t pid;
+    do {
+      pid = waitpid(task->pid, &status, WNOHANG);
+    } while (pid < 0 && errno == EINTR);
+    if (pid == task->pid) {
+      exited.emplace_back(task, ExitCodeOf(status));
+    } else if (pid < 0) {  // ECHILD: someone else reaped it; its code is lost
+      exited.emplace_back(task, kExitPermanentError);
+    }
+  }
+  // Tasks that ended together: a failed task before the chief (the chief's
+  // failure is then most likely its consequence), unless the chief succeeded.
+  std::stable_sort(exited.begin(), exited.end(), [this](const auto& a, const auto& b) {
+    auto rank = [this](const std::pair<Task*, int>& e) { return e.first != chief_ ? 1 : e.second == 0 ? 0 : 2; };
+    return rank(a) < rank(b);
+  });
+  for (auto& [task, code] : exited) OnTaskExit(*task, code);
+}
+
+void ClusterRun::OnTaskExit(Task& task, int code) {
+  task.running = false;
+  // Its output comes before what the launcher says about its end.
+  for (int stream = 0; stream < 2; ++stream) ReadStream(task, stream, kExitDrainLimit);
+  if (&task == chief_) {
+    chief_code_ = code;
+    std::vector<Task*> running = Running();
+    if (!running.empty() && !first_permanent_.has_value()) {
+      Log(absl::StrCat("the chief (", task.id.name(), ") exited with code ", code, "; waiting up to ",
+                       absl::FormatDuration(options_.grace_period), " for ", Names(running)));
+      sigterm_at_ = Clock::now() + absl::ToChronoNanoseconds(options_.grace_period);
+    }
+    return;
+  }
+  if (!chief_code_.has_value() && !first_permanent_.has_value() && IsPermanentFailure(code)) {
+    first_permanent_ = code;
+    Log(absl::StrCat("task ", task.id.name(), " exited with code ", code, "; stopping the cluster"));
+    SignalRunning(SIGTERM);
+    sigterm_at_.reset();
+    sigkill_at_ = Clock::now() + absl::ToChronoNanoseconds(options_.grace_period);
+  }
+}
+
+void ClusterRun::ActOnSignals() {
+  for (int sig : relay_->TakeSignals()) {
+    if (sig != SIGTERM && sig != SIGINT) continue;  // SIGCHLD: ReapExited looks at every task anyway
+    std::vector<Task*> running = Running();
+    if (running.empty()) continue;
+    Log(absl::StrCat("got ", SignalName(sig), "; forwarding it to ", Names(running)));
+    SignalRunning(sig);
+  }
+}
+
+void ClusterRun::ActOnDeadlines() {
+  const Clock::time_point now = Clock::now();
+  if (sigterm_at_.has_value() && now >= *sigterm_at_) {
+    sigterm_at_.reset();
+    std::vector<Task*> running = Running();
+    if (!running.empty()) {
+      Log(absl::StrCat(Names(running), " still running ", absl::FormatDuration(options_.grace_period),
+                       " after the chief exited; sending SIGTERM"));
+      SignalRunning(SIGTERM);
+      sigkill_at_ = now + absl::ToChronoNanoseconds(options_.kill_delay);
+    }
+  }
+  if (sigkill_at_.has_value() && now >= *sigkill_at_) {
+    sigkill_at_.reset();
+    std::vector<Task*> running = Running();
+    if (!running.empty()) {
+      Log(absl::StrCat(Names(running), " did not exit after SIGTERM; sending SIGKILL"));
+      SignalRunning(SIGKILL);
+      give_up_at_ = now + absl::ToChronoNanoseconds(options_.kill_delay);
+    }
+  }
+  if (give_up_at_.has_value() && now >= *give_up_at_) {
+    give_up_at_.reset();
+    std::vector<Task*> running = Running();
+    if (!running.empty()) {
+      Log(absl::StrCat(Names(running), " still there ", absl::FormatDuration(options_.kill_delay),
+                       " after SIGKILL; giving up on them"));
+      gave_up_ = true;
+    }
+  }
+}
+
+Clock::time_point ClusterRun::NextDeadline() const {
+  Clock::time_point next = Clock::time_point::max();
+  for (const auto& deadline : {sigterm_at_, sigkill_at_, give_up_at_}) {
+    if (deadline.has_value()) next = std::min(next, *deadline);
+  }
+  return next;
+}
+
+void ClusterRun::PollOnce(Clock::time_point until) {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<Task*, int>> owners;  // of fds[1...]
+  fds.push_back({relay_->read_fd(), POLLIN, 0});
+  for (Task& task : tasks_) {
+    for (int stream = 0; stream < 2; ++stream) {
+      if (task.fds[stream] < 0) continue;
+      fds.push_back({task.fds[stream], POLLIN, 0});
+      owners.emplace_back(&task, stream);
+    }
+  }
+  const Clock::time_point now = Clock::now();
+  const auto wait = until <= now ? Clock::duration::zero() : std::min<Clock::duration>(until - now, kMaxPollWait);
+  // Round up, so that poll does not return just before the deadline.
+  const int timeout_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
+  const int ready = poll(fds.data(), fds.size(), timeout_ms);
+  if (ready <= 0) return;  // timeout, or EINTR: the caller looks again
+  for (size_t i = 1; i < fds.size(); ++i) {
+    if (fds[i].revents != 0) ReadStream(*owners[i - 1].first, owners[i - 1].second, kReadChunk);
+  }
+}
+
+bool ClusterRun::ReadStream(Task& task, int stream, size_t limit) {
+  char buffer[kReadChunk];
+  size_t total = 0;
+  while (task.fds[stream] >= 0 && total < limit) {
+    const ssize_t n = read(task.fds[stream], buffer, std::min(sizeof(buffer), limit - total));
+    if (n > 0) {
+      task.lines[stream]->Append(absl::string_view(buffer, static_cast<size_t>(n)));
+      total += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return true;
+    } else {  // EOF, or an error that will not go away
+      CloseStream(task, stream);
+    }
+  }
+  return task.fds[stream] >= 0;
+}
+
+void ClusterRun::CloseStream(Task& task, int stream) {
+  if (task.fds[stream] < 0) return;
+  close(task.fds[stream]);
+  task.fds[stream] = -1;
+  if (task.lines[stream] != nullptr) task.lines[stream]->Finish();
+}
+
+}  // namespace
+
+absl::StatusOr<LocalClusterShape> ParseLocalClusterSpec(absl::string_view spec) {
+  const absl::string_view text = absl::StripAsciiWhitespace(spec);
+  if (text.empty()) return SpecError(spec, "give the jobs and their task counts, e.g. ps=1,worker=2");
+  std::optional<int> ps, workers;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    if (item.empty()) return SpecError(spec, "empty item (items are job=count, separated by ',')");
+    const size_t equals = item.find('=');
+    const absl::string_view job = absl::StripAsciiWhitespace(item.substr(0, equals));
+    if (equals == absl::string_view::npos) {
+      return SpecError(spec, absl::StrCat("'", item, "' needs a task count, e.g. ", job == "ps" ? "ps=1" : "worker=2"));
+    }
+    const absl::string_view count_text = absl::StripAsciiWhitespace(item.substr(equals + 1));
+    std::optional<int>* slot = job == "ps" ? &ps : job == "worker" ? &workers : nullptr;
+    if (slot == nullptr) {
+      if (job == "chief") {
+        return SpecError(spec, "there is no 'chief' job: Sluice's chief is worker 0 (give worker=N)");
+      }
+      const std::string suggestion = ClosestMatch(job, {"ps", "worker"});
+      return SpecError(spec, absl::StrCat("unknown job '", job, "'",
+                                          suggestion.empty() ? "" : absl::StrCat(" (did you mean '", suggestion, "'?)"),
+                                          "; the jobs are ps and worker"));
+    }
+    if (slot->has_value()) return SpecError(spec, absl::StrCat("job '", job, "' is given twice"));
+    const int low = job == "ps" ? 0 : 1;
+    int count = -1;
+    const bool digits = !count_text.empty() && std::all_of(count_text.begin(), count_text.end(), absl::ascii_isdigit);
+    if (!digits || !absl::SimpleAtoi(count_text, &count) || count < low || count > kMaxLocalClusterTasksPerJob) {
+      return SpecError(spec, absl::StrCat("the number of ", job, " tasks must be ", low, "..",
+                                          kMaxLocalClusterTasksPerJob, ", got '", count_text, "'"));
+    }
+    *slot = count;
+  }
+  if (!workers.has_value()) {
+    return SpecError(spec, "needs worker=N (N >= 1; worker 0 is the chief), e.g. ps=1,worker=2");
+  }
+  LocalClusterShape shape;
+  shape.num_ps = ps.value_or(0);
+  shape.num_workers = *workers;
+  return shape;
+}
+
+int RunLocalCluster(const LocalClusterOptions& options, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> env;
+  if (options.environment.has_value()) {
+    env = *options.environment;
+  } else {
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) env.emplace_back(*entry);
+  }
+  const std::string refusal = Refusal(env, options.args);
+  if (!refusal.empty()) {
+    err << "error: " << refusal << '\n';
+    return kExitBadConfig;
+  }
+  const LocalClusterShape& shape = options.shape;
+  if (shape.num_workers < 1 || shape.num_ps < 0 || shape.num_workers > kMaxLocalClusterTasksPerJob ||
+      shape.num_ps > kMaxLocalClusterTasksPerJob) {
+    err << "error: a local cluster needs 1.." << kMaxLocalClusterTasksPerJob << " workers and 0.."
+        << kMaxLocalClusterTasksPerJob << " ps tasks\n";
+    return kExitBadConfig;
+  }
+  absl::StatusOr<std::unique_ptr<SignalRelay>> relay = SignalRelay::Install();
+  if (!relay.ok()) {
+    err << "error: " << relay.status().message() << '\n';
+    return ExitCodeForStatus(relay.status());
+  }
+  ClusterRun run(options, out, err, relay->get());
+  absl::Status started = run.Plan();
+  if (started.ok()) started = run.Start(env);
+  if (!started.ok()) {
+    err << "error: " << kLog << started.message() << '\n';
+    return ExitCodeForStatus(started);
+  }
+  return run.Wait();
+}
+
+}  // namespace sluice

@@ -1,20 +1,25 @@
 // `train CONFIG [--validate] [--dry-run] [--set field.path=value]...
-//  [--run_dir DIR] [--allow-drift] [--trace_steps=A-B]`: runs a Sluice experiment. Exit codes in
+//  [--run_dir DIR] [--allow-drift] [--trace_steps=A-B] [--job NAME --task N]
+//  [--local_cluster ps=N,worker=M]`: runs a Sluice experiment, or with --local_cluster the
+// whole cluster of one on this machine (cmd/train/local_cluster.h). Exit codes in
 // cmd/train/exit_codes.h.
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "cmd/train/exit_codes.h"
+#include "cmd/train/local_cluster.h"
 #include "cmd/train/trainer.h"
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: train CONFIG [--validate] [--dry-run] [--set field.path=value]... [--run_dir DIR] [--allow-drift]\n"
-    "             [--trace_steps=A-B] [--job NAME --task N]\n"
+    "             [--trace_steps=A-B] [--job NAME --task N] [--local_cluster ps=N,worker=M]\n"
     "  --validate     check the experiment and print the plan; do no work\n"
     "  --dry-run      build everything and print the plan; do not train\n"
     "  --set K=V      override a config field, e.g. --set train.steps=100\n"
@@ -24,8 +29,15 @@ constexpr char kUsage[] =
     "                 to RUN_DIR/traces/step_N.json; one step: --trace_steps=A\n"
     "  --job NAME --task N  this process's task in the cluster (else from TF_CONFIG or Slurm's\n"
     "                 SLURM_PROCID; sources that disagree are an error)\n"
+    "  --local_cluster ps=N,worker=M  run the whole cluster on this machine: one train process per\n"
+    "                 task on a free 127.0.0.1 port, each with its own TF_CONFIG (so no --job/--task\n"
+    "                 and no TF_CONFIG or SLURM_PROCID around it); their output lines are prefixed\n"
+    "                 [ps:0], [worker:1]...; SIGTERM/SIGINT are passed on to every task\n"
     "exit codes: 0 done, 2 bad config or usage, 1 other permanent errors, 129 transient failure,\n"
-    "            143 stopped by SIGTERM/SIGINT after a checkpoint (run again to resume)\n";
+    "            143 stopped by SIGTERM/SIGINT after a checkpoint (run again to resume);\n"
+    "            with --local_cluster: the chief's (worker 0's) code, a task killed by signal S\n"
+    "            counting as 128+S, or the code of another task that failed for good (1-127)\n"
+    "            before the chief ended\n";
 
 void OnSignal(int) {
   // First signal: finish the step and checkpoint. Second: leave now.
@@ -35,6 +47,34 @@ void OnSignal(int) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --local_cluster SPEC is the launcher's own flag: it is taken out here; the
+  // other arguments are checked below as usual and then passed to every task.
+  std::optional<std::string> local_cluster;
+  std::vector<char*> args = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const std::string dashes = arg.rfind("--local-cluster", 0) == 0 ? "--local-cluster" : "--local_cluster";
+    if ((arg == dashes || arg.rfind(dashes + "=", 0) == 0) && local_cluster.has_value()) {
+      std::cerr << "error: --local_cluster is given twice\n" << kUsage;
+      return sluice::kExitBadConfig;
+    }
+    if (arg == dashes) {
+      if (i + 1 >= argc) {
+        std::cerr << "error: --local_cluster needs jobs and task counts, e.g. ps=1,worker=2\n" << kUsage;
+        return sluice::kExitBadConfig;
+      }
+      local_cluster = argv[++i];
+    } else if (arg.rfind(dashes + "=", 0) == 0) {
+      local_cluster = arg.substr(dashes.size() + 1);
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  const std::vector<std::string> task_args(args.begin() + 1, args.end());
+  args.push_back(nullptr);
+  argc = static_cast<int>(args.size()) - 1;
+  argv = args.data();
+
   sluice::TrainerOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -103,6 +143,21 @@ int main(int argc, char** argv) {
   if (options.config_path.empty()) {
     std::cerr << kUsage;
     return sluice::kExitBadConfig;
+  }
+  if (local_cluster.has_value()) {
+    absl::StatusOr<sluice::LocalClusterShape> shape = sluice::ParseLocalClusterSpec(*local_cluster);
+    if (!shape.ok()) {
+      std::cerr << "error: " << shape.status().message() << "\n" << kUsage;
+      return sluice::kExitBadConfig;
+    }
+    sluice::LocalClusterOptions cluster;
+    // The binary that is running, even if its file has been replaced since;
+    // the tasks see our argv[0].
+    cluster.program = "/proc/self/exe";
+    cluster.argv0 = argv[0];
+    cluster.args = task_args;
+    cluster.shape = *shape;
+    return sluice::RunLocalCluster(cluster, std::cout, std::cerr);
   }
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);

@@ -71,6 +71,13 @@ int ExitCodeOf(int wait_status) {
 
 bool IsPermanentFailure(int code) { return code >= 1 && code <= 127; }
 
+// `d` from now, with d taken as 0..1 day (an infinite grace period must not
+// overflow the clock).
+Clock::time_point After(absl::Duration d) {
+  d = std::min(std::max(d, absl::ZeroDuration()), absl::Hours(24));
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(absl::ToChronoNanoseconds(d));
+}
+
 struct TaskIdentity {
   std::string job;
   int index = 0;
@@ -253,6 +260,7 @@ int ClusterRun::Wait() {
   const Clock::time_point drain_until = Clock::now() + kOutputDrainLimit;
   while (Clock::now() < drain_until &&
          std::any_of(tasks_.begin(), tasks_.end(), [](const Task& t) { return t.fds[0] >= 0 || t.fds[1] >= 0; })) {
+    relay_->TakeSignals();  // nothing left to forward them to; keeps the pipe from waking poll
     PollOnce(drain_until);
   }
   for (Task& task : tasks_) {
@@ -314,7 +322,7 @@ void ClusterRun::OnTaskExit(Task& task, int code) {
     if (!running.empty() && !first_permanent_.has_value()) {
       Log(absl::StrCat("the chief (", task.id.name(), ") exited with code ", code, "; waiting up to ",
                        absl::FormatDuration(options_.grace_period), " for ", Names(running)));
-      sigterm_at_ = Clock::now() + absl::ToChronoNanoseconds(options_.grace_period);
+      sigterm_at_ = After(options_.grace_period);
     }
     return;
   }
@@ -323,7 +331,7 @@ void ClusterRun::OnTaskExit(Task& task, int code) {
     Log(absl::StrCat("task ", task.id.name(), " exited with code ", code, "; stopping the cluster"));
     SignalRunning(SIGTERM);
     sigterm_at_.reset();
-    sigkill_at_ = Clock::now() + absl::ToChronoNanoseconds(options_.grace_period);
+    sigkill_at_ = After(options_.grace_period);
   }
 }
 
@@ -346,7 +354,7 @@ void ClusterRun::ActOnDeadlines() {
       Log(absl::StrCat(Names(running), " still running ", absl::FormatDuration(options_.grace_period),
                        " after the chief exited; sending SIGTERM"));
       SignalRunning(SIGTERM);
-      sigkill_at_ = now + absl::ToChronoNanoseconds(options_.kill_delay);
+      sigkill_at_ = After(options_.kill_delay);
     }
   }
   if (sigkill_at_.has_value() && now >= *sigkill_at_) {
@@ -355,7 +363,7 @@ void ClusterRun::ActOnDeadlines() {
     if (!running.empty()) {
       Log(absl::StrCat(Names(running), " did not exit after SIGTERM; sending SIGKILL"));
       SignalRunning(SIGKILL);
-      give_up_at_ = now + absl::ToChronoNanoseconds(options_.kill_delay);
+      give_up_at_ = After(options_.kill_delay);
     }
   }
   if (give_up_at_.has_value() && now >= *give_up_at_) {

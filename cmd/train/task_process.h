@@ -29,10 +29,11 @@ namespace sluice {
 // The race: between that close and a task's own bind, another process of
 // the machine may take the port. We accept it rather than hand sockets down
 // to the tasks (which the runtime would have to know about): the window is
-// short, the kernel hands out ephemeral ports round-robin rather than reusing
-// a just-freed one at once, and a task that cannot bind fails and the run is
-// started again. The sockets are never listened on, so nothing lingers in
-// TIME_WAIT.
+// short (the tasks bind as they start), the kernel picks ports for bind(0)
+// and for outgoing connections from a random point of the ephemeral range, so
+// a just-freed port is unlikely to be handed out again at once, and a task
+// that cannot bind fails and the run is started again. The sockets are never
+// listened on, so nothing lingers in TIME_WAIT.
 // Errors: Unavailable when the system refuses a socket or a bind.
 absl::StatusOr<std::vector<int>> PickFreeLoopbackPorts(int count);
 

@@ -384,7 +384,9 @@ void ExpectSignalForwarded(int sig, const char* name) {
   cluster.Script("worker_0", absl::StrCat("on_term:", 128 + sig, ";ready;wait"));
   cluster.Start();
   bool all_ready = true;
-  for (const char* task : {"ps_0", "worker_0", "worker_1"}) all_ready = cluster.AwaitFile(absl::StrCat(task, ".ready")) && all_ready;
+  for (const char* task : {"ps_0", "worker_0", "worker_1"}) {
+    all_ready = cluster.AwaitFile(absl::StrCat(task, ".ready")) && all_ready;
+  }
   EXPECT_TRUE(all_ready);
   if (all_ready && !cluster.Finished()) {
     // A second launcher in the same process is refused while this one runs.
@@ -441,7 +443,9 @@ TEST(RunLocalClusterTest, RefusesAnEnvironmentOrFlagsThatNameATask) {
     const char* message;
   };
   for (const Case& c : std::vector<Case>{
-           {{"TF_CONFIG={\"task\": {\"type\": \"worker\"}}"}, {}, "--local_cluster gives each task its own TF_CONFIG; unset TF_CONFIG"},
+           {{"TF_CONFIG={\"task\": {\"type\": \"worker\"}}"},
+            {},
+            "--local_cluster gives each task its own TF_CONFIG; unset TF_CONFIG"},
            {{"SLURM_PROCID=0"}, {}, "SLURM_PROCID=0 says this process is one task of a Slurm step"},
            {{}, {"cfg.pbtxt", "--job=worker"}, "drop --job"},
            {{}, {"cfg.pbtxt", "--task", "1"}, "drop --task"},

@@ -110,10 +110,12 @@ ClusterRuntime::~ClusterRuntime() {
   worker_.reset();
 }
 
-absl::StatusOr<std::vector<distributed::DeviceAttributes>> ClusterRuntime::Connect(std::ostream& progress) {
+absl::StatusOr<std::vector<distributed::DeviceAttributes>> ClusterRuntime::Connect(
+    std::ostream& progress, const std::atomic<int>* stop_signals) {
   const int secs = options_.cluster_config->start_timeout_secs();
   return distributed::ConnectToCluster(workers_.get(), ClusterTaskNames(*options_.identity), task_,
-                                       options_.config_hash, absl::Seconds(secs > 0 ? secs : 300), &progress);
+                                       options_.config_hash, absl::Seconds(secs > 0 ? secs : 300), &progress,
+                                       [stop_signals] { return stop_signals->load() > 0; });
 }
 
 absl::StatusOr<std::unique_ptr<Session>> ClusterRuntime::NewSession(std::vector<distributed::DeviceAttributes> devices,

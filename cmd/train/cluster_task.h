@@ -64,7 +64,9 @@ class ClusterRuntime {
 
   // Waits until every task answers with the same config; returns the
   // cluster's devices, this task's first.
-  absl::StatusOr<std::vector<distributed::DeviceAttributes>> Connect(std::ostream& progress);
+  // Cancelled as soon as `stop_signals` counts a signal.
+  absl::StatusOr<std::vector<distributed::DeviceAttributes>> Connect(std::ostream& progress,
+                                                                     const std::atomic<int>* stop_signals);
   // A session over the cluster (the chief's).
   absl::StatusOr<std::unique_ptr<Session>> NewSession(std::vector<distributed::DeviceAttributes> devices,
                                                      const SessionOptions& session_options);

@@ -215,7 +215,8 @@ int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::
   out << "task " << (*runtime)->task() << " serving on port " << (*runtime)->port() << "; waiting for every task\n";
   out.flush();
   // Every peer must run this config (the chief checks too).
-  auto devices = (*runtime)->Connect(out);
+  auto devices = (*runtime)->Connect(out, &g_stop_signals);
+  if (absl::IsCancelled(devices.status())) return kExitPreempted;
   if (!devices.ok()) {
     err << "error: " << devices.status().message() << "\n";
     return absl::IsFailedPrecondition(devices.status()) ? kExitBadConfig : ExitCodeForStatus(devices.status());
@@ -413,7 +414,8 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     cluster = std::move(started).value();
     out << "task " << cluster->task() << " serving on port " << cluster->port() << "; waiting for every task\n";
     out.flush();
-    auto cluster_devices_or = cluster->Connect(out);
+    auto cluster_devices_or = cluster->Connect(out, &g_stop_signals);
+    if (absl::IsCancelled(cluster_devices_or.status())) return kExitPreempted;
     if (!cluster_devices_or.ok()) {
       err << "error: " << cluster_devices_or.status().message() << "\n";
       cluster->set_exit_reason(absl::StrCat("the chief could not start: ", cluster_devices_or.status().message()));

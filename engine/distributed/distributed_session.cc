@@ -362,7 +362,7 @@ absl::StatusOr<std::vector<DeviceAttributes>> ConnectToCluster(WorkerCache* work
                                                                const std::vector<std::string>& tasks,
                                                                const std::string& local_task,
                                                                const std::string& config_hash, absl::Duration timeout,
-                                                               std::ostream* progress) {
+                                                               std::ostream* progress, std::function<bool()> cancelled) {
   const absl::Time deadline = absl::Now() + timeout;
   absl::Time next_report = absl::Now() + absl::Seconds(5);
   std::map<std::string, GetStatusResponse> answered;
@@ -392,6 +392,7 @@ absl::StatusOr<std::vector<DeviceAttributes>> ConnectToCluster(WorkerCache* work
       }
     }
     if (answered.size() == tasks.size()) break;
+    if (cancelled && cancelled()) return absl::CancelledError("stopped while waiting for the other tasks");
     const absl::Time now = absl::Now();
     if (now >= deadline) {
       return absl::UnavailableError(absl::StrCat("task ", last_failed, " did not answer within ",

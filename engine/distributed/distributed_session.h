@@ -15,6 +15,7 @@
 #ifndef SLUICE_ENGINE_DISTRIBUTED_DISTRIBUTED_SESSION_H_
 #define SLUICE_ENGINE_DISTRIBUTED_DISTRIBUTED_SESSION_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,12 +50,13 @@ absl::StatusOr<std::unique_ptr<Session>> NewDistributedSession(DistributedSessio
 // cluster with `local_task`'s first. `progress` (may be null) hears which
 // tasks it still waits for, every few seconds. A task with another config is
 // FailedPrecondition naming it; a task still unreachable at the timeout is
-// Unavailable naming it.
+// Unavailable naming it; Cancelled as soon as `cancelled` (may be empty) says so.
 absl::StatusOr<std::vector<DeviceAttributes>> ConnectToCluster(WorkerCache* workers,
                                                                const std::vector<std::string>& tasks,
                                                                const std::string& local_task,
                                                                const std::string& config_hash, absl::Duration timeout,
-                                                               std::ostream* progress);
+                                                               std::ostream* progress,
+                                                               std::function<bool()> cancelled = nullptr);
 
 }  // namespace distributed
 }  // namespace sluice

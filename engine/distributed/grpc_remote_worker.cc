@@ -134,6 +134,12 @@ class GrpcRemoteWorker final : public WorkerInterface {
     call->target = target_;
     call->request = SerializeToByteBuffer(request);
     if (timeout != absl::InfiniteDuration()) call->context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    // A step's calls (and GetStatus, which has a short deadline) wait for the
+    // channel to connect instead of failing while it backs off from an attempt
+    // made before the peer was up. A call in flight still fails at once when
+    // the peer's connection drops, and an aborted step cancels its calls.
+    const absl::string_view m = method;
+    if (m == "RunGraph" || m == "RecvTensor" || m == "GetStatus") call->context.set_wait_for_ready(true);
     if (cancel != nullptr) {
       // TryCancel before the call starts cancels it as soon as it starts.
       call->cancel = cancel;

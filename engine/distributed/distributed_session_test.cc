@@ -4,6 +4,7 @@
 // signatures; an error on one task aborts the step everywhere with that task's
 // name and the next step runs; the worker refuses bad requests (unknown
 // handles, devices it lacks, malformed tensors, other configs) with errors.
+#include <cstring>
 #include <map>
 
 #include "absl/strings/match.h"
@@ -69,13 +70,14 @@ struct TwoTasks {
     ps->set_worker_cache(&cache);
   }
 
-  std::unique_ptr<Session> NewSession(const GraphDef& graph) {
+  std::unique_ptr<Session> NewSession(const GraphDef& graph, bool lossy_transfer = false) {
     auto devices = ConnectToCluster(&cache, {kChief, kPs}, kChief, "h", absl::Seconds(5), nullptr);
     EXPECT_TRUE(devices.ok()) << devices.status();
     DistributedSessionOptions options;
     options.local_worker = chief.get();
     options.workers = &cache;
     options.devices = *devices;
+    options.lossy_transfer = lossy_transfer;
     auto session = NewDistributedSession(options);
     EXPECT_TRUE(session.ok()) << session.status();
     absl::Status s = (*session)->Create(graph);
@@ -185,6 +187,39 @@ TEST(DistributedSession, AnErrorOnOneTaskAbortsTheStepEverywhereNamingTheTaskAnd
   s = session->Run({{"x", Tensor::Scalar<float>(3)}}, {"y"}, {}, &out);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(out[0].scalar<float>(), 9.0f);
+}
+
+TEST(DistributedSession, LossyTransferTruncatesFloatsThatCrossTasksAndNothingElse) {
+  TwoTasks tasks;
+  GraphDefBuilder b;
+  const std::vector<float> values = {1.0f / 3, -1000.1f};
+  std::string x = b.Const("x", Tensor::FromVector<float>(values));
+  std::string n = b.Const("n", Tensor::FromVector<int32_t>({123456789}));
+  b.Identity("y", x, DT_FLOAT);
+  b.Identity("m", n, DT_INT32);
+  GraphDef g = b.graph();
+  SetDevice(&g, "x", "/job:ps/task:0");
+  SetDevice(&g, "n", "/job:ps/task:0");
+  SetDevice(&g, "y", "/job:worker/task:0");
+  SetDevice(&g, "m", "/job:worker/task:0");
+  auto session = tasks.NewSession(g, /*lossy_transfer=*/true);
+  std::vector<Tensor> out;
+  absl::Status s = session->Run({}, {"y", "m"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint32_t in_bits, out_bits;
+    const float got = out[0].data<float>()[i];
+    std::memcpy(&in_bits, &values[i], 4);
+    std::memcpy(&out_bits, &got, 4);
+    EXPECT_EQ(out_bits, in_bits & 0xffff0000u) << values[i] << " arrived as " << got;
+  }
+  EXPECT_EQ(out[1].data<int32_t>()[0], 123456789);  // only floats are cast
+  // Without lossy transfer the same value crosses exactly.
+  TwoTasks exact;
+  auto plain = exact.NewSession(g, /*lossy_transfer=*/false);
+  s = plain->Run({}, {"y"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out[0].data<float>()[0], values[0]);
 }
 
 TEST(DistributedSession, ADeviceNoTaskHasIsAnErrorNamingTheNode) {

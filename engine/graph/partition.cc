@@ -195,6 +195,8 @@ absl::StatusOr<Node*> Partitioner::AddCast(int device, const std::string& base_n
   def.set_device(DeviceName(device));
   (*def.mutable_attr())["SrcT"] = MakeAttr(from);
   (*def.mutable_attr())["DstT"] = MakeAttr(to);
+  // float -> bfloat16 cuts the mantissa (whitepaper §5.5); the way back is exact.
+  (*def.mutable_attr())["Truncate"] = MakeAttr(true);
   auto cast = Part(device)->AddNode(std::move(def), /*internal=*/true);
   if (!cast.ok()) return cast.status();
   Part(device)->AddEdge(input, 0, *cast, 0);

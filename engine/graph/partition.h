@@ -35,7 +35,8 @@ struct PartitionOptions {
   std::vector<int> node_device;
   // Lossy-transfer hook: for a cross-device DT_FLOAT data edge, return true to insert
   // Cast(float->bfloat16) before the Send and Cast(bfloat16->float) after the Recv, halving the
-  // bytes sent. The Cast kernel rounds to nearest (the paper truncates). Asked once per edge; a
+  // bytes sent. The casts have Truncate=true: the mantissa is cut on send, as the paper does, and
+  // zero-filled on receipt. Asked once per edge; a
   // tensor whose consumers on one device answer differently crosses twice, once of each kind.
   // Edges of other types are never cast. Default: none.
   std::function<bool(const Edge*)> should_cast;

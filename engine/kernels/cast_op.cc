@@ -1,7 +1,12 @@
 // CPU kernel for Cast between the numeric types and bool (SrcT -> DstT), a
-// vectorized Eigen cast evaluated in parallel chunks. The Truncate attr is
-// accepted; conversions round to nearest as Eigen's casts do.
+// vectorized Eigen cast evaluated in parallel chunks; conversions round to
+// nearest as Eigen's casts do. With Truncate=true, float -> bfloat16 keeps the
+// upper 16 bits of each float (the mantissa is cut, not rounded: the lossy
+// transfer of whitepaper §5.5; a NaN stays a NaN); Truncate changes no other
+// conversion.
 // Thread safety: the kernel is stateless.
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "engine/kernels/cwise_ops_common.h"
 
@@ -41,11 +46,27 @@ absl::Status CastFrom(OpKernelContext* ctx, const Tensor& in, Tensor* out) {
   return absl::UnimplementedError(absl::StrCat("Cast to ", DataTypeString(out->dtype()), " is not supported"));
 }
 
+// float -> bfloat16 by dropping the low 16 bits of each value.
+void TruncateToBfloat16(const Tensor& in, Tensor* out) {
+  const float* src = in.data<float>();
+  uint16_t* dst = reinterpret_cast<uint16_t*>(out->data<bfloat16>());
+  const int64_t n = in.NumElements();
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &src[i], sizeof(bits));
+    // A NaN whose payload lies only in the low bits would become infinity.
+    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+    dst[i] = nan ? static_cast<uint16_t>(((bits >> 16) & 0x8000u) | 0x7fc0u) : static_cast<uint16_t>(bits >> 16);
+  }
+}
+
 class CastOp : public OpKernel {
  public:
   explicit CastOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("SrcT", &src_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("DstT", &dst_));
+    // Absent in nodes built before the attr had a default.
+    if (!ctx->GetAttr("Truncate", &truncate_).ok()) truncate_ = false;
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -56,6 +77,10 @@ class CastOp : public OpKernel {
     }
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &out));
+    if (truncate_ && src_ == DT_FLOAT && dst_ == DT_BFLOAT16) {
+      TruncateToBfloat16(in, out);
+      return;
+    }
     absl::Status s = absl::UnimplementedError(absl::StrCat("Cast from ", DataTypeString(src_), " is not supported"));
 #define SLUICE_CAST_CASE_(ENUM, TYPE, ...) \
   case ENUM: {                             \
@@ -70,6 +95,7 @@ class CastOp : public OpKernel {
 
  private:
   DataType src_, dst_;
+  bool truncate_ = false;
 };
 #undef SLUICE_CAST_TYPES_
 

@@ -6,6 +6,7 @@
 // crossing devices, a loop fed from and read by another device, a variable
 // staying in its device's container, a round trip that Recv scheduling must
 // not turn into a deadlock, and the bfloat16 cast hook.
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
@@ -244,17 +245,39 @@ TEST_F(PartitionRunTest, CastHookKeepsValuesExactInBfloat16) {
   ExpectSameBits(whole, split);
 }
 
-TEST_F(PartitionRunTest, CastHookRoundsOtherValues) {
+TEST_F(PartitionRunTest, CastHookTruncatesOtherValuesToTheirUpper16Bits) {
   GraphDefBuilder b;
-  std::string x = b.Const("x", Tensor::FromVector<float>({1.0f / 3, 1000.1f}));
+  // 1/3 rounds up in bfloat16 (0x3EAB) but truncates to 0x3EAA; -1000.1 too.
+  const std::vector<float> values = {1.0f / 3, -1000.1f, 2.0f};
+  std::string x = b.Const("x", Tensor::FromVector<float>(values));
   std::string y = b.Identity("y", x, DT_FLOAT);  // CPU:1
   PartitionOptions options;
   options.should_cast = [](const Edge*) { return true; };
   std::vector<Tensor> split = RunSplit(b.graph(), {y}, {"y"}, options);
   ASSERT_EQ(split.size(), 1u);
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint32_t in_bits, out_bits;
+    const float got = split[0].data<float>()[i];
+    std::memcpy(&in_bits, &values[i], 4);
+    std::memcpy(&out_bits, &got, 4);
+    EXPECT_EQ(out_bits, in_bits & 0xffff0000u) << values[i] << " came back as " << got;
+  }
   EXPECT_NE(split[0].data<float>()[0], 1.0f / 3) << "the value went through bfloat16";
-  EXPECT_NEAR(split[0].data<float>()[0], 1.0f / 3, 1.0f / 3 / 128);
-  EXPECT_NEAR(split[0].data<float>()[1], 1000.1f, 1000.1f / 128);
+}
+
+TEST_F(PartitionRunTest, CastHookKeepsANaNWhosePayloadIsInTheLowBitsANaN) {
+  GraphDefBuilder b;
+  const uint32_t nan_bits = 0x7f800001u;  // cutting its low bits alone would give infinity
+  float nan;
+  std::memcpy(&nan, &nan_bits, 4);
+  std::string x = b.Const("x", Tensor::FromVector<float>({nan, 1.0f}));
+  std::string y = b.Identity("y", x, DT_FLOAT);  // CPU:1
+  PartitionOptions options;
+  options.should_cast = [](const Edge*) { return true; };
+  std::vector<Tensor> split = RunSplit(b.graph(), {y}, {"y"}, options);
+  ASSERT_EQ(split.size(), 1u);
+  EXPECT_TRUE(std::isnan(split[0].data<float>()[0])) << split[0].data<float>()[0];
+  EXPECT_EQ(split[0].data<float>()[1], 1.0f);
 }
 
 }  // namespace

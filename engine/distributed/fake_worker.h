@@ -11,10 +11,12 @@
 // The destructor fails every call still pending with Cancelled.
 //
 // Thread safety: all methods may be called concurrently; set the canned
-// fields before calls start.
+// fields (but hold_get_status) before calls start. Destroy it after the
+// transport that calls it is shut down.
 #ifndef SLUICE_ENGINE_DISTRIBUTED_FAKE_WORKER_H_
 #define SLUICE_ENGINE_DISTRIBUTED_FAKE_WORKER_H_
 
+#include <atomic>
 #include <map>
 #include <string>
 #include <vector>
@@ -42,7 +44,7 @@ class FakeWorker final : public WorkerInterface {
   RunGraphResponse run_graph_response;
   // RecvTensor answers by rendezvous key (a missing key is NotFound).
   std::map<std::string, RecvTensorResult> tensors;
-  bool hold_get_status = false;
+  std::atomic<bool> hold_get_status{false};
 
   // Every later call of `method` ("GetStatus", "RunGraph"...) fails with it.
   void SetError(const std::string& method, absl::Status status);

@@ -41,6 +41,26 @@ FakeWorker::~FakeWorker() {
   }
 }
 
+void FakeWorker::SetGetStatusResponse(const GetStatusResponse& response) {
+  absl::MutexLock lock(&mu_);
+  get_status_response_ = response;
+}
+
+void FakeWorker::SetRegisterGraphResponse(const RegisterGraphResponse& response) {
+  absl::MutexLock lock(&mu_);
+  register_graph_response_ = response;
+}
+
+void FakeWorker::SetRunGraphResponse(const RunGraphResponse& response) {
+  absl::MutexLock lock(&mu_);
+  run_graph_response_ = response;
+}
+
+void FakeWorker::SetTensor(const std::string& key, const RecvTensorResult& result) {
+  absl::MutexLock lock(&mu_);
+  tensors_[key] = result;
+}
+
 void FakeWorker::SetError(const std::string& method, absl::Status status) {
   absl::MutexLock lock(&mu_);
   errors_[method] = std::move(status);
@@ -72,14 +92,16 @@ bool FakeWorker::WaitForCancelled(int n, absl::Duration timeout) const {
 
 void FakeWorker::ReleaseHeld(const absl::Status& status, const RecvTensorResult& result) {
   std::vector<Held> held;
+  GetStatusResponse status_response;
   {
     absl::MutexLock lock(&mu_);
     held.swap(held_);
     num_pending_ -= static_cast<int>(held.size());
+    status_response = get_status_response_;
   }
   for (Held& h : held) {
     if (status.ok() && h.recv_result != nullptr) *h.recv_result = result;
-    if (status.ok() && h.status_response != nullptr) *h.status_response = get_status_response;
+    if (status.ok() && h.status_response != nullptr) *h.status_response = status_response;
     h.done(status);
   }
 }
@@ -100,14 +122,20 @@ void FakeWorker::GetStatusAsync(const GetStatusRequest* request, GetStatusRespon
     ++num_pending_;
     return;
   }
-  if (s.ok()) *response = get_status_response;
+  if (s.ok()) {
+    absl::MutexLock lock(&mu_);
+    *response = get_status_response_;
+  }
   done(s);
 }
 
 void FakeWorker::RegisterGraphAsync(const RegisterGraphRequest* request, RegisterGraphResponse* response,
                                     StatusCallback done) {
   absl::Status s = Record("RegisterGraph", *request);
-  if (s.ok()) *response = register_graph_response;
+  if (s.ok()) {
+    absl::MutexLock lock(&mu_);
+    *response = register_graph_response_;
+  }
   done(s);
 }
 
@@ -119,7 +147,10 @@ void FakeWorker::DeregisterGraphAsync(const DeregisterGraphRequest* request, Der
 void FakeWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response, StatusCallback done,
                                CallCancellation*) {
   absl::Status s = Record("RunGraph", *request);
-  if (s.ok()) *response = run_graph_response;
+  if (s.ok()) {
+    absl::MutexLock lock(&mu_);
+    *response = run_graph_response_;
+  }
   done(s);
 }
 
@@ -163,13 +194,13 @@ void FakeWorker::RecvTensorAsync(const RecvTensorRequest* request, RecvTensorRes
     }
     return;
   }
-  auto it = tensors.find(key);
-  if (it == tensors.end()) {
-    done(absl::NotFoundError(absl::StrCat("no tensor '", key, "'")));
-    return;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = tensors_.find(key);
+    if (it != tensors_.end()) *response = it->second;
+    s = it == tensors_.end() ? absl::NotFoundError(absl::StrCat("no tensor '", key, "'")) : absl::OkStatus();
   }
-  *response = it->second;
-  done(absl::OkStatus());
+  done(s);
 }
 
 void FakeWorker::CleanupGraphAsync(const CleanupGraphRequest* request, CleanupGraphResponse*, StatusCallback done) {

@@ -10,9 +10,8 @@
 //     make the worker answer after the transport gave up on the call.
 // The destructor fails every call still pending with Cancelled.
 //
-// Thread safety: all methods may be called concurrently; set the canned
-// fields (but hold_get_status) before calls start. Destroy it after the
-// transport that calls it is shut down.
+// Thread safety: all methods may be called concurrently. Destroy it after
+// the transport that calls it is shut down.
 #ifndef SLUICE_ENGINE_DISTRIBUTED_FAKE_WORKER_H_
 #define SLUICE_ENGINE_DISTRIBUTED_FAKE_WORKER_H_
 
@@ -39,11 +38,12 @@ class FakeWorker final : public WorkerInterface {
   ~FakeWorker() override;
 
   // Canned answers.
-  GetStatusResponse get_status_response;
-  RegisterGraphResponse register_graph_response;
-  RunGraphResponse run_graph_response;
-  // RecvTensor answers by rendezvous key (a missing key is NotFound).
-  std::map<std::string, RecvTensorResult> tensors;
+  void SetGetStatusResponse(const GetStatusResponse& response);
+  void SetRegisterGraphResponse(const RegisterGraphResponse& response);
+  void SetRunGraphResponse(const RunGraphResponse& response);
+  // The RecvTensor answer for `key` (a key without one is NotFound).
+  void SetTensor(const std::string& key, const RecvTensorResult& result);
+  // While set, GetStatus calls are held (see above).
   std::atomic<bool> hold_get_status{false};
 
   // Every later call of `method` ("GetStatus", "RunGraph"...) fails with it.
@@ -91,6 +91,10 @@ class FakeWorker final : public WorkerInterface {
   absl::Status Record(const std::string& method, const google::protobuf::Message& request);
 
   mutable absl::Mutex mu_;
+  GetStatusResponse get_status_response_ ABSL_GUARDED_BY(mu_);
+  RegisterGraphResponse register_graph_response_ ABSL_GUARDED_BY(mu_);
+  RunGraphResponse run_graph_response_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, RecvTensorResult> tensors_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::Status> errors_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> calls_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> last_request_ ABSL_GUARDED_BY(mu_);

@@ -53,7 +53,9 @@ class GrpcTlsTest : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_TRUE(certs_ok_) << "make_test_certs.sh failed; see " << *dir_ << "/openssl.log";
-    fake_.get_status_response.set_task(kTask);
+    GetStatusResponse canned;
+    canned.set_task(kTask);
+    fake_.SetGetStatusResponse(canned);
   }
 
   static std::string File(const std::string& name) { return absl::StrCat(*dir_, "/", name); }
@@ -113,7 +115,7 @@ TEST_F(GrpcTlsTest, MutualTlsRoundTrip) {
   // A tensor too, through the same encrypted channel.
   Tensor t(DT_FLOAT, TensorShape({1024}));
   for (int i = 0; i < 1024; ++i) t.data<float>()[i] = static_cast<float>(i) / 7.0f;
-  fake_.tensors["t"] = RecvTensorResult{t, false, 0};
+  fake_.SetTensor("t", RecvTensorResult{t, false, 0});
   RecvTensorRequest request;
   request.set_rendezvous_key("t");
   RecvTensorResult result;

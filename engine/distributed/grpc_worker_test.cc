@@ -4,6 +4,7 @@
 // bounded: a hang fails the test instead of blocking it.
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -181,26 +182,30 @@ class GrpcWorkerTest : public ::testing::Test {
 // ---- every method ----
 
 TEST_F(GrpcWorkerTest, GetStatusRoundTrip) {
-  fake_.get_status_response.set_task(kTask);
-  fake_.get_status_response.set_incarnation(0xfedcba9876543210ull);
-  auto* device = fake_.get_status_response.add_device();
+  GetStatusResponse canned;
+  canned.set_task(kTask);
+  canned.set_incarnation(0xfedcba9876543210ull);
+  auto* device = canned.add_device();
   device->set_name("/job:ps/replica:0/task:0/device:CPU:0");
   device->set_device_type("CPU");
   device->set_incarnation(77);
+  fake_.SetGetStatusResponse(canned);
 
   GetStatusRequest request;
   request.set_caller_task("/job:worker/replica:0/task:0");
   request.set_config_hash("abc123");
   GetStatusResponse response;
   ASSERT_TRUE(Call([&](auto done) { remote_->GetStatusAsync(&request, &response, done); }).ok());
-  EXPECT_TRUE(MessageDifferencer::Equals(response, fake_.get_status_response)) << response.DebugString();
+  EXPECT_TRUE(MessageDifferencer::Equals(response, canned)) << response.DebugString();
   GetStatusRequest seen;
   ASSERT_TRUE(fake_.LastRequest("GetStatus", &seen));
   EXPECT_TRUE(MessageDifferencer::Equals(seen, request)) << seen.DebugString();
 }
 
 TEST_F(GrpcWorkerTest, RegisterAndDeregisterGraphRoundTrip) {
-  fake_.register_graph_response.set_graph_handle("graph-0042");
+  RegisterGraphResponse canned;
+  canned.set_graph_handle("graph-0042");
+  fake_.SetRegisterGraphResponse(canned);
   RegisterGraphRequest request;
   request.set_session_handle("session-1");
   for (int i = 0; i < 3; ++i) {
@@ -228,12 +233,14 @@ TEST_F(GrpcWorkerTest, RegisterAndDeregisterGraphRoundTrip) {
 }
 
 TEST_F(GrpcWorkerTest, RunGraphRoundTrip) {
-  auto* recv = fake_.run_graph_response.add_recv();
+  RunGraphResponse canned;
+  auto* recv = canned.add_recv();
   recv->set_key("loss");
   Tensor::Scalar<float>(0.25f).AsProtoTensorContent(recv->mutable_tensor());
-  recv = fake_.run_graph_response.add_recv();
+  recv = canned.add_recv();
   recv->set_key("big");
   Pattern(100000).AsProtoTensorContent(recv->mutable_tensor());
+  fake_.SetRunGraphResponse(canned);
 
   RunGraphRequest request;
   request.set_session_handle("session-1");
@@ -247,7 +254,7 @@ TEST_F(GrpcWorkerTest, RunGraphRoundTrip) {
   RunGraphResponse response;
   CallCancellation cancel;
   ASSERT_TRUE(Call([&](auto done) { remote_->RunGraphAsync(&request, &response, done, &cancel); }).ok());
-  EXPECT_TRUE(MessageDifferencer::Equals(response, fake_.run_graph_response));
+  EXPECT_TRUE(MessageDifferencer::Equals(response, canned));
   RunGraphRequest seen;
   ASSERT_TRUE(fake_.LastRequest("RunGraph", &seen));
   EXPECT_TRUE(MessageDifferencer::Equals(seen, request));
@@ -311,12 +318,15 @@ TEST_F(GrpcWorkerTest, WorkerErrorsKeepTheirCodeAndWholeLongMessage) {
 // ---- RecvTensor ----
 
 TEST_F(GrpcWorkerTest, RecvTensorFloats4KiBAnd64MiB) {
-  fake_.tensors["small"] = RecvTensorResult{Pattern(1024), false, 1111};           // 4 KiB
-  fake_.tensors["large"] = RecvTensorResult{Pattern(16 * 1024 * 1024), false, 2};  // 64 MiB
+  std::map<std::string, RecvTensorResult> sent_by_key = {
+      {"small", RecvTensorResult{Pattern(1024), false, 1111}},          // 4 KiB
+      {"large", RecvTensorResult{Pattern(16 * 1024 * 1024), false, 2}},  // 64 MiB
+  };
+  for (const auto& [key, sent] : sent_by_key) fake_.SetTensor(key, sent);
   for (const char* key : {"small", "large"}) {
     RecvTensorResult result;
     ASSERT_TRUE(Recv(remote_.get(), key, &result).ok()) << key;
-    const RecvTensorResult& sent = fake_.tensors[key];
+    const RecvTensorResult& sent = sent_by_key[key];
     EXPECT_TRUE(SameBytes(result.value, sent.value)) << key;
     EXPECT_FALSE(result.value.SharesBufferWith(sent.value));
     EXPECT_TRUE(Aligned(result.value)) << key;
@@ -335,10 +345,11 @@ TEST_F(GrpcWorkerTest, RecvTensorInt64StringAndDeadValues) {
   strings.data<tstring>()[1] = std::string("\0\xff", 2);
   strings.data<tstring>()[2] = "";
   strings.data<tstring>()[3] = std::string(70000, 's');
-  fake_.tensors["int64"] = RecvTensorResult{Tensor::Scalar<int64_t>(-9007199254740993LL), false, 0};
-  fake_.tensors["strings"] = RecvTensorResult{strings, false, 0};
-  fake_.tensors["dead"] = RecvTensorResult{Tensor(), true, 0};
-  fake_.tensors["dead_with_value"] = RecvTensorResult{Pattern(8), true, 0};
+  const Tensor dead_value = Pattern(8);
+  fake_.SetTensor("int64", RecvTensorResult{Tensor::Scalar<int64_t>(-9007199254740993LL), false, 0});
+  fake_.SetTensor("strings", RecvTensorResult{strings, false, 0});
+  fake_.SetTensor("dead", RecvTensorResult{Tensor(), true, 0});
+  fake_.SetTensor("dead_with_value", RecvTensorResult{dead_value, true, 0});
 
   RecvTensorResult result;
   ASSERT_TRUE(Recv(remote_.get(), "int64", &result).ok());
@@ -358,7 +369,7 @@ TEST_F(GrpcWorkerTest, RecvTensorInt64StringAndDeadValues) {
 
   ASSERT_TRUE(Recv(remote_.get(), "dead_with_value", &result).ok());
   EXPECT_TRUE(result.is_dead);
-  EXPECT_TRUE(SameBytes(result.value, fake_.tensors["dead_with_value"].value));
+  EXPECT_TRUE(SameBytes(result.value, dead_value));
 
   EXPECT_EQ(Recv(remote_.get(), "missing", &result).code(), absl::StatusCode::kNotFound);
 }
@@ -381,7 +392,7 @@ TEST_F(GrpcWorkerTest, CancellingAPendingRecvTensorCompletesWithCancelled) {
 }
 
 TEST_F(GrpcWorkerTest, AlreadyCancelledRecvTensorFailsAtOnce) {
-  fake_.tensors["t"] = RecvTensorResult{Pattern(4), false, 0};
+  fake_.SetTensor("t", RecvTensorResult{Pattern(4), false, 0});
   RecvTensorRequest request;
   request.set_rendezvous_key("t");
   RecvTensorResult result;
@@ -587,7 +598,7 @@ TEST_F(GrpcWorkerTest, MalformedRequestsGetErrorsAndTheServerKeepsServing) {
 
 TEST_F(GrpcWorkerTest, ConcurrentCallsAllSucceed) {
   const Tensor expected = Pattern(256 * 1024);  // 1 MiB
-  fake_.tensors["t"] = RecvTensorResult{expected, false, 0};
+  fake_.SetTensor("t", RecvTensorResult{expected, false, 0});
   constexpr int kThreads = 6;
   constexpr int kCalls = 10;
   std::vector<int> failures(kThreads, 0);
@@ -635,7 +646,9 @@ TEST_F(GrpcWorkerTest, WorkerCacheGivesLocalRemoteAndUnknownTasks) {
   EXPECT_NE(cache.GetWorker(TaskName("worker", 1)), seen[0]);
 
   // The remote one really is the ps task over gRPC.
-  fake_.get_status_response.set_task(kTask);
+  GetStatusResponse canned;
+  canned.set_task(kTask);
+  fake_.SetGetStatusResponse(canned);
   GetStatusRequest request;
   GetStatusResponse response;
   ASSERT_TRUE(Call([&](auto done) { seen[0]->GetStatusAsync(&request, &response, done); }).ok());

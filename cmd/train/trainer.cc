@@ -210,7 +210,7 @@ int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::
   auto runtime = ClusterRuntime::Start(options, err);
   if (!runtime.ok()) {
     err << "error: " << runtime.status().message() << "\n";
-    return ExitCodeForStatus(runtime.status());
+    return absl::IsInvalidArgument(runtime.status()) ? kExitBadConfig : ExitCodeForStatus(runtime.status());
   }
   out << "task " << (*runtime)->task() << " serving on port " << (*runtime)->port() << "; waiting for every task\n";
   out.flush();
@@ -409,7 +409,8 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     auto started = ClusterRuntime::Start(cluster_options, err);
     if (!started.ok()) {
       err << "error: " << started.status().message() << "\n";
-      return ExitCodeForStatus(started.status());
+      // Bad TLS files are the config's fault.
+      return absl::IsInvalidArgument(started.status()) ? kExitBadConfig : ExitCodeForStatus(started.status());
     }
     cluster = std::move(started).value();
     out << "task " << cluster->task() << " serving on port " << cluster->port() << "; waiting for every task\n";

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -190,6 +191,12 @@ class Validator {
       Error(m, "device", -1, absl::StrCat("device '", device, "': no job '", parsed->job,
                                           "' (a cluster's jobs are ps and worker; one process is /job:localhost)",
                                           DidYouMean(parsed->job, {"ps", "worker", "localhost"})));
+    } else if (remote_job && e_.cluster().job().empty() && std::getenv("TF_CONFIG") == nullptr &&
+               std::getenv("SLURM_PROCID") == nullptr) {
+      // No cluster anywhere (TF_CONFIG and Slurm are the other sources): one process.
+      Error(m, "device", -1, absl::StrCat("device '", device, "': no job '", parsed->job,
+                                          "': this run has no cluster (run it with --local_cluster ps=1,worker=1, "
+                                          "or give cluster {}, TF_CONFIG or Slurm's environment)"));
     } else if (remote_job && !e_.cluster().job().empty() && ClusterTasks(parsed->job) < 0) {
       Error(m, "device", -1, absl::StrCat("device '", device, "': the cluster {} has no job '", parsed->job, "'"));
     } else if (remote_job && parsed->has_task && ClusterTasks(parsed->job) > 0 &&

@@ -70,6 +70,10 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
     }
     if (!r->shutdown_.HasBeenNotified()) r->shutdown_.Notify();
   };
+  wo.on_config_mismatch = [r](const std::string& message) {
+    absl::MutexLock lock(&r->mu_);
+    if (r->config_mismatch_.empty()) r->config_mismatch_ = message;
+  };
   r->worker_ = std::make_unique<distributed::Worker>(wo);
   auto address = options.identity->cluster.Address(options.identity->task);
   if (!address.ok()) return address.status();
@@ -113,9 +117,18 @@ ClusterRuntime::~ClusterRuntime() {
 absl::StatusOr<std::vector<distributed::DeviceAttributes>> ClusterRuntime::Connect(
     std::ostream& progress, const std::atomic<int>* stop_signals) {
   const int secs = options_.cluster_config->start_timeout_secs();
-  return distributed::ConnectToCluster(workers_.get(), ClusterTaskNames(*options_.identity), task_,
-                                       options_.config_hash, absl::Seconds(secs > 0 ? secs : 300), &progress,
-                                       [stop_signals] { return stop_signals->load() > 0; });
+  auto mismatch = [this] {
+    absl::MutexLock lock(&mu_);
+    return config_mismatch_;
+  };
+  auto devices = distributed::ConnectToCluster(
+      workers_.get(), ClusterTaskNames(*options_.identity), task_, options_.config_hash,
+      absl::Seconds(secs > 0 ? secs : 300), &progress,
+      [stop_signals, &mismatch] { return stop_signals->load() > 0 || !mismatch().empty(); });
+  if (absl::IsCancelled(devices.status()) && !mismatch().empty()) {
+    return absl::FailedPreconditionError(mismatch());
+  }
+  return devices;
 }
 
 absl::StatusOr<std::unique_ptr<Session>> ClusterRuntime::NewSession(std::vector<distributed::DeviceAttributes> devices,
@@ -129,8 +142,15 @@ absl::StatusOr<std::unique_ptr<Session>> ClusterRuntime::NewSession(std::vector<
   return distributed::NewDistributedSession(std::move(o));
 }
 
-int ClusterRuntime::ServeUntilShutdown(const std::atomic<int>* stop_signals, std::ostream& out) {
+int ClusterRuntime::ServeUntilShutdown(const std::atomic<int>* stop_signals, std::ostream& out, std::ostream& err) {
   while (!shutdown_.WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!config_mismatch_.empty()) {
+        err << "error: " << config_mismatch_ << "\n";
+        return 2;
+      }
+    }
     if (stop_signals->load() > 0) {
       out << "task " << task_ << " stopped by a signal\n";
       out.flush();

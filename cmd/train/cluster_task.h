@@ -64,14 +64,16 @@ class ClusterRuntime {
 
   // Waits until every task answers with the same config; returns the
   // cluster's devices, this task's first.
-  // Cancelled as soon as `stop_signals` counts a signal.
+  // Cancelled as soon as `stop_signals` counts a signal; FailedPrecondition
+  // as soon as a peer with another config called (or this task called one).
   absl::StatusOr<std::vector<distributed::DeviceAttributes>> Connect(std::ostream& progress,
                                                                      const std::atomic<int>* stop_signals);
   // A session over the cluster (the chief's).
   absl::StatusOr<std::unique_ptr<Session>> NewSession(std::vector<distributed::DeviceAttributes> devices,
                                                      const SessionOptions& session_options);
-  // Serves until the chief says stop (0) or a signal arrives (143).
-  int ServeUntilShutdown(const std::atomic<int>* stop_signals, std::ostream& out);
+  // Serves until the chief says stop (0), a signal arrives (143) or a peer
+  // with another config calls (2).
+  int ServeUntilShutdown(const std::atomic<int>* stop_signals, std::ostream& out, std::ostream& err);
 
   const std::string& task() const { return task_; }
   int port() const { return server_->port(); }
@@ -88,6 +90,8 @@ class ClusterRuntime {
   mutable absl::Mutex mu_;
   std::string shutdown_reason_ ABSL_GUARDED_BY(mu_);
   std::string exit_reason_ = "the chief exited";
+  // Set when a peer with another config called.
+  std::string config_mismatch_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<distributed::Worker> worker_;
   std::unique_ptr<distributed::GrpcWorkerServer> server_;
   std::unique_ptr<distributed::GrpcWorkerCache> workers_;

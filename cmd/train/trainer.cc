@@ -223,7 +223,7 @@ int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::
   }
   out << "every task answered; serving until the chief says stop\n";
   out.flush();
-  return (*runtime)->ServeUntilShutdown(&g_stop_signals, out);
+  return (*runtime)->ServeUntilShutdown(&g_stop_signals, out, err);
 }
 
 }  // namespace
@@ -292,7 +292,14 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   ClusterTaskOptions cluster_options;
   cluster_options.identity = &*identity;
   cluster_options.cluster_config = &e.cluster();
-  cluster_options.config_hash = config_hash;
+  // What every task must share: the experiment without what is each task's
+  // own (its TLS files, how long it waits for the others).
+  {
+    config::Experiment shared = e;
+    shared.mutable_cluster()->clear_tls();
+    shared.mutable_cluster()->clear_start_timeout_secs();
+    cluster_options.config_hash = HexHash(ConfigText(shared));
+  }
   cluster_options.inter_op_threads = inter_op;
   if (in_cluster && !IsChief(*identity)) {
     // Not the chief: serve the worker service until the chief says stop.

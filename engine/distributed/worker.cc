@@ -59,8 +59,12 @@ void Worker::GetStatusAsync(const GetStatusRequest* request, GetStatusResponse* 
     const std::string message =
         absl::StrCat("task ", options_.task, " runs config ", options_.config_hash, " but ", caller, " runs config ",
                      request->config_hash(), ": every task of a cluster must run the same experiment");
-    Log(absl::StrCat("error: ", message));
     done(absl::FailedPreconditionError(message));
+    if (options_.on_config_mismatch) {
+      options_.on_config_mismatch(message);
+    } else {
+      Log(absl::StrCat("error: ", message));
+    }
     return;
   }
   response->set_task(options_.task);

@@ -42,6 +42,9 @@ struct WorkerOptions {
   std::string config_hash;
   // Called once, after the Shutdown call was answered, with its reason.
   std::function<void(const std::string& reason)> on_shutdown;
+  // Called when GetStatus refused a caller with another config hash, with
+  // the message it answered (unset: the message goes to `log`).
+  std::function<void(const std::string& message)> on_config_mismatch;
   // Where the worker reports what nobody else sees (a step that failed on this
   // task, a peer with another config); null: nowhere.
   std::ostream* log = nullptr;

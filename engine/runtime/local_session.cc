@@ -69,9 +69,7 @@ class LocalSession : public Session {
   absl::Status Extend(const GraphDef& graph) override {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::CancelledError("session is closed");
-    GraphDef combined = graph_def_;
-    for (const NodeDef& n : graph.node()) *combined.add_node() = n;
-    if (graph.has_versions()) *combined.mutable_versions() = graph.versions();
+    GraphDef combined = ExtendedGraph(graph_def_, graph);
     absl::Status s = ValidateLocked(combined);
     if (!s.ok()) return s;
     graph_def_ = std::move(combined);

@@ -10,6 +10,13 @@
 
 namespace sluice {
 
+GraphDef ExtendedGraph(const GraphDef& graph, const GraphDef& more) {
+  GraphDef combined = graph;
+  for (const NodeDef& n : more.node()) *combined.add_node() = n;
+  if (more.has_versions()) *combined.mutable_versions() = more.versions();
+  return combined;
+}
+
 absl::Status CheckFeedValue(const std::string& feed_name, const FeedInfo& info, const Tensor& value) {
   if (value.dtype() != info.dtype) {
     return absl::InvalidArgumentError(absl::StrCat("feed '", feed_name, "' has type ", DataTypeString(value.dtype()),

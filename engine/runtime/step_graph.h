@@ -32,6 +32,10 @@ struct FeedInfo {
   std::string key;
 };
 
+// The graph after Session::Extend: `graph`'s nodes, then `more`'s (which may
+// reference them); `more`'s versions replace `graph`'s when it has them.
+GraphDef ExtendedGraph(const GraphDef& graph, const GraphDef& more);
+
 // InvalidArgument naming the feed when `value` does not fit `info`.
 absl::Status CheckFeedValue(const std::string& feed_name, const FeedInfo& info, const Tensor& value);
 

@@ -350,6 +350,58 @@ TEST(Worker, ARecvTensorWaitingForItsStepFailsWhenTheStepIsAborted) {
   EXPECT_TRUE(absl::StrContains(got.message(), "task:1 is gone")) << got;
 }
 
+TEST(Worker, ARunGraphWhoseCallerGoesAwayEndsInsteadOfWaiting) {
+  TwoTasks tasks;
+  // A graph on the ps that waits for a tensor from a chief that never sends it.
+  RegisterGraphRequest reg;
+  NodeDef* recv = reg.mutable_graph()->add_node();
+  recv->set_name("_recv_x");
+  recv->set_op("_Recv");
+  recv->set_device(kPs + "/device:CPU:0");
+  auto& attr = *recv->mutable_attr();
+  attr["tensor_type"].set_type(DT_FLOAT);
+  attr["tensor_name"].set_s("x");
+  attr["send_device"].set_s(kChief + "/device:CPU:0");
+  attr["send_device_incarnation"].set_i(1);
+  attr["recv_device"].set_s(kPs + "/device:CPU:0");
+  RegisterGraphResponse reg_response;
+  absl::Status s = tasks.ps->RegisterGraph(reg, &reg_response);
+  ASSERT_TRUE(s.ok()) << s;
+  // The chief's worker never sends "x": make its RecvTensor wait forever.
+  tasks.cache.workers[kChief] = nullptr;
+  class Silent : public Worker {
+   public:
+    using Worker::Worker;
+    void RecvTensorAsync(const RecvTensorRequest*, RecvTensorResult*, StatusCallback done,
+                         CallCancellation* cancel) override {
+      // Answers only when cancelled.
+      cancel->Register([done] { done(absl::CancelledError("recv cancelled")); });
+    }
+  };
+  WorkerOptions o;
+  o.task = kChief;
+  o.device_mgr = tasks.chief_devices.get();
+  Silent silent(o);
+  tasks.cache.workers[kChief] = &silent;
+
+  RunGraphRequest run;
+  run.set_graph_handle(reg_response.graph_handle());
+  run.set_step_id(21);
+  RunGraphResponse run_response;
+  CallCancellation caller;
+  absl::Notification done;
+  absl::Status got;
+  tasks.ps->RunGraphAsync(&run, &run_response, [&](const absl::Status& st) {
+    got = st;
+    done.Notify();
+  }, &caller);
+  EXPECT_FALSE(done.WaitForNotificationWithTimeout(absl::Milliseconds(100))) << got;
+  caller.StartCancel();
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  EXPECT_FALSE(got.ok());
+  EXPECT_EQ(tasks.ps->steps()->num_steps(), 0);
+}
+
 TEST(Worker, ShutdownAnswersAndThenCallsBackOnce) {
   int calls = 0;
   std::string reason;

@@ -161,7 +161,7 @@ void Worker::DeregisterGraphAsync(const DeregisterGraphRequest* request, Deregis
 }
 
 void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response, StatusCallback done,
-                           CallCancellation*) {
+                           CallCancellation* cancel) {
   if (shut_down_.load()) {
     done(absl::UnavailableError(absl::StrCat("task ", options_.task, " is shutting down")));
     return;
@@ -196,11 +196,23 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
       return;
     }
   }
+  // A caller that goes away (the chief died, or gave up on the step) aborts
+  // the step here too, so nothing waits for it.
+  int64_t cancel_token = -1;
+  if (cancel != nullptr) {
+    const int64_t step_id = request->step_id();
+    cancel_token = cancel->Register([this, step_id] {
+      steps_->Cleanup(step_id, absl::CancelledError(absl::StrCat("the caller of RunGraph for step ", step_id, " on ",
+                                                                 options_.task, " went away")));
+    });
+  }
   Executor::Args args;
   args.step_id = request->step_id();
   args.rendezvous = rendezvous.get();
   graph->executor->RunAsync(
-      args, nullptr, [this, graph, rendezvous, request, response, done = std::move(done)](const absl::Status& s) {
+      args, nullptr,
+      [this, graph, rendezvous, request, response, cancel, cancel_token, done = std::move(done)](const absl::Status& s) {
+        if (cancel != nullptr) cancel->Deregister(cancel_token);
         if (!s.ok()) {
           Log(absl::StrCat("step ", request->step_id(), " failed on ", options_.task, ": ", s.message()));
           done(s);

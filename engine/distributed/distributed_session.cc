@@ -102,7 +102,7 @@ class DistributedSession : public Session {
     return absl::OkStatus();
   }
 
-  absl::Status Run(const RunOptions&, const std::vector<std::pair<std::string, Tensor>>& feeds,
+  absl::Status Run(const RunOptions& options, const std::vector<std::pair<std::string, Tensor>>& feeds,
                    const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                    std::vector<Tensor>* outputs, RunMetadata* metadata) override {
     if (fetches.empty() && targets.empty()) return absl::InvalidArgumentError("Run needs at least one fetch or target");
@@ -126,13 +126,17 @@ class DistributedSession : public Session {
       if (!s.ok()) return s;
     }
 
-    absl::Status s = RunOnEveryTask(*step, step_id);
+    std::vector<DeviceStepStats> stats;
+    absl::Status s = RunOnEveryTask(*step, step_id, options.collect_step_stats ? &stats : nullptr);
     if (s.ok()) s = ReceiveFetches(*step, fetches, rendezvous.get(), outputs);
     CleanupStep(*step, step_id);
     if (!s.ok()) return s;
     if (metadata != nullptr) {
       metadata->step_stats.clear();
-      metadata->device_step_stats.clear();
+      for (const DeviceStepStats& d : stats) {
+        metadata->step_stats.insert(metadata->step_stats.end(), d.nodes.begin(), d.nodes.end());
+      }
+      metadata->device_step_stats = std::move(stats);
       metadata->executed_graph_nodes = step->num_nodes;
     }
     return absl::OkStatus();
@@ -236,7 +240,8 @@ class DistributedSession : public Session {
 
   // Runs every task's graph for `step_id`; the first failure aborts the step
   // on every task.
-  absl::Status RunOnEveryTask(const RegisteredStep& step, int64_t step_id) {
+  // `stats`: when not null, every device's records (from every task).
+  absl::Status RunOnEveryTask(const RegisteredStep& step, int64_t step_id, std::vector<DeviceStepStats>* stats) {
     const size_t n = step.tasks.size();
     auto calls = std::make_shared<StepCalls>(n);
     absl::Notification all_done;
@@ -250,6 +255,7 @@ class DistributedSession : public Session {
       calls->requests[i].set_session_handle(session_handle_);
       calls->requests[i].set_graph_handle(part.graph_handle);
       calls->requests[i].set_step_id(step_id);
+      calls->requests[i].set_collect_step_stats(stats != nullptr);
     }
     for (size_t i = 0; i < n; ++i) {
       const TaskGraph& part = step.tasks[i];
@@ -277,6 +283,9 @@ class DistributedSession : public Session {
           nullptr);
     }
     all_done.WaitForNotification();
+    if (stats != nullptr) {
+      for (const RunGraphResponse& response : calls->responses) StepStatsFromProto(response, stats);
+    }
     absl::MutexLock lock(&calls->mu);
     return calls->first_error;
   }

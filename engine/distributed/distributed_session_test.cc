@@ -6,6 +6,7 @@
 // handles, devices it lacks, malformed tensors, other configs) with errors.
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
@@ -132,8 +133,18 @@ TEST(DistributedSession, ASplitGraphGivesTheLocalResultsWithFeedsAndFetchesFromB
            {}, {{"b", Tensor::Scalar<float>(3)}}, {{"a", Tensor::Scalar<float>(-2)}}}) {
     std::vector<Tensor> want, got;
     ASSERT_TRUE((*local)->Run(feeds, {"e", "f", "b"}, {}, &want).ok());
-    absl::Status s = session->Run(feeds, {"e", "f", "b"}, {}, &got);
+    RunOptions run_options;
+    run_options.collect_step_stats = true;
+    RunMetadata metadata;
+    absl::Status s = session->Run(run_options, feeds, {"e", "f", "b"}, {}, &got, &metadata);
     ASSERT_TRUE(s.ok()) << s;
+    // Records from both tasks: c ran on the ps, e on the chief.
+    std::map<std::string, std::set<std::string>> ran;
+    for (const DeviceStepStats& d : metadata.device_step_stats) {
+      for (const NodeExecStats& n : d.nodes) ran[d.device].insert(n.node_name);
+    }
+    EXPECT_EQ(ran[kChief + "/device:CPU:0"].count("e"), 1u);
+    EXPECT_EQ(ran[kPs + "/device:CPU:0"].count("c"), 1u);
     ASSERT_EQ(got.size(), 3u);
     for (int i = 0; i < 3; ++i) EXPECT_EQ(want[i].scalar<float>(), got[i].scalar<float>()) << i;
   }

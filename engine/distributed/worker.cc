@@ -25,6 +25,42 @@ class Worker::DeferredCache : public WorkerCache {
   std::atomic<WorkerCache*>* target_;
 };
 
+void StepStatsToProto(const std::vector<DeviceStepStats>& stats, RunGraphResponse* response) {
+  for (const DeviceStepStats& device : stats) {
+    DeviceStepStatsProto* d = response->add_step_stats();
+    d->set_device(device.device);
+    for (const NodeExecStats& n : device.nodes) {
+      NodeExecStatsProto* p = d->add_node();
+      p->set_node_name(n.node_name);
+      p->set_op(n.op);
+      p->set_frame_id(n.frame_id);
+      p->set_iter_id(n.iter_id);
+      p->set_start_ns(n.start_ns);
+      p->set_end_ns(n.end_ns);
+      p->set_thread_id(n.thread_id);
+    }
+  }
+}
+
+void StepStatsFromProto(const RunGraphResponse& response, std::vector<DeviceStepStats>* stats) {
+  for (const DeviceStepStatsProto& d : response.step_stats()) {
+    DeviceStepStats device;
+    device.device = d.device();
+    for (const NodeExecStatsProto& p : d.node()) {
+      NodeExecStats n;
+      n.node_name = p.node_name();
+      n.op = p.op();
+      n.frame_id = p.frame_id();
+      n.iter_id = p.iter_id();
+      n.start_ns = p.start_ns();
+      n.end_ns = p.end_ns();
+      n.thread_id = p.thread_id();
+      device.nodes.push_back(std::move(n));
+    }
+    stats->push_back(std::move(device));
+  }
+}
+
 Worker::Worker(WorkerOptions options)
     : options_(std::move(options)),
       device_mgr_(options_.device_mgr != nullptr ? options_.device_mgr : DeviceMgr::Local()),
@@ -209,10 +245,13 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
   Executor::Args args;
   args.step_id = request->step_id();
   args.rendezvous = rendezvous.get();
+  auto stats = request->collect_step_stats() ? std::make_shared<std::vector<DeviceStepStats>>() : nullptr;
   graph->executor->RunAsync(
-      args, nullptr,
-      [this, graph, rendezvous, request, response, cancel, cancel_token, done = std::move(done)](const absl::Status& s) {
+      args, stats.get(),
+      [this, graph, rendezvous, stats, request, response, cancel, cancel_token,
+       done = std::move(done)](const absl::Status& s) {
         if (cancel != nullptr) cancel->Deregister(cancel_token);
+        if (stats != nullptr) StepStatsToProto(*stats, response);
         if (!s.ok()) {
           Log(absl::StrCat("step ", request->step_id(), " failed on ", options_.task, ": ", s.message()));
           done(s);

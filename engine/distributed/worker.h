@@ -25,6 +25,7 @@
 #include "engine/distributed/worker_rendezvous.h"
 #include "engine/framework/device.h"
 #include "engine/runtime/partitioned_executor.h"
+#include "engine/runtime/step_stats.h"
 #include "unsupported/Eigen/CXX11/ThreadPool"
 
 namespace sluice {
@@ -49,6 +50,10 @@ struct WorkerOptions {
   // task, a peer with another config); null: nowhere.
   std::ostream* log = nullptr;
 };
+
+// Step stats <-> their RunGraphResponse form (appended).
+void StepStatsToProto(const std::vector<DeviceStepStats>& stats, RunGraphResponse* response);
+void StepStatsFromProto(const RunGraphResponse& response, std::vector<DeviceStepStats>* stats);
 
 class Worker : public WorkerInterface {
  public:

@@ -62,7 +62,9 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
   wo.task = r->task_;
   wo.inter_op_threads = options.inter_op_threads;
   wo.config_hash = options.config_hash;
-  wo.log = &err;
+  // The chief's own steps fail to the chief's session, which reports them;
+  // another task's failed step is worth a line in that task's log.
+  wo.log = IsChief(*options.identity) ? nullptr : &err;
   wo.on_shutdown = [r](const std::string& reason) {
     {
       absl::MutexLock lock(&r->mu_);

@@ -145,6 +145,12 @@ absl::StatusOr<std::unique_ptr<Session>> ClusterRuntime::NewSession(std::vector<
 }
 
 int ClusterRuntime::ServeUntilShutdown(const std::atomic<int>* stop_signals, std::ostream& out, std::ostream& err) {
+  // A signal (a scheduler stopping the whole cluster) does not end this task
+  // at once: the chief, stopping too, still needs it for its last step and
+  // checkpoint, and says stop when done. A second signal exits at once
+  // (main.cc); kStopGrace bounds the wait for a chief that never says stop.
+  constexpr absl::Duration kStopGrace = absl::Seconds(30);
+  absl::Time signalled = absl::InfiniteFuture();
   while (!shutdown_.WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
     {
       absl::MutexLock lock(&mu_);
@@ -153,7 +159,13 @@ int ClusterRuntime::ServeUntilShutdown(const std::atomic<int>* stop_signals, std
         return 2;
       }
     }
-    if (stop_signals->load() > 0) {
+    if (stop_signals->load() > 0 && signalled == absl::InfiniteFuture()) {
+      signalled = absl::Now();
+      out << "task " << task_ << " got a stop signal: serving until the chief stops (at most "
+          << absl::FormatDuration(kStopGrace) << "; a second signal stops it now)\n";
+      out.flush();
+    }
+    if (absl::Now() - signalled > kStopGrace) {
       out << "task " << task_ << " stopped by a signal\n";
       out.flush();
       return 143;
@@ -161,7 +173,7 @@ int ClusterRuntime::ServeUntilShutdown(const std::atomic<int>* stop_signals, std
   }
   out << "task " << task_ << " stopping: " << shutdown_reason() << "\n";
   out.flush();
-  return 0;
+  return signalled == absl::InfiniteFuture() ? 0 : 143;
 }
 
 std::string ClusterRuntime::shutdown_reason() const {

@@ -71,8 +71,8 @@ class ClusterRuntime {
   // A session over the cluster (the chief's).
   absl::StatusOr<std::unique_ptr<Session>> NewSession(std::vector<distributed::DeviceAttributes> devices,
                                                      const SessionOptions& session_options);
-  // Serves until the chief says stop (0), a signal arrives (143) or a peer
-  // with another config calls (2).
+  // Serves until the chief says stop (0; 143 when a signal came first), a
+  // peer with another config calls (2), or 30 s after a signal (143).
   int ServeUntilShutdown(const std::atomic<int>* stop_signals, std::ostream& out, std::ostream& err);
 
   const std::string& task() const { return task_; }

@@ -1,0 +1,426 @@
+// recv_tensor_task: the two Sluice processes of tests/bench/recv_tensor_bench
+// (issue 15), which starts them and drives them; not meant to be run by hand.
+//
+//   recv_tensor_task --serve
+//     The serving task "/job:ps/replica:0/task:0": a real Worker (one CPU
+//     device, its step rendezvous) behind a GrpcWorkerServer on 127.0.0.1,
+//     and a raw TCP server on another loopback port. Prints one line
+//     "ports grpc=<port> tcp=<port>" and serves until stdin closes.
+//     RecvTensor: the key's tensor name is "t<bytes>"; the serving task acts
+//     as the producer of that tensor: it Sends a preallocated DT_FLOAT tensor
+//     of that many bytes into the step's rendezvous under the key, then
+//     serves the call with Worker::RecvTensorAsync (the path a training step
+//     takes: the step rendezvous, then the zero-copy response encoding), and
+//     cleans the step up once answered. TCP: each request is 8 bytes (a
+//     little-endian byte count n); the answer is n bytes of one preallocated
+//     buffer (written straight from it).
+//
+//   recv_tensor_task --client --grpc_port=P --tcp_port=Q
+//     The receiving task "/job:worker/replica:0/task:0". Reads commands on
+//     stdin, one a line, and answers each with one line on stdout:
+//       sluice <bytes> <warmup> <iters>   RecvTensor through NewGrpcRemoteWorker
+//                                         (each call a new step id; the tensor is
+//                                         copied once into an aligned buffer)
+//       tcp <bytes> <warmup> <iters>      one 8-byte request, then <bytes> read
+//                                         into one reused 64-byte-aligned buffer
+//     -> "result side=<side> bytes=<b> iters=<n> seconds=<total> p50_us=<..> p99_us=<..> us=<t1>,<t2>,..."
+//     (seconds: wall time of the <iters> timed calls after <warmup> untimed
+//     ones; p50/p99: of the single calls; us: every timed call in
+//     microseconds). Errors print "error <message>" and exit 1.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/distributed/grpc_options.h"
+#include "engine/distributed/grpc_remote_worker.h"
+#include "engine/distributed/grpc_worker_service.h"
+#include "engine/distributed/worker.h"
+#include "engine/distributed/worker_interface.h"
+#include "engine/framework/local_devices.h"
+#include "engine/framework/rendezvous.h"
+#include "engine/framework/tensor.h"
+
+namespace sluice {
+namespace distributed {
+namespace {
+
+constexpr char kServerTask[] = "/job:ps/replica:0/task:0";
+constexpr char kClientTask[] = "/job:worker/replica:0/task:0";
+// The largest transfer either side accepts (a bad request must not allocate
+// the machine away).
+constexpr int64_t kMaxBytes = int64_t{1} << 30;
+
+[[noreturn]] void Die(const std::string& message) {
+  std::cout << "error " << message << std::endl;
+  std::exit(1);
+}
+
+// The tensor the serving task produces for `bytes` (DT_FLOAT, bytes / 4
+// elements, element i = i), made once per size and shared by every call.
+class TensorSource {
+ public:
+  absl::StatusOr<Tensor> Get(int64_t bytes) {
+    if (bytes <= 0 || bytes % 4 != 0 || bytes > kMaxBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("bench: no tensor of ", bytes, " bytes"));
+    }
+    absl::MutexLock lock(&mu_);
+    auto it = tensors_.find(bytes);
+    if (it != tensors_.end()) return it->second;
+    Tensor t(DT_FLOAT, TensorShape({bytes / 4}));
+    float* p = t.data<float>();
+    for (int64_t i = 0; i < bytes / 4; ++i) p[i] = static_cast<float>(i);
+    tensors_.emplace(bytes, t);
+    return t;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<int64_t, Tensor> tensors_ ABSL_GUARDED_BY(mu_);
+};
+
+// The serving task's WorkerInterface: the real Worker, with the producer's
+// Send of the requested tensor in front of RecvTensor and the step's cleanup
+// after it (a chief's CleanupGraph, without the RPC).
+class ProducingWorker final : public WorkerInterface {
+ public:
+  explicit ProducingWorker(Worker* worker) : worker_(worker) {}
+
+  void RecvTensorAsync(const RecvTensorRequest* request, RecvTensorResult* response, StatusCallback done,
+                       CallCancellation* cancel) override {
+    const std::string& key = request->rendezvous_key();
+    std::vector<absl::string_view> parts = absl::StrSplit(key, ';');
+    int64_t bytes = 0;
+    if (parts.size() != 5 || !absl::ConsumePrefix(&parts[3], "t") || !absl::SimpleAtoi(parts[3], &bytes)) {
+      done(absl::InvalidArgumentError(absl::StrCat("bench: bad key '", key, "'")));
+      return;
+    }
+    auto tensor = source_.Get(bytes);
+    if (!tensor.ok()) {
+      done(tensor.status());
+      return;
+    }
+    const int64_t step_id = request->step_id();
+    auto rendezvous = worker_->steps()->FindOrCreate(step_id);
+    if (!rendezvous.ok()) {
+      done(rendezvous.status());
+      return;
+    }
+    absl::Status sent = (*rendezvous)->Send(key, *tensor, /*is_dead=*/false);
+    if (!sent.ok()) {
+      done(sent);
+      return;
+    }
+    worker_->RecvTensorAsync(
+        request, response,
+        [this, step_id, done = std::move(done)](const absl::Status& s) {
+          done(s);
+          worker_->steps()->Cleanup(step_id, absl::OkStatus());
+        },
+        cancel);
+  }
+
+  void GetStatusAsync(const GetStatusRequest* q, GetStatusResponse* r, StatusCallback d) override {
+    worker_->GetStatusAsync(q, r, std::move(d));
+  }
+  void RegisterGraphAsync(const RegisterGraphRequest* q, RegisterGraphResponse* r, StatusCallback d) override {
+    worker_->RegisterGraphAsync(q, r, std::move(d));
+  }
+  void DeregisterGraphAsync(const DeregisterGraphRequest* q, DeregisterGraphResponse* r, StatusCallback d) override {
+    worker_->DeregisterGraphAsync(q, r, std::move(d));
+  }
+  void RunGraphAsync(const RunGraphRequest* q, RunGraphResponse* r, StatusCallback d, CallCancellation* c) override {
+    worker_->RunGraphAsync(q, r, std::move(d), c);
+  }
+  void CleanupGraphAsync(const CleanupGraphRequest* q, CleanupGraphResponse* r, StatusCallback d) override {
+    worker_->CleanupGraphAsync(q, r, std::move(d));
+  }
+  void CleanupAllAsync(const CleanupAllRequest* q, CleanupAllResponse* r, StatusCallback d) override {
+    worker_->CleanupAllAsync(q, r, std::move(d));
+  }
+  void ShutdownAsync(const ShutdownRequest* q, ShutdownResponse* r, StatusCallback d) override {
+    worker_->ShutdownAsync(q, r, std::move(d));
+  }
+
+ private:
+  Worker* const worker_;
+  TensorSource source_;
+};
+
+// ---- raw TCP ----
+
+bool WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool ReadAll(int fd, char* p, size_t n) {
+  while (n > 0) {
+    ssize_t r = ::recv(fd, p, n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+void SetNoDelay(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+// A 64-byte-aligned buffer that grows (contents not kept) and is touched
+// once when it grows, so no transfer pays its page faults.
+class AlignedBuffer {
+ public:
+  ~AlignedBuffer() { std::free(data_); }
+  char* Reserve(size_t n) {
+    if (n > size_) {
+      std::free(data_);
+      size_ = (n + 63) / 64 * 64;
+      data_ = static_cast<char*>(std::aligned_alloc(64, size_));
+      if (data_ == nullptr) Die("out of memory");
+      for (size_t i = 0; i < size_; ++i) data_[i] = static_cast<char>(i * 131);
+    }
+    return data_;
+  }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+void ServeTcpConnection(int fd) {
+  SetNoDelay(fd);
+  AlignedBuffer buffer;
+  uint64_t n = 0;
+  while (ReadAll(fd, reinterpret_cast<char*>(&n), sizeof(n))) {
+    if (n == 0 || n > static_cast<uint64_t>(kMaxBytes)) break;
+    if (!WriteAll(fd, buffer.Reserve(n), n)) break;
+  }
+  ::close(fd);
+}
+
+// Listens on 127.0.0.1 (a free port); returns the socket and sets *port.
+int ListenLoopback(int* port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) Die("socket failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 16) != 0) {
+    Die("cannot listen on 127.0.0.1");
+  }
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+int ConnectLoopback(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    Die(absl::StrCat("cannot connect to 127.0.0.1:", port));
+  }
+  SetNoDelay(fd);
+  return fd;
+}
+
+int Serve() {
+  int tcp_port = 0;
+  const int listen_fd = ListenLoopback(&tcp_port);
+  std::thread([listen_fd] {
+    for (;;) {
+      int fd = ::accept(listen_fd, nullptr, nullptr);
+      if (fd < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      std::thread(ServeTcpConnection, fd).detach();
+    }
+  }).detach();
+
+  std::unique_ptr<DeviceMgr> devices = NewCpuDeviceMgr(1, 1, kServerTask);
+  WorkerOptions options;
+  options.task = kServerTask;
+  options.device_mgr = devices.get();
+  options.inter_op_threads = 1;
+  Worker worker(options);
+  ProducingWorker producing(&worker);
+  GrpcServerOptions server_options;
+  server_options.address = "127.0.0.1:0";
+  auto server = GrpcWorkerServer::Start(server_options, &producing);
+  if (!server.ok()) Die(std::string(server.status().message()));
+  std::cout << "ports grpc=" << (*server)->port() << " tcp=" << tcp_port << std::endl;
+  // Serve until the driver closes our stdin (or exits).
+  std::string line;
+  while (std::getline(std::cin, line)) {
+  }
+  (*server)->Shutdown();
+  std::_Exit(0);  // the TCP threads are detached; nothing to flush
+}
+
+// ---- the client ----
+
+using Clock = std::chrono::steady_clock;
+
+struct Timing {
+  double seconds = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+  std::vector<double> us;  // every timed call, in order
+};
+
+// Runs `call` warmup + iters times; times the last iters.
+template <typename Call>
+Timing Measure(int64_t warmup, int64_t iters, Call call) {
+  for (int64_t i = 0; i < warmup; ++i) call();
+  std::vector<double> us(static_cast<size_t>(iters));
+  const Clock::time_point start = Clock::now();
+  Clock::time_point last = start;
+  for (int64_t i = 0; i < iters; ++i) {
+    call();
+    const Clock::time_point now = Clock::now();
+    us[static_cast<size_t>(i)] = std::chrono::duration<double, std::micro>(now - last).count();
+    last = now;
+  }
+  Timing t;
+  t.seconds = std::chrono::duration<double>(last - start).count();
+  t.us = us;
+  std::sort(us.begin(), us.end());
+  auto pct = [&](double q) { return us[std::min(us.size() - 1, static_cast<size_t>(q * us.size()))]; };
+  t.p50_us = pct(0.5);
+  t.p99_us = pct(0.99);
+  return t;
+}
+
+int Client(int grpc_port, int tcp_port) {
+  const std::string address = absl::StrCat("127.0.0.1:", grpc_port);
+  std::unique_ptr<WorkerInterface> remote = NewGrpcRemoteWorker(kServerTask, address, GrpcChannelOptions());
+  GetStatusRequest status_request;
+  status_request.set_caller_task(kClientTask);
+  GetStatusResponse status;
+  absl::Status s = remote->GetStatus(status_request, &status);
+  if (!s.ok()) Die(std::string(s.message()));
+  if (status.device_size() == 0) Die("the serving task has no devices");
+  const std::string src_device = status.device(0).name();
+  const uint64_t incarnation = status.device(0).incarnation();
+  const std::string dst_device = absl::StrCat(kClientTask, "/device:CPU:0");
+
+  const int tcp_fd = ConnectLoopback(tcp_port);
+  AlignedBuffer tcp_buffer;
+  int64_t step_id = 1;
+
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::istringstream in(line);
+    std::string side;
+    int64_t bytes = 0, warmup = 0, iters = 0;
+    if (!(in >> side >> bytes >> warmup >> iters) || bytes <= 0 || bytes % 4 != 0 || bytes > kMaxBytes ||
+        warmup < 0 || iters <= 0) {
+      Die(absl::StrCat("bad command '", line, "'"));
+    }
+    Timing t;
+    if (side == "sluice") {
+      RecvTensorRequest request;
+      request.set_rendezvous_key(
+          Rendezvous::CreateKey(src_device, incarnation, dst_device, absl::StrCat("t", bytes), 0, 0));
+      const int64_t n = bytes / 4;
+      t = Measure(warmup, iters, [&] {
+        request.set_step_id(step_id++);
+        RecvTensorResult result;
+        absl::Status s = remote->RecvTensor(request, &result);
+        if (!s.ok()) Die(std::string(s.message()));
+        // The tensor is the producer's (element i = i), all of it.
+        if (result.value.dtype() != DT_FLOAT || result.value.NumElements() != n ||
+            result.value.data<float>()[n - 1] != static_cast<float>(n - 1)) {
+          Die(absl::StrCat("RecvTensor of ", bytes, " bytes delivered a wrong tensor ",
+                           result.value.shape().DebugString()));
+        }
+      });
+    } else if (side == "tcp") {
+      char* dst = tcp_buffer.Reserve(static_cast<size_t>(bytes));
+      const uint64_t request = static_cast<uint64_t>(bytes);
+      t = Measure(warmup, iters, [&] {
+        if (!WriteAll(tcp_fd, reinterpret_cast<const char*>(&request), sizeof(request)) ||
+            !ReadAll(tcp_fd, dst, static_cast<size_t>(bytes))) {
+          Die("the TCP transfer failed");
+        }
+      });
+    } else {
+      Die(absl::StrCat("unknown side '", side, "'"));
+    }
+    std::string us;
+    for (double u : t.us) absl::StrAppend(&us, us.empty() ? "" : ",", absl::SixDigits(u));
+    std::printf("result side=%s bytes=%lld iters=%lld seconds=%.6f p50_us=%.1f p99_us=%.1f us=%s\n", side.c_str(),
+                static_cast<long long>(bytes), static_cast<long long>(iters), t.seconds, t.p50_us, t.p99_us,
+                us.c_str());
+    std::fflush(stdout);
+  }
+  ::close(tcp_fd);
+  std::_Exit(0);
+}
+
+}  // namespace
+}  // namespace distributed
+}  // namespace sluice
+
+int main(int argc, char** argv) {
+  using sluice::distributed::Client;
+  using sluice::distributed::Die;
+  using sluice::distributed::Serve;
+  bool serve = false, client = false;
+  int grpc_port = 0, tcp_port = 0;
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    absl::string_view value = arg;
+    if (arg == "--serve") {
+      serve = true;
+    } else if (arg == "--client") {
+      client = true;
+    } else if (absl::ConsumePrefix(&value, "--grpc_port=") && absl::SimpleAtoi(value, &grpc_port)) {
+    } else if (absl::ConsumePrefix(&value, "--tcp_port=") && absl::SimpleAtoi(value, &tcp_port)) {
+    } else {
+      Die(absl::StrCat("unknown argument '", arg, "' (usage: --serve | --client --grpc_port=P --tcp_port=Q)"));
+    }
+  }
+  if (serve == client) Die("usage: --serve | --client --grpc_port=P --tcp_port=Q");
+  if (serve) return Serve();
+  if (grpc_port <= 0 || tcp_port <= 0) Die("--client needs --grpc_port and --tcp_port");
+  return Client(grpc_port, tcp_port);
+}

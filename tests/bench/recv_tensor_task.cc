@@ -4,8 +4,10 @@
 //   recv_tensor_task --serve
 //     The serving task "/job:ps/replica:0/task:0": a real Worker (one CPU
 //     device, its step rendezvous) behind a GrpcWorkerServer on 127.0.0.1,
-//     and a raw TCP server on another loopback port. Prints one line
-//     "ports grpc=<port> tcp=<port>" and serves until stdin closes.
+//     a raw TCP server, and two "gRPC floor" servers (below), each on its own
+//     loopback port. Prints one line
+//       "ports grpc=<port> tcp=<port> floor_cb=<port> floor_cq=<port>"
+//     and serves until stdin closes.
 //     RecvTensor: the key's tensor name is "t<bytes>"; the serving task acts
 //     as the producer of that tensor: it Sends a preallocated DT_FLOAT tensor
 //     of that many bytes into the step's rendezvous under the key, then
@@ -13,9 +15,14 @@
 //     takes: the step rendezvous, then the zero-copy response encoding), and
 //     cleans the step up once answered. TCP: each request is 8 bytes (a
 //     little-endian byte count n); the answer is n bytes of one preallocated
-//     buffer (written straight from it).
+//     buffer (written straight from it). gRPC floor: the same request and
+//     answer as one unary gRPC call with the worker service's channel
+//     arguments and nothing else (no protobuf, no worker, no copy on
+//     receipt): floor_cb with the callback API (as the worker service and its
+//     client use it), floor_cq with completion queues that one server thread
+//     and the client's calling thread poll, handling each event inline.
 //
-//   recv_tensor_task --client --grpc_port=P --tcp_port=Q
+//   recv_tensor_task --client --grpc_port=P --tcp_port=Q --floor_cb_port=R --floor_cq_port=S
 //     The receiving task "/job:worker/replica:0/task:0". Reads commands on
 //     stdin, one a line, and answers each with one line on stdout:
 //       sluice <bytes> <warmup> <iters>   RecvTensor through NewGrpcRemoteWorker
@@ -23,6 +30,10 @@
 //                                         copied once into an aligned buffer)
 //       tcp <bytes> <warmup> <iters>      one 8-byte request, then <bytes> read
 //                                         into one reused 64-byte-aligned buffer
+//       floor_cb|floor_cq <bytes> <warmup> <iters>
+//                                         the gRPC floor call (the response is
+//                                         left in gRPC's buffers; its length is
+//                                         checked)
 //     -> "result side=<side> bytes=<b> iters=<n> seconds=<total> p50_us=<..> p99_us=<..> us=<t1>,<t2>,..."
 //     (seconds: wall time of the <iters> timed calls after <warmup> untimed
 //     ones; p50/p99: of the single calls; us: every timed call in
@@ -55,6 +66,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "engine/distributed/grpc_options.h"
 #include "engine/distributed/grpc_remote_worker.h"
 #include "engine/distributed/grpc_worker_service.h"
@@ -63,6 +75,11 @@
 #include "engine/framework/local_devices.h"
 #include "engine/framework/rendezvous.h"
 #include "engine/framework/tensor.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/generic/async_generic_service.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/server_builder.h"
+#include "grpcpp/support/server_callback.h"
 
 namespace sluice {
 namespace distributed {
@@ -261,6 +278,128 @@ int ConnectLoopback(int port) {
   return fd;
 }
 
+// ---- the gRPC floor: the same gRPC, channel arguments and message sizes, no
+// worker service ----
+//
+// A unary call whose request is 8 bytes (a little-endian byte count n) and
+// whose response is n bytes of one static buffer (sent as a slice of it, no
+// copy), with nothing else: no method dispatch, no protobuf, no rendezvous,
+// and no copy on receipt (the client only checks the length). Served twice:
+// with the callback API, as the worker service is, and with a completion queue
+// polled by one thread that handles each event inline (TensorFlow's style).
+
+// The bytes of a floor response of n bytes: one buffer per size, made once
+// and never freed (responses are static slices of it).
+const char* FloorBytes(int64_t n) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* buffers = new std::map<int64_t, char*>;
+  absl::MutexLock lock(&mu);
+  char*& p = (*buffers)[n];
+  if (p == nullptr) {
+    p = static_cast<char*>(std::aligned_alloc(64, (static_cast<size_t>(n) + 63) / 64 * 64));
+    if (p == nullptr) Die("out of memory");
+    std::memset(p, 7, static_cast<size_t>(n));
+  }
+  return p;
+}
+
+// The response for a request body, or false when it is not 8 bytes of a valid n.
+bool FloorResponse(const grpc::ByteBuffer& request, grpc::ByteBuffer* response) {
+  std::vector<grpc::Slice> slices;
+  if (!request.Valid() || request.Length() != 8 || !request.Dump(&slices).ok()) return false;
+  char raw[8];
+  size_t at = 0;
+  for (const grpc::Slice& slice : slices) {
+    std::memcpy(raw + at, slice.begin(), slice.size());
+    at += slice.size();
+  }
+  int64_t n;
+  std::memcpy(&n, raw, 8);
+  if (n <= 0 || n > kMaxBytes) return false;
+  grpc::Slice slice(FloorBytes(n), static_cast<size_t>(n), grpc::Slice::STATIC_SLICE);
+  *response = grpc::ByteBuffer(&slice, 1);
+  return true;
+}
+
+class FloorReactor final : public grpc::ServerGenericBidiReactor {
+ public:
+  FloorReactor() { StartRead(&request_); }
+  void OnReadDone(bool ok) override {
+    if (!ok || !FloorResponse(request_, &response_)) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad floor request"));
+      return;
+    }
+    StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::ByteBuffer request_, response_;
+};
+
+class FloorCallbackService final : public grpc::CallbackGenericService {
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+    return new FloorReactor;
+  }
+};
+
+// One call of the completion-queue server: request it, read, answer, forget.
+struct FloorCqCall {
+  grpc::GenericServerContext context;
+  grpc::GenericServerAsyncReaderWriter stream{&context};
+  grpc::ByteBuffer request, response;
+  int state = 0;  // 0 requested, 1 reading, 2 answering
+};
+
+// Serves `callback`, or (when null) `async` through *cq.
+std::unique_ptr<grpc::Server> StartFloorServer(grpc::AsyncGenericService* async,
+                                               grpc::CallbackGenericService* callback,
+                                               std::unique_ptr<grpc::ServerCompletionQueue>* cq, int* port) {
+  grpc::ServerBuilder builder;
+  ApplyServerArguments(&builder);
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  if (callback != nullptr) {
+    builder.RegisterCallbackGenericService(callback);
+  } else {
+    builder.RegisterAsyncGenericService(async);
+    *cq = builder.AddCompletionQueue();
+  }
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || *port == 0) Die("the floor server cannot listen on 127.0.0.1");
+  return server;
+}
+
+void RunFloorCq(grpc::AsyncGenericService* service, grpc::ServerCompletionQueue* cq) {
+  auto request_next = [&] {
+    auto* call = new FloorCqCall;
+    service->RequestCall(&call->context, &call->stream, cq, cq, call);
+  };
+  request_next();
+  void* tag;
+  bool ok;
+  while (cq->Next(&tag, &ok)) {
+    auto* call = static_cast<FloorCqCall*>(tag);
+    if (call->state == 0) {
+      if (!ok) {  // shutting down
+        delete call;
+        continue;
+      }
+      request_next();
+      call->state = 1;
+      call->stream.Read(&call->request, call);
+    } else if (call->state == 1) {
+      call->state = 2;
+      if (ok && FloorResponse(call->request, &call->response)) {
+        call->stream.WriteAndFinish(call->response, grpc::WriteOptions(), grpc::Status::OK, call);
+      } else {
+        call->stream.Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad floor request"), call);
+      }
+    } else {
+      delete call;
+    }
+  }
+}
+
 int Serve() {
   int tcp_port = 0;
   const int listen_fd = ListenLoopback(&tcp_port);
@@ -286,7 +425,17 @@ int Serve() {
   server_options.address = "127.0.0.1:0";
   auto server = GrpcWorkerServer::Start(server_options, &producing);
   if (!server.ok()) Die(std::string(server.status().message()));
-  std::cout << "ports grpc=" << (*server)->port() << " tcp=" << tcp_port << std::endl;
+  FloorCallbackService floor_callback;
+  int floor_cb_port = 0, floor_cq_port = 0;
+  std::unique_ptr<grpc::ServerCompletionQueue> unused_cq, floor_cq;
+  std::unique_ptr<grpc::Server> floor_cb = StartFloorServer(nullptr, &floor_callback, &unused_cq, &floor_cb_port);
+  grpc::AsyncGenericService floor_async;
+  std::unique_ptr<grpc::Server> floor_cq_server =
+      StartFloorServer(&floor_async, nullptr, &floor_cq, &floor_cq_port);
+  std::thread floor_cq_thread(RunFloorCq, &floor_async, floor_cq.get());
+  floor_cq_thread.detach();
+  std::cout << "ports grpc=" << (*server)->port() << " tcp=" << tcp_port << " floor_cb=" << floor_cb_port
+            << " floor_cq=" << floor_cq_port << std::endl;
   // Serve until the driver closes our stdin (or exits).
   std::string line;
   while (std::getline(std::cin, line)) {
@@ -329,7 +478,69 @@ Timing Measure(int64_t warmup, int64_t iters, Call call) {
   return t;
 }
 
-int Client(int grpc_port, int tcp_port) {
+// A floor client: one channel with the worker service's client arguments.
+class FloorClient {
+ public:
+  explicit FloorClient(int port)
+      : channel_(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials(),
+                                           ClientChannelArguments())),
+        stub_(channel_) {}
+
+  // One call through the callback API (as GrpcRemoteWorker makes them), the
+  // caller waiting for its callback.
+  void CallbackCall(int64_t bytes) {
+    grpc::ClientContext context;
+    context.set_wait_for_ready(true);
+    grpc::ByteBuffer request = Request(bytes), response;
+    grpc::Status status;
+    absl::Notification done;
+    stub_.UnaryCall(&context, Method(), grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+      status = std::move(s);
+      done.Notify();
+    });
+    done.WaitForNotification();
+    Check(status, response, bytes);
+  }
+
+  // One call on a completion queue that the caller polls itself.
+  void QueueCall(int64_t bytes) {
+    grpc::ClientContext context;
+    context.set_wait_for_ready(true);
+    grpc::ByteBuffer request = Request(bytes), response;
+    grpc::Status status;
+    auto call = stub_.PrepareUnaryCall(&context, Method(), request, &cq_);
+    call->StartCall();
+    call->Finish(&response, &status, this);
+    void* tag;
+    bool ok;
+    if (!cq_.Next(&tag, &ok) || tag != this || !ok) Die("the floor call did not complete");
+    Check(status, response, bytes);
+  }
+
+ private:
+  // gRPC keeps a pointer to the method name while a call runs.
+  static const std::string& Method() {
+    static const auto* method = new std::string("/sluice.bench.Floor/Get");
+    return *method;
+  }
+
+  static grpc::ByteBuffer Request(int64_t bytes) {
+    grpc::Slice slice(&bytes, sizeof(bytes));
+    return grpc::ByteBuffer(&slice, 1);
+  }
+  static void Check(const grpc::Status& status, const grpc::ByteBuffer& response, int64_t bytes) {
+    if (!status.ok()) Die(absl::StrCat("floor call failed: ", status.error_message()));
+    if (static_cast<int64_t>(response.Length()) != bytes) {
+      Die(absl::StrCat("floor call returned ", response.Length(), " bytes, not ", bytes));
+    }
+  }
+
+  std::shared_ptr<grpc::Channel> channel_;
+  grpc::GenericStub stub_;
+  grpc::CompletionQueue cq_;
+};
+
+int Client(int grpc_port, int tcp_port, int floor_cb_port, int floor_cq_port) {
   const std::string address = absl::StrCat("127.0.0.1:", grpc_port);
   std::unique_ptr<WorkerInterface> remote = NewGrpcRemoteWorker(kServerTask, address, GrpcChannelOptions());
   GetStatusRequest status_request;
@@ -344,6 +555,7 @@ int Client(int grpc_port, int tcp_port) {
 
   const int tcp_fd = ConnectLoopback(tcp_port);
   AlignedBuffer tcp_buffer;
+  FloorClient floor_cb(floor_cb_port), floor_cq(floor_cq_port);
   int64_t step_id = 1;
 
   std::string line;
@@ -382,6 +594,10 @@ int Client(int grpc_port, int tcp_port) {
           Die("the TCP transfer failed");
         }
       });
+    } else if (side == "floor_cb") {
+      t = Measure(warmup, iters, [&] { floor_cb.CallbackCall(bytes); });
+    } else if (side == "floor_cq") {
+      t = Measure(warmup, iters, [&] { floor_cq.QueueCall(bytes); });
     } else {
       Die(absl::StrCat("unknown side '", side, "'"));
     }
@@ -401,11 +617,12 @@ int Client(int grpc_port, int tcp_port) {
 }  // namespace sluice
 
 int main(int argc, char** argv) {
+  static const char kUsage[] = "--serve | --client --grpc_port=P --tcp_port=Q --floor_cb_port=R --floor_cq_port=S";
   using sluice::distributed::Client;
   using sluice::distributed::Die;
   using sluice::distributed::Serve;
   bool serve = false, client = false;
-  int grpc_port = 0, tcp_port = 0;
+  int grpc_port = 0, tcp_port = 0, floor_cb_port = 0, floor_cq_port = 0;
   for (int i = 1; i < argc; ++i) {
     const absl::string_view arg = argv[i];
     absl::string_view value = arg;
@@ -415,12 +632,14 @@ int main(int argc, char** argv) {
       client = true;
     } else if (absl::ConsumePrefix(&value, "--grpc_port=") && absl::SimpleAtoi(value, &grpc_port)) {
     } else if (absl::ConsumePrefix(&value, "--tcp_port=") && absl::SimpleAtoi(value, &tcp_port)) {
+    } else if (absl::ConsumePrefix(&value, "--floor_cb_port=") && absl::SimpleAtoi(value, &floor_cb_port)) {
+    } else if (absl::ConsumePrefix(&value, "--floor_cq_port=") && absl::SimpleAtoi(value, &floor_cq_port)) {
     } else {
-      Die(absl::StrCat("unknown argument '", arg, "' (usage: --serve | --client --grpc_port=P --tcp_port=Q)"));
+      Die(absl::StrCat("unknown argument '", arg, "' (usage: ", kUsage, ")"));
     }
   }
-  if (serve == client) Die("usage: --serve | --client --grpc_port=P --tcp_port=Q");
+  if (serve == client) Die(absl::StrCat("usage: ", kUsage));
   if (serve) return Serve();
-  if (grpc_port <= 0 || tcp_port <= 0) Die("--client needs --grpc_port and --tcp_port");
-  return Client(grpc_port, tcp_port);
+  if (grpc_port <= 0 || tcp_port <= 0 || floor_cb_port <= 0 || floor_cq_port <= 0) Die(kUsage);
+  return Client(grpc_port, tcp_port, floor_cb_port, floor_cq_port);
 }

@@ -1,13 +1,11 @@
-// recv_tensor_task: the two Sluice processes of tests/bench/recv_tensor_bench
+// recv_tensor_task: the Sluice processes of tests/bench/recv_tensor_bench
 // (issue 15), which starts them and drives them; not meant to be run by hand.
 //
-//   recv_tensor_task --serve
+//   recv_tensor_task --serve=sluice
 //     The serving task "/job:ps/replica:0/task:0": a real Worker (one CPU
 //     device, its step rendezvous) behind a GrpcWorkerServer on 127.0.0.1,
-//     a raw TCP server, and two "gRPC floor" servers (below), each on its own
-//     loopback port. Prints one line
-//       "ports grpc=<port> tcp=<port> floor_cb=<port> floor_cq=<port>"
-//     and serves until stdin closes.
+//     and a raw TCP server on another loopback port. Prints one line
+//     "ports grpc=<port> tcp=<port>" and serves until stdin closes.
 //     RecvTensor: the key's tensor name is "t<bytes>"; the serving task acts
 //     as the producer of that tensor: it Sends a preallocated DT_FLOAT tensor
 //     of that many bytes into the step's rendezvous under the key, then
@@ -15,15 +13,23 @@
 //     takes: the step rendezvous, then the zero-copy response encoding), and
 //     cleans the step up once answered. TCP: each request is 8 bytes (a
 //     little-endian byte count n); the answer is n bytes of one preallocated
-//     buffer (written straight from it). gRPC floor: the same request and
-//     answer as one unary gRPC call with the worker service's channel
-//     arguments and nothing else (no protobuf, no worker, no copy on
-//     receipt): floor_cb with the callback API (as the worker service and its
-//     client use it), floor_cq with completion queues that one server thread
-//     and the client's calling thread poll, handling each event inline.
+//     buffer (written straight from it).
+//   recv_tensor_task --serve=floor_cb | --serve=floor_cq
+//     The "gRPC floor": the same request and answer as TCP's, as one unary
+//     gRPC call with the worker service's channel arguments and nothing else
+//     (no protobuf, no worker; the answer is a slice of one buffer, and the
+//     client does not copy it): floor_cb with the callback API (as the worker
+//     service and its client use it), floor_cq with completion queues that one
+//     server thread and the client's calling thread poll, handling each event
+//     inline. Each alone in its process (gRPC 1.51's epoll poller is shared
+//     by the whole process, so the callback API's threads would also serve a
+//     completion queue's sockets). Prints "ports floor_cb=<port>" (or
+//     floor_cq) and serves until stdin closes.
 //
-//   recv_tensor_task --client --grpc_port=P --tcp_port=Q --floor_cb_port=R --floor_cq_port=S
-//     The receiving task "/job:worker/replica:0/task:0". Reads commands on
+//   recv_tensor_task --client [--grpc_port=P] [--tcp_port=Q] [--floor_cb_port=R] [--floor_cq_port=S]
+//     The receiving task "/job:worker/replica:0/task:0" (the sides whose
+//     ports are given; the driver runs each floor client in its own process,
+//     as their servers). Reads commands on
 //     stdin, one a line, and answers each with one line on stdout:
 //       sluice <bytes> <warmup> <iters>   RecvTensor through NewGrpcRemoteWorker
 //                                         (each call a new step id; the tensor is
@@ -400,7 +406,36 @@ void RunFloorCq(grpc::AsyncGenericService* service, grpc::ServerCompletionQueue*
   }
 }
 
-int Serve() {
+// Serves until the driver closes our stdin (or exits).
+void WaitForStdinEof() {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+  }
+}
+
+// The serving task: the worker service and TCP (`kind` "sluice"), or one of
+// the floor servers ("floor_cb", "floor_cq"), each alone in its process.
+int Serve(const std::string& kind) {
+  if (kind == "floor_cb") {
+    FloorCallbackService service;
+    std::unique_ptr<grpc::ServerCompletionQueue> unused;
+    int port = 0;
+    std::unique_ptr<grpc::Server> server = StartFloorServer(nullptr, &service, &unused, &port);
+    std::cout << "ports floor_cb=" << port << std::endl;
+    WaitForStdinEof();
+    std::_Exit(0);
+  }
+  if (kind == "floor_cq") {
+    grpc::AsyncGenericService service;
+    std::unique_ptr<grpc::ServerCompletionQueue> cq;
+    int port = 0;
+    std::unique_ptr<grpc::Server> server = StartFloorServer(&service, nullptr, &cq, &port);
+    std::thread(RunFloorCq, &service, cq.get()).detach();
+    std::cout << "ports floor_cq=" << port << std::endl;
+    WaitForStdinEof();
+    std::_Exit(0);
+  }
+  if (kind != "sluice") Die(absl::StrCat("unknown server kind '", kind, "'"));
   int tcp_port = 0;
   const int listen_fd = ListenLoopback(&tcp_port);
   std::thread([listen_fd] {
@@ -425,21 +460,8 @@ int Serve() {
   server_options.address = "127.0.0.1:0";
   auto server = GrpcWorkerServer::Start(server_options, &producing);
   if (!server.ok()) Die(std::string(server.status().message()));
-  FloorCallbackService floor_callback;
-  int floor_cb_port = 0, floor_cq_port = 0;
-  std::unique_ptr<grpc::ServerCompletionQueue> unused_cq, floor_cq;
-  std::unique_ptr<grpc::Server> floor_cb = StartFloorServer(nullptr, &floor_callback, &unused_cq, &floor_cb_port);
-  grpc::AsyncGenericService floor_async;
-  std::unique_ptr<grpc::Server> floor_cq_server =
-      StartFloorServer(&floor_async, nullptr, &floor_cq, &floor_cq_port);
-  std::thread floor_cq_thread(RunFloorCq, &floor_async, floor_cq.get());
-  floor_cq_thread.detach();
-  std::cout << "ports grpc=" << (*server)->port() << " tcp=" << tcp_port << " floor_cb=" << floor_cb_port
-            << " floor_cq=" << floor_cq_port << std::endl;
-  // Serve until the driver closes our stdin (or exits).
-  std::string line;
-  while (std::getline(std::cin, line)) {
-  }
+  std::cout << "ports grpc=" << (*server)->port() << " tcp=" << tcp_port << std::endl;
+  WaitForStdinEof();
   (*server)->Shutdown();
   std::_Exit(0);  // the TCP threads are detached; nothing to flush
 }
@@ -540,22 +562,28 @@ class FloorClient {
   grpc::CompletionQueue cq_;
 };
 
+// The receiving task; a port <= 0 leaves that side out.
 int Client(int grpc_port, int tcp_port, int floor_cb_port, int floor_cq_port) {
-  const std::string address = absl::StrCat("127.0.0.1:", grpc_port);
-  std::unique_ptr<WorkerInterface> remote = NewGrpcRemoteWorker(kServerTask, address, GrpcChannelOptions());
-  GetStatusRequest status_request;
-  status_request.set_caller_task(kClientTask);
-  GetStatusResponse status;
-  absl::Status s = remote->GetStatus(status_request, &status);
-  if (!s.ok()) Die(std::string(s.message()));
-  if (status.device_size() == 0) Die("the serving task has no devices");
-  const std::string src_device = status.device(0).name();
-  const uint64_t incarnation = status.device(0).incarnation();
-  const std::string dst_device = absl::StrCat(kClientTask, "/device:CPU:0");
-
-  const int tcp_fd = ConnectLoopback(tcp_port);
+  std::unique_ptr<WorkerInterface> remote;
+  std::string src_device, dst_device;
+  uint64_t incarnation = 0;
+  if (grpc_port > 0) {
+    remote = NewGrpcRemoteWorker(kServerTask, absl::StrCat("127.0.0.1:", grpc_port), GrpcChannelOptions());
+    GetStatusRequest status_request;
+    status_request.set_caller_task(kClientTask);
+    GetStatusResponse status;
+    absl::Status s = remote->GetStatus(status_request, &status);
+    if (!s.ok()) Die(std::string(s.message()));
+    if (status.device_size() == 0) Die("the serving task has no devices");
+    src_device = status.device(0).name();
+    incarnation = status.device(0).incarnation();
+    dst_device = absl::StrCat(kClientTask, "/device:CPU:0");
+  }
+  const int tcp_fd = tcp_port > 0 ? ConnectLoopback(tcp_port) : -1;
   AlignedBuffer tcp_buffer;
-  FloorClient floor_cb(floor_cb_port), floor_cq(floor_cq_port);
+  std::unique_ptr<FloorClient> floor_cb, floor_cq;
+  if (floor_cb_port > 0) floor_cb = std::make_unique<FloorClient>(floor_cb_port);
+  if (floor_cq_port > 0) floor_cq = std::make_unique<FloorClient>(floor_cq_port);
   int64_t step_id = 1;
 
   std::string line;
@@ -568,6 +596,10 @@ int Client(int grpc_port, int tcp_port, int floor_cb_port, int floor_cq_port) {
       Die(absl::StrCat("bad command '", line, "'"));
     }
     Timing t;
+    if ((side == "sluice" && remote == nullptr) || (side == "tcp" && tcp_fd < 0) ||
+        (side == "floor_cb" && floor_cb == nullptr) || (side == "floor_cq" && floor_cq == nullptr)) {
+      Die(absl::StrCat("this client was started without a port for '", side, "'"));
+    }
     if (side == "sluice") {
       RecvTensorRequest request;
       request.set_rendezvous_key(
@@ -595,9 +627,9 @@ int Client(int grpc_port, int tcp_port, int floor_cb_port, int floor_cq_port) {
         }
       });
     } else if (side == "floor_cb") {
-      t = Measure(warmup, iters, [&] { floor_cb.CallbackCall(bytes); });
+      t = Measure(warmup, iters, [&] { floor_cb->CallbackCall(bytes); });
     } else if (side == "floor_cq") {
-      t = Measure(warmup, iters, [&] { floor_cq.QueueCall(bytes); });
+      t = Measure(warmup, iters, [&] { floor_cq->QueueCall(bytes); });
     } else {
       Die(absl::StrCat("unknown side '", side, "'"));
     }
@@ -608,7 +640,7 @@ int Client(int grpc_port, int tcp_port, int floor_cb_port, int floor_cq_port) {
                 us.c_str());
     std::fflush(stdout);
   }
-  ::close(tcp_fd);
+  if (tcp_fd >= 0) ::close(tcp_fd);
   std::_Exit(0);
 }
 
@@ -617,17 +649,20 @@ int Client(int grpc_port, int tcp_port, int floor_cb_port, int floor_cq_port) {
 }  // namespace sluice
 
 int main(int argc, char** argv) {
-  static const char kUsage[] = "--serve | --client --grpc_port=P --tcp_port=Q --floor_cb_port=R --floor_cq_port=S";
+  static const char kUsage[] =
+      "--serve=sluice|floor_cb|floor_cq | --client [--grpc_port=P] [--tcp_port=Q] [--floor_cb_port=R] "
+      "[--floor_cq_port=S]";
   using sluice::distributed::Client;
   using sluice::distributed::Die;
   using sluice::distributed::Serve;
-  bool serve = false, client = false;
+  std::string serve;
+  bool client = false;
   int grpc_port = 0, tcp_port = 0, floor_cb_port = 0, floor_cq_port = 0;
   for (int i = 1; i < argc; ++i) {
     const absl::string_view arg = argv[i];
     absl::string_view value = arg;
-    if (arg == "--serve") {
-      serve = true;
+    if (absl::ConsumePrefix(&value, "--serve=")) {
+      serve = std::string(value);
     } else if (arg == "--client") {
       client = true;
     } else if (absl::ConsumePrefix(&value, "--grpc_port=") && absl::SimpleAtoi(value, &grpc_port)) {
@@ -638,8 +673,7 @@ int main(int argc, char** argv) {
       Die(absl::StrCat("unknown argument '", arg, "' (usage: ", kUsage, ")"));
     }
   }
-  if (serve == client) Die(absl::StrCat("usage: ", kUsage));
-  if (serve) return Serve();
-  if (grpc_port <= 0 || tcp_port <= 0 || floor_cb_port <= 0 || floor_cq_port <= 0) Die(kUsage);
+  if (serve.empty() == !client) Die(absl::StrCat("usage: ", kUsage));
+  if (!serve.empty()) return Serve(serve);
   return Client(grpc_port, tcp_port, floor_cb_port, floor_cq_port);
 }

@@ -78,6 +78,7 @@
 #include "engine/distributed/grpc_worker_service.h"
 #include "engine/distributed/worker.h"
 #include "engine/distributed/worker_interface.h"
+#include "engine/framework/allocator.h"
 #include "engine/framework/local_devices.h"
 #include "engine/framework/rendezvous.h"
 #include "engine/framework/tensor.h"
@@ -674,6 +675,10 @@ int main(int argc, char** argv) {
     }
   }
   if (serve.empty() == !client) Die(absl::StrCat("usage: ", kUsage));
+  // Every process starts with the CPU allocator's malloc settings, as any
+  // Sluice task has them (they keep freed large blocks, gRPC's read buffers
+  // among them, instead of trimming and faulting them in again).
+  (void)sluice::CpuAllocator();
   if (!serve.empty()) return Serve(serve);
   return Client(grpc_port, tcp_port, floor_cb_port, floor_cq_port);
 }

@@ -16,7 +16,8 @@
 //     buffer (written straight from it).
 //   recv_tensor_task --serve=floor_cb | --serve=floor_cq
 //     The "gRPC floor": the same request and answer as TCP's, as one unary
-//     gRPC call with the worker service's channel arguments and nothing else
+//     gRPC call with the worker service's channel arguments (keepalive pings
+//     off) and nothing else
 //     (no protobuf, no worker; the answer is a slice of one buffer, and the
 //     client does not copy it): floor_cb with the callback API (as the worker
 //     service and its client use it), floor_cq with completion queues that one
@@ -52,6 +53,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -364,6 +366,12 @@ std::unique_ptr<grpc::Server> StartFloorServer(grpc::AsyncGenericService* async,
                                                std::unique_ptr<grpc::ServerCompletionQueue>* cq, int* port) {
   grpc::ServerBuilder builder;
   ApplyServerArguments(&builder);
+  // No keepalive pings (later arguments win): a completion-queue client polls
+  // its connection only during its calls (and in gRPC's 5 s backup poller),
+  // so it may acknowledge a ping later than the 2 s keepalive timeout; a full
+  // bench run once lost the floor_cq connection mid-run ("Socket closed"),
+  // most likely so. The floor measures calls, not liveness.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, INT_MAX);
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
   if (callback != nullptr) {
     builder.RegisterCallbackGenericService(callback);
@@ -506,7 +514,7 @@ class FloorClient {
  public:
   explicit FloorClient(int port)
       : channel_(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials(),
-                                           ClientChannelArguments())),
+                                           Arguments())),
         stub_(channel_) {}
 
   // One call through the callback API (as GrpcRemoteWorker makes them), the
@@ -541,6 +549,14 @@ class FloorClient {
   }
 
  private:
+  // The worker service's client arguments without keepalive pings (as the
+  // floor servers; later arguments win).
+  static grpc::ChannelArguments Arguments() {
+    grpc::ChannelArguments args = ClientChannelArguments();
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, INT_MAX);
+    return args;
+  }
+
   // gRPC keeps a pointer to the method name while a call runs.
   static const std::string& Method() {
     static const auto* method = new std::string("/sluice.bench.Floor/Get");

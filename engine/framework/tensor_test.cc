@@ -95,6 +95,11 @@ TEST(DataType, NamesAreTensorFlowSpellings) {
   EXPECT_EQ(DataTypeString(DT_FLOAT_REF), "float_ref");
   EXPECT_EQ(DataTypeString(DT_INVALID), "invalid");
   EXPECT_THAT(DataTypeString(DT_QINT8), HasSubstr("11"));
+  // Enum values from a hostile proto (tests/malformed_rpc_test): no recursion
+  // per hundred, which overflowed the stack for 2^31 - 1.
+  EXPECT_EQ(DataTypeString(static_cast<DataType>(9999)), "unsupported_dtype(9999)");
+  EXPECT_EQ(DataTypeString(static_cast<DataType>(2147483647)), "unsupported_dtype(2147483647)");
+  EXPECT_EQ(DataTypeString(static_cast<DataType>(-3)), "unsupported_dtype(-3)");
   EXPECT_EQ(*DataTypeFromString("float32"), DT_FLOAT);
   EXPECT_EQ(*DataTypeFromString("float64"), DT_DOUBLE);
   EXPECT_EQ(*DataTypeFromString("float16"), DT_HALF);

@@ -34,7 +34,14 @@ const TypeInfo* Find(DataType dtype) {
 }  // namespace
 
 std::string DataTypeString(DataType dtype) {
-  if (IsRefType(dtype)) return DataTypeString(BaseType(dtype)) + "_ref";
+  if (IsRefType(dtype)) {
+    // One level of "_ref". A bigger number (a corrupt or hostile enum value
+    // from a proto) names no type: recursing once per hundred would overflow
+    // the stack for 2^31 - 1.
+    const DataType base = BaseType(dtype);
+    if (!IsRefType(base)) return DataTypeString(base) + "_ref";
+    return absl::StrCat("unsupported_dtype(", static_cast<int>(dtype), ")");
+  }
   if (const TypeInfo* info = Find(dtype)) return info->name;
   if (dtype == DT_INVALID) return "invalid";
   return absl::StrCat("unsupported_dtype(", static_cast<int>(dtype), ")");

@@ -17,6 +17,9 @@
 #   * a non-chief task frozen (SIGSTOP): the chief exits 129 within 10 s
 #     (keepalive), naming it.
 #
+# With the argument `between_steps` (target cluster_kill_between_steps_test,
+# manual): only the ps killed while the chief checkpoints after every step.
+#
 # Every wait is bounded: a hang fails the test.
 set -uo pipefail
 source tests/train_testlib.sh
@@ -28,6 +31,7 @@ MLP2="$PWD/configs/fashion_mlp_2workers.pbtxt"  # fc1 on worker 0, fc2 on worker
 FLAGS="--set train.steps=1000000 --set train.deterministic=true --set train.eval_every_steps=0
   --set train.log_every_steps=5 --set checkpoint.every_steps=1000000 --set summaries.every_steps=0
   --set monitoring.metrics_port=-1"
+EXTRA_FLAGS=""
 START_LIMIT_S=90  # start-up to the first progress line, on a loaded 2-core machine
 EXIT_LIMIT_S=5    # the issue's bound on noticing a dead peer
 
@@ -91,7 +95,7 @@ start_cluster() {  # CONFIG DIR WORKERS
     LOGS[$task]="$dir/${job}_$index.log"
     # shellcheck disable=SC2086
     TF_CONFIG="{\"cluster\": $cluster, \"task\": {\"type\": \"$job\", \"index\": $index}}" \
-      "$TRAIN" "$config" $FLAGS --run_dir "$dir/run" > "${LOGS[$task]}" 2>&1 &
+      "$TRAIN" "$config" $FLAGS $EXTRA_FLAGS --run_dir "$dir/run" > "${LOGS[$task]}" 2>&1 &
     PIDS[$task]=$!
     BACKGROUND_PIDS+=($!)
   done
@@ -112,6 +116,7 @@ kill_non_chief() {  # NAME CONFIG WORKERS VICTIM
   local name=$1 victim=$4 dir="$SCRATCH/$1"
   start_cluster "$2" "$dir" "$3"
   local killed_at
+  [[ -n "${KILL_DELAY:-}" ]] && sleep "$KILL_DELAY"
   kill -9 "${PIDS[$victim]}"
   killed_at=$(now_ms)
   wait_exit "${PIDS[worker:0]}" $((EXIT_LIMIT_S * 1000)) "$killed_at" ||
@@ -214,6 +219,20 @@ freeze_non_chief() {  # NAME CONFIG WORKERS VICTIM
     fail "$name: the chief's error does not name $(full_name "$victim"): $(grep '^error' "${LOGS[worker:0]}")"
   kill -9 "${PIDS[$victim]}"
 }
+
+if [[ "${1:-}" == between_steps ]]; then
+  # A task lost while the chief is between two steps (here: writing the
+  # checkpoint it saves after every step), so that no call to that task is in
+  # flight: the chief's next step must still fail, not wait for the task.
+  # Known to hang today (a step's RPCs wait for the channel to be ready, and
+  # nothing cancels them): the BUILD target is manual until that is fixed.
+  EXTRA_FLAGS="--set checkpoint.every_steps=1 --set checkpoint.keep=1"
+  for attempt in 1 2 3 4 5; do
+    KILL_DELAY=0.$((RANDOM % 10)) kill_non_chief "between_steps_$attempt" "$MLP1" 1 ps:0
+  done
+  echo "PASS"
+  exit 0
+fi
 
 kill_non_chief ps1_worker1_kill_ps "$MLP1" 1 ps:0
 kill_non_chief ps1_worker2_kill_worker1 "$MLP2" 2 worker:1

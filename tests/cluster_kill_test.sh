@@ -9,9 +9,10 @@
 #   * a non-chief task killed (the ps of ps=1,worker=1; worker 1 of
 #     ps=1,worker=2): the chief exits within 5 s with 129 (retryable) and an
 #     error naming the killed task; a surviving non-chief task exits 0 when the
-#     chief tells it to stop ("stopping: the chief exited").
+#     chief tells it to stop ("stopping: the chief failed: ...").
 #   * the chief killed (both clusters): every surviving task logs, within 5 s,
-#     that its pending step failed on a RecvTensor from the chief, and then
+#     that its pending step failed (a RecvTensor from the chief failed, or
+#     the chief's RunGraph call was cancelled), naming the chief, and then
 #     serves on, as TensorFlow's tasks do, until the (restarted) chief tells it
 #     to stop; it still answers SIGTERM with 143 within 5 s.
 #   * a non-chief task frozen (SIGSTOP): the chief exits 129 within 10 s
@@ -175,7 +176,7 @@ kill_chief_once() {  # NAME CONFIG WORKERS DIR
     full=$(full_name "$task")
     # A RecvTensor from the chief, by this task or (for a task that waited on
     # another survivor) by the task it waited on.
-    if ! wait_line "$log" "^step -?[0-9]+ failed on $full: .*RecvTensor from $chief \(127\.0\.0\.1:[0-9]+\) failed" \
+    if ! wait_line "$log" "^step -?[0-9]+ failed on $full: .*(RecvTensor from $chief \(127\.0\.0\.1:[0-9]+\) failed|was cancelled: $chief went away)" \
       $((EXIT_LIMIT_S * 1000)) "$killed_at"; then
       MISSING+="$task "
       continue
@@ -196,7 +197,7 @@ kill_chief_once() {  # NAME CONFIG WORKERS DIR
     wait_exit "${PIDS[$task]}" 5000 "$term_at" || fail "$name: $task still runs 5 s after SIGTERM"
     echo "$name: $task exited $EXIT_CODE on SIGTERM after $WAITED_MS ms"
     [[ $EXIT_CODE -eq 143 ]] || fail "$name: $task exited $EXIT_CODE on SIGTERM, not 143"
-    grep -q "^task $(full_name "$task") stopped by a signal$" "${LOGS[$task]}" ||
+    grep -q "^task $(full_name "$task") stopped by a signal" "${LOGS[$task]}" ||
       fail "$name: $task did not say it stopped by a signal: $(tail -n 2 "${LOGS[$task]}")"
   done
   [[ -z "$MISSING" ]]

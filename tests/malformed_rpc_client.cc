@@ -776,7 +776,7 @@ void RecvTensors() {
 
 void OtherCalls() {
   GetStatusRequest gs;
-  gs.set_caller_task("/job:worker/replica:0/task:0");
+  gs.set_caller_task("a client that is no task of the cluster");
   gs.set_config_hash("not the config of this task");
   Check("GetStatus/another config", g_client->Envelope("GetStatus", gs.SerializeAsString()), Want::kWorkerError,
         kFailedPrecondition, "must run the same experiment");

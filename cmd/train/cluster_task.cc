@@ -1,6 +1,8 @@
 // A task of a cluster: its worker, server and channels (see cluster_task.h).
 #include "cmd/train/cluster_task.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "engine/distributed/distributed_session.h"
@@ -72,7 +74,10 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
     }
     if (!r->shutdown_.HasBeenNotified()) r->shutdown_.Notify();
   };
-  wo.on_config_mismatch = [r](const std::string& message) {
+  const std::vector<std::string> tasks = ClusterTaskNames(*options.identity);
+  wo.on_config_mismatch = [r, tasks](const std::string& caller, const std::string& message) {
+    // Only a task of this cluster (not any client that calls) ends this one.
+    if (std::find(tasks.begin(), tasks.end(), caller) == tasks.end()) return;
     absl::MutexLock lock(&r->mu_);
     if (r->config_mismatch_.empty()) r->config_mismatch_ = message;
   };
@@ -110,10 +115,14 @@ ClusterRuntime::~ClusterRuntime() {
     }
   }
   if (server_ != nullptr) server_->Shutdown();
-  // The channels (workers_) go before the worker they may point at.
-  workers_.reset();
-  server_.reset();
+  // The worker first: it aborts its steps and cancels their calls.
   worker_.reset();
+  server_.reset();
+  // The channels are left to the process's exit on purpose: a call that ends
+  // late (a fire-and-forget CleanupGraph to a task that died) would otherwise
+  // drop the last reference to its channel inside gRPC's own callback, which
+  // gRPC 1.51 answers with an assertion failure (seen about once in 80 kills).
+  (void)workers_.release();
 }
 
 absl::StatusOr<std::vector<distributed::DeviceAttributes>> ClusterRuntime::Connect(
@@ -126,10 +135,12 @@ absl::StatusOr<std::vector<distributed::DeviceAttributes>> ClusterRuntime::Conne
   auto devices = distributed::ConnectToCluster(
       workers_.get(), ClusterTaskNames(*options_.identity), task_, options_.config_hash,
       absl::Seconds(secs > 0 ? secs : 300), &progress,
-      [stop_signals, &mismatch] { return stop_signals->load() > 0 || !mismatch().empty(); });
+      [stop_signals, &mismatch] { return stop_signals->load() > 0 || !mismatch().empty(); },
+      /*require_peers_ready=*/IsChief(*options_.identity));
   if (absl::IsCancelled(devices.status()) && !mismatch().empty()) {
     return absl::FailedPreconditionError(mismatch());
   }
+  if (devices.ok()) worker_->set_peers_ready();
   return devices;
 }
 
@@ -165,6 +176,11 @@ int ClusterRuntime::ServeUntilShutdown(const std::atomic<int>* stop_signals, std
           << absl::FormatDuration(kStopGrace) << "; a second signal stops it now)\n";
       out.flush();
     }
+    if (signalled != absl::InfiniteFuture() && !ChiefAlive()) {
+      out << "task " << task_ << " stopped by a signal (the chief is gone)\n";
+      out.flush();
+      return 143;
+    }
     if (absl::Now() - signalled > kStopGrace) {
       out << "task " << task_ << " stopped by a signal\n";
       out.flush();
@@ -174,6 +190,16 @@ int ClusterRuntime::ServeUntilShutdown(const std::atomic<int>* stop_signals, std
   out << "task " << task_ << " stopping: " << shutdown_reason() << "\n";
   out.flush();
   return signalled == absl::InfiniteFuture() ? 0 : 143;
+}
+
+bool ClusterRuntime::ChiefAlive() {
+  distributed::WorkerInterface* chief = workers_->GetWorker(distributed::TaskName("worker", 0));
+  if (chief == nullptr) return false;
+  distributed::GetStatusRequest request;
+  distributed::GetStatusResponse response;
+  // A refusal (another config) still means it is there.
+  const absl::Status s = chief->GetStatus(request, &response);
+  return s.ok() || absl::IsFailedPrecondition(s);
 }
 
 std::string ClusterRuntime::shutdown_reason() const {

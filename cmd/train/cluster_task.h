@@ -83,6 +83,8 @@ class ClusterRuntime {
 
  private:
   explicit ClusterRuntime(const ClusterTaskOptions& options);
+  // Whether the chief answers GetStatus now.
+  bool ChiefAlive();
 
   const ClusterTaskOptions options_;
   const std::string task_;

@@ -561,6 +561,11 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   start.last_step = total;
   start.resumed = restored.ok();
   const training::LoopEnd end = training::RunTrainingLoop(session.get(), loop_options, start, hooks);
+  if (cluster != nullptr) {
+    cluster->set_exit_reason(end.preempted()    ? "the chief was stopped by a signal"
+                             : end.status.ok() ? "the chief finished training"
+                                               : absl::StrCat("the chief failed: ", end.status.message()));
+  }
   switch (end.reason) {
     case training::LoopStop::kBeginFailed:
       err << "error: " << end.status.message() << "\n";
@@ -577,11 +582,6 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       return ExitCodeForStatus(end.status);
     default:
       break;
-  }
-  if (cluster != nullptr) {
-    cluster->set_exit_reason(end.preempted()    ? "the chief was stopped by a signal"
-                             : end.status.ok() ? "the chief finished training"
-                                               : absl::StrCat("the chief failed: ", end.status.message()));
   }
   // Failures at the end (final checkpoint, final evaluation) were printed by their hooks.
   return end.preempted() ? kExitPreempted : ExitCodeForStatus(end.status);

@@ -256,6 +256,7 @@ class DistributedSession : public Session {
       calls->requests[i].set_graph_handle(part.graph_handle);
       calls->requests[i].set_step_id(step_id);
       calls->requests[i].set_collect_step_stats(stats != nullptr);
+      calls->requests[i].set_caller_task(options_.local_worker->task());
     }
     for (size_t i = 0; i < n; ++i) {
       const TaskGraph& part = step.tasks[i];
@@ -369,7 +370,8 @@ absl::StatusOr<std::vector<DeviceAttributes>> ConnectToCluster(WorkerCache* work
                                                                const std::vector<std::string>& tasks,
                                                                const std::string& local_task,
                                                                const std::string& config_hash, absl::Duration timeout,
-                                                               std::ostream* progress, std::function<bool()> cancelled) {
+                                                               std::ostream* progress, std::function<bool()> cancelled,
+                                                               bool require_peers_ready) {
   const absl::Time deadline = absl::Now() + timeout;
   absl::Time next_report = absl::Now() + absl::Seconds(5);
   std::map<std::string, GetStatusResponse> answered;
@@ -391,6 +393,9 @@ absl::StatusOr<std::vector<DeviceAttributes>> ConnectToCluster(WorkerCache* work
                                                        ": every task of a cluster must run the same experiment"));
       }
       if (absl::IsFailedPrecondition(s)) return s;
+      if (s.ok() && require_peers_ready && task != local_task && !response.peers_ready()) {
+        s = absl::UnavailableError(absl::StrCat("task ", task, " has not reached every other task yet"));
+      }
       if (s.ok()) {
         answered[task] = std::move(response);
       } else {

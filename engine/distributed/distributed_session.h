@@ -51,12 +51,16 @@ absl::StatusOr<std::unique_ptr<Session>> NewDistributedSession(DistributedSessio
 // tasks it still waits for, every few seconds. A task with another config is
 // FailedPrecondition naming it; a task still unreachable at the timeout is
 // Unavailable naming it; Cancelled as soon as `cancelled` (may be empty) says so.
+// With `require_peers_ready` (the chief), a task counts as answered only once it
+// reports that it has reached every other task (GetStatusResponse.peers_ready),
+// so every channel a step uses is connected.
 absl::StatusOr<std::vector<DeviceAttributes>> ConnectToCluster(WorkerCache* workers,
                                                                const std::vector<std::string>& tasks,
                                                                const std::string& local_task,
                                                                const std::string& config_hash, absl::Duration timeout,
                                                                std::ostream* progress,
-                                                               std::function<bool()> cancelled = nullptr);
+                                                               std::function<bool()> cancelled = nullptr,
+                                                               bool require_peers_ready = false);
 
 }  // namespace distributed
 }  // namespace sluice

@@ -134,13 +134,10 @@ class GrpcRemoteWorker final : public WorkerInterface {
     call->target = target_;
     call->request = SerializeToByteBuffer(request);
     if (timeout != absl::InfiniteDuration()) call->context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    // A step's calls wait for the channel to connect instead of failing while
-    // it backs off from an attempt made before the peer was up (every task has
-    // answered GetStatus before a step starts). A call in flight still fails at
-    // once when the peer's connection drops, and an aborted step cancels its
-    // calls. GetStatus fails fast: ConnectToCluster polls with it.
-    const absl::string_view m = method;
-    if (m == "RunGraph" || m == "RecvTensor") call->context.set_wait_for_ready(true);
+    // No call waits for a channel to become ready: a call to a task that is
+    // gone fails at once (Unavailable), so a step never waits on a dead peer.
+    // Channels are connected before the first step: every task has reached
+    // every other with GetStatus (ConnectToCluster, GetStatusResponse.peers_ready).
     if (cancel != nullptr) {
       // TryCancel before the call starts cancels it as soon as it starts.
       call->cancel = cancel;

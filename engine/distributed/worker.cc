@@ -97,7 +97,7 @@ void Worker::GetStatusAsync(const GetStatusRequest* request, GetStatusResponse* 
                      request->config_hash(), ": every task of a cluster must run the same experiment");
     done(absl::FailedPreconditionError(message));
     if (options_.on_config_mismatch) {
-      options_.on_config_mismatch(message);
+      options_.on_config_mismatch(request->caller_task(), message);
     } else {
       Log(absl::StrCat("error: ", message));
     }
@@ -106,6 +106,7 @@ void Worker::GetStatusAsync(const GetStatusRequest* request, GetStatusResponse* 
   response->set_task(options_.task);
   response->set_config_hash(options_.config_hash);
   response->set_incarnation(ProcessIncarnation());
+  response->set_peers_ready(peers_ready_.load());
   for (const auto& device : device_mgr_->devices()) {
     DeviceAttributes* d = response->add_device();
     d->set_name(device->name());
@@ -237,9 +238,10 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
   int64_t cancel_token = -1;
   if (cancel != nullptr) {
     const int64_t step_id = request->step_id();
-    cancel_token = cancel->Register([this, step_id] {
-      steps_->Cleanup(step_id, absl::CancelledError(absl::StrCat("the caller of RunGraph for step ", step_id, " on ",
-                                                                 options_.task, " went away")));
+    const std::string caller = request->caller_task().empty() ? "its caller" : request->caller_task();
+    cancel_token = cancel->Register([this, step_id, caller] {
+      steps_->Cleanup(step_id, absl::CancelledError(absl::StrCat("RunGraph for step ", step_id, " on ", options_.task,
+                                                                 " was cancelled: ", caller, " went away")));
     });
   }
   Executor::Args args;

@@ -44,8 +44,9 @@ struct WorkerOptions {
   // Called once, after the Shutdown call was answered, with its reason.
   std::function<void(const std::string& reason)> on_shutdown;
   // Called when GetStatus refused a caller with another config hash, with
-  // the message it answered (unset: the message goes to `log`).
-  std::function<void(const std::string& message)> on_config_mismatch;
+  // the caller's task as it names itself and the message it answered (unset:
+  // the message goes to `log`).
+  std::function<void(const std::string& caller_task, const std::string& message)> on_config_mismatch;
   // Where the worker reports what nobody else sees (a step that failed on this
   // task, a peer with another config); null: nowhere.
   std::ostream* log = nullptr;
@@ -61,6 +62,8 @@ class Worker : public WorkerInterface {
   ~Worker() override;
 
   void set_worker_cache(WorkerCache* workers);
+  // Reported by GetStatus (peers_ready): this task has reached every other.
+  void set_peers_ready() { peers_ready_.store(true); }
 
   void GetStatusAsync(const GetStatusRequest* request, GetStatusResponse* response, StatusCallback done) override;
   void RegisterGraphAsync(const RegisterGraphRequest* request, RegisterGraphResponse* response,
@@ -99,6 +102,7 @@ class Worker : public WorkerInterface {
   std::unique_ptr<DeferredCache> deferred_cache_;
   std::unique_ptr<StepRendezvousMgr> steps_;
   std::atomic<bool> shut_down_{false};
+  std::atomic<bool> peers_ready_{false};
 
   mutable absl::Mutex mu_;
   int64_t next_graph_ = 1 ABSL_GUARDED_BY(mu_);

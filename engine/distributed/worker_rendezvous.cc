@@ -76,6 +76,10 @@ absl::StatusOr<std::shared_ptr<WorkerRendezvous>> StepRendezvousMgr::FindOrCreat
   if (cleaned_.contains(step_id)) {
     return absl::AbortedError(absl::StrCat("step ", step_id, " was already cleaned up or aborted on ", local_task_));
   }
+  if (steps_.size() >= kMaxLiveSteps) {
+    return absl::ResourceExhaustedError(absl::StrCat(local_task_, " already has ", steps_.size(),
+                                                     " steps in flight; refusing step ", step_id));
+  }
   auto rendezvous = std::make_shared<WorkerRendezvous>(local_task_, step_id, workers_);
   steps_.emplace(step_id, rendezvous);
   return rendezvous;

@@ -60,7 +60,7 @@ class StepRendezvousMgr {
   StepRendezvousMgr(std::string local_task, WorkerCache* workers);
 
   // The step's rendezvous, created when new; Aborted when the step was
-  // cleaned up already.
+  // cleaned up already; ResourceExhausted beyond kMaxLiveSteps live steps.
   absl::StatusOr<std::shared_ptr<WorkerRendezvous>> FindOrCreate(int64_t step_id);
   // Forgets the step; with a non-OK `abort`, first aborts its rendezvous with
   // it (pending Recvs of the step fail with it). Unknown steps are remembered
@@ -72,6 +72,9 @@ class StepRendezvousMgr {
 
  private:
   static constexpr size_t kRememberCleaned = 4096;
+  // Steps alive at once (a client naming random step ids must not grow the
+  // table without bound); more is ResourceExhausted.
+  static constexpr size_t kMaxLiveSteps = 16384;
   const std::string local_task_;
   WorkerCache* const workers_;
   mutable absl::Mutex mu_;

@@ -123,7 +123,10 @@ class DistributedSession : public Session {
     std::shared_ptr<WorkerRendezvous> rendezvous = std::move(rendezvous_or).value();
     for (size_t i = 0; i < feeds.size(); ++i) {
       absl::Status s = rendezvous->Send(step->feeds[i].key, feeds[i].second, false);
-      if (!s.ok()) return s;
+      if (!s.ok()) {
+        local_steps->Cleanup(step_id, s);
+        return s;
+      }
     }
 
     std::vector<DeviceStepStats> stats;

@@ -70,7 +70,14 @@ Worker::Worker(WorkerOptions options)
 
 Worker::~Worker() {
   steps_->CleanupAll(absl::CancelledError(absl::StrCat("worker ", options_.task, " is shutting down")));
-  // Wait for executors still running on the pool.
+  // Steps still running end soon (aborted; their remote calls cancelled), some
+  // on gRPC's threads: wait for them before the pool and the rest go.
+  {
+    absl::MutexLock lock(&running_mu_);
+    running_mu_.AwaitWithTimeout(absl::Condition(
+                                     +[](int* n) { return *n == 0; }, &running_steps_),
+                                 absl::Seconds(30));
+  }
   pool_.reset();
 }
 
@@ -95,9 +102,11 @@ void Worker::GetStatusAsync(const GetStatusRequest* request, GetStatusResponse* 
     const std::string message =
         absl::StrCat("task ", options_.task, " runs config ", options_.config_hash, " but ", caller, " runs config ",
                      request->config_hash(), ": every task of a cluster must run the same experiment");
+    // `request` may be gone once `done` ran (the transport frees its call).
+    const std::string caller_task = request->caller_task();
     done(absl::FailedPreconditionError(message));
     if (options_.on_config_mismatch) {
-      options_.on_config_mismatch(request->caller_task(), message);
+      options_.on_config_mismatch(caller_task, message);
     } else {
       Log(absl::StrCat("error: ", message));
     }
@@ -186,13 +195,16 @@ void Worker::DeregisterGraphAsync(const DeregisterGraphRequest* request, Deregis
   {
     absl::MutexLock lock(&mu_);
     auto it = graphs_.find(request->graph_handle());
-    if (it == graphs_.end()) {
-      done(absl::NotFoundError(
-          absl::StrCat("DeregisterGraph: task ", options_.task, " has no graph '", request->graph_handle(), "'")));
-      return;
+    if (it != graphs_.end()) {
+      graph = std::move(it->second);
+      graphs_.erase(it);
     }
-    graph = std::move(it->second);
-    graphs_.erase(it);
+  }
+  // `done` outside the lock: it may call back into this worker.
+  if (graph == nullptr) {
+    done(absl::NotFoundError(
+        absl::StrCat("DeregisterGraph: task ", options_.task, " has no graph '", request->graph_handle(), "'")));
+    return;
   }
   done(absl::OkStatus());
 }
@@ -244,6 +256,10 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
                                                                  " was cancelled: ", caller, " went away")));
     });
   }
+  {
+    absl::MutexLock lock(&running_mu_);
+    ++running_steps_;
+  }
   Executor::Args args;
   args.step_id = request->step_id();
   args.rendezvous = rendezvous.get();
@@ -251,7 +267,13 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
   graph->executor->RunAsync(
       args, stats.get(),
       [this, graph, rendezvous, stats, request, response, cancel, cancel_token,
-       done = std::move(done)](const absl::Status& s) {
+       step_done = std::move(done)](const absl::Status& s) {
+        // Counts this step as over once its caller has been answered.
+        auto done = [this, &step_done](const absl::Status& status) {
+          step_done(status);
+          absl::MutexLock lock(&running_mu_);
+          --running_steps_;
+        };
         if (cancel != nullptr) cancel->Deregister(cancel_token);
         if (stats != nullptr) StepStatsToProto(*stats, response);
         if (!s.ok()) {
@@ -263,6 +285,10 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
           Tensor value;
           bool is_dead = false;
           absl::Status r = rendezvous->Recv(key, &value, &is_dead, absl::ZeroDuration());
+          if (!r.ok() && !absl::IsDeadlineExceeded(r)) {
+            done(r);  // the step was aborted meanwhile: say so
+            return;
+          }
           if (!r.ok() || is_dead) {
             done(absl::InvalidArgumentError(absl::StrCat("RunGraph: no value for '", key, "' after the step",
                                                          r.ok() ? " (it is dead)" : "")));

@@ -108,6 +108,9 @@ class Worker : public WorkerInterface {
   int64_t next_graph_ = 1 ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<RegisteredGraph>> graphs_ ABSL_GUARDED_BY(mu_);
   absl::Mutex log_mu_;
+  // RunGraph steps not yet answered (the destructor waits for them).
+  absl::Mutex running_mu_;
+  int running_steps_ ABSL_GUARDED_BY(running_mu_) = 0;
 };
 
 }  // namespace distributed

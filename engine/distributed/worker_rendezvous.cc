@@ -47,7 +47,9 @@ void WorkerRendezvous::RecvAsync(const std::string& key, DoneCallback done) {
   std::shared_ptr<CallCancellation> cancellation = remote_calls_;
   worker->RecvTensorAsync(
       &call->request, &call->result,
-      [call, task = *task, done = std::move(done)](const absl::Status& s) {
+      // `cancellation` rides along: the transport deregisters from it when the
+      // call completes, which may be after this rendezvous is gone.
+      [call, cancellation, task = *task, done = std::move(done)](const absl::Status& s) {
         if (!s.ok()) {
           // Name the task the failure came from, unless the message does.
           done(absl::StrContains(s.message(), task)

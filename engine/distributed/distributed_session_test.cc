@@ -413,6 +413,27 @@ TEST(Worker, ARunGraphWhoseCallerGoesAwayEndsInsteadOfWaiting) {
   EXPECT_EQ(tasks.ps->steps()->num_steps(), 0);
 }
 
+TEST(Worker, ARecvTensorWhoseCallerGivesUpEndsAndForgetsItsStep) {
+  TwoTasks tasks;
+  RecvTensorRequest recv;
+  recv.set_step_id(31);  // a step that never runs here
+  recv.set_rendezvous_key(kPs + "/device:CPU:0;1;" + kChief + "/device:CPU:0;t;0:0");
+  RecvTensorResult result;
+  CallCancellation caller;
+  absl::Notification done;
+  absl::Status got;
+  tasks.ps->RecvTensorAsync(&recv, &result, [&](const absl::Status& s) {
+    got = s;
+    done.Notify();
+  }, &caller);
+  EXPECT_EQ(tasks.ps->steps()->num_steps(), 1);
+  EXPECT_FALSE(done.WaitForNotificationWithTimeout(absl::Milliseconds(50)));
+  caller.StartCancel();
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  EXPECT_TRUE(absl::IsCancelled(got)) << got;
+  EXPECT_EQ(tasks.ps->steps()->num_steps(), 0);
+}
+
 TEST(Worker, ShutdownAnswersAndThenCallsBackOnce) {
   int calls = 0;
   std::string reason;

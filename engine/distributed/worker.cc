@@ -303,7 +303,7 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
 }
 
 void Worker::RecvTensorAsync(const RecvTensorRequest* request, RecvTensorResult* response, StatusCallback done,
-                             CallCancellation*) {
+                             CallCancellation* cancel) {
   const std::string& key = request->rendezvous_key();
   const size_t end = key.find(';');
   auto task = TaskOfDevice(key.substr(0, end));
@@ -317,14 +317,25 @@ void Worker::RecvTensorAsync(const RecvTensorRequest* request, RecvTensorResult*
     done(rendezvous.status());
     return;
   }
-  (*rendezvous)->RecvLocalAsync(
-      key, [response, done = std::move(done)](const absl::Status& s, const Tensor& value, bool is_dead) {
-        if (s.ok()) {
-          response->value = value;
-          response->is_dead = is_dead;
-        }
-        done(s);
-      });
+  // A caller that gives up (its step aborted, or it went away) aborts the step
+  // here too: nothing else would end this wait if the step's cleanup is lost.
+  int64_t cancel_token = -1;
+  if (cancel != nullptr) {
+    const int64_t step_id = request->step_id();
+    cancel_token = cancel->Register([this, step_id] {
+      steps_->Cleanup(step_id, absl::CancelledError(absl::StrCat("a RecvTensor of step ", step_id, " on ",
+                                                                 options_.task, " was cancelled by its caller")));
+    });
+  }
+  (*rendezvous)->RecvLocalAsync(key, [response, cancel, cancel_token, done = std::move(done)](
+                                         const absl::Status& s, const Tensor& value, bool is_dead) {
+    if (cancel != nullptr) cancel->Deregister(cancel_token);
+    if (s.ok()) {
+      response->value = value;
+      response->is_dead = is_dead;
+    }
+    done(s);
+  });
 }
 
 void Worker::CleanupGraphAsync(const CleanupGraphRequest* request, CleanupGraphResponse*, StatusCallback done) {

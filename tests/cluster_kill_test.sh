@@ -38,14 +38,6 @@ EXIT_LIMIT_S=5    # the issue's bound on noticing a dead peer
 
 now_ms() { local t=${EPOCHREALTIME/[.,]/}; echo $((t / 1000)); }
 
-# Free ports, all held open together so that they differ.
-free_ports() {  # N
-  python3 -c 'import socket, sys
-ss = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
-}
-
 # Alive and not a zombie (bash reaps its children in the background, but a
 # zombie would answer kill -0).
 alive() { [[ -e /proc/$1 ]] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2>/dev/null; }

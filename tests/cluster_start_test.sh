@@ -13,7 +13,6 @@ source tests/train_testlib.sh
 skip_without_data
 
 CLUSTER_CONFIG="$PWD/configs/fashion_mlp_cluster.pbtxt"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 tf_config() {  # PS_PORT WORKER_PORT TYPE
   echo "{\"cluster\": {\"ps\": [\"127.0.0.1:$1\"], \"worker\": [\"127.0.0.1:$2\"]}, \"task\": {\"type\": \"$3\", \"index\": 0}}"
 }
@@ -52,8 +51,7 @@ tls() {  # CERT_NAME CA_NAME
   echo "--set cluster.tls.cert_file=$CERTS/$1.pem --set cluster.tls.key_file=$CERTS/$1.key --set cluster.tls.ca_file=$CERTS/$2.pem"
 }
 
-PS_PORT=$(free_port)
-WORKER_PORT=$(free_port)
+read -r PS_PORT WORKER_PORT <<< "$(free_ports 2)"
 # shellcheck disable=SC2046,SC2086
 TF_CONFIG=$(tf_config "$PS_PORT" "$WORKER_PORT" ps) "$TRAIN" "$CLUSTER_CONFIG" $FLAGS $(tls task ca) \
   --run_dir "$SCRATCH/tls_ps" > "$SCRATCH/tls_ps.log" 2>&1 &
@@ -72,8 +70,7 @@ grep -q "stopping: the chief finished training" "$SCRATCH/tls_ps.log" || fail "t
 echo "TLS cluster: trained 20 steps, ps exited 0"
 
 # A ps with a certificate from another CA: the chief cannot reach it.
-PS_PORT=$(free_port)
-WORKER_PORT=$(free_port)
+read -r PS_PORT WORKER_PORT <<< "$(free_ports 2)"
 # shellcheck disable=SC2046,SC2086
 TF_CONFIG=$(tf_config "$PS_PORT" "$WORKER_PORT" ps) "$TRAIN" "$CLUSTER_CONFIG" $FLAGS $(tls stranger other_ca) \
   --run_dir "$SCRATCH/stranger_ps" > "$SCRATCH/stranger_ps.log" 2>&1 &
@@ -93,8 +90,7 @@ kill "$PS" 2>/dev/null
 echo "TLS with another CA: the chief gave up with $code naming the ps"
 
 # --- 2. another config ----------------------------------------------------------
-PS_PORT=$(free_port)
-WORKER_PORT=$(free_port)
+read -r PS_PORT WORKER_PORT <<< "$(free_ports 2)"
 # shellcheck disable=SC2086
 TF_CONFIG=$(tf_config "$PS_PORT" "$WORKER_PORT" ps) "$TRAIN" "$CLUSTER_CONFIG" $FLAGS --set train.seed=2 \
   --run_dir "$SCRATCH/drift_ps" > "$SCRATCH/drift_ps.log" 2>&1 &
@@ -115,8 +111,7 @@ grep -q "/job:worker/replica:0/task:0 runs config" "$SCRATCH/drift_ps.log" ||
 echo "another config: both tasks exited 2 naming each other"
 
 # --- 3. SIGTERM while waiting -----------------------------------------------------
-PS_PORT=$(free_port)
-WORKER_PORT=$(free_port)
+read -r PS_PORT WORKER_PORT <<< "$(free_ports 2)"
 # shellcheck disable=SC2086
 TF_CONFIG=$(tf_config "$PS_PORT" "$WORKER_PORT" ps) "$TRAIN" "$CLUSTER_CONFIG" $FLAGS \
   --run_dir "$SCRATCH/lonely_ps" > "$SCRATCH/lonely_ps.log" 2>&1 &

@@ -66,3 +66,11 @@ relative_difference() {  # A B
   awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b; if (m == 0) m = 1;
     printf "%.3g", d / m }'
 }
+
+# N free 127.0.0.1 ports, space-separated, all held open together so that they differ.
+free_ports() {  # N
+  python3 -c 'import socket, sys
+ss = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
+}

@@ -134,14 +134,7 @@ class DistributedSession : public Session {
     if (s.ok()) s = ReceiveFetches(*step, fetches, rendezvous.get(), outputs);
     CleanupStep(*step, step_id);
     if (!s.ok()) return s;
-    if (metadata != nullptr) {
-      metadata->step_stats.clear();
-      for (const DeviceStepStats& d : stats) {
-        metadata->step_stats.insert(metadata->step_stats.end(), d.nodes.begin(), d.nodes.end());
-      }
-      metadata->device_step_stats = std::move(stats);
-      metadata->executed_graph_nodes = step->num_nodes;
-    }
+    FillRunMetadata(std::move(stats), step->num_nodes, metadata);
     return absl::OkStatus();
   }
 

@@ -126,14 +126,7 @@ class LocalSession : public Session {
       }
       outputs->push_back(std::move(value));
     }
-    if (metadata != nullptr) {
-      metadata->step_stats.clear();
-      for (const DeviceStepStats& d : device_stats) {
-        metadata->step_stats.insert(metadata->step_stats.end(), d.nodes.begin(), d.nodes.end());
-      }
-      metadata->device_step_stats = std::move(device_stats);
-      metadata->executed_graph_nodes = exec->num_nodes;
-    }
+    FillRunMetadata(std::move(device_stats), exec->num_nodes, metadata);
     return absl::OkStatus();
   }
 

@@ -17,6 +17,16 @@ GraphDef ExtendedGraph(const GraphDef& graph, const GraphDef& more) {
   return combined;
 }
 
+void FillRunMetadata(std::vector<DeviceStepStats> device_stats, int executed_graph_nodes, RunMetadata* metadata) {
+  if (metadata == nullptr) return;
+  metadata->step_stats.clear();
+  for (const DeviceStepStats& d : device_stats) {
+    metadata->step_stats.insert(metadata->step_stats.end(), d.nodes.begin(), d.nodes.end());
+  }
+  metadata->device_step_stats = std::move(device_stats);
+  metadata->executed_graph_nodes = executed_graph_nodes;
+}
+
 absl::Status CheckFeedValue(const std::string& feed_name, const FeedInfo& info, const Tensor& value) {
   if (value.dtype() != info.dtype) {
     return absl::InvalidArgumentError(absl::StrCat("feed '", feed_name, "' has type ", DataTypeString(value.dtype()),

@@ -21,6 +21,8 @@
 #include "engine/framework/shape_inference.h"
 #include "engine/framework/tensor.h"
 #include "engine/graph/graph.h"
+#include "engine/runtime/session.h"
+#include "engine/runtime/step_stats.h"
 
 namespace sluice {
 
@@ -35,6 +37,9 @@ struct FeedInfo {
 // The graph after Session::Extend: `graph`'s nodes, then `more`'s (which may
 // reference them); `more`'s versions replace `graph`'s when it has them.
 GraphDef ExtendedGraph(const GraphDef& graph, const GraphDef& more);
+
+// Fills `metadata` (when not null) from a step's per-device records.
+void FillRunMetadata(std::vector<DeviceStepStats> device_stats, int executed_graph_nodes, RunMetadata* metadata);
 
 // InvalidArgument naming the feed when `value` does not fit `info`.
 absl::Status CheckFeedValue(const std::string& feed_name, const FeedInfo& info, const Tensor& value);

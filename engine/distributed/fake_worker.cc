@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace sluice {
@@ -168,7 +169,7 @@ void FakeWorker::RecvTensorAsync(const RecvTensorRequest* request, RecvTensorRes
     ++num_pending_;
     return;
   }
-  if (key == kPendingKey) {
+  if (key == kPendingKey || absl::EndsWith(key, absl::StrCat(";", kPendingKey))) {
     auto pending = std::make_shared<Pending>();
     {
       absl::MutexLock lock(&pending->mu);

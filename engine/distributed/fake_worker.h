@@ -3,7 +3,8 @@
 // client) without a real worker.
 //
 // Answers come inline (done runs before the *Async call returns), except:
-//   * RecvTensor of kPendingKey stays pending until the call's
+//   * RecvTensor of kPendingKey (or of a rendezvous key ending ";pending")
+//     stays pending until the call's
 //     CallCancellation fires, then fails with Cancelled;
 //   * RecvTensor of kHeldKey, and GetStatus while hold_get_status is set,
 //     stay pending until ReleaseHeld (they ignore cancellation), so a test can

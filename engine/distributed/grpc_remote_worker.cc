@@ -149,6 +149,15 @@ class GrpcRemoteWorker final : public WorkerInterface {
           // The hook holds `call`: drop it first.
           if (call->cancel != nullptr) call->cancel->Deregister(call->cancel_token);
           const Target& t = *call->target;
+          if (status.error_code() == grpc::StatusCode::CANCELLED &&
+              (call->cancel == nullptr || !call->cancel->cancelled())) {
+            // Nobody here asked: the transport dropped the call (a connection
+            // closed by keepalive, a peer gone). That is worth a retry.
+            done(absl::UnavailableError(absl::StrCat(method, " from ", t.task, " (", t.address,
+                                                     ") failed: the connection dropped the call (",
+                                                     status.error_message(), ")")));
+            return;
+          }
           if (!status.ok()) {
             const std::string& why = status.error_message();
             done(absl::Status(static_cast<absl::StatusCode>(status.error_code()),

@@ -9,12 +9,13 @@
 namespace sluice {
 namespace distributed {
 
-void CallCancellation::StartCancel() {
+void CallCancellation::StartCancel(absl::Status reason) {
   std::vector<std::pair<int64_t, std::function<void()>>> hooks;
   {
     absl::MutexLock lock(&mu_);
     if (cancelled_) return;
     cancelled_ = true;
+    reason_ = reason.ok() ? absl::CancelledError("cancelled by its caller") : std::move(reason);
     hooks.swap(hooks_);
   }
   for (auto& [token, hook] : hooks) hook();
@@ -23,6 +24,11 @@ void CallCancellation::StartCancel() {
 bool CallCancellation::cancelled() const {
   absl::MutexLock lock(&mu_);
   return cancelled_;
+}
+
+absl::Status CallCancellation::reason() const {
+  absl::MutexLock lock(&mu_);
+  return reason_;
 }
 
 int64_t CallCancellation::Register(std::function<void()> hook) {

@@ -34,9 +34,12 @@ namespace distributed {
 class CallCancellation {
  public:
   // Runs every registered hook once (outside the lock) and every later
-  // Register's hook at once.
-  void StartCancel();
+  // Register's hook at once. `reason` (the first one given) is what a call
+  // cancelled here reports instead of a bare Cancelled.
+  void StartCancel(absl::Status reason = absl::CancelledError("cancelled by its caller"));
   bool cancelled() const;
+  // The first StartCancel's reason; OK while not cancelled.
+  absl::Status reason() const;
   // Registers `hook`; returns a token for Deregister. When already cancelled,
   // runs `hook` now and returns -1.
   int64_t Register(std::function<void()> hook);
@@ -46,6 +49,7 @@ class CallCancellation {
  private:
   mutable absl::Mutex mu_;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status reason_ ABSL_GUARDED_BY(mu_);
   int64_t next_token_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::pair<int64_t, std::function<void()>>> hooks_ ABSL_GUARDED_BY(mu_);
 };

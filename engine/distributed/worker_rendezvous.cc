@@ -10,7 +10,9 @@ namespace distributed {
 WorkerRendezvous::WorkerRendezvous(std::string local_task, int64_t step_id, WorkerCache* workers)
     : local_task_(std::move(local_task)), step_id_(step_id), workers_(workers) {}
 
-WorkerRendezvous::~WorkerRendezvous() { remote_calls_->StartCancel(); }
+WorkerRendezvous::~WorkerRendezvous() {
+  remote_calls_->StartCancel(absl::CancelledError(absl::StrCat("step ", step_id_, " ended on ", local_task_)));
+}
 
 absl::Status WorkerRendezvous::Send(const std::string& key, const Tensor& value, bool is_dead) {
   return local_.Send(key, value, is_dead);
@@ -50,6 +52,11 @@ void WorkerRendezvous::RecvAsync(const std::string& key, DoneCallback done) {
       // `cancellation` rides along: the transport deregisters from it when the
       // call completes, which may be after this rendezvous is gone.
       [call, cancellation, task = *task, done = std::move(done)](const absl::Status& s) {
+        if (!s.ok() && s.code() == absl::StatusCode::kCancelled && cancellation->cancelled()) {
+          // Cancelled here because the step aborted: report why it aborted.
+          done(cancellation->reason(), Tensor(), false);
+          return;
+        }
         if (!s.ok()) {
           // Name the task the failure came from, unless the message does.
           done(absl::StrContains(s.message(), task)
@@ -65,7 +72,7 @@ void WorkerRendezvous::RecvAsync(const std::string& key, DoneCallback done) {
 
 void WorkerRendezvous::StartAbort(const absl::Status& status) {
   local_.StartAbort(status);
-  remote_calls_->StartCancel();
+  remote_calls_->StartCancel(status);
 }
 
 StepRendezvousMgr::StepRendezvousMgr(std::string local_task, WorkerCache* workers)

@@ -38,6 +38,15 @@ int NumSchedulableCpus() {
 }
 
 namespace {
+struct DeviceFactories {
+  absl::Mutex mu;
+  std::vector<std::pair<std::string, LocalDeviceFactory>> factories ABSL_GUARDED_BY(mu);
+  std::vector<std::string> disabled ABSL_GUARDED_BY(mu);
+};
+DeviceFactories& Factories() {
+  static auto* f = new DeviceFactories;
+  return *f;
+}
 std::atomic<int> g_local_intra_op_threads{0};  // 0: one per core
 std::atomic<int> g_local_cpu_devices{1};
 std::atomic<bool> g_local_created{false};
@@ -103,7 +112,8 @@ absl::Status SetLocalCpuDeviceCount(int n) {
         absl::StrCat("the number of CPU devices must be in [1, ", kMaxLocalCpuDevices, "], got ", n));
   }
   if (g_local_created.load()) {
-    const int have = static_cast<int>(DeviceMgr::Local()->devices().size());
+    int have = 0;
+    for (const auto& d : DeviceMgr::Local()->devices()) have += d->device_type() == kDeviceCpu ? 1 : 0;
     if (have == n) return absl::OkStatus();
     return absl::FailedPreconditionError(
         absl::StrCat("this process already has ", have, " CPU device(s); cannot change to ", n));
@@ -139,10 +149,48 @@ DeviceMgr* DeviceMgr::Local() {
     // lock per node, and that check was ~20% of a trivial node's cost, so
     // processes that run graphs turn it off.
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-    return new DeviceMgr(
-        MakeCpuDevices(g_local_cpu_devices.load(), requested > 0 ? requested : NumSchedulableCpus(), ""));
+    std::vector<std::unique_ptr<Device>> devices =
+        MakeCpuDevices(g_local_cpu_devices.load(), requested > 0 ? requested : NumSchedulableCpus(), "");
+    DeviceFactories& f = Factories();
+    absl::MutexLock lock(&f.mu);
+    for (const auto& [type, factory] : f.factories) {
+      if (std::find(f.disabled.begin(), f.disabled.end(), type) != f.disabled.end()) continue;
+      for (auto& d : factory(LocalTaskName())) devices.push_back(std::move(d));
+    }
+    return new DeviceMgr(std::move(devices));
   }();
   return mgr;
+}
+
+void RegisterLocalDeviceFactory(std::string device_type, LocalDeviceFactory factory) {
+  DeviceFactories& f = Factories();
+  absl::MutexLock lock(&f.mu);
+  f.factories.emplace_back(std::move(device_type), std::move(factory));
+}
+
+std::vector<std::string> RegisteredLocalDeviceTypes() {
+  DeviceFactories& f = Factories();
+  absl::MutexLock lock(&f.mu);
+  std::vector<std::string> types;
+  for (const auto& entry : f.factories) types.push_back(entry.first);
+  return types;
+}
+
+absl::Status SetLocalDeviceTypeEnabled(const std::string& device_type, bool enabled) {
+  DeviceFactories& f = Factories();
+  absl::MutexLock lock(&f.mu);
+  const bool was_enabled = std::find(f.disabled.begin(), f.disabled.end(), device_type) == f.disabled.end();
+  if (was_enabled == enabled) return absl::OkStatus();
+  if (g_local_created.load()) {
+    return absl::FailedPreconditionError(absl::StrCat("this process's devices already exist; cannot turn ",
+                                                      device_type, enabled ? " on" : " off"));
+  }
+  if (enabled) {
+    f.disabled.erase(std::find(f.disabled.begin(), f.disabled.end(), device_type));
+  } else {
+    f.disabled.push_back(device_type);
+  }
+  return absl::OkStatus();
 }
 
 DeviceMgr::DeviceMgr(std::vector<std::unique_ptr<Device>> devices) : devices_(std::move(devices)) {}

@@ -10,6 +10,7 @@
 
 #define EIGEN_USE_THREADS
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "engine/framework/allocator.h"
 #include "engine/framework/resource_mgr.h"
+#include "engine/framework/types.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 #include "unsupported/Eigen/CXX11/ThreadPool"
 
@@ -30,6 +32,13 @@ class Device {
   const std::string& name() const { return name_; }
   const std::string& device_type() const { return device_type_; }
   Allocator* allocator() const { return allocator_; }
+  // Where a tensor of `dtype` produced on this device lives. The CPU: always
+  // allocator(). A GPU keeps int32 tensors (shapes, axes, sizes) in host
+  // memory, as TensorFlow does, and everything else in device memory.
+  virtual Allocator* GetAllocator(DataType dtype) const { return allocator_; }
+  // Whether tensors of `dtype` on this device are in host memory (readable by
+  // the CPU): true for every dtype on a CPU device.
+  virtual bool HostMemory(DataType dtype) const { return true; }
   ResourceMgr* resource_manager() { return &resource_mgr_; }
   // For Eigen expressions: `out.device(*ctx->eigen_cpu_device()) = a + b;`.
   const Eigen::ThreadPoolDevice* eigen_cpu_device() const { return eigen_device_.get(); }
@@ -66,6 +75,20 @@ class DeviceMgr {
  private:
   std::vector<std::unique_ptr<Device>> devices_;
 };
+
+// Devices beyond the CPU (a GPU) come from factories that their libraries
+// register at static initialization (the GPU device links only with
+// --config=cuda). DeviceMgr::Local() calls each factory once, after making the
+// CPU devices, with this process's task name; a factory returns the devices it
+// found (none when there is no GPU or it is turned off). HostCpu() stays the
+// first device.
+using LocalDeviceFactory = std::function<std::vector<std::unique_ptr<Device>>(const std::string& task)>;
+void RegisterLocalDeviceFactory(std::string device_type, LocalDeviceFactory factory);
+// Device types with a registered factory (e.g. {"GPU"} in a CUDA build).
+std::vector<std::string> RegisteredLocalDeviceTypes();
+// Turns a device type's factory off (`devices { gpu: false }`). Call before
+// the first Local(); afterwards FailedPrecondition unless it changes nothing.
+absl::Status SetLocalDeviceTypeEnabled(const std::string& device_type, bool enabled);
 
 // The number of cores this process may use (at least 1).
 int NumSchedulableCpus();

@@ -29,7 +29,8 @@ void OpKernelContext::forward_ref_input_to_ref_output(int input, int output) {
 }
 
 absl::Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor** out) {
-  auto t = Tensor::Allocate(params_->device->allocator(), params_->op_kernel->output_type(i), shape);
+  auto t = Tensor::Allocate(params_->device->GetAllocator(params_->op_kernel->output_type(i)),
+                            params_->op_kernel->output_type(i), shape);
   if (!t.ok()) return t.status();
   KernelOutput& o = outputs_[i];
   o.value = std::move(t).value();
@@ -39,7 +40,7 @@ absl::Status OpKernelContext::allocate_output(int i, const TensorShape& shape, T
 }
 
 absl::Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out) {
-  auto t = Tensor::Allocate(params_->device->allocator(), dtype, shape);
+  auto t = Tensor::Allocate(params_->device->GetAllocator(dtype), dtype, shape);
   if (!t.ok()) return t.status();
   *out = std::move(t).value();
   return absl::OkStatus();

@@ -129,6 +129,26 @@ class Placer {
     }
     return -1;
   }
+  // The device a node goes to when nothing else decides: a GPU before a CPU
+  // (the work the papers put on GPUs: whitepaper §3.2.1), then the lowest index.
+  int Preferred(const uint64_t* m) const {
+    if (!gpu_mask_.empty()) {
+      for (int w = 0; w < words_; ++w) {
+        const uint64_t both = m[w] & gpu_mask_[w];
+        if (both != 0) return w * 64 + __builtin_ctzll(both);
+      }
+    }
+    return Lowest(m);
+  }
+  // Whether following an input on device `d` keeps the node on its preferred
+  // device type (a node never leaves a GPU it could use for its input's CPU).
+  bool AsPreferred(const uint64_t* m, int d) const {
+    if (gpu_mask_.empty() || ((gpu_mask_[d / 64] >> (d % 64)) & 1) != 0) return true;
+    for (int w = 0; w < words_; ++w) {
+      if ((m[w] & gpu_mask_[w]) != 0) return false;
+    }
+    return true;
+  }
   uint64_t* NodeMask(int id) { return &node_masks_[static_cast<size_t>(id) * words_]; }
   uint64_t* GroupMask(int root) { return &group_masks_[static_cast<size_t>(root) * words_]; }
 
@@ -235,6 +255,12 @@ class Placer {
 
   absl::Status NodeConstraintsPass() {
     device_types_ = devices_.DeviceTypes();
+    gpu_mask_.clear();
+    for (int d = 0; d < num_devices_; ++d) {
+      if (devices_.device(d)->device_type() != kDeviceGpu) continue;
+      if (gpu_mask_.empty()) gpu_mask_.assign(words_, 0);
+      gpu_mask_[d / 64] |= uint64_t{1} << (d % 64);
+    }
     cons_.assign(n_, NodeConstraints());
     node_masks_.assign(static_cast<size_t>(n_) * words_, 0);
     frames_.clear();
@@ -714,7 +740,7 @@ class Placer {
     choice_.assign(n_, -1);
     for (int id = 0; id < n_; ++id) {
       if (graph_->FindNodeId(id) == nullptr || Unconstrained(id)) continue;
-      choice_[id] = Lowest(GroupMask(Find(id)));
+      choice_[id] = Preferred(GroupMask(Find(id)));
     }
     // Unconstrained nodes follow their first data input; walk each chain
     // iteratively (chains can be 100k long) and resolve it from its start.
@@ -735,7 +761,7 @@ class Placer {
         int input = FirstDataInput(y);
         const uint64_t* mask = GroupMask(Find(y));
         int from = input >= 0 ? choice_[input] : -1;
-        choice_[y] = from >= 0 && Has(mask, from) ? from : Lowest(mask);
+        choice_[y] = from >= 0 && Has(mask, from) && AsPreferred(mask, from) ? from : Preferred(mask);
       }
     }
   }
@@ -749,6 +775,7 @@ class Placer {
   const int n_;
 
   std::vector<std::string> device_types_;
+  std::vector<uint64_t> gpu_mask_;  // the GPU devices; empty when there are none
   std::vector<ControlFlowInfo> frames_;
   std::vector<Spec> specs_;
   absl::flat_hash_map<std::string, int> spec_by_text_;

@@ -22,12 +22,15 @@
 //     Enters included), and a nested frame with its enclosing one, so a loop
 //     is never split across devices.
 //
-// Choice within a group's feasible set, by default (the simple placer): the
-// lowest device index, except for
+// Choice within a group's feasible set, by default (the simple placer): a
+// GPU when the set has one (so every op with a GPU kernel runs there and the
+// rest, the input pipeline among them, stays on the CPU), else the lowest
+// device index, except for
 // an *unconstrained* node (no requested device, not pinned, not in a loop
 // frame, alone in its colocation group) that has a data input: it takes the
 // device of its first data input (lowest input port) when that device has a
-// kernel for it, else the lowest feasible index. So unconstrained chains
+// kernel for it and is not a CPU where a GPU is feasible, else the preferred
+// device as above. So unconstrained chains
 // follow their producers, and a layer pinned to CPU:1 drags along the nodes it
 // is colocated with (ref edges, _class, shared_name) but nothing else.
 //

@@ -30,6 +30,10 @@ class PlacerTestKernel : public OpKernel {
 };
 REGISTER_KERNEL_BUILDER(Name("Const").Device("TEST"), PlacerTestKernel);
 REGISTER_KERNEL_BUILDER(Name("Identity").Device("TEST").TypeConstraint<float>("T"), PlacerTestKernel);
+// Stand-ins for GPU kernels (this test links no CUDA): Const and Identity of
+// float only.
+REGISTER_KERNEL_BUILDER(Name("Const").Device(kDeviceGpu).TypeConstraint<float>("dtype"), PlacerTestKernel);
+REGISTER_KERNEL_BUILDER(Name("Identity").Device(kDeviceGpu).TypeConstraint<float>("T"), PlacerTestKernel);
 REGISTER_OP("PlacerTestNoKernel").Output("y: float");
 
 namespace {
@@ -174,6 +178,31 @@ TEST_F(PlacerTest, UnconstrainedNodesFollowTheirFirstDataInput) {
   EXPECT_EQ(DeviceOf("sum_ba"), kCpu0);
   EXPECT_EQ(DeviceOf("pinned_back"), kCpu0);
   EXPECT_EQ(DeviceOf("after"), kCpu0);
+}
+
+// With a GPU, every node that has a GPU kernel goes there, even when its input
+// comes from the CPU; nodes without one stay on the CPU (listed first).
+TEST_F(PlacerTest, AGpuTakesEveryNodeWithAGpuKernel) {
+  UseDevices({kCpu0, kGpu0});
+  b_.Const("c", Tensor::Scalar<float>(1));
+  b_.Identity("on_gpu", "c", DT_FLOAT);
+  b_.Const("cpu_only", Tensor::Scalar<float>(1));
+  SetDevice("cpu_only", "/device:CPU:0");
+  b_.Identity("after_cpu", "cpu_only", DT_FLOAT);
+  b_.Const("ci", Tensor::Scalar<int32_t>(1));
+  b_.Identity("int_identity", "ci", DT_INT32);
+  absl::Status s = Run();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(DeviceOf("c"), kGpu0);
+  EXPECT_EQ(DeviceOf("on_gpu"), kGpu0);
+  EXPECT_EQ(DeviceOf("cpu_only"), kCpu0);
+  EXPECT_EQ(DeviceOf("ci"), kCpu0);
+  EXPECT_EQ(DeviceOf("after_cpu"), kGpu0);
+  EXPECT_EQ(DeviceOf("int_identity"), kCpu0);
+  // A request still wins.
+  SetDevice("on_gpu", "/device:CPU:0");
+  ASSERT_TRUE(Run().ok());
+  EXPECT_EQ(DeviceOf("on_gpu"), kCpu0);
 }
 
 TEST_F(PlacerTest, DeviceIndicesMatchTheAssignedNames) {
@@ -324,7 +353,7 @@ TEST_F(PlacerTest, SoftPlacementMovesAnAbsentGpuRequestToACpu) {
 
 TEST_F(PlacerTest, SoftPlacementMovesAGpuRequestWithoutAGpuKernelToACpu) {
   UseDevices({kCpu0, kGpu0});
-  b_.Const("c", Tensor::Scalar<float>(1));
+  b_.Const("c", Tensor::Scalar<int32_t>(1));  // no GPU kernel for an int32 Const here
   SetDevice("c", "/device:GPU:0");
   absl::Status hard = Run(/*soft=*/false);
   EXPECT_EQ(hard.code(), absl::StatusCode::kInvalidArgument);

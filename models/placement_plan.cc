@@ -120,6 +120,11 @@ void PrintPlacementPlan(const PlacementPlan& plan, const DeviceSet& devices, std
     out << "    " << names[link.from] << " -> " << names[link.to] << "  " << FormatThousands(link.tensors)
         << (link.tensors == 1 ? " tensor, " : " tensors, ") << FormatBytes(static_cast<double>(link.bytes)) << " per step";
     if (link.controls > 0) out << " (+" << link.controls << " control)";
+    // Between a GPU and a CPU the bytes cross PCIe (int32 tensors excepted:
+    // a GPU keeps those in host memory).
+    const std::string& from_type = devices.device(link.from)->device_type();
+    const std::string& to_type = devices.device(link.to)->device_type();
+    if ((from_type == kDeviceGpu) != (to_type == kDeviceGpu)) out << " over PCIe";
     out << "\n";
   }
 }

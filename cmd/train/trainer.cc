@@ -75,12 +75,16 @@ void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGra
   const config::Experiment& e = loaded.experiment;
   out << "Experiment " << e.name() << " (" << loaded.path << ")\n";
   out << "  run directory  " << e.run_dir() << "\n";
-  const size_t num_devices = DeviceMgr::Local()->devices().size();
+  size_t num_devices = 0;  // CPU devices; others (a GPU) get a line each
+  for (const auto& d : DeviceMgr::Local()->devices()) num_devices += d->device_type() == kDeviceCpu ? 1 : 0;
   out << (num_devices > 1 ? "  devices        " : "  device         ") << DeviceMgr::Local()->HostCpu()->name()
       << (num_devices > 1 ? absl::StrCat(" to CPU:", num_devices - 1, ", ", num_devices, " virtual CPUs on") : "")
       << " (" << NumSchedulableCpus() << " cores, " << inter_op << " inter-op threads, "
       << DeviceMgr::Local()->HostCpu()->intra_op_threads() << " intra-op threads"
       << (num_devices > 1 ? " per device" : "") << ")\n";
+  for (const auto& d : DeviceMgr::Local()->devices()) {
+    if (d->device_type() != kDeviceCpu) out << "  accelerator    " << d->name() << "\n";
+  }
   out << "  variables\n";
   size_t width = 0;
   for (const auto& v : tg.variables) width = std::max(width, v.name.size());
@@ -280,6 +284,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
                                                             : NumSchedulableCpus();
   s = DeviceMgr::SetLocalIntraOpThreads(intra_op);
   if (s.ok()) s = SetLocalCpuDeviceCount(std::max(1, e.devices().cpu_devices()));
+  if (s.ok() && e.devices().has_gpu()) s = SetLocalDeviceTypeEnabled(kDeviceGpu, e.devices().gpu());
   if (!s.ok()) {
     err << "error: " << s.message() << "\n";
     return kExitPermanentError;

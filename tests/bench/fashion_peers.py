@@ -15,7 +15,8 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DATA = "/usr/share/datasets/fashion-mnist"
+# $SLUICE_FASHION_DIR: where the IDX files are on a machine without Debian's package (a GPU bundle).
+DATA = os.environ.get("SLUICE_FASHION_DIR", "/usr/share/datasets/fashion-mnist")
 
 
 def _train_bin():

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The GPU checks of issue 17 in one go, for a lent GPU machine (it cannot build or install):
+# run from the repository root there, with the bundle of tools/gpu_bundle.sh in BUNDLE (default
+# ./gpu_bundle). Every check runs even when an earlier one fails; the log goes to stdout and,
+# when $OUT is set (the device tool), to $OUT/gpu_check.log.
+#   1. nvidia-smi; every GPU test binary in the bundle (kernels against their CPU twins);
+#   2. fashion_mlp for 300 steps on the GPU (the plan must name the GPU);
+#   3. fashion_cnn's full schedule (4700 steps, eval at the end) on the GPU: its test accuracy
+#      against the CPU run's (README: 92.2%), within 0.3 points;
+#   4. tests/bench/gpu_vs_torch (steps/s against PyTorch on the same GPU).
+# Usage: bash tools/gpu_check.sh [checks...]   (default: tests mlp cnn bench)
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+BUNDLE=${BUNDLE:-gpu_bundle}
+LOG=${OUT:-/tmp}/gpu_check.log
+exec > >(tee "$LOG") 2>&1
+checks=("${@:-tests mlp cnn bench}")
+checks=(${checks[*]})
+RUN="$BUNDLE/run.sh"
+DATA="$PWD/$BUNDLE/data"
+data_sets=(--set "input.train.idx.images=$DATA/train-images-idx3-ubyte.gz"
+           --set "input.train.idx.labels=$DATA/train-labels-idx1-ubyte.gz"
+           --set "input.eval.idx.images=$DATA/t10k-images-idx3-ubyte.gz"
+           --set "input.eval.idx.labels=$DATA/t10k-labels-idx1-ubyte.gz")
+failures=()
+step() { echo; echo "=== $* ($(date +%T))"; }
+nvidia-smi -L || true
+for check in "${checks[@]}"; do
+  case $check in
+    tests)
+      for t in "$BUNDLE"/tests/*; do
+        step "test $(basename "$t")"
+        timeout 300 "$RUN" "$t" 2>&1 | tail -n 60
+        rc=${PIPESTATUS[0]}
+        echo "exit $rc"
+        ((rc == 0)) || failures+=("test $(basename "$t")")
+      done ;;
+    mlp)
+      step "fashion_mlp, 300 steps"
+      timeout 300 "$RUN" "$BUNDLE/train" configs/fashion_mlp.pbtxt --run_dir /tmp/gpu_mlp "${data_sets[@]}" \
+        --set train.steps=300 --set train.eval_every_steps=300 --set train.log_every_steps=50 2>&1 | tail -n 40
+      rc=${PIPESTATUS[0]}; echo "exit $rc"; ((rc == 0)) || failures+=(mlp) ;;
+    cnn)
+      step "fashion_cnn, the full schedule"
+      timeout 400 "$RUN" "$BUNDLE/train" configs/fashion_cnn.pbtxt --run_dir /tmp/gpu_cnn "${data_sets[@]}" \
+        --set train.eval_every_steps=4700 --set train.log_every_steps=500 2>&1 | tail -n 40 | tee /tmp/gpu_cnn.log
+      rc=${PIPESTATUS[0]}; echo "exit $rc"; ((rc == 0)) || failures+=(cnn)
+      acc=$(grep -o 'eval at step 4700: loss [^ ]* accuracy [0-9.]*' /tmp/gpu_cnn.log | awk '{print $NF}')
+      echo "fashion_cnn GPU test accuracy: ${acc:-none} (CPU: 0.922)"
+      python3 -c "import sys; a=float(sys.argv[1]); print('within 0.3 points' if abs(a-0.922)<=0.003 else 'NOT within 0.3 points'); sys.exit(0 if abs(a-0.922)<=0.003 else 1)" "${acc:-0}" ||
+        failures+=(cnn_accuracy) ;;
+    bench)
+      step "gpu_vs_torch"
+      SLUICE_TRAIN="$RUN $PWD/$BUNDLE/train" SLUICE_FASHION_DIR="$DATA" timeout 400 python3 tests/bench/gpu_vs_torch \
+        --rounds "${ROUNDS:-1}" 2>&1
+      rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=(bench) ;;
+  esac
+done
+echo
+echo "gpu_check: ${#failures[@]} failed${failures[*]:+: ${failures[*]}}"
+((${#failures[@]} == 0))

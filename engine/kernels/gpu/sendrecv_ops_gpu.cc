@@ -1,0 +1,178 @@
+// GPU kernels for _Send and _Recv: the transfers between a GPU and the CPU (or
+// another task). A value stays where it is when it goes to or comes from this
+// same GPU, or when its dtype lives in host memory on a GPU (int32). Otherwise
+//   _Send copies device -> pinned host on the device-to-host stream (after the
+//   compute stream's work that produced it) and sends the host copy once the
+//   copy is done; it is async, and keeps the device tensor alive until then.
+//   _Recv copies the received host value into a new device tensor on the
+//   host-to-device stream, makes the compute stream wait for the copy, keeps
+//   the host value alive until the copy is done, and finishes at once: stream
+//   order protects every consumer on the compute stream.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "engine/framework/device_name.h"
+#include "engine/framework/op_kernel.h"
+#include "engine/runtime/gpu/gpu_device.h"
+
+namespace sluice {
+namespace gpu {
+namespace {
+
+// Whether two full device names name the same device (a name that does not
+// parse is never the same: the value then takes the safe path through host
+// memory).
+bool SameDevice(const std::string& a, const std::string& b) {
+  auto x = ParseDeviceName(a);
+  auto y = ParseDeviceName(b);
+  if (!x.ok() || !y.ok() || !IsFullySpecified(*x) || !IsFullySpecified(*y)) return false;
+  return x->job == y->job && x->replica == y->replica && x->task == y->task && x->type == y->type && x->id == y->id;
+}
+
+// The attrs and rendezvous key of a _Send or _Recv (as the CPU kernels).
+struct RendezvousAttrs {
+  std::string tensor_name, send_device, recv_device;
+  int64_t send_device_incarnation = 0;
+  std::string root_key;
+  absl::Status Read(OpKernelConstruction* ctx) {
+    absl::Status s = ctx->GetAttr("tensor_name", &tensor_name);
+    if (s.ok()) s = ctx->GetAttr("send_device", &send_device);
+    if (s.ok()) s = ctx->GetAttr("recv_device", &recv_device);
+    if (s.ok()) s = ctx->GetAttr("send_device_incarnation", &send_device_incarnation);
+    if (s.ok()) root_key = MakeKey(0, 0);
+    return s;
+  }
+  std::string MakeKey(int64_t frame_id, int64_t iter_id) const {
+    return Rendezvous::CreateKey(send_device, static_cast<uint64_t>(send_device_incarnation), recv_device, tensor_name,
+                                 frame_id, iter_id);
+  }
+  std::string Key(const OpKernelContext* ctx) const {
+    const int64_t frame_id = ctx->params().frame_id;
+    const int64_t iter_id = ctx->params().iter_id;
+    if (frame_id == 0 && iter_id == 0) return root_key;
+    return MakeKey(frame_id, iter_id);
+  }
+};
+
+class GpuSendOp : public AsyncOpKernel {
+ public:
+  explicit GpuSendOp(OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, attrs_.Read(ctx));
+    to_this_device_ = SameDevice(attrs_.recv_device, ctx->device()->name());
+  }
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    Rendezvous* rendezvous = ctx->rendezvous();
+    OP_REQUIRES_ASYNC(ctx, rendezvous != nullptr, absl::InternalError("_Send ran without a rendezvous"), done);
+    std::string key = attrs_.Key(ctx);
+    if (ctx->is_input_dead()) {
+      ctx->SetStatus(rendezvous->Send(key, Tensor(), true));
+      done();
+      return;
+    }
+    const Tensor& in = ctx->input(0);
+    GpuDevice* dev = GetGpuDevice(ctx);
+    if (to_this_device_ || dev->HostMemory(in.dtype()) || in.TotalBytes() == 0) {
+      ctx->SetStatus(rendezvous->Send(key, in, false));
+      done();
+      return;
+    }
+    auto host = Tensor::Allocate(dev->host_allocator(), in.dtype(), in.shape());
+    OP_REQUIRES_OK_ASYNC(ctx, host.status(), done);
+    cudaStream_t d2h = dev->device_to_host_stream();
+    OP_REQUIRES_OK_ASYNC(ctx, dev->StreamWaitStream(d2h, dev->compute_stream()), done);
+    OP_REQUIRES_OK_ASYNC(
+        ctx,
+        CudaStatus(cudaMemcpyAsync(host->raw_data(), in.raw_data(), in.TotalBytes(), cudaMemcpyDeviceToHost, d2h),
+                   "cudaMemcpyAsync(device to host)"),
+        done);
+    dev->ThenRun(d2h, [ctx, rendezvous, key = std::move(key), host = std::move(host).value(), in,
+                       done = std::move(done)](absl::Status s) {
+      if (s.ok()) {
+        ctx->SetStatus(rendezvous->Send(key, host, false));
+      } else {
+        ctx->SetStatus(s);
+      }
+      done();
+    });
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  RendezvousAttrs attrs_;
+  bool to_this_device_ = false;
+};
+
+class GpuRecvOp : public AsyncOpKernel {
+ public:
+  explicit GpuRecvOp(OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, attrs_.Read(ctx));
+    from_this_device_ = SameDevice(attrs_.send_device, ctx->device()->name());
+  }
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    OP_REQUIRES_ASYNC(ctx, ctx->rendezvous() != nullptr, absl::InternalError("_Recv ran without a rendezvous"), done);
+    CancellationManager* cm = ctx->cancellation_manager();
+    Rendezvous* rendezvous = ctx->rendezvous();
+    CancellationManager::Token token = cm->NewToken();
+    if (!cm->RegisterCallback(token, [rendezvous] { rendezvous->StartAbort(absl::CancelledError("step cancelled")); })) {
+      ctx->CtxFailure(absl::CancelledError("step cancelled before the value arrived"));
+      done();
+      return;
+    }
+    rendezvous->RecvAsync(attrs_.Key(ctx), [ctx, cm, token, done = std::move(done), this](
+                                               const absl::Status& s, const Tensor& value, bool is_dead) {
+      cm->DeregisterCallback(token);
+      if (!s.ok()) {
+        ctx->CtxFailure(absl::Status(s.code(), absl::StrCat("receiving '", attrs_.tensor_name, "': ", s.message())));
+      } else if (!is_dead) {
+        if (value.dtype() != output_type(0)) {
+          ctx->CtxFailure(absl::InvalidArgumentError(absl::StrCat("value for '", attrs_.tensor_name, "' has type ",
+                                                                  DataTypeString(value.dtype()), ", expected ",
+                                                                  DataTypeString(output_type(0)))));
+        } else {
+          ctx->SetStatus(Deliver(ctx, value));
+        }
+      }
+      done();
+    });
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  // Sets the output: `value` itself, or a device copy of it.
+  absl::Status Deliver(OpKernelContext* ctx, const Tensor& value) {
+    GpuDevice* dev = GetGpuDevice(ctx);
+    if (from_this_device_ || dev->HostMemory(value.dtype())) {
+      ctx->set_output(0, value);
+      return absl::OkStatus();
+    }
+    Tensor* out = nullptr;
+    absl::Status s = ctx->allocate_output(0, value.shape(), &out);
+    if (!s.ok() || value.TotalBytes() == 0) return s;
+    cudaStream_t h2d = dev->host_to_device_stream();
+    // The new buffer may have been freed by work still queued on the compute
+    // stream: the copy waits for that work first.
+    s = dev->StreamWaitStream(h2d, dev->compute_stream());
+    if (s.ok()) {
+      s = CudaStatus(cudaMemcpyAsync(out->raw_data(), value.raw_data(), value.TotalBytes(), cudaMemcpyHostToDevice, h2d),
+                     "cudaMemcpyAsync(host to device)");
+    }
+    if (s.ok()) s = dev->StreamWaitStream(dev->compute_stream(), h2d);
+    // The host value must outlive the copy.
+    dev->ThenRun(h2d, [value](absl::Status) {});
+    return s;
+  }
+
+  RendezvousAttrs attrs_;
+  bool from_this_device_ = false;
+};
+
+REGISTER_KERNEL_BUILDER(Name("_Send").Device(kDeviceGpu), GpuSendOp);
+REGISTER_KERNEL_BUILDER(Name("_Recv").Device(kDeviceGpu), GpuRecvOp);
+
+}  // namespace
+}  // namespace gpu
+}  // namespace sluice

@@ -1,0 +1,269 @@
+// GPU kernels for the state and plumbing ops a GPU partition needs: Const (its
+// value copied to the device once, at construction), Identity, NoOp,
+// Variable/VariableV2 (the variable's tensor is allocated by Assign from the
+// device's allocator), Assign (a fresh device buffer, device-to-device copy),
+// AssignAdd (float, double), Reshape (shares the buffer; the shape input is
+// int32, so in host memory) and Shape (int32 output, host memory). Attrs,
+// checks and messages follow the CPU kernels.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/framework/op_kernel.h"
+#include "engine/kernels/gpu/state_kernels.h"
+#include "engine/runtime/gpu/gpu_device.h"
+
+namespace sluice {
+namespace gpu {
+namespace {
+
+GpuDevice* ConstructionGpu(OpKernelConstruction* ctx) {
+  CHECK(ctx->device() != nullptr && ctx->device()->device_type() == kDeviceGpu);
+  return static_cast<GpuDevice*>(ctx->device());
+}
+
+class GpuConstOp : public OpKernel {
+ public:
+  explicit GpuConstOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    TensorProto proto;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("value", &proto));
+    GpuDevice* dev = ConstructionGpu(ctx);
+    const DataType dtype = ctx->output_types()[0];
+    // Host-memory dtypes decode straight into pinned memory; the others
+    // decode on the host and are copied to the device once.
+    const bool host = dev->HostMemory(dtype);
+    auto t = Tensor::FromProto(proto, host ? dev->GetAllocator(dtype) : CpuAllocator());
+    OP_REQUIRES_OK(ctx, t.status());
+    OP_REQUIRES(ctx, t->dtype() == dtype,
+                absl::InvalidArgumentError(absl::StrCat("attr 'value' holds ", DataTypeString(t->dtype()),
+                                                        " but attr 'dtype' is ", DataTypeString(dtype))));
+    if (host) {
+      value_ = std::move(t).value();
+      return;
+    }
+    auto d = Tensor::Allocate(dev->GetAllocator(dtype), dtype, t->shape());
+    OP_REQUIRES_OK(ctx, d.status());
+    if (t->TotalBytes() > 0) {
+      // On the compute stream (its earlier work may still use this memory),
+      // then wait: the host tensor dies at the end of this constructor.
+      cudaStream_t s = dev->compute_stream();
+      OP_REQUIRES_OK(ctx, CudaStatus(cudaMemcpyAsync(d->raw_data(), t->raw_data(), t->TotalBytes(),
+                                                     cudaMemcpyHostToDevice, s),
+                                     "cudaMemcpyAsync(Const value)"));
+      OP_REQUIRES_OK(ctx, CudaStatus(cudaStreamSynchronize(s), "cudaStreamSynchronize(Const value)"));
+    }
+    value_ = std::move(d).value();
+  }
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, value_); }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  Tensor value_;
+};
+
+class GpuIdentityOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, ctx->input(0)); }
+  bool IsExpensive() const override { return false; }
+};
+
+class GpuNoOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext*) override {}
+  bool IsExpensive() const override { return false; }
+};
+
+class GpuVariableOp : public OpKernel {
+ public:
+  explicit GpuVariableOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("container", &container_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("shared_name", &shared_name_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("dtype", &dtype_));
+    if (container_.empty()) container_ = ResourceMgr::kDefaultContainer;
+    if (shared_name_.empty()) shared_name_ = name();
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const DataType dtype = dtype_;
+    auto var = ctx->resource_manager()->LookupOrCreate<VariableResource>(
+        container_, shared_name_,
+        [dtype]() -> absl::StatusOr<std::shared_ptr<VariableResource>> {
+          return std::make_shared<VariableResource>(dtype);
+        });
+    OP_REQUIRES_OK(ctx, var.status());
+    VariableResource* v = var->get();
+    OP_REQUIRES(ctx, v->dtype() == dtype_,
+                absl::InvalidArgumentError(absl::StrCat(
+                    "attr 'dtype' is ", DataTypeString(dtype_), " but variable '", shared_name_, "' in container '",
+                    container_, "' already exists as ", DataTypeString(v->dtype()),
+                    " (nodes sharing a variable through shared_name must declare the same dtype)")));
+    ctx->set_output_ref(0, v->mu(), v->tensor(), std::move(var).value());
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  std::string container_;
+  std::string shared_name_;
+  DataType dtype_ = DT_INVALID;
+};
+
+// A fresh copy of `value` in the device's memory for its dtype: enqueued on
+// the compute stream for device memory, a host memcpy for host memory.
+absl::Status CopyOnDevice(GpuDevice* dev, const Tensor& value, Tensor* out) {
+  auto t = Tensor::Allocate(dev->GetAllocator(value.dtype()), value.dtype(), value.shape());
+  if (!t.ok()) return t.status();
+  if (value.TotalBytes() > 0) {
+    if (dev->HostMemory(value.dtype())) {
+      std::memcpy(t->raw_data(), value.raw_data(), value.TotalBytes());
+    } else {
+      absl::Status s = CudaStatus(cudaMemcpyAsync(t->raw_data(), value.raw_data(), value.TotalBytes(),
+                                                  cudaMemcpyDeviceToDevice, dev->compute_stream()),
+                                  "cudaMemcpyAsync(Assign)");
+      if (!s.ok()) return s;
+    }
+  }
+  *out = std::move(t).value();
+  return absl::OkStatus();
+}
+
+class GpuAssignOp : public OpKernel {
+ public:
+  explicit GpuAssignOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("validate_shape", &validate_shape_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& value = ctx->input(1);
+    GpuDevice* dev = GetGpuDevice(ctx);
+    {
+      absl::MutexLock lock(ctx->input_ref_mutex(0));
+      Tensor* var = ctx->mutable_input(0);
+      if (validate_shape_ && var->IsInitialized()) {
+        OP_REQUIRES(ctx, var->shape() == value.shape(),
+                    absl::InvalidArgumentError(absl::StrCat("cannot assign a value of shape ", value.shape().DebugString(),
+                                                            " to a variable of shape ", var->shape().DebugString())));
+      }
+      // A fresh buffer: readers holding the old value keep it unchanged.
+      Tensor fresh;
+      OP_REQUIRES_OK(ctx, CopyOnDevice(dev, value, &fresh));
+      *var = std::move(fresh);
+    }
+    ctx->forward_ref_input_to_ref_output(0, 0);
+  }
+
+ private:
+  bool validate_shape_ = true;
+};
+
+template <typename T>
+class GpuAssignAddOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& value = ctx->input(1);
+    GpuDevice* dev = GetGpuDevice(ctx);
+    {
+      absl::MutexLock lock(ctx->input_ref_mutex(0));
+      Tensor* var = ctx->mutable_input(0);
+      OP_REQUIRES(ctx, var->shape() == value.shape(),
+                  absl::InvalidArgumentError(absl::StrCat("update of shape ", value.shape().DebugString(),
+                                                          " does not match the variable's shape ",
+                                                          var->shape().DebugString())));
+      OP_REQUIRES_CUDA(ctx, LaunchAddInPlace(dev->compute_stream(), var->data<T>(), value.data<T>(),
+                                             var->NumElements()));
+    }
+    ctx->forward_ref_input_to_ref_output(0, 0);
+  }
+};
+
+class GpuReshapeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const Tensor& shape_t = ctx->input(1);  // int32: host memory
+    OP_REQUIRES(ctx, shape_t.dims() <= 1,
+                absl::InvalidArgumentError(absl::StrCat("shape must be a vector, got shape ", shape_t.shape().DebugString())));
+    std::vector<int64_t> dims(shape_t.NumElements());
+    int unknown = -1;
+    int64_t product = 1;
+    bool overflow = false;
+    const int32_t* shape_values = shape_t.data<int32_t>();
+    for (int64_t i = 0; i < shape_t.NumElements(); ++i) {
+      dims[i] = shape_values[i];
+      if (dims[i] == -1) {
+        OP_REQUIRES(ctx, unknown < 0,
+                    absl::InvalidArgumentError(absl::StrCat("only one input size may be -1, not both ", unknown, " and ", i)));
+        unknown = static_cast<int>(i);
+      } else {
+        OP_REQUIRES(ctx, dims[i] >= 0,
+                    absl::InvalidArgumentError(absl::StrCat("dimension ", i, " is negative (", dims[i], ")")));
+        if (overflow || (dims[i] != 0 && product > kMaxTensorElements / dims[i])) {
+          overflow = true;
+        } else {
+          product *= dims[i];
+        }
+      }
+    }
+    OP_REQUIRES(ctx, !overflow, absl::InvalidArgumentError("requested shape overflows the maximum tensor size"));
+    if (unknown >= 0) {
+      OP_REQUIRES(ctx, product > 0,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "reshape cannot infer the missing input size for an empty tensor unless all specified input "
+                      "sizes are non-zero (input has ", in.NumElements(), " values)")));
+      OP_REQUIRES(ctx, in.NumElements() % product == 0,
+                  absl::InvalidArgumentError(absl::StrCat("input to reshape is a tensor with ", in.NumElements(),
+                                                          " values, which is not a multiple of ", product)));
+      dims[unknown] = in.NumElements() / product;
+      product = in.NumElements();
+    }
+    OP_REQUIRES(ctx, product == in.NumElements(),
+                absl::InvalidArgumentError(absl::StrCat("input to reshape is a tensor with ", in.NumElements(),
+                                                        " values, but the requested shape has ", product)));
+    auto shape = TensorShape::Build(dims);
+    OP_REQUIRES_OK(ctx, shape.status());
+    auto t = in.Reshaped(*shape);  // shares the buffer: no copy
+    OP_REQUIRES_OK(ctx, t.status());
+    ctx->set_output(0, *t);
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class GpuShapeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const TensorShape& s = ctx->input(0).shape();
+    for (int i = 0; i < s.dims(); ++i) {
+      OP_REQUIRES(ctx, s.dim_size(i) <= INT32_MAX,
+                  absl::InvalidArgumentError(absl::StrCat("shape ", s.DebugString(), ": value ", s.dim_size(i),
+                                                          " does not fit in int32; use out_type int64")));
+    }
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({s.dims()}), &out));  // int32: host memory
+    for (int i = 0; i < s.dims(); ++i) out->data<int32_t>()[i] = static_cast<int32_t>(s.dim_size(i));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+REGISTER_KERNEL_BUILDER(Name("Const").Device(kDeviceGpu), GpuConstOp);
+REGISTER_KERNEL_BUILDER(Name("Identity").Device(kDeviceGpu), GpuIdentityOp);
+REGISTER_KERNEL_BUILDER(Name("NoOp").Device(kDeviceGpu), GpuNoOp);
+REGISTER_KERNEL_BUILDER(Name("VariableV2").Device(kDeviceGpu), GpuVariableOp);
+REGISTER_KERNEL_BUILDER(Name("Variable").Device(kDeviceGpu), GpuVariableOp);
+REGISTER_KERNEL_BUILDER(Name("Assign").Device(kDeviceGpu).TypeConstraint("T", {DT_FLOAT, DT_DOUBLE, DT_HALF, DT_BFLOAT16,
+                                                                               DT_INT32, DT_INT64}),
+                        GpuAssignOp);
+REGISTER_KERNEL_BUILDER(Name("AssignAdd").Device(kDeviceGpu).TypeConstraint<float>("T"), GpuAssignAddOp<float>);
+REGISTER_KERNEL_BUILDER(Name("AssignAdd").Device(kDeviceGpu).TypeConstraint<double>("T"), GpuAssignAddOp<double>);
+REGISTER_KERNEL_BUILDER(Name("Reshape").Device(kDeviceGpu).TypeConstraint<int32_t>("Tshape"), GpuReshapeOp);
+REGISTER_KERNEL_BUILDER(Name("Shape").Device(kDeviceGpu).TypeConstraint<int32_t>("out_type"), GpuShapeOp);
+
+}  // namespace
+}  // namespace gpu
+}  // namespace sluice

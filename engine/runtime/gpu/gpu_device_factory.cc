@@ -1,7 +1,8 @@
 // Registers the local GPU device factory: DeviceMgr::Local() gets GPU:0 when
 // CUDA sees a GPU, and nothing (silently) when it does not. The environment
 // variable SLUICE_GPU_MEMORY_MB caps the device memory the allocator takes
-// (default: 90% of what is free).
+// (default: 90% of what is free); SLUICE_NO_GPU=1 skips the GPU (CUDA is not
+// touched).
 #include <cuda_runtime.h>
 
 #include <cstdlib>
@@ -20,6 +21,7 @@ namespace {
 
 std::vector<std::unique_ptr<Device>> MakeLocalGpuDevices(const std::string& task) {
   std::vector<std::unique_ptr<Device>> devices;
+  if (const char* off = std::getenv("SLUICE_NO_GPU"); off != nullptr && off[0] == '1') return devices;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count <= 0) {
     (void)cudaGetLastError();  // no driver or no GPU: a CPU-only process

@@ -1,0 +1,262 @@
+// GPU kernels (OpKernel glue) for Sum, Mean, Prod, Max, Min, ArgMax and
+// ArgMin (float and double; reduction axes int32, which a GPU keeps in host
+// memory, so they are read here). Shapes, axes and errors are checked as the
+// CPU kernels (engine/kernels/reduction_ops.cc) do. The input's dims are
+// collapsed into alternating kept/reduced groups; a reduction over one
+// contiguous group is one [A, R, B] launch (reduce all, innermost or
+// outermost dims are its special cases), several reduced groups are folded
+// one at a time through device temps (no transpose). Mean divides in the last
+// pass. Reducing only size-1 dims forwards the input's buffer, as on the CPU.
+// ArgMax/ArgMin with int32 output (host memory on a GPU) compute into a
+// device temp and copy to the host output; that kernel is async and finishes
+// when the copy does.
+// Thread safety: kernels are stateless.
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "engine/framework/op_kernel.h"
+#include "engine/kernels/gpu/reduction_kernels.h"
+#include "engine/runtime/gpu/gpu_device.h"
+
+namespace sluice {
+namespace gpu {
+namespace {
+
+// The CPU kernel's axis check: normalizes int32 axes against `rank`.
+absl::Status ReadAxes(const Tensor& axes, int rank, std::vector<bool>* reduce) {
+  if (axes.dims() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reduction axes must be a scalar or vector, got shape ", axes.shape().DebugString()));
+  }
+  reduce->assign(rank, false);
+  for (int64_t i = 0; i < axes.NumElements(); ++i) {
+    const int64_t a = axes.data<int32_t>()[i];
+    if (a < -rank || a >= rank) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Invalid reduction dimension (", a, " for input with ", rank, " dimension(s)"));
+    }
+    (*reduce)[a < 0 ? a + rank : a] = true;
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+T EmptyValue(ReduceKind kind, bool mean) {
+  if (mean) return std::numeric_limits<T>::quiet_NaN();  // 0/0
+  switch (kind) {
+    case ReduceKind::kSum: return T(0);
+    case ReduceKind::kProd: return T(1);
+    case ReduceKind::kMax: return -std::numeric_limits<T>::infinity();
+    case ReduceKind::kMin: return std::numeric_limits<T>::infinity();
+  }
+  return T(0);
+}
+
+template <typename T, ReduceKind kKind, bool kMean>
+class GpuReductionOp : public OpKernel {
+ public:
+  explicit GpuReductionOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("keep_dims", &keep_dims_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    std::vector<bool> reduce;
+    OP_REQUIRES_OK(ctx, ReadAxes(ctx->input(1), in.dims(), &reduce));
+    std::vector<int64_t> out_dims;
+    int64_t count = 1;
+    for (int i = 0; i < in.dims(); ++i) {
+      if (reduce[i]) {
+        count *= in.dim_size(i);
+        if (keep_dims_) out_dims.push_back(1);
+      } else {
+        out_dims.push_back(in.dim_size(i));
+      }
+    }
+    auto out_shape = TensorShape::Build(out_dims);
+    OP_REQUIRES_OK(ctx, out_shape.status());
+    if (count == 1) {
+      auto same = in.Reshaped(*out_shape);
+      OP_REQUIRES_OK(ctx, same.status());
+      ctx->set_output(0, *same);
+      return;
+    }
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
+    const int64_t n = out->NumElements();
+    if (n == 0) return;
+    cudaStream_t stream = GetGpuDevice(ctx)->compute_stream();
+    if (count == 0) {
+      OP_REQUIRES_CUDA(ctx, LaunchFill<T>(stream, out->data<T>(), n, EmptyValue<T>(kKind, kMean)));
+      return;
+    }
+    // Alternating kept/reduced groups (size-1 dims dropped).
+    absl::InlinedVector<int64_t, 8> g;
+    absl::InlinedVector<bool, 8> gr;
+    for (int i = 0; i < in.dims(); ++i) {
+      if (in.dim_size(i) == 1) continue;
+      if (!g.empty() && gr.back() == reduce[i]) {
+        g.back() *= in.dim_size(i);
+      } else {
+        g.push_back(in.dim_size(i));
+        gr.push_back(reduce[i]);
+      }
+    }
+    int num_reduced = 0;
+    for (bool r : gr) num_reduced += r;
+    Tensor tmp[2];
+    const T* src = in.data<T>();
+    int which = 0;
+    while (num_reduced > 0) {
+      int k = static_cast<int>(g.size()) - 1;
+      while (!gr[k]) --k;
+      int64_t A = 1, B = 1;
+      for (int i = 0; i < k; ++i) A *= g[i];
+      for (size_t i = k + 1; i < g.size(); ++i) B *= g[i];
+      const bool last = num_reduced == 1;
+      T* dst;
+      if (last) {
+        dst = out->data<T>();
+      } else {
+        OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<T>::value, TensorShape({A * B}), &tmp[which]));
+        dst = tmp[which].data<T>();
+      }
+      Tensor scratch;
+      const int64_t scratch_n = ReduceScratchElements(A, g[k], B);
+      if (scratch_n > 0) {
+        OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<T>::value, TensorShape({scratch_n}), &scratch));
+      }
+      const T divisor = (last && kMean) ? static_cast<T>(count) : T(1);
+      OP_REQUIRES_CUDA(ctx, LaunchReduce3<T>(stream, kKind, src, dst, A, g[k], B, divisor,
+                                             scratch_n > 0 ? scratch.data<T>() : nullptr));
+      src = dst;
+      which ^= 1;
+      g.erase(g.begin() + k);
+      gr.erase(gr.begin() + k);
+      if (k > 0 && k < static_cast<int>(g.size()) && !gr[k - 1] && !gr[k]) {
+        g[k - 1] *= g[k];
+        g.erase(g.begin() + k);
+        gr.erase(gr.begin() + k);
+      }
+      --num_reduced;
+    }
+  }
+
+ private:
+  bool keep_dims_ = false;
+};
+
+// ArgMax / ArgMin. Async so that an int32 output (host memory) is complete
+// when the kernel is done; an int64 output is device memory and done at once.
+template <typename T, bool kMax>
+class GpuArgOp : public AsyncOpKernel {
+ public:
+  using AsyncOpKernel::AsyncOpKernel;
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    const Tensor& in = ctx->input(0);
+    const Tensor& axis_t = ctx->input(1);
+    OP_REQUIRES_ASYNC(ctx, axis_t.NumElements() == 1 && axis_t.dims() <= 1,
+                      absl::InvalidArgumentError(
+                          absl::StrCat("dimension must be a scalar, got shape ", axis_t.shape().DebugString())),
+                      done);
+    const int64_t raw = axis_t.data<int32_t>()[0];
+    const int rank = in.dims();
+    OP_REQUIRES_ASYNC(ctx, raw >= -rank && raw < rank,
+                      absl::InvalidArgumentError(absl::StrCat("Expected dimension in the range [", -rank, ", ", rank,
+                                                              "), but got ", raw)),
+                      done);
+    const int axis = static_cast<int>(raw < 0 ? raw + rank : raw);
+    OP_REQUIRES_ASYNC(ctx, in.dim_size(axis) > 0,
+                      absl::InvalidArgumentError(absl::StrCat("Reduction axis ", axis, " is empty in shape ",
+                                                              in.shape().DebugString())),
+                      done);
+    std::vector<int64_t> out_dims;
+    int64_t A = 1, B = 1;
+    for (int i = 0; i < rank; ++i) {
+      if (i == axis) continue;
+      out_dims.push_back(in.dim_size(i));
+      (i < axis ? A : B) *= in.dim_size(i);
+    }
+    const int64_t R = in.dim_size(axis);
+    auto out_shape = TensorShape::Build(out_dims);
+    OP_REQUIRES_OK_ASYNC(ctx, out_shape.status(), done);
+    Tensor* out;
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, *out_shape, &out), done);
+    const DataType out_type = out->dtype();
+    OP_REQUIRES_ASYNC(ctx, out_type == DT_INT32 || out_type == DT_INT64,
+                      absl::InvalidArgumentError(absl::StrCat("unsupported output_type ", DataTypeString(out_type))),
+                      done);
+    const int64_t n = out->NumElements();
+    if (n == 0) {
+      done();
+      return;
+    }
+    GpuDevice* device = GetGpuDevice(ctx);
+    cudaStream_t stream = device->compute_stream();
+    if (!device->HostMemory(out_type)) {
+      if (out_type == DT_INT64) {
+        OP_REQUIRES_OK_ASYNC(ctx,
+                             CudaStatus(LaunchArgReduce<T, int64_t>(stream, kMax, in.data<T>(), out->data<int64_t>(),
+                                                                    A, R, B),
+                                        "LaunchArgReduce"),
+                             done);
+      } else {
+        OP_REQUIRES_OK_ASYNC(ctx,
+                             CudaStatus(LaunchArgReduce<T, int32_t>(stream, kMax, in.data<T>(), out->data<int32_t>(),
+                                                                    A, R, B),
+                                        "LaunchArgReduce"),
+                             done);
+      }
+      done();
+      return;
+    }
+    // Host output (int32): compute into device memory (a float temp of the
+    // same byte size), copy back on the compute stream, finish when it lands.
+    Tensor staged;
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_temp(DT_FLOAT, *out_shape, &staged), done);
+    int32_t* dev = static_cast<int32_t*>(staged.raw_data());
+    OP_REQUIRES_OK_ASYNC(
+        ctx, CudaStatus(LaunchArgReduce<T, int32_t>(stream, kMax, in.data<T>(), dev, A, R, B), "LaunchArgReduce"),
+        done);
+    OP_REQUIRES_OK_ASYNC(ctx,
+                         CudaStatus(cudaMemcpyAsync(out->data<int32_t>(), dev, n * sizeof(int32_t),
+                                                    cudaMemcpyDeviceToHost, stream),
+                                    "cudaMemcpyAsync(argmax to host)"),
+                         done);
+    device->ThenRun(stream, [ctx, done](absl::Status s) {
+      if (!s.ok()) ctx->SetStatus(s);
+      done();
+    });
+  }
+};
+
+#define SLUICE_REG_GPU_RED_(OP, T, ...) \
+  REGISTER_KERNEL_BUILDER(Name(OP).Device(kDeviceGpu).TypeConstraint<T>("T").TypeConstraint<int32_t>("Tidx"), __VA_ARGS__)
+#define SLUICE_REG_GPU_ARG_(OP, T, OUT, ...)                                                                        \
+  REGISTER_KERNEL_BUILDER(                                                                                         \
+      Name(OP).Device(kDeviceGpu).TypeConstraint<T>("T").TypeConstraint<int32_t>("Tidx").TypeConstraint<OUT>(    \
+          "output_type"),                                                                                          \
+      __VA_ARGS__)
+#define SLUICE_REG_GPU_ALL_(T)                                                      \
+  SLUICE_REG_GPU_RED_("Sum", T, GpuReductionOp<T, ReduceKind::kSum, false>);        \
+  SLUICE_REG_GPU_RED_("Mean", T, GpuReductionOp<T, ReduceKind::kSum, true>);        \
+  SLUICE_REG_GPU_RED_("Prod", T, GpuReductionOp<T, ReduceKind::kProd, false>);      \
+  SLUICE_REG_GPU_RED_("Max", T, GpuReductionOp<T, ReduceKind::kMax, false>);        \
+  SLUICE_REG_GPU_RED_("Min", T, GpuReductionOp<T, ReduceKind::kMin, false>);        \
+  SLUICE_REG_GPU_ARG_("ArgMax", T, int64_t, GpuArgOp<T, true>);                     \
+  SLUICE_REG_GPU_ARG_("ArgMax", T, int32_t, GpuArgOp<T, true>);                     \
+  SLUICE_REG_GPU_ARG_("ArgMin", T, int64_t, GpuArgOp<T, false>);                    \
+  SLUICE_REG_GPU_ARG_("ArgMin", T, int32_t, GpuArgOp<T, false>)
+SLUICE_REG_GPU_ALL_(float);
+SLUICE_REG_GPU_ALL_(double);
+#undef SLUICE_REG_GPU_ALL_
+#undef SLUICE_REG_GPU_ARG_
+#undef SLUICE_REG_GPU_RED_
+
+}  // namespace
+}  // namespace gpu
+}  // namespace sluice

@@ -1,0 +1,664 @@
+// GPU kernels for Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter
+// (float32 and float64) on cuDNN's legacy convolution API, with the attrs,
+// shape checks and errors of the CPU kernels (engine/kernels/conv_ops.cc):
+// NHWC input, HWIO filter, SAME/VALID padding, dilation 1.
+//
+// How a convolution maps onto cuDNN:
+//   * Padding. cuDNN pads both sides of a dimension alike; TensorFlow's SAME
+//     puts the odd row/column of padding at the bottom/right. The kernels give
+//     cuDNN the smaller (top/left) padding and append the odd row/column of
+//     zeros to the input themselves (a padded copy; backprop input computes
+//     the padded dx and crops it). Symmetric padding (fashion_cnn's 5x5
+//     stride-1 SAME) needs no copy.
+//   * Layout. Each shape is planned once: cuDNN's own search
+//     (cudnnFind*AlgorithmEx, on scratch buffers) times every algorithm both
+//     on NHWC tensors as they are and on NCHW copies, and the plan keeps the
+//     faster layout (the NCHW time includes an estimate of the transposes).
+//     SLUICE_CUDNN_LAYOUT=NHWC or NCHW forces one. Filters go HWIO -> OHWI
+//     (NHWC) or OIHW (NCHW) through small transpose kernels.
+//   * Math. float32 runs with CUDNN_FMA_MATH: plain fp32 FMA, no TF32 tensor
+//     cores (which would round inputs to 10 mantissa bits).
+//   * Workspace: at most kWorkspaceCap bytes, from ctx->allocate_temp
+//     (DT_UINT8: device memory), freed when the kernel returns (later users of
+//     the memory run after it on the same compute stream).
+// Everything is enqueued on the device's compute stream (the cuDNN handle is
+// bound to it); nothing waits for the GPU except the one-time search of a new
+// shape, which times algorithms and so blocks until the stream drains.
+// Thread safety: Compute may run concurrently; the plan cache has a mutex,
+// cuDNN calls run under the device's cuDNN lock.
+#include <cudnn.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/framework/op_kernel.h"
+#include "engine/kernels/gpu/cudnn_util_kernels.h"
+#include "engine/kernels/nn_util.h"
+#include "engine/runtime/gpu/gpu_device.h"
+
+namespace sluice {
+namespace gpu {
+namespace {
+
+constexpr size_t kWorkspaceCap = size_t{256} << 20;
+
+// ---- geometry (the CPU kernel's checks and messages) ----
+
+struct ConvGeometry {
+  int64_t batch = 0, in_rows = 0, in_cols = 0, in_depth = 0;
+  int64_t filter_rows = 0, filter_cols = 0, out_depth = 0;
+  WindowDim rows, cols;
+  TensorShape out_shape;
+};
+
+absl::Status MakeGeometry(const TensorShape& input, const TensorShape& filter, const std::vector<int64_t>& strides,
+                          const std::string& padding, ConvGeometry* g) {
+  if (input.dims() != 4) {
+    return absl::InvalidArgumentError(absl::StrCat("input must be 4-D (NHWC), got ", input.DebugString()));
+  }
+  if (filter.dims() != 4) {
+    return absl::InvalidArgumentError(absl::StrCat("filter must be 4-D (HWIO), got ", filter.DebugString()));
+  }
+  if (input.dim_size(3) != filter.dim_size(2)) {
+    return absl::InvalidArgumentError(absl::StrCat("input depth ", input.dim_size(3),
+                                                   " does not match the filter's input depth ", filter.dim_size(2)));
+  }
+  g->batch = input.dim_size(0);
+  g->in_rows = input.dim_size(1);
+  g->in_cols = input.dim_size(2);
+  g->in_depth = input.dim_size(3);
+  g->filter_rows = filter.dim_size(0);
+  g->filter_cols = filter.dim_size(1);
+  g->out_depth = filter.dim_size(3);
+  absl::Status s = ComputeWindow(g->in_rows, g->filter_rows, strides[1], padding, &g->rows);
+  if (s.ok()) s = ComputeWindow(g->in_cols, g->filter_cols, strides[2], padding, &g->cols);
+  if (!s.ok()) return s;
+  auto out = TensorShape::Build({g->batch, g->rows.out, g->cols.out, g->out_depth});
+  if (!out.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("output shape of input ", input.DebugString(), " and filter ",
+                                                   filter.DebugString(), ": ", out.status().message()));
+  }
+  g->out_shape = *std::move(out);
+  return absl::OkStatus();
+}
+
+// The convolution as cuDNN sees it: the input with `extra` zero rows/columns
+// appended, symmetric padding `pad`.
+struct ConvShape {
+  int64_t n, h, w, c, kh, kw, o, oh, ow, sh, sw, ph, pw, eh, ew;
+  auto Tie() const { return std::tie(n, h, w, c, kh, kw, o, oh, ow, sh, sw, ph, pw, eh, ew); }
+  bool operator<(const ConvShape& other) const { return Tie() < other.Tie(); }
+  int64_t padded_h() const { return h + eh; }
+  int64_t padded_w() const { return w + ew; }
+  bool asymmetric() const { return eh != 0 || ew != 0; }
+};
+
+ConvShape ShapeOf(const ConvGeometry& g) {
+  ConvShape s;
+  s.n = g.batch;
+  s.h = g.in_rows;
+  s.w = g.in_cols;
+  s.c = g.in_depth;
+  s.kh = g.filter_rows;
+  s.kw = g.filter_cols;
+  s.o = g.out_depth;
+  s.oh = g.rows.out;
+  s.ow = g.cols.out;
+  s.sh = g.rows.stride;
+  s.sw = g.cols.stride;
+  s.ph = g.rows.pad;
+  s.pw = g.cols.pad;
+  // The total padding TensorFlow puts on a dimension: (out - 1) * stride + k - in
+  // (VALID: none), of which pad goes before and the rest after.
+  auto extra = [](const WindowDim& d) {
+    const int64_t total = std::max<int64_t>(0, (d.out - 1) * d.stride + d.k - d.in);
+    return d.out == 0 ? 0 : total - 2 * d.pad;
+  };
+  s.eh = extra(g.rows);
+  s.ew = extra(g.cols);
+  return s;
+}
+
+// cuDNN's descriptors take int dimensions, and its legacy kernels index
+// tensors of fewer than 2^31 elements.
+absl::Status CheckCudnnLimits(const ConvShape& s) {
+  const int64_t in = s.n * s.padded_h() * s.padded_w() * s.c, out = s.n * s.oh * s.ow * s.o,
+                filter = s.kh * s.kw * s.c * s.o;
+  for (int64_t v : {in, out, filter, s.sh, s.sw, s.ph, s.pw}) {
+    if (v > INT_MAX) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("convolution too large for cuDNN: a tensor or attr of ", v, " elements (at most 2^31 - 1)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+cudnnDataType_t CudnnType();
+template <>
+cudnnDataType_t CudnnType<float>() {
+  return CUDNN_DATA_FLOAT;
+}
+template <>
+cudnnDataType_t CudnnType<double>() {
+  return CUDNN_DATA_DOUBLE;
+}
+
+enum class ConvKind { kForward, kBackpropInput, kBackpropFilter };
+
+const char* KindName(ConvKind k) {
+  switch (k) {
+    case ConvKind::kForward:
+      return "forward";
+    case ConvKind::kBackpropInput:
+      return "backprop input";
+    case ConvKind::kBackpropFilter:
+      return "backprop filter";
+  }
+  return "?";
+}
+
+// Descriptors and the chosen algorithm of one shape in one layout.
+struct ConvPlan {
+  ConvPlan() = default;
+  ConvPlan(const ConvPlan&) = delete;
+  ConvPlan& operator=(const ConvPlan&) = delete;
+  ~ConvPlan() {
+    if (x != nullptr) cudnnDestroyTensorDescriptor(x);
+    if (y != nullptr) cudnnDestroyTensorDescriptor(y);
+    if (w != nullptr) cudnnDestroyFilterDescriptor(w);
+    if (conv != nullptr) cudnnDestroyConvolutionDescriptor(conv);
+  }
+  bool nchw = false;
+  cudnnTensorDescriptor_t x = nullptr;  // the (padded) input
+  cudnnTensorDescriptor_t y = nullptr;  // the output
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  int algo = 0;  // a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+  size_t workspace = 0;
+  float time_ms = 0;  // the search's time of `algo`
+};
+
+template <typename T>
+absl::Status MakeDescriptors(const ConvShape& s, bool nchw, ConvPlan* p) {
+  const cudnnDataType_t type = CudnnType<T>();
+  const cudnnTensorFormat_t format = nchw ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC;
+  p->nchw = nchw;
+  absl::Status st = CudnnStatus(cudnnCreateTensorDescriptor(&p->x), "cudnnCreateTensorDescriptor");
+  if (st.ok()) st = CudnnStatus(cudnnCreateTensorDescriptor(&p->y), "cudnnCreateTensorDescriptor");
+  if (st.ok()) st = CudnnStatus(cudnnCreateFilterDescriptor(&p->w), "cudnnCreateFilterDescriptor");
+  if (st.ok()) st = CudnnStatus(cudnnCreateConvolutionDescriptor(&p->conv), "cudnnCreateConvolutionDescriptor");
+  if (!st.ok()) return st;
+  const auto i = [](int64_t v) { return static_cast<int>(v); };
+  st = CudnnStatus(cudnnSetTensor4dDescriptor(p->x, format, type, i(s.n), i(s.c), i(s.padded_h()), i(s.padded_w())),
+                   "cudnnSetTensor4dDescriptor(input)");
+  if (st.ok()) {
+    st = CudnnStatus(cudnnSetTensor4dDescriptor(p->y, format, type, i(s.n), i(s.o), i(s.oh), i(s.ow)),
+                     "cudnnSetTensor4dDescriptor(output)");
+  }
+  if (st.ok()) {
+    st = CudnnStatus(cudnnSetFilter4dDescriptor(p->w, type, format, i(s.o), i(s.c), i(s.kh), i(s.kw)),
+                     "cudnnSetFilter4dDescriptor");
+  }
+  if (st.ok()) {
+    st = CudnnStatus(cudnnSetConvolution2dDescriptor(p->conv, i(s.ph), i(s.pw), i(s.sh), i(s.sw), 1, 1,
+                                                     CUDNN_CROSS_CORRELATION, type),
+                     "cudnnSetConvolution2dDescriptor");
+  }
+  if (st.ok()) {
+    st = CudnnStatus(cudnnSetConvolutionMathType(p->conv, std::is_same<T, float>::value ? CUDNN_FMA_MATH
+                                                                                        : CUDNN_DEFAULT_MATH),
+                     "cudnnSetConvolutionMathType");
+  }
+  if (!st.ok()) return st;
+  int dims[4];
+  st = CudnnStatus(cudnnGetConvolutionNdForwardOutputDim(p->conv, p->x, p->w, 4, dims),
+                   "cudnnGetConvolutionNdForwardOutputDim");
+  if (!st.ok()) return st;
+  if (dims[0] != s.n || dims[1] != s.o || dims[2] != s.oh || dims[3] != s.ow) {
+    return absl::InternalError(absl::StrCat("cuDNN's output shape [", dims[0], ", ", dims[1], ", ", dims[2], ", ",
+                                            dims[3], "] (NCHW) differs from TensorFlow's [", s.n, ", ", s.o, ", ",
+                                            s.oh, ", ", s.ow, "]"));
+  }
+  return absl::OkStatus();
+}
+
+template <typename Perf>
+bool Usable(const Perf& perf, size_t workspace_limit) {
+  return perf.status == CUDNN_STATUS_SUCCESS && perf.memory <= workspace_limit && perf.time >= 0 &&
+         perf.mathType != CUDNN_TENSOR_OP_MATH && perf.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+absl::Status AllocateBytes(OpKernelContext* ctx, int64_t bytes, Tensor* t) {
+  return ctx->allocate_temp(DT_UINT8, TensorShape({std::max<int64_t>(bytes, 1)}), t);
+}
+
+// The largest search workspace we can get, up to kWorkspaceCap.
+size_t AllocateSearchWorkspace(OpKernelContext* ctx, Tensor* t) {
+  for (size_t bytes = kWorkspaceCap; bytes >= (size_t{1} << 20); bytes /= 4) {
+    if (AllocateBytes(ctx, static_cast<int64_t>(bytes), t).ok()) return bytes;
+  }
+  return 0;
+}
+
+// Times the algorithms of `kind` on scratch buffers and sets p->algo,
+// p->workspace, p->time_ms. REQUIRES: the cuDNN lock is held (handle).
+template <typename T>
+absl::Status Search(OpKernelContext* ctx, cudnnHandle_t handle, ConvKind kind, const ConvShape& s,
+                    const Tensor& workspace, size_t workspace_bytes, ConvPlan* p) {
+  Tensor x, w, y;
+  const int64_t bytes = sizeof(T);
+  absl::Status st = AllocateBytes(ctx, s.n * s.padded_h() * s.padded_w() * s.c * bytes, &x);
+  if (st.ok()) st = AllocateBytes(ctx, s.kh * s.kw * s.c * s.o * bytes, &w);
+  if (st.ok()) st = AllocateBytes(ctx, s.n * s.oh * s.ow * s.o * bytes, &y);
+  if (!st.ok()) return st;
+  // Zeros: timings of garbage (NaN, denormals) could mislead.
+  cudaStream_t stream = GetGpuDevice(ctx)->compute_stream();
+  for (Tensor* t : {&x, &w, &y}) {
+    st = CudaStatus(cudaMemsetAsync(t->raw_data(), 0, t->TotalBytes(), stream), "cudaMemsetAsync");
+    if (!st.ok()) return st;
+  }
+  void* ws = workspace_bytes > 0 ? workspace.raw_data() : nullptr;
+  int returned = 0;
+  auto pick = [&](const auto* perfs) -> absl::Status {
+    for (int i = 0; i < returned; ++i) {
+      if (Usable(perfs[i], workspace_bytes)) {
+        p->algo = static_cast<int>(perfs[i].algo);
+        p->workspace = perfs[i].memory;
+        p->time_ms = perfs[i].time;
+        return absl::OkStatus();
+      }
+    }
+    return absl::InternalError(absl::StrCat("cuDNN has no usable fp32/fp64 algorithm for the convolution ",
+                                            KindName(kind), " (", returned, " tried)"));
+  };
+  switch (kind) {
+    case ConvKind::kForward: {
+      cudnnConvolutionFwdAlgoPerf_t perfs[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      st = CudnnStatus(cudnnFindConvolutionForwardAlgorithmEx(handle, p->x, x.raw_data(), p->w, w.raw_data(), p->conv,
+                                                              p->y, y.raw_data(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                              &returned, perfs, ws, workspace_bytes),
+                       "cudnnFindConvolutionForwardAlgorithmEx");
+      return st.ok() ? pick(perfs) : st;
+    }
+    case ConvKind::kBackpropInput: {
+      cudnnConvolutionBwdDataAlgoPerf_t perfs[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      st = CudnnStatus(cudnnFindConvolutionBackwardDataAlgorithmEx(
+                           handle, p->w, w.raw_data(), p->y, y.raw_data(), p->conv, p->x, x.raw_data(),
+                           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perfs, ws, workspace_bytes),
+                       "cudnnFindConvolutionBackwardDataAlgorithmEx");
+      return st.ok() ? pick(perfs) : st;
+    }
+    case ConvKind::kBackpropFilter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perfs[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      st = CudnnStatus(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                           handle, p->x, x.raw_data(), p->y, y.raw_data(), p->conv, p->w, w.raw_data(),
+                           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perfs, ws, workspace_bytes),
+                       "cudnnFindConvolutionBackwardFilterAlgorithmEx");
+      return st.ok() ? pick(perfs) : st;
+    }
+  }
+  return absl::InternalError("unknown convolution kind");
+}
+
+// Whether NCHW needs a real transpose of a [n, c, pixels] tensor.
+bool NeedsTranspose(int64_t c, int64_t pixels) { return c > 1 && pixels > 1; }
+
+// Estimated milliseconds of the NCHW transposes of one call (read + write of
+// each transposed tensor at ~2 TB/s, plus ~3 us per launch).
+double TransposeCostMs(ConvKind kind, const ConvShape& s, int64_t elem_bytes) {
+  double bytes = 0;
+  int launches = 0;
+  auto add = [&](int64_t c, int64_t pixels) {
+    if (!NeedsTranspose(c, pixels)) return;
+    bytes += 2.0 * static_cast<double>(s.n * c * pixels * elem_bytes);
+    ++launches;
+  };
+  const int64_t in_pixels = s.padded_h() * s.padded_w(), out_pixels = s.oh * s.ow;
+  switch (kind) {
+    case ConvKind::kForward:
+      add(s.c, in_pixels);
+      add(s.o, out_pixels);
+      break;
+    case ConvKind::kBackpropInput:
+      add(s.o, out_pixels);
+      add(s.c, in_pixels);
+      break;
+    case ConvKind::kBackpropFilter:
+      add(s.c, in_pixels);
+      add(s.o, out_pixels);
+      break;
+  }
+  return bytes / 2e9 + 0.003 * launches;
+}
+
+// The layout SLUICE_CUDNN_LAYOUT forces: 0 none, 1 NHWC, 2 NCHW.
+int ForcedLayout() {
+  static const int forced = [] {
+    const char* v = std::getenv("SLUICE_CUDNN_LAYOUT");
+    if (v == nullptr) return 0;
+    if (std::strcmp(v, "NHWC") == 0) return 1;
+    if (std::strcmp(v, "NCHW") == 0) return 2;
+    return 0;
+  }();
+  return forced;
+}
+
+// Plans one shape: searches both layouts (unless one is forced) and keeps the
+// faster.
+template <typename T>
+absl::StatusOr<std::shared_ptr<const ConvPlan>> MakePlan(OpKernelContext* ctx, ConvKind kind, const ConvShape& s) {
+  Tensor workspace;
+  const size_t workspace_bytes = AllocateSearchWorkspace(ctx, &workspace);
+  auto lock = GetGpuDevice(ctx)->LockCudnn();
+  if (!lock.ok()) return lock.status();
+  std::shared_ptr<ConvPlan> best;
+  absl::Status last_error;
+  for (bool nchw : {false, true}) {
+    if (ForcedLayout() == (nchw ? 1 : 2)) continue;
+    auto plan = std::make_shared<ConvPlan>();
+    absl::Status st = MakeDescriptors<T>(s, nchw, plan.get());
+    if (st.ok()) st = Search<T>(ctx, (*lock)->handle, kind, s, workspace, workspace_bytes, plan.get());
+    if (!st.ok()) {
+      last_error = st;
+      continue;
+    }
+    if (nchw) plan->time_ms += static_cast<float>(TransposeCostMs(kind, s, sizeof(T)));
+    if (best == nullptr || plan->time_ms < best->time_ms) best = plan;
+  }
+  if (best == nullptr) return last_error;
+  return std::shared_ptr<const ConvPlan>(best);
+}
+
+// ---- the kernels ----
+
+template <typename T>
+class CudnnConvOp : public OpKernel {
+ public:
+  CudnnConvOp(OpKernelConstruction* ctx, ConvKind kind) : OpKernel(ctx), kind_(kind) {
+    OP_REQUIRES_OK(ctx, ReadWindowAttrs(ctx, &strides_, nullptr, &padding_));
+  }
+
+ protected:
+  // The cached plan of `s`, made on first use.
+  absl::StatusOr<std::shared_ptr<const ConvPlan>> Plan(OpKernelContext* ctx, const ConvShape& s) {
+    {
+      absl::MutexLock l(&mu_);
+      auto it = plans_.find(s);
+      if (it != plans_.end()) return it->second;
+    }
+    auto plan = MakePlan<T>(ctx, kind_, s);  // outside mu_: searches take a while
+    if (!plan.ok()) return plan.status();
+    absl::MutexLock l(&mu_);
+    return plans_.emplace(s, *plan).first->second;
+  }
+
+  // `dst` = `src` with the bottom/right padding appended (when the shape has
+  // any), then in the plan's layout: `src` itself when neither applies, else
+  // a temp kept in *holder. `pixels` of [n, rows, cols, c].
+  absl::Status InputForCudnn(OpKernelContext* ctx, const ConvPlan& p, const ConvShape& s, const T* src,
+                             Tensor* pad_holder, Tensor* holder, const T** dst) {
+    cudaStream_t stream = GetGpuDevice(ctx)->compute_stream();
+    const T* cur = src;
+    const int64_t elems = s.n * s.padded_h() * s.padded_w() * s.c;
+    if (s.asymmetric()) {
+      absl::Status st = Temp(ctx, elems, pad_holder);
+      if (!st.ok()) return st;
+      st = CudaStatus(LaunchPadBottomRight(stream, cur, s.n, s.h, s.w, s.c, s.eh, s.ew, pad_holder->data<T>()),
+                      "LaunchPadBottomRight");
+      if (!st.ok()) return st;
+      cur = pad_holder->data<T>();
+    }
+    if (p.nchw && NeedsTranspose(s.c, s.padded_h() * s.padded_w())) {
+      absl::Status st = Temp(ctx, elems, holder);
+      if (!st.ok()) return st;
+      st = CudaStatus(LaunchTranspose(stream, cur, s.n, s.padded_h() * s.padded_w(), s.c, holder->data<T>()),
+                      "LaunchTranspose");
+      if (!st.ok()) return st;
+      cur = holder->data<T>();
+    }
+    *dst = cur;
+    return absl::OkStatus();
+  }
+
+  // dy ([n, oh, ow, o], NHWC) in the plan's layout.
+  absl::Status OutputGradForCudnn(OpKernelContext* ctx, const ConvPlan& p, const ConvShape& s, const T* dy,
+                                  Tensor* holder, const T** dst) {
+    *dst = dy;
+    if (!p.nchw || !NeedsTranspose(s.o, s.oh * s.ow)) return absl::OkStatus();
+    absl::Status st = Temp(ctx, s.n * s.oh * s.ow * s.o, holder);
+    if (!st.ok()) return st;
+    st = CudaStatus(LaunchTranspose(GetGpuDevice(ctx)->compute_stream(), dy, s.n, s.oh * s.ow, s.o, holder->data<T>()),
+                    "LaunchTranspose");
+    if (!st.ok()) return st;
+    *dst = holder->data<T>();
+    return absl::OkStatus();
+  }
+
+  // The HWIO filter in the plan's layout (OHWI or OIHW), in *holder.
+  absl::Status FilterForCudnn(OpKernelContext* ctx, const ConvPlan& p, const ConvShape& s, const T* filter,
+                              Tensor* holder) {
+    absl::Status st = Temp(ctx, s.kh * s.kw * s.c * s.o, holder);
+    if (!st.ok()) return st;
+    cudaStream_t stream = GetGpuDevice(ctx)->compute_stream();
+    if (p.nchw) {
+      return CudaStatus(LaunchHwioToOihw(stream, filter, s.kh, s.kw, s.c, s.o, holder->data<T>()), "LaunchHwioToOihw");
+    }
+    return CudaStatus(LaunchTranspose(stream, filter, 1, s.kh * s.kw * s.c, s.o, holder->data<T>()),
+                      "LaunchTranspose");
+  }
+
+  static absl::Status Temp(OpKernelContext* ctx, int64_t elems, Tensor* t) {
+    return ctx->allocate_temp(DataTypeToEnum<T>::value, TensorShape({elems}), t);
+  }
+
+  absl::Status Workspace(OpKernelContext* ctx, const ConvPlan& p, Tensor* t, void** ptr) {
+    *ptr = nullptr;
+    if (p.workspace == 0) return absl::OkStatus();
+    absl::Status st = AllocateBytes(ctx, static_cast<int64_t>(p.workspace), t);
+    if (!st.ok()) return st;
+    *ptr = t->raw_data();
+    return absl::OkStatus();
+  }
+
+  std::vector<int64_t> strides_;
+  std::string padding_;
+
+ private:
+  const ConvKind kind_;
+  absl::Mutex mu_;
+  std::map<ConvShape, std::shared_ptr<const ConvPlan>> plans_ ABSL_GUARDED_BY(mu_);
+};
+
+template <typename T>
+class Conv2DOp : public CudnnConvOp<T> {
+ public:
+  explicit Conv2DOp(OpKernelConstruction* ctx) : CudnnConvOp<T>(ctx, ConvKind::kForward) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const Tensor& filter = ctx->input(1);
+    ConvGeometry g;
+    OP_REQUIRES_OK(ctx, MakeGeometry(input.shape(), filter.shape(), this->strides_, this->padding_, &g));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.out_shape, &out));
+    if (out->NumElements() == 0) return;
+    cudaStream_t stream = GetGpuDevice(ctx)->compute_stream();
+    if (g.in_depth == 0) {
+      OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(out->raw_data(), 0, out->TotalBytes(), stream));
+      return;
+    }
+    const ConvShape s = ShapeOf(g);
+    OP_REQUIRES_OK(ctx, CheckCudnnLimits(s));
+    auto plan_or = this->Plan(ctx, s);
+    OP_REQUIRES_OK(ctx, plan_or.status());
+    const ConvPlan& p = **plan_or;
+    Tensor pad_holder, x_holder, w_holder, y_holder, ws_holder;
+    const T* x;
+    OP_REQUIRES_OK(ctx, this->InputForCudnn(ctx, p, s, input.data<T>(), &pad_holder, &x_holder, &x));
+    OP_REQUIRES_OK(ctx, this->FilterForCudnn(ctx, p, s, filter.data<T>(), &w_holder));
+    const bool transpose_out = p.nchw && NeedsTranspose(s.o, s.oh * s.ow);
+    T* y = out->data<T>();
+    if (transpose_out) {
+      OP_REQUIRES_OK(ctx, this->Temp(ctx, out->NumElements(), &y_holder));
+      y = y_holder.data<T>();
+    }
+    void* ws;
+    OP_REQUIRES_OK(ctx, this->Workspace(ctx, p, &ws_holder, &ws));
+    {
+      auto lock = GetGpuDevice(ctx)->LockCudnn();
+      OP_REQUIRES_OK(ctx, lock.status());
+      const T one = 1, zero = 0;
+      OP_REQUIRES_CUDNN(ctx, cudnnConvolutionForward((*lock)->handle, &one, p.x, x, p.w, w_holder.data<T>(), p.conv,
+                                                     static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.workspace,
+                                                     &zero, p.y, y));
+    }
+    if (transpose_out) {
+      OP_REQUIRES_CUDA(ctx, LaunchTranspose(stream, y, s.n, s.o, s.oh * s.ow, out->data<T>()));
+    }
+  }
+};
+
+template <typename T>
+class Conv2DBackpropInputOp : public CudnnConvOp<T> {
+ public:
+  explicit Conv2DBackpropInputOp(OpKernelConstruction* ctx) : CudnnConvOp<T>(ctx, ConvKind::kBackpropInput) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    TensorShape input_shape;
+    OP_REQUIRES_OK(ctx, ShapeFromTensor(ctx->input(0), 4, &input_shape));
+    const Tensor& filter = ctx->input(1);
+    const Tensor& dy = ctx->input(2);
+    ConvGeometry g;
+    OP_REQUIRES_OK(ctx, MakeGeometry(input_shape, filter.shape(), this->strides_, this->padding_, &g));
+    OP_REQUIRES(ctx, dy.shape() == g.out_shape,
+                absl::InvalidArgumentError(absl::StrCat("out_backprop has shape ", dy.shape().DebugString(),
+                                                        " but the convolution's output shape is ",
+                                                        g.out_shape.DebugString())));
+    Tensor* dx;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input_shape, &dx));
+    if (dx->NumElements() == 0) return;
+    cudaStream_t stream = GetGpuDevice(ctx)->compute_stream();
+    if (dy.NumElements() == 0) {
+      OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(dx->raw_data(), 0, dx->TotalBytes(), stream));
+      return;
+    }
+    const ConvShape s = ShapeOf(g);
+    OP_REQUIRES_OK(ctx, CheckCudnnLimits(s));
+    auto plan_or = this->Plan(ctx, s);
+    OP_REQUIRES_OK(ctx, plan_or.status());
+    const ConvPlan& p = **plan_or;
+    Tensor dy_holder, w_holder, dx_holder, nhwc_holder, ws_holder;
+    const T* dy_in;
+    OP_REQUIRES_OK(ctx, this->OutputGradForCudnn(ctx, p, s, dy.data<T>(), &dy_holder, &dy_in));
+    OP_REQUIRES_OK(ctx, this->FilterForCudnn(ctx, p, s, filter.data<T>(), &w_holder));
+    // cuDNN writes the padded dx in the plan's layout; then back to NHWC and
+    // cropped to the input's size.
+    const int64_t pixels = s.padded_h() * s.padded_w();
+    const bool transpose = p.nchw && NeedsTranspose(s.c, pixels);
+    T* dx_cudnn = dx->data<T>();
+    if (transpose || s.asymmetric()) {
+      OP_REQUIRES_OK(ctx, this->Temp(ctx, s.n * pixels * s.c, &dx_holder));
+      dx_cudnn = dx_holder.data<T>();
+    }
+    void* ws;
+    OP_REQUIRES_OK(ctx, this->Workspace(ctx, p, &ws_holder, &ws));
+    {
+      auto lock = GetGpuDevice(ctx)->LockCudnn();
+      OP_REQUIRES_OK(ctx, lock.status());
+      const T one = 1, zero = 0;
+      OP_REQUIRES_CUDNN(ctx, cudnnConvolutionBackwardData((*lock)->handle, &one, p.w, w_holder.data<T>(), p.y, dy_in,
+                                                          p.conv, static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo),
+                                                          ws, p.workspace, &zero, p.x, dx_cudnn));
+    }
+    const T* nhwc = dx_cudnn;
+    if (transpose) {
+      T* dst = dx->data<T>();
+      if (s.asymmetric()) {
+        OP_REQUIRES_OK(ctx, this->Temp(ctx, s.n * pixels * s.c, &nhwc_holder));
+        dst = nhwc_holder.data<T>();
+      }
+      OP_REQUIRES_CUDA(ctx, LaunchTranspose(stream, dx_cudnn, s.n, s.c, pixels, dst));
+      nhwc = dst;
+    }
+    if (s.asymmetric()) {
+      OP_REQUIRES_CUDA(ctx, LaunchCropBottomRight(stream, nhwc, s.n, s.h, s.w, s.c, s.eh, s.ew, dx->data<T>()));
+    }
+  }
+};
+
+template <typename T>
+class Conv2DBackpropFilterOp : public CudnnConvOp<T> {
+ public:
+  explicit Conv2DBackpropFilterOp(OpKernelConstruction* ctx) : CudnnConvOp<T>(ctx, ConvKind::kBackpropFilter) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    TensorShape filter_shape;
+    OP_REQUIRES_OK(ctx, ShapeFromTensor(ctx->input(1), 4, &filter_shape));
+    const Tensor& dy = ctx->input(2);
+    ConvGeometry g;
+    OP_REQUIRES_OK(ctx, MakeGeometry(input.shape(), filter_shape, this->strides_, this->padding_, &g));
+    OP_REQUIRES(ctx, dy.shape() == g.out_shape,
+                absl::InvalidArgumentError(absl::StrCat("out_backprop has shape ", dy.shape().DebugString(),
+                                                        " but the convolution's output shape is ",
+                                                        g.out_shape.DebugString())));
+    Tensor* dw;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, filter_shape, &dw));
+    if (dw->NumElements() == 0) return;
+    cudaStream_t stream = GetGpuDevice(ctx)->compute_stream();
+    if (dy.NumElements() == 0) {
+      OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(dw->raw_data(), 0, dw->TotalBytes(), stream));
+      return;
+    }
+    const ConvShape s = ShapeOf(g);
+    OP_REQUIRES_OK(ctx, CheckCudnnLimits(s));
+    auto plan_or = this->Plan(ctx, s);
+    OP_REQUIRES_OK(ctx, plan_or.status());
+    const ConvPlan& p = **plan_or;
+    Tensor pad_holder, x_holder, dy_holder, dw_holder, ws_holder;
+    const T* x;
+    OP_REQUIRES_OK(ctx, this->InputForCudnn(ctx, p, s, input.data<T>(), &pad_holder, &x_holder, &x));
+    const T* dy_in;
+    OP_REQUIRES_OK(ctx, this->OutputGradForCudnn(ctx, p, s, dy.data<T>(), &dy_holder, &dy_in));
+    OP_REQUIRES_OK(ctx, this->Temp(ctx, dw->NumElements(), &dw_holder));
+    void* ws;
+    OP_REQUIRES_OK(ctx, this->Workspace(ctx, p, &ws_holder, &ws));
+    {
+      auto lock = GetGpuDevice(ctx)->LockCudnn();
+      OP_REQUIRES_OK(ctx, lock.status());
+      const T one = 1, zero = 0;
+      OP_REQUIRES_CUDNN(ctx, cudnnConvolutionBackwardFilter(
+                                 (*lock)->handle, &one, p.x, x, p.y, dy_in, p.conv,
+                                 static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws, p.workspace, &zero, p.w,
+                                 dw_holder.data<T>()));
+    }
+    if (p.nchw) {
+      OP_REQUIRES_CUDA(ctx, LaunchOihwToHwio(stream, dw_holder.data<T>(), s.kh, s.kw, s.c, s.o, dw->data<T>()));
+    } else {  // OHWI [o, kh*kw*c] -> HWIO [kh*kw*c, o]
+      OP_REQUIRES_CUDA(ctx, LaunchTranspose(stream, dw_holder.data<T>(), 1, s.o, s.kh * s.kw * s.c, dw->data<T>()));
+    }
+  }
+};
+
+#define SLUICE_REGISTER_GPU_CONV_(T)                                                                        \
+  REGISTER_KERNEL_BUILDER(Name("Conv2D").Device(kDeviceGpu).TypeConstraint<T>("T"), Conv2DOp<T>);           \
+  REGISTER_KERNEL_BUILDER(Name("Conv2DBackpropInput").Device(kDeviceGpu).TypeConstraint<T>("T"),            \
+                          Conv2DBackpropInputOp<T>);                                                        \
+  REGISTER_KERNEL_BUILDER(Name("Conv2DBackpropFilter").Device(kDeviceGpu).TypeConstraint<T>("T"),           \
+                          Conv2DBackpropFilterOp<T>)
+SLUICE_REGISTER_GPU_CONV_(float);
+SLUICE_REGISTER_GPU_CONV_(double);
+#undef SLUICE_REGISTER_GPU_CONV_
+
+}  // namespace
+}  // namespace gpu
+}  // namespace sluice

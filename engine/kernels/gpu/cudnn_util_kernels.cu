@@ -1,0 +1,328 @@
+// The CUDA kernels of cudnn_util_kernels.h: transposes, bottom/right zero
+// padding and its crop, and NHWC pooling. Every kernel walks its elements
+// (or tiles) with a grid-stride loop over int64 indices, so any size runs
+// with a bounded grid.
+#include "engine/kernels/gpu/cudnn_util_kernels.h"
+
+#include <algorithm>
+
+namespace sluice {
+namespace gpu {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 65535;
+
+int64_t Blocks(int64_t n) { return std::max<int64_t>(1, std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks * 8)); }
+
+#define SLUICE_GRID_LOOP(i, n) \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+// ---- transpose: 32x32 tiles through shared memory, 32x8 threads ----
+constexpr int kTile = 32;
+constexpr int kTileRowsPerPass = 8;
+
+template <typename T>
+__global__ void TransposeKernel(const T* __restrict__ in, int64_t batch, int64_t rows, int64_t cols,
+                                T* __restrict__ out) {
+  __shared__ T tile[kTile][kTile + 1];
+  const int64_t tiles_r = (rows + kTile - 1) / kTile, tiles_c = (cols + kTile - 1) / kTile;
+  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    const T* src = in + b * rows * cols;
+    T* dst = out + b * rows * cols;
+    for (int64_t tr = blockIdx.y; tr < tiles_r; tr += gridDim.y) {
+      for (int64_t tc = blockIdx.x; tc < tiles_c; tc += gridDim.x) {
+        const int64_t r0 = tr * kTile, c0 = tc * kTile;
+        for (int j = threadIdx.y; j < kTile; j += kTileRowsPerPass) {
+          const int64_t r = r0 + j, c = c0 + threadIdx.x;
+          if (r < rows && c < cols) tile[j][threadIdx.x] = src[r * cols + c];
+        }
+        __syncthreads();
+        // out is [cols, rows]: thread x walks rows of `in` (contiguous in out).
+        for (int j = threadIdx.y; j < kTile; j += kTileRowsPerPass) {
+          const int64_t c = c0 + j, r = r0 + threadIdx.x;
+          if (r < rows && c < cols) dst[c * rows + r] = tile[threadIdx.x][j];
+        }
+        __syncthreads();
+      }
+    }
+  }
+}
+
+template <typename T>
+cudaError_t Transpose(cudaStream_t stream, const T* in, int64_t batch, int64_t rows, int64_t cols, T* out) {
+  if (batch <= 0 || rows <= 0 || cols <= 0) return cudaSuccess;
+  const int64_t tiles_r = (rows + kTile - 1) / kTile, tiles_c = (cols + kTile - 1) / kTile;
+  dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles_c, 1 << 20)),
+            static_cast<unsigned>(std::min<int64_t>(tiles_r, kMaxBlocks)),
+            static_cast<unsigned>(std::min<int64_t>(batch, kMaxBlocks)));
+  TransposeKernel<T><<<grid, dim3(kTile, kTileRowsPerPass), 0, stream>>>(in, batch, rows, cols, out);
+  return cudaGetLastError();
+}
+
+// ---- filter layouts ----
+template <typename T>
+__global__ void HwioToOihwKernel(const T* __restrict__ in, int64_t h, int64_t w, int64_t i, int64_t o,
+                                 T* __restrict__ out) {
+  const int64_t n = h * w * i * o;
+  SLUICE_GRID_LOOP(idx, n) {  // idx walks `in` (HWIO)
+    int64_t rest = idx;
+    const int64_t oo = rest % o;
+    rest /= o;
+    const int64_t ii = rest % i;
+    rest /= i;
+    const int64_t ww = rest % w;
+    const int64_t hh = rest / w;
+    out[((oo * i + ii) * h + hh) * w + ww] = in[idx];
+  }
+}
+
+template <typename T>
+__global__ void OihwToHwioKernel(const T* __restrict__ in, int64_t h, int64_t w, int64_t i, int64_t o,
+                                 T* __restrict__ out) {
+  const int64_t n = h * w * i * o;
+  SLUICE_GRID_LOOP(idx, n) {  // idx walks `out` (HWIO)
+    int64_t rest = idx;
+    const int64_t oo = rest % o;
+    rest /= o;
+    const int64_t ii = rest % i;
+    rest /= i;
+    const int64_t ww = rest % w;
+    const int64_t hh = rest / w;
+    out[idx] = in[((oo * i + ii) * h + hh) * w + ww];
+  }
+}
+
+// ---- padding and crop ----
+template <typename T>
+__global__ void PadKernel(const T* __restrict__ in, int64_t images, int64_t rows, int64_t cols, int64_t depth,
+                          int64_t out_rows, int64_t out_cols, T* __restrict__ out) {
+  const int64_t n = images * out_rows * out_cols * depth;
+  SLUICE_GRID_LOOP(idx, n) {
+    int64_t rest = idx / depth;
+    const int64_t d = idx % depth;
+    const int64_t c = rest % out_cols;
+    rest /= out_cols;
+    const int64_t r = rest % out_rows;
+    const int64_t image = rest / out_rows;
+    out[idx] = (r < rows && c < cols) ? in[((image * rows + r) * cols + c) * depth + d] : T(0);
+  }
+}
+
+template <typename T>
+__global__ void CropKernel(const T* __restrict__ in, int64_t images, int64_t rows, int64_t cols, int64_t depth,
+                           int64_t in_rows, int64_t in_cols, T* __restrict__ out) {
+  const int64_t n = images * rows * cols * depth;
+  SLUICE_GRID_LOOP(idx, n) {
+    int64_t rest = idx / depth;
+    const int64_t d = idx % depth;
+    const int64_t c = rest % cols;
+    rest /= cols;
+    const int64_t r = rest % rows;
+    const int64_t image = rest / rows;
+    out[idx] = in[((image * in_rows + r) * in_cols + c) * depth + d];
+  }
+}
+
+// ---- pooling ----
+struct Range {
+  int64_t lo, hi;  // [lo, hi)
+};
+
+// The input positions of window `o` along one dimension, clipped.
+__device__ inline Range WindowOf(int64_t o, int64_t stride, int64_t pad, int64_t k, int64_t in) {
+  const int64_t start = o * stride - pad;
+  Range r;
+  r.hi = k >= in - start ? in : start + k;
+  r.lo = start < 0 ? 0 : start;
+  return r;
+}
+
+// The windows [lo, hi) along one dimension that cover input position p.
+__device__ inline Range WindowsCovering(int64_t p, int64_t stride, int64_t pad, int64_t k, int64_t out) {
+  const int64_t a = p + pad;  // window o covers p iff o*stride <= a < o*stride + k
+  Range r;
+  const int64_t first = a - k + 1;  // o*stride >= first
+  r.lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+  r.hi = a / stride + 1;
+  if (r.hi > out) r.hi = out;
+  if (r.lo > r.hi) r.lo = r.hi;
+  return r;
+}
+
+template <typename T, bool kMax>
+__global__ void PoolKernel(PoolDims d, const T* __restrict__ in, T* __restrict__ out) {
+  const int64_t n = d.batch * d.out_rows * d.out_cols * d.depth;
+  SLUICE_GRID_LOOP(idx, n) {
+    int64_t rest = idx / d.depth;
+    const int64_t ch = idx % d.depth;
+    const int64_t ow = rest % d.out_cols;
+    rest /= d.out_cols;
+    const int64_t oh = rest % d.out_rows;
+    const int64_t image = rest / d.out_rows;
+    const Range hr = WindowOf(oh, d.stride_rows, d.pad_rows, d.k_rows, d.in_rows);
+    const Range wr = WindowOf(ow, d.stride_cols, d.pad_cols, d.k_cols, d.in_cols);
+    const T* base = in + image * d.in_rows * d.in_cols * d.depth + ch;
+    T acc = base[(hr.lo * d.in_cols + wr.lo) * d.depth];
+    bool first = true;
+    for (int64_t h = hr.lo; h < hr.hi; ++h) {
+      for (int64_t w = wr.lo; w < wr.hi; ++w) {
+        if (first) {
+          first = false;
+          continue;
+        }
+        const T v = base[(h * d.in_cols + w) * d.depth];
+        if (kMax) {
+          acc = acc < v ? v : acc;
+        } else {
+          acc += v;
+        }
+      }
+    }
+    if (!kMax) acc = acc / static_cast<T>((hr.hi - hr.lo) * (wr.hi - wr.lo));
+    out[idx] = acc;
+  }
+}
+
+template <typename T>
+__global__ void MaxPoolGradKernel(PoolDims d, const T* __restrict__ in, const T* __restrict__ dy,
+                                  T* __restrict__ dx) {
+  const int64_t n = d.batch * d.in_rows * d.in_cols * d.depth;
+  SLUICE_GRID_LOOP(idx, n) {
+    int64_t rest = idx / d.depth;
+    const int64_t ch = idx % d.depth;
+    const int64_t x = rest % d.in_cols;
+    rest /= d.in_cols;
+    const int64_t y = rest % d.in_rows;
+    const int64_t image = rest / d.in_rows;
+    const T* base = in + image * d.in_rows * d.in_cols * d.depth + ch;
+    const T* gbase = dy + image * d.out_rows * d.out_cols * d.depth + ch;
+    const Range ohr = WindowsCovering(y, d.stride_rows, d.pad_rows, d.k_rows, d.out_rows);
+    const Range owr = WindowsCovering(x, d.stride_cols, d.pad_cols, d.k_cols, d.out_cols);
+    T sum = T(0);
+    for (int64_t oh = ohr.lo; oh < ohr.hi; ++oh) {
+      const Range hr = WindowOf(oh, d.stride_rows, d.pad_rows, d.k_rows, d.in_rows);
+      for (int64_t ow = owr.lo; ow < owr.hi; ++ow) {
+        const Range wr = WindowOf(ow, d.stride_cols, d.pad_cols, d.k_cols, d.in_cols);
+        // The first maximal position of the window, row-major.
+        int64_t best_h = hr.lo, best_w = wr.lo;
+        T best = base[(hr.lo * d.in_cols + wr.lo) * d.depth];
+        for (int64_t h = hr.lo; h < hr.hi; ++h) {
+          for (int64_t w = wr.lo; w < wr.hi; ++w) {
+            const T v = base[(h * d.in_cols + w) * d.depth];
+            if (best < v) {
+              best = v;
+              best_h = h;
+              best_w = w;
+            }
+          }
+        }
+        if (best_h == y && best_w == x) sum = sum + gbase[(oh * d.out_cols + ow) * d.depth];
+      }
+    }
+    dx[idx] = sum;
+  }
+}
+
+template <typename T>
+__global__ void AvgPoolGradKernel(PoolDims d, const T* __restrict__ dy, T* __restrict__ dx) {
+  const int64_t n = d.batch * d.in_rows * d.in_cols * d.depth;
+  SLUICE_GRID_LOOP(idx, n) {
+    int64_t rest = idx / d.depth;
+    const int64_t ch = idx % d.depth;
+    const int64_t x = rest % d.in_cols;
+    rest /= d.in_cols;
+    const int64_t y = rest % d.in_rows;
+    const int64_t image = rest / d.in_rows;
+    const T* gbase = dy + image * d.out_rows * d.out_cols * d.depth + ch;
+    const Range ohr = WindowsCovering(y, d.stride_rows, d.pad_rows, d.k_rows, d.out_rows);
+    const Range owr = WindowsCovering(x, d.stride_cols, d.pad_cols, d.k_cols, d.out_cols);
+    T sum = T(0);
+    for (int64_t oh = ohr.lo; oh < ohr.hi; ++oh) {
+      const Range hr = WindowOf(oh, d.stride_rows, d.pad_rows, d.k_rows, d.in_rows);
+      for (int64_t ow = owr.lo; ow < owr.hi; ++ow) {
+        const Range wr = WindowOf(ow, d.stride_cols, d.pad_cols, d.k_cols, d.in_cols);
+        const T inv = T(1) / static_cast<T>((hr.hi - hr.lo) * (wr.hi - wr.lo));
+        sum += gbase[(oh * d.out_cols + ow) * d.depth] * inv;
+      }
+    }
+    dx[idx] = sum;
+  }
+}
+
+template <typename T>
+cudaError_t Pool(cudaStream_t stream, const PoolDims& d, const T* in, T* out, bool max) {
+  const int64_t n = d.batch * d.out_rows * d.out_cols * d.depth;
+  if (n <= 0) return cudaSuccess;
+  if (max) {
+    PoolKernel<T, true><<<Blocks(n), kThreads, 0, stream>>>(d, in, out);
+  } else {
+    PoolKernel<T, false><<<Blocks(n), kThreads, 0, stream>>>(d, in, out);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+#define SLUICE_DEFINE_FOR_(T)                                                                                    \
+  cudaError_t LaunchTranspose(cudaStream_t stream, const T* in, int64_t batch, int64_t rows, int64_t cols,      \
+                              T* out) {                                                                         \
+    return Transpose<T>(stream, in, batch, rows, cols, out);                                                     \
+  }                                                                                                              \
+  cudaError_t LaunchHwioToOihw(cudaStream_t stream, const T* in, int64_t h, int64_t w, int64_t i, int64_t o,    \
+                               T* out) {                                                                        \
+    const int64_t n = h * w * i * o;                                                                             \
+    if (n <= 0) return cudaSuccess;                                                                              \
+    HwioToOihwKernel<T><<<Blocks(n), kThreads, 0, stream>>>(in, h, w, i, o, out);                                \
+    return cudaGetLastError();                                                                                   \
+  }                                                                                                              \
+  cudaError_t LaunchOihwToHwio(cudaStream_t stream, const T* in, int64_t h, int64_t w, int64_t i, int64_t o,    \
+                               T* out) {                                                                        \
+    const int64_t n = h * w * i * o;                                                                             \
+    if (n <= 0) return cudaSuccess;                                                                              \
+    OihwToHwioKernel<T><<<Blocks(n), kThreads, 0, stream>>>(in, h, w, i, o, out);                                \
+    return cudaGetLastError();                                                                                   \
+  }                                                                                                              \
+  cudaError_t LaunchPadBottomRight(cudaStream_t stream, const T* in, int64_t images, int64_t rows, int64_t cols, \
+                                   int64_t depth, int64_t extra_rows, int64_t extra_cols, T* out) {             \
+    const int64_t n = images * (rows + extra_rows) * (cols + extra_cols) * depth;                               \
+    if (n <= 0) return cudaSuccess;                                                                              \
+    PadKernel<T><<<Blocks(n), kThreads, 0, stream>>>(in, images, rows, cols, depth, rows + extra_rows,           \
+                                                     cols + extra_cols, out);                                   \
+    return cudaGetLastError();                                                                                   \
+  }                                                                                                              \
+  cudaError_t LaunchCropBottomRight(cudaStream_t stream, const T* in, int64_t images, int64_t rows,             \
+                                    int64_t cols, int64_t depth, int64_t extra_rows, int64_t extra_cols,        \
+                                    T* out) {                                                                   \
+    const int64_t n = images * rows * cols * depth;                                                              \
+    if (n <= 0) return cudaSuccess;                                                                              \
+    CropKernel<T><<<Blocks(n), kThreads, 0, stream>>>(in, images, rows, cols, depth, rows + extra_rows,          \
+                                                      cols + extra_cols, out);                                  \
+    return cudaGetLastError();                                                                                   \
+  }                                                                                                              \
+  cudaError_t LaunchMaxPool(cudaStream_t stream, const PoolDims& d, const T* in, T* out) {                       \
+    return Pool<T>(stream, d, in, out, true);                                                                    \
+  }                                                                                                              \
+  cudaError_t LaunchAvgPool(cudaStream_t stream, const PoolDims& d, const T* in, T* out) {                       \
+    return Pool<T>(stream, d, in, out, false);                                                                   \
+  }                                                                                                              \
+  cudaError_t LaunchMaxPoolGrad(cudaStream_t stream, const PoolDims& d, const T* in, const T* dy, T* dx) {       \
+    const int64_t n = d.batch * d.in_rows * d.in_cols * d.depth;                                                 \
+    if (n <= 0) return cudaSuccess;                                                                              \
+    MaxPoolGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(d, in, dy, dx);                                     \
+    return cudaGetLastError();                                                                                   \
+  }                                                                                                              \
+  cudaError_t LaunchAvgPoolGrad(cudaStream_t stream, const PoolDims& d, const T* dy, T* dx) {                    \
+    const int64_t n = d.batch * d.in_rows * d.in_cols * d.depth;                                                 \
+    if (n <= 0) return cudaSuccess;                                                                              \
+    AvgPoolGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(d, dy, dx);                                         \
+    return cudaGetLastError();                                                                                   \
+  }
+
+SLUICE_DEFINE_FOR_(float)
+SLUICE_DEFINE_FOR_(double)
+#undef SLUICE_DEFINE_FOR_
+
+}  // namespace gpu
+}  // namespace sluice

@@ -1,0 +1,77 @@
+// Small CUDA kernels around the cuDNN convolutions and the NHWC pooling
+// kernels (engine/kernels/gpu/conv_ops_gpu.cc, pooling_ops_gpu.cc). Plain
+// launch functions: each enqueues one kernel on `stream` and returns
+// cudaGetLastError() of the launch (no synchronization). Pointers are device
+// pointers; sizes are element counts (int64).
+// Thread safety: stateless.
+#ifndef SLUICE_ENGINE_KERNELS_GPU_CUDNN_UTIL_KERNELS_H_
+#define SLUICE_ENGINE_KERNELS_GPU_CUDNN_UTIL_KERNELS_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace sluice {
+namespace gpu {
+
+// out[b, c, r] = in[b, r, c] for b < batch, r < rows, c < cols (a batched
+// 2-D transpose: NHWC <-> NCHW with rows = H*W, cols = C, and the HWIO <->
+// OHWI filter transposes with batch = 1).
+cudaError_t LaunchTranspose(cudaStream_t stream, const float* in, int64_t batch, int64_t rows, int64_t cols,
+                            float* out);
+cudaError_t LaunchTranspose(cudaStream_t stream, const double* in, int64_t batch, int64_t rows, int64_t cols,
+                            double* out);
+
+// HWIO filter -> OIHW (the NCHW filter layout cuDNN calls KCRS), and back.
+cudaError_t LaunchHwioToOihw(cudaStream_t stream, const float* in, int64_t h, int64_t w, int64_t i, int64_t o,
+                             float* out);
+cudaError_t LaunchHwioToOihw(cudaStream_t stream, const double* in, int64_t h, int64_t w, int64_t i, int64_t o,
+                             double* out);
+cudaError_t LaunchOihwToHwio(cudaStream_t stream, const float* in, int64_t h, int64_t w, int64_t i, int64_t o,
+                             float* out);
+cudaError_t LaunchOihwToHwio(cudaStream_t stream, const double* in, int64_t h, int64_t w, int64_t i, int64_t o,
+                             double* out);
+
+// Copies `in` (N images of [rows, cols] pixels of `depth` values each, in
+// NHWC or in NCHW with depth = 1 per plane: the caller passes N*C images) into
+// `out` of [rows + extra_rows, cols + extra_cols] pixels, the extra rows and
+// columns (at the bottom and right) zero.
+cudaError_t LaunchPadBottomRight(cudaStream_t stream, const float* in, int64_t images, int64_t rows, int64_t cols,
+                                 int64_t depth, int64_t extra_rows, int64_t extra_cols, float* out);
+cudaError_t LaunchPadBottomRight(cudaStream_t stream, const double* in, int64_t images, int64_t rows, int64_t cols,
+                                 int64_t depth, int64_t extra_rows, int64_t extra_cols, double* out);
+// The adjoint: out (images x [rows, cols] x depth) = the top-left part of
+// `in` ([rows + extra_rows, cols + extra_cols] pixels per image).
+cudaError_t LaunchCropBottomRight(cudaStream_t stream, const double* in, int64_t images, int64_t rows, int64_t cols,
+                                  int64_t depth, int64_t extra_rows, int64_t extra_cols, double* out);
+cudaError_t LaunchCropBottomRight(cudaStream_t stream, const float* in, int64_t images, int64_t rows, int64_t cols,
+                                  int64_t depth, int64_t extra_rows, int64_t extra_cols, float* out);
+
+// NHWC pooling geometry (TensorFlow's: window start o * stride - pad, clipped
+// to the input; see engine/kernels/pooling_ops.cc).
+struct PoolDims {
+  int64_t batch, in_rows, in_cols, depth;
+  int64_t out_rows, out_cols;
+  int64_t k_rows, k_cols, stride_rows, stride_cols, pad_rows, pad_cols;
+};
+
+// MaxPool / AvgPool forward (average over the window's positions inside the
+// input). out: [batch, out_rows, out_cols, depth].
+cudaError_t LaunchMaxPool(cudaStream_t stream, const PoolDims& d, const float* in, float* out);
+cudaError_t LaunchMaxPool(cudaStream_t stream, const PoolDims& d, const double* in, double* out);
+cudaError_t LaunchAvgPool(cudaStream_t stream, const PoolDims& d, const float* in, float* out);
+cudaError_t LaunchAvgPool(cudaStream_t stream, const PoolDims& d, const double* in, double* out);
+// MaxPoolGrad: dx[p] = sum of dy over the windows whose first maximal
+// position (row-major) is p. Each dx element is written once (no zeroing,
+// no atomics; deterministic, in the CPU kernel's summation order).
+cudaError_t LaunchMaxPoolGrad(cudaStream_t stream, const PoolDims& d, const float* in, const float* dy, float* dx);
+cudaError_t LaunchMaxPoolGrad(cudaStream_t stream, const PoolDims& d, const double* in, const double* dy,
+                              double* dx);
+// AvgPoolGrad: dx[p] = sum over the windows covering p of dy / window count.
+cudaError_t LaunchAvgPoolGrad(cudaStream_t stream, const PoolDims& d, const float* dy, float* dx);
+cudaError_t LaunchAvgPoolGrad(cudaStream_t stream, const PoolDims& d, const double* dy, double* dx);
+
+}  // namespace gpu
+}  // namespace sluice
+
+#endif  // SLUICE_ENGINE_KERNELS_GPU_CUDNN_UTIL_KERNELS_H_

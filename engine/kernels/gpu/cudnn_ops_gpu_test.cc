@@ -1,0 +1,369 @@
+// The cuDNN-family GPU kernels (Conv2D, Conv2DBackpropInput,
+// Conv2DBackpropFilter, MaxPool, MaxPoolGrad, AvgPool, AvgPoolGrad) against
+// their CPU kernels: one graph holds the op twice, on GPU:0 and on CPU:0, fed
+// the same inputs from the CPU, and the outputs must agree (relative 1e-4;
+// pooling exactly where no arithmetic differs). Shapes: fashion_cnn's (batch
+// 4 and 128), TensorFlow's asymmetric SAME padding, strides, VALID, a SAME
+// window wider than the input, ties in max pooling (first maximum wins on
+// both), float64, and errors (the same status on both devices).
+// Without a GPU every test prints "SKIP: no GPU" and passes.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/framework/device.h"
+#include "engine/framework/node_def_util.h"
+#include "engine/graph/graph_def_builder.h"
+#include "engine/runtime/session.h"
+#include "gtest/gtest.h"
+
+namespace sluice {
+namespace {
+
+// The name of this process's GPU:0, or "" when there is none.
+std::string GpuName() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return "";
+  for (const auto& d : DeviceMgr::Local()->devices()) {
+    if (d->device_type() == kDeviceGpu) return d->name();
+  }
+  return "";
+}
+
+#define SKIP_WITHOUT_GPU()              \
+  do {                                  \
+    if (GpuName().empty()) {            \
+      std::printf("SKIP: no GPU\n");    \
+      GTEST_SKIP() << "SKIP: no GPU";   \
+    }                                   \
+  } while (0)
+
+using AttrMap = std::map<std::string, AttrValue>;
+
+// Runs `op` on the GPU and on the CPU with the same inputs; returns both
+// results (or the first failure's status per device, in `status`).
+struct BothResults {
+  absl::Status gpu_status, cpu_status;
+  Tensor gpu, cpu;
+};
+
+absl::StatusOr<Tensor> RunOn(const std::string& device, const std::string& op, const std::vector<Tensor>& inputs,
+                             const AttrMap& attrs) {
+  GraphDefBuilder b;
+  std::vector<std::string> names;
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    names.push_back(b.Placeholder(absl::StrCat("in", i), inputs[i].dtype()));
+    b.FindNode(names.back())->set_device(DeviceMgr::Local()->HostCpu()->name());
+    feeds.push_back({names.back(), inputs[i]});
+  }
+  b.Node("op", op, names, attrs);
+  b.FindNode("op")->set_device(device);
+  SessionOptions options;
+  options.enable_cse = false;
+  auto session = NewSession(options);
+  if (!session.ok()) return session.status();
+  absl::Status s = (*session)->Create(b.graph());
+  if (!s.ok()) return s;
+  std::vector<Tensor> out;
+  s = (*session)->Run(feeds, {"op"}, {}, &out);
+  if (!s.ok()) return s;
+  return out[0];
+}
+
+BothResults RunBoth(const std::string& op, const std::vector<Tensor>& inputs, const AttrMap& attrs) {
+  BothResults r;
+  auto gpu = RunOn(GpuName(), op, inputs, attrs);
+  auto cpu = RunOn(DeviceMgr::Local()->HostCpu()->name(), op, inputs, attrs);
+  r.gpu_status = gpu.status();
+  r.cpu_status = cpu.status();
+  if (gpu.ok()) r.gpu = *gpu;
+  if (cpu.ok()) r.cpu = *cpu;
+  return r;
+}
+
+template <typename T>
+Tensor Random(const TensorShape& shape, std::mt19937* rng) {
+  Tensor t(DataTypeToEnum<T>::value, shape);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<T>()[i] = static_cast<T>(u(*rng));
+  return t;
+}
+
+// Distinct values (a shuffled ramp over [-1, 1)): max pooling has no ties.
+Tensor DistinctFloats(const TensorShape& shape, std::mt19937* rng) {
+  Tensor t(DT_FLOAT, shape);
+  const int64_t n = t.NumElements();
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), *rng);
+  for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>(2.0 * order[i] / n - 1.0);
+  return t;
+}
+
+Tensor ShapeTensor(const TensorShape& s) {
+  std::vector<int32_t> dims;
+  for (int64_t d : s.dim_sizes()) dims.push_back(static_cast<int32_t>(d));
+  return Tensor::FromVector<int32_t>(dims);
+}
+
+// |gpu - cpu| <= tol * (|cpu| + rms(cpu)) elementwise (tol 0: exact).
+template <typename T>
+void ExpectClose(const BothResults& r, double tol, const std::string& what) {
+  ASSERT_TRUE(r.gpu_status.ok()) << what << ": GPU: " << r.gpu_status;
+  ASSERT_TRUE(r.cpu_status.ok()) << what << ": CPU: " << r.cpu_status;
+  ASSERT_EQ(r.gpu.shape(), r.cpu.shape()) << what;
+  ASSERT_EQ(r.gpu.dtype(), r.cpu.dtype()) << what;
+  const int64_t n = r.cpu.NumElements();
+  double sq = 0;
+  for (int64_t i = 0; i < n; ++i) sq += static_cast<double>(r.cpu.data<T>()[i]) * r.cpu.data<T>()[i];
+  const double rms = n > 0 ? std::sqrt(sq / n) : 0;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = r.gpu.data<T>()[i], c = r.cpu.data<T>()[i];
+    if (!(std::abs(g - c) <= tol * (std::abs(c) + rms))) {
+      if (++bad <= 5) ADD_FAILURE() << what << ": element " << i << ": GPU " << g << " vs CPU " << c;
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << n << " elements differ";
+}
+
+AttrMap ConvAttrs(DataType dtype, int64_t sh, int64_t sw, const std::string& padding) {
+  return {{"T", MakeAttr(dtype)},
+          {"strides", MakeAttr(std::vector<int64_t>{1, sh, sw, 1})},
+          {"padding", MakeAttr(padding)}};
+}
+
+AttrMap PoolAttrs(int64_t kh, int64_t kw, int64_t sh, int64_t sw, const std::string& padding) {
+  return {{"T", MakeAttr(DT_FLOAT)},
+          {"ksize", MakeAttr(std::vector<int64_t>{1, kh, kw, 1})},
+          {"strides", MakeAttr(std::vector<int64_t>{1, sh, sw, 1})},
+          {"padding", MakeAttr(padding)}};
+}
+
+struct ConvCase {
+  std::string name;
+  TensorShape input, filter;
+  int64_t sh, sw;
+  std::string padding;
+};
+
+std::vector<ConvCase> ConvCases() {
+  std::vector<ConvCase> cases;
+  for (int64_t n : {4, 128}) {
+    cases.push_back({absl::StrCat("fashion conv1 batch ", n), TensorShape({n, 28, 28, 1}),
+                     TensorShape({5, 5, 1, 32}), 1, 1, "SAME"});
+    cases.push_back({absl::StrCat("fashion conv2 batch ", n), TensorShape({n, 14, 14, 32}),
+                     TensorShape({5, 5, 32, 64}), 1, 1, "SAME"});
+  }
+  // An even window: 3 rows of SAME padding, 2 of them at the bottom.
+  cases.push_back({"asymmetric SAME rows", TensorShape({3, 7, 8, 3}), TensorShape({4, 3, 3, 5}), 1, 1, "SAME"});
+  // Stride 2: symmetric rows, one extra column at the right.
+  cases.push_back({"stride 2 SAME", TensorShape({2, 9, 10, 3}), TensorShape({3, 3, 3, 4}), 2, 2, "SAME"});
+  cases.push_back({"strides 2x3 VALID", TensorShape({2, 11, 9, 4}), TensorShape({3, 2, 4, 6}), 2, 3, "VALID"});
+  cases.push_back({"SAME window wider than the input", TensorShape({1, 3, 3, 2}), TensorShape({5, 6, 2, 3}), 1, 1,
+                   "SAME"});
+  cases.push_back({"1x1 filter", TensorShape({2, 5, 5, 8}), TensorShape({1, 1, 8, 16}), 1, 1, "VALID"});
+  return cases;
+}
+
+TensorShape ConvOutShape(const ConvCase& c) {
+  auto out = [&](int64_t in, int64_t k, int64_t s) {
+    return c.padding == "SAME" ? (in + s - 1) / s : (in - k) / s + 1;
+  };
+  return TensorShape({c.input.dim_size(0), out(c.input.dim_size(1), c.filter.dim_size(0), c.sh),
+                      out(c.input.dim_size(2), c.filter.dim_size(1), c.sw), c.filter.dim_size(3)});
+}
+
+TEST(CudnnOpsGpu, Conv2DMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(1);
+  for (const ConvCase& c : ConvCases()) {
+    ExpectClose<float>(RunBoth("Conv2D", {Random<float>(c.input, &rng), Random<float>(c.filter, &rng)},
+                               ConvAttrs(DT_FLOAT, c.sh, c.sw, c.padding)),
+                       1e-4, "Conv2D " + c.name);
+  }
+}
+
+TEST(CudnnOpsGpu, Conv2DBackpropInputMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(2);
+  for (const ConvCase& c : ConvCases()) {
+    ExpectClose<float>(RunBoth("Conv2DBackpropInput",
+                               {ShapeTensor(c.input), Random<float>(c.filter, &rng),
+                                Random<float>(ConvOutShape(c), &rng)},
+                               ConvAttrs(DT_FLOAT, c.sh, c.sw, c.padding)),
+                       1e-4, "Conv2DBackpropInput " + c.name);
+  }
+}
+
+TEST(CudnnOpsGpu, Conv2DBackpropFilterMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(3);
+  for (const ConvCase& c : ConvCases()) {
+    ExpectClose<float>(RunBoth("Conv2DBackpropFilter",
+                               {Random<float>(c.input, &rng), ShapeTensor(c.filter),
+                                Random<float>(ConvOutShape(c), &rng)},
+                               ConvAttrs(DT_FLOAT, c.sh, c.sw, c.padding)),
+                       1e-4, "Conv2DBackpropFilter " + c.name);
+  }
+}
+
+TEST(CudnnOpsGpu, DoubleConvolutionsMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(4);
+  const ConvCase c{"stride 2 SAME", TensorShape({2, 9, 10, 3}), TensorShape({3, 3, 3, 4}), 2, 2, "SAME"};
+  const AttrMap attrs = ConvAttrs(DT_DOUBLE, c.sh, c.sw, c.padding);
+  ExpectClose<double>(RunBoth("Conv2D", {Random<double>(c.input, &rng), Random<double>(c.filter, &rng)}, attrs),
+                      1e-10, "Conv2D double");
+  ExpectClose<double>(RunBoth("Conv2DBackpropInput",
+                              {ShapeTensor(c.input), Random<double>(c.filter, &rng),
+                               Random<double>(ConvOutShape(c), &rng)},
+                              attrs),
+                      1e-10, "Conv2DBackpropInput double");
+  ExpectClose<double>(RunBoth("Conv2DBackpropFilter",
+                              {Random<double>(c.input, &rng), ShapeTensor(c.filter),
+                               Random<double>(ConvOutShape(c), &rng)},
+                              attrs),
+                      1e-10, "Conv2DBackpropFilter double");
+}
+
+TEST(CudnnOpsGpu, ConvolutionRepeatsWithTheCachedPlan) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(5);
+  const Tensor x = Random<float>(TensorShape({4, 14, 14, 32}), &rng), w = Random<float>(TensorShape({5, 5, 32, 64}), &rng);
+  GraphDefBuilder b;
+  b.Placeholder("x", DT_FLOAT);
+  b.Placeholder("w", DT_FLOAT);
+  b.Node("op", "Conv2D", {"x", "w"}, ConvAttrs(DT_FLOAT, 1, 1, "SAME"));
+  b.FindNode("op")->set_device(GpuName());
+  auto session = NewSession(SessionOptions());
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->Create(b.graph()).ok());
+  std::vector<Tensor> first, again;
+  ASSERT_TRUE((*session)->Run({{"x", x}, {"w", w}}, {"op"}, {}, &first).ok());
+  for (int i = 0; i < 3; ++i) {
+    absl::Status s = (*session)->Run({{"x", x}, {"w", w}}, {"op"}, {}, &again);
+    ASSERT_TRUE(s.ok()) << s;
+    // The same algorithm on the same data: the same bits.
+    ASSERT_EQ(0, std::memcmp(first[0].data<float>(), again[0].data<float>(), first[0].TotalBytes()));
+  }
+}
+
+struct PoolCase {
+  std::string name;
+  TensorShape input;
+  int64_t kh, kw, sh, sw;
+  std::string padding;
+};
+
+std::vector<PoolCase> PoolCases() {
+  std::vector<PoolCase> cases;
+  for (int64_t n : {4, 128}) {
+    cases.push_back({absl::StrCat("fashion pool1 batch ", n), TensorShape({n, 28, 28, 32}), 2, 2, 2, 2, "VALID"});
+    cases.push_back({absl::StrCat("fashion pool2 batch ", n), TensorShape({n, 14, 14, 64}), 2, 2, 2, 2, "SAME"});
+  }
+  cases.push_back({"3x3 stride 2 SAME (asymmetric)", TensorShape({2, 7, 10, 3}), 3, 3, 2, 2, "SAME"});
+  cases.push_back({"3x3 stride 1 SAME (overlapping)", TensorShape({2, 6, 5, 4}), 3, 3, 1, 1, "SAME"});
+  cases.push_back({"2x3 stride 3x2 VALID", TensorShape({3, 8, 9, 5}), 2, 3, 3, 2, "VALID"});
+  cases.push_back({"window wider than the input", TensorShape({1, 3, 2, 2}), 5, 4, 1, 1, "SAME"});
+  return cases;
+}
+
+TensorShape PoolOutShape(const PoolCase& c) {
+  auto out = [&](int64_t in, int64_t k, int64_t s) {
+    return c.padding == "SAME" ? (in + s - 1) / s : (in - k) / s + 1;
+  };
+  return TensorShape({c.input.dim_size(0), out(c.input.dim_size(1), c.kh, c.sh), out(c.input.dim_size(2), c.kw, c.sw),
+                      c.input.dim_size(3)});
+}
+
+TEST(CudnnOpsGpu, PoolingMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(6);
+  for (const PoolCase& c : PoolCases()) {
+    const AttrMap attrs = PoolAttrs(c.kh, c.kw, c.sh, c.sw, c.padding);
+    const Tensor x = DistinctFloats(c.input, &rng);
+    const Tensor dy = Random<float>(PoolOutShape(c), &rng);
+    ExpectClose<float>(RunBoth("MaxPool", {x}, attrs), 0, "MaxPool " + c.name);
+    // orig_output's values are not read (only its shape is checked).
+    ExpectClose<float>(RunBoth("MaxPoolGrad", {x, dy, dy}, attrs), 1e-6, "MaxPoolGrad " + c.name);
+    ExpectClose<float>(RunBoth("AvgPool", {x}, attrs), 1e-6, "AvgPool " + c.name);
+    ExpectClose<float>(RunBoth("AvgPoolGrad", {ShapeTensor(c.input), dy}, attrs), 1e-6, "AvgPoolGrad " + c.name);
+  }
+}
+
+// After ReLU many windows are all zeros: both kernels send the gradient to
+// the window's first position.
+TEST(CudnnOpsGpu, MaxPoolGradTiesGoToTheFirstMaximumLikeTheCpu) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(7);
+  for (const PoolCase& c : PoolCases()) {
+    Tensor x = Random<float>(c.input, &rng);
+    for (int64_t i = 0; i < x.NumElements(); ++i) x.data<float>()[i] = std::max(0.0f, x.data<float>()[i]);
+    const Tensor dy = Random<float>(PoolOutShape(c), &rng);
+    ExpectClose<float>(RunBoth("MaxPoolGrad", {x, dy, dy}, PoolAttrs(c.kh, c.kw, c.sh, c.sw, c.padding)), 1e-6,
+                       "MaxPoolGrad with ties " + c.name);
+  }
+}
+
+TEST(CudnnOpsGpu, ErrorsAreTheCpuKernelsErrors) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(8);
+  struct ErrorCase {
+    std::string op;
+    std::vector<Tensor> inputs;
+    AttrMap attrs;
+    std::string expect;  // in both messages
+  };
+  AttrMap nchw = ConvAttrs(DT_FLOAT, 1, 1, "SAME");
+  nchw["data_format"] = MakeAttr("NCHW");
+  AttrMap dilated = ConvAttrs(DT_FLOAT, 1, 1, "SAME");
+  dilated["dilations"] = MakeAttr(std::vector<int64_t>{1, 2, 2, 1});
+  const std::vector<ErrorCase> cases = {
+      {"Conv2D",
+       {Random<float>(TensorShape({1, 3, 3, 2}), &rng), Random<float>(TensorShape({2, 2, 3, 1}), &rng)},
+       ConvAttrs(DT_FLOAT, 1, 1, "SAME"), "depth"},
+      {"Conv2D",
+       {Random<float>(TensorShape({1, 3, 3, 1}), &rng), Random<float>(TensorShape({4, 4, 1, 1}), &rng)},
+       ConvAttrs(DT_FLOAT, 1, 1, "VALID"), "larger than the input"},
+      {"Conv2D", {Random<float>(TensorShape({1, 3, 3, 1}), &rng), Random<float>(TensorShape({2, 2, 1, 1}), &rng)}, nchw, "NHWC"},
+      {"Conv2D",
+       {Random<float>(TensorShape({1, 3, 3, 1}), &rng), Random<float>(TensorShape({2, 2, 1, 1}), &rng)},
+       dilated, "dilations"},
+      {"Conv2DBackpropInput",
+       {ShapeTensor(TensorShape({1, 4, 4, 2})), Random<float>(TensorShape({2, 2, 2, 3}), &rng),
+        Random<float>(TensorShape({1, 4, 4, 3}), &rng)},
+       ConvAttrs(DT_FLOAT, 1, 1, "VALID"), "out_backprop"},
+      {"Conv2DBackpropFilter",
+       {Random<float>(TensorShape({1, 4, 4, 2}), &rng), Tensor::FromVector<int32_t>({2, -2, 2, 3}),
+        Random<float>(TensorShape({1, 3, 3, 3}), &rng)},
+       ConvAttrs(DT_FLOAT, 1, 1, "VALID"), "negative"},
+      {"MaxPool", {Random<float>(TensorShape({1, 2, 2, 1}), &rng)}, PoolAttrs(3, 3, 1, 1, "VALID"), "larger than the input"},
+      {"MaxPoolGrad",
+       {Random<float>(TensorShape({1, 4, 4, 1}), &rng), Random<float>(TensorShape({1, 2, 2, 1}), &rng),
+        Random<float>(TensorShape({1, 3, 3, 1}), &rng)},
+       PoolAttrs(2, 2, 2, 2, "VALID"), "pooled shape"},
+      {"AvgPoolGrad", {ShapeTensor(TensorShape({1, 4, 4, 1})), Random<float>(TensorShape({1, 3, 3, 1}), &rng)},
+       PoolAttrs(2, 2, 2, 2, "VALID"), "pooled shape"},
+  };
+  for (const ErrorCase& c : cases) {
+    BothResults r = RunBoth(c.op, c.inputs, c.attrs);
+    EXPECT_FALSE(r.cpu_status.ok()) << c.op;
+    EXPECT_EQ(r.gpu_status.code(), r.cpu_status.code()) << c.op << ": GPU " << r.gpu_status << " CPU " << r.cpu_status;
+    EXPECT_NE(std::string(r.cpu_status.message()).find(c.expect), std::string::npos) << c.op << ": " << r.cpu_status;
+    EXPECT_NE(std::string(r.gpu_status.message()).find(c.expect), std::string::npos) << c.op << ": " << r.gpu_status;
+  }
+}
+
+}  // namespace
+}  // namespace sluice

@@ -3,6 +3,7 @@
 // references, with no device runtime or session involved: the first thing
 // to run on a GPU machine when a kernel is in doubt. Also prints
 // BiasAddGrad timings. Without a GPU it prints "SKIP: no GPU" and passes.
+#include "engine/runtime/gpu/cublas_loader.h"
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -93,6 +94,7 @@ int main() {
     cudaFree(dx); cudaFree(db); cudaFree(dout); cudaFree(dg); cudaFree(tmp);
   }
   // cuBLAS row-major mapping check (same formula as matmul_ops_gpu.cc).
+  if (!sluice::gpu::LoadCublas().ok()) { printf("FAIL: cannot load cuBLAS\n"); return 1; }
   cublasHandle_t h; cublasCreate(&h);
   for (int ta = 0; ta < 2; ++ta) for (int tb = 0; tb < 2; ++tb) {
     int64_t m = 67, n = 45, k = 33; auto a = Rand(m * k, 11), bm = Rand(k * n, 12);

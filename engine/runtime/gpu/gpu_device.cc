@@ -9,6 +9,7 @@
 #include "engine/runtime/gpu/gpu_device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <thread>
 #include <utility>
@@ -19,6 +20,7 @@
 #include "absl/time/time.h"
 #include "engine/platform/logging.h"
 #include "engine/runtime/gpu/bfc_allocator.h"
+#include "engine/runtime/gpu/cublas_loader.h"
 #include "engine/runtime/gpu/pinned_host_allocator.h"
 
 namespace sluice {
@@ -34,7 +36,9 @@ absl::Status CudaStatus(cudaError_t e, const char* what) {
 
 absl::Status CublasStatus(cublasStatus_t e, const char* what) {
   if (e == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  std::string msg = absl::StrCat(what, " failed: cuBLAS status ", static_cast<int>(e), ": ", cublasGetStatusString(e));
+  // cuBLAS's own text needs cuBLAS loaded (cublas_loader.h).
+  std::string msg = absl::StrCat(what, " failed: cuBLAS status ", static_cast<int>(e), ": ",
+                                 LoadCublas().ok() ? cublasGetStatusString(e) : "(cuBLAS is not loaded)");
   if (e == CUBLAS_STATUS_ALLOC_FAILED) return absl::ResourceExhaustedError(msg);
   return absl::InternalError(msg);
 }
@@ -236,6 +240,11 @@ absl::StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const std::string& 
     absl::Status sluice_s_ = CublasStatus((CALL), #CALL);            \
     if (!sluice_s_.ok()) return sluice_s_;                           \
   } while (0)
+  // fp32 means fp32: cuBLAS and cuDNN may otherwise round float32 inputs to
+  // TF32 (10-bit mantissa) on tensor cores, and results would drift from the
+  // CPU kernels by ~1e-3. NVIDIA's libraries read this before their first
+  // handle; a value the user set wins.
+  setenv("NVIDIA_TF32_OVERRIDE", "0", /*overwrite=*/0);
   SLUICE_RETURN_IF_CUDA_(cudaSetDevice(options.ordinal));
   SLUICE_RETURN_IF_CUDA_(cudaGetDeviceProperties(&impl->props, options.ordinal));
   SLUICE_RETURN_IF_CUDA_(cudaStreamCreateWithFlags(&impl->compute, cudaStreamNonBlocking));
@@ -256,6 +265,8 @@ absl::StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const std::string& 
   if (!host.ok()) return host.status();
   impl->host_alloc = std::move(host).value();
 
+  absl::Status loaded = LoadCublas();
+  if (!loaded.ok()) return loaded;
   SLUICE_RETURN_IF_CUBLAS_(cublasCreate(&impl->cublas));
   SLUICE_RETURN_IF_CUBLAS_(cublasSetStream(impl->cublas, impl->compute));
   // Plain fp32 (no TF32 tensor-core rounding): results match the CPU kernels.

@@ -1,8 +1,11 @@
 // CPU kernels for the shape-manipulating array ops: Fill, ZerosLike, OnesLike,
 // Shape, Rank, Size, Reshape, Squeeze, ExpandDims, StopGradient and Range.
 // Reshape/Squeeze/ExpandDims/StopGradient share the input buffer (no copy).
-// Kernels are dtype-generic where the op only moves bytes. Stateless; Compute
-// is safe to run concurrently.
+// Kernels are dtype-generic where the op only moves bytes. Rank, Size,
+// Squeeze, ExpandDims and StopGradient never touch the data, so they are
+// registered for the GPU as well (their int32 arguments and outputs live in
+// host memory there), keeping a GPU step from bouncing through the CPU.
+// Stateless; Compute is safe to run concurrently.
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -122,6 +125,8 @@ class RankOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 REGISTER_KERNEL_BUILDER(Name("Rank").Device(kDeviceCpu), RankOp);
+// On a GPU too: the int32 output lives in host memory there.
+REGISTER_KERNEL_BUILDER(Name("Rank").Device(kDeviceGpu), RankOp);
 
 class SizeOp : public OpKernel {
  public:
@@ -134,6 +139,7 @@ class SizeOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 REGISTER_KERNEL_BUILDER(Name("Size").Device(kDeviceCpu), SizeOp);
+REGISTER_KERNEL_BUILDER(Name("Size").Device(kDeviceGpu).TypeConstraint<int32_t>("out_type"), SizeOp);
 
 // Sets output 0 to the input sharing its buffer, with `shape`.
 void ForwardReshaped(OpKernelContext* ctx, const TensorShape& shape) {
@@ -233,6 +239,7 @@ class SqueezeOp : public OpKernel {
   std::vector<int64_t> squeeze_dims_;
 };
 REGISTER_KERNEL_BUILDER(Name("Squeeze").Device(kDeviceCpu), SqueezeOp);
+REGISTER_KERNEL_BUILDER(Name("Squeeze").Device(kDeviceGpu), SqueezeOp);
 
 class ExpandDimsOp : public OpKernel {
  public:
@@ -250,6 +257,8 @@ class ExpandDimsOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 REGISTER_KERNEL_BUILDER(Name("ExpandDims").Device(kDeviceCpu), ExpandDimsOp);
+// On a GPU the dim must be int32 (host memory there); the data is not touched.
+REGISTER_KERNEL_BUILDER(Name("ExpandDims").Device(kDeviceGpu).TypeConstraint<int32_t>("Tdim"), ExpandDimsOp);
 
 class StopGradientOp : public OpKernel {
  public:
@@ -258,6 +267,7 @@ class StopGradientOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 REGISTER_KERNEL_BUILDER(Name("StopGradient").Device(kDeviceCpu), StopGradientOp);
+REGISTER_KERNEL_BUILDER(Name("StopGradient").Device(kDeviceGpu), StopGradientOp);
 
 template <typename T>
 class RangeOp : public OpKernel {

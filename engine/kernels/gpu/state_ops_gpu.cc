@@ -251,7 +251,30 @@ class GpuShapeOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
+// The Saver's _CheckpointSnapshot (checkpoint/save_restore_ops.cc) of a
+// variable on this GPU: a copy taken under the variable's lock, enqueued on
+// the compute stream, so it holds the value between the updates before and
+// after it; the session's fetch then moves it to the host. Without this
+// kernel a variable read by the Saver could not live on the GPU (the ref edge
+// ties the snapshot to the variable's device).
+class GpuCheckpointSnapshotOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    Tensor copy;
+    {
+      absl::MutexLock lock(ctx->input_ref_mutex(0));
+      const Tensor& v = ctx->input(0);
+      OP_REQUIRES(ctx, v.IsInitialized(),
+                  absl::FailedPreconditionError(absl::StrCat("variable read by ", name(), " is uninitialized")));
+      OP_REQUIRES_OK(ctx, CopyOnDevice(GetGpuDevice(ctx), v, &copy));
+    }
+    ctx->set_output(0, std::move(copy));
+  }
+};
+
 REGISTER_KERNEL_BUILDER(Name("Const").Device(kDeviceGpu), GpuConstOp);
+REGISTER_KERNEL_BUILDER(Name("_CheckpointSnapshot").Device(kDeviceGpu), GpuCheckpointSnapshotOp);
 REGISTER_KERNEL_BUILDER(Name("Identity").Device(kDeviceGpu), GpuIdentityOp);
 REGISTER_KERNEL_BUILDER(Name("NoOp").Device(kDeviceGpu), GpuNoOp);
 REGISTER_KERNEL_BUILDER(Name("VariableV2").Device(kDeviceGpu), GpuVariableOp);

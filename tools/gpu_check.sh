@@ -16,43 +16,44 @@ LOG=${OUT:-/tmp}/gpu_check.log
 exec > >(tee "$LOG") 2>&1
 checks=("${@:-tests mlp cnn bench}")
 checks=(${checks[*]})
-RUN="$BUNDLE/run.sh"
+RUN="$PWD/$BUNDLE/run.sh"
 DATA="$PWD/$BUNDLE/data"
-data_sets=(--set "input.train.idx.images=$DATA/train-images-idx3-ubyte.gz"
-           --set "input.train.idx.labels=$DATA/train-labels-idx1-ubyte.gz"
-           --set "input.eval.idx.images=$DATA/t10k-images-idx3-ubyte.gz"
-           --set "input.eval.idx.labels=$DATA/t10k-labels-idx1-ubyte.gz")
+CONFIGS="$PWD/$BUNDLE/configs"  # the configs with their data paths pointing at $DATA
+"$RUN" true || { echo "gpu_check: the bundle does not unpack"; exit 1; }
 failures=()
 step() { echo; echo "=== $* ($(date +%T))"; }
 nvidia-smi -L || true
+grep -m1 "model name" /proc/cpuinfo || true
 for check in "${checks[@]}"; do
   case $check in
     tests)
-      for t in "$BUNDLE"/tests/*; do
+      for t in "$BUNDLE"/.unpacked/bin/*; do
+        [[ "$(basename "$t")" == train ]] && continue
         step "test $(basename "$t")"
-        timeout 300 "$RUN" "$t" 2>&1 | tail -n 60
+        timeout "${TEST_TIMEOUT:-60}" "$RUN" "$t" 2>&1 | tail -n 60
         rc=${PIPESTATUS[0]}
         echo "exit $rc"
         ((rc == 0)) || failures+=("test $(basename "$t")")
       done ;;
     mlp)
       step "fashion_mlp, 300 steps"
-      timeout 300 "$RUN" "$BUNDLE/train" configs/fashion_mlp.pbtxt --run_dir /tmp/gpu_mlp "${data_sets[@]}" \
+      timeout 90 "$RUN" train "$CONFIGS/fashion_mlp.pbtxt" --run_dir /tmp/gpu_mlp \
         --set train.steps=300 --set train.eval_every_steps=300 --set train.log_every_steps=50 2>&1 | tail -n 40
       rc=${PIPESTATUS[0]}; echo "exit $rc"; ((rc == 0)) || failures+=(mlp) ;;
     cnn)
       step "fashion_cnn, the full schedule"
-      timeout 400 "$RUN" "$BUNDLE/train" configs/fashion_cnn.pbtxt --run_dir /tmp/gpu_cnn "${data_sets[@]}" \
-        --set train.eval_every_steps=4700 --set train.log_every_steps=500 2>&1 | tail -n 40 | tee /tmp/gpu_cnn.log
+      timeout 240 "$RUN" train "$CONFIGS/fashion_cnn.pbtxt" --run_dir /tmp/gpu_cnn \
+        --set train.steps="${CNN_STEPS:-4700}" \
+        --set train.eval_every_steps="${CNN_STEPS:-4700}" --set train.log_every_steps=500 2>&1 | tail -n 40 | tee /tmp/gpu_cnn.log
       rc=${PIPESTATUS[0]}; echo "exit $rc"; ((rc == 0)) || failures+=(cnn)
-      acc=$(grep -o 'eval at step 4700: loss [^ ]* accuracy [0-9.]*' /tmp/gpu_cnn.log | awk '{print $NF}')
+      acc=$(grep -o "eval at step ${CNN_STEPS:-4700}: loss [^ ]* accuracy [0-9.]*" /tmp/gpu_cnn.log | awk '{print $NF}')
       echo "fashion_cnn GPU test accuracy: ${acc:-none} (CPU: 0.922)"
       python3 -c "import sys; a=float(sys.argv[1]); print('within 0.3 points' if abs(a-0.922)<=0.003 else 'NOT within 0.3 points'); sys.exit(0 if abs(a-0.922)<=0.003 else 1)" "${acc:-0}" ||
         failures+=(cnn_accuracy) ;;
     bench)
       step "gpu_vs_torch"
-      SLUICE_TRAIN="$RUN $PWD/$BUNDLE/train" SLUICE_FASHION_DIR="$DATA" timeout 400 python3 tests/bench/gpu_vs_torch \
-        --rounds "${ROUNDS:-1}" 2>&1
+      SLUICE_TRAIN="$RUN train" SLUICE_FASHION_DIR="$DATA" timeout 300 python3 tests/bench/gpu_vs_torch \
+        --rounds "${ROUNDS:-1}" ${BENCH_FLAGS:-} 2>&1
       rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=(bench) ;;
   esac
 done

@@ -67,7 +67,13 @@ absl::StatusOr<std::unique_ptr<SummaryHook>> SummaryHook::Create(const SummaryHo
       bool match = false;
       for (const std::string& p : patterns) match = match || Matches(p, v);
       if (!match) continue;
-      add_histogram(v, v);
+      // The histogram reads a copy taken under the variable's lock on the
+      // variable's device (_CheckpointSnapshot), not the variable itself: a
+      // reader of the ref would have to sit on the variable's device, and
+      // HistogramSummary runs on the CPU only (the variable may be on a GPU).
+      const std::string value = b.Node(absl::StrCat(kScope, "/histogram/", v, "/value"), "_CheckpointSnapshot", {v},
+                                       {{"T", MakeAttr(DT_FLOAT)}});
+      add_histogram(v, value);
       for (const auto& [var, grad] : tg.gradients) {
         if (var == v) add_histogram(v + "/gradient", grad);
       }

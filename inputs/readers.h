@@ -62,6 +62,10 @@ class TextLineReader : public ReaderBase {
 // counting this one) uses the permutation keyed by (shuffle_seed, k). The
 // order is thus a function of the saved state alone, so a restored reader
 // continues exactly where a saved one would have (deterministic training).
+// A gzip file opened again (the next epoch, a restore) reuses the items
+// inflated last time when its size and gzip trailer (CRC-32 and length of
+// the data) are unchanged: inflating Fashion-MNIST's training images took a
+// third of the input pipeline's time at batch 1024. Plain files are re-read.
 class IdxRecordReader : public ReaderBase {
  public:
   IdxRecordReader(std::string name, Env* env, uint64_t shuffle_seed = 0)
@@ -74,7 +78,10 @@ class IdxRecordReader : public ReaderBase {
   int64_t PositionLocked() const override { return index_; }
 
  private:
-  std::optional<IdxFile> idx_;
+  std::shared_ptr<const IdxFile> idx_;  // the open file
+  // The last gzip file inflated, kept across Close for the next Open.
+  std::shared_ptr<const IdxFile> inflated_;
+  std::string inflated_file_, inflated_identity_;
   int64_t index_ = 0;
   const uint64_t shuffle_seed_;
   // Empty: file order. One entry per item: ParseIdx admits no more items

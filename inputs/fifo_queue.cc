@@ -102,11 +102,11 @@ RandomShuffleQueue::RandomShuffleQueue(std::string name, int32_t capacity, int32
       min_after_dequeue_(min_after_dequeue),
       rng_(seed) {}
 
-QueueBase::Tuple RandomShuffleQueue::PopLocked() {
+QueueBase::Slot RandomShuffleQueue::PopLocked() {
   std::uniform_int_distribution<size_t> pick(0, elements_.size() - 1);
   size_t i = pick(rng_);
   std::swap(elements_[i], elements_.back());
-  Tuple t = std::move(elements_.back());
+  Slot t = elements_.back();
   elements_.pop_back();
   return t;
 }

@@ -24,18 +24,18 @@ class FIFOQueue : public QueueBase {
 
  protected:
   size_t SizeLocked() const override { return queue_.size(); }
-  void PushLocked(Tuple element) override { queue_.push_back(std::move(element)); }
-  Tuple PopLocked() override {
-    Tuple t = std::move(queue_.front());
+  void PushLocked(Slot element) override { queue_.push_back(element); }
+  Slot PopLocked() override {
+    Slot t = queue_.front();
     queue_.pop_front();
     return t;
   }
-  void RestoreLocked(std::vector<Tuple> elements) override {
-    for (auto it = elements.rbegin(); it != elements.rend(); ++it) queue_.push_front(std::move(*it));
+  void RestoreLocked(std::vector<Slot> elements) override {
+    for (auto it = elements.rbegin(); it != elements.rend(); ++it) queue_.push_front(*it);
   }
 
  private:
-  std::deque<Tuple> queue_;
+  std::deque<Slot> queue_;
 };
 
 class PaddingFIFOQueue : public FIFOQueue {
@@ -65,18 +65,18 @@ class RandomShuffleQueue : public QueueBase {
 
  protected:
   size_t SizeLocked() const override { return elements_.size(); }
-  void PushLocked(Tuple element) override { elements_.push_back(std::move(element)); }
-  Tuple PopLocked() override;
+  void PushLocked(Slot element) override { elements_.push_back(element); }
+  Slot PopLocked() override;
   bool CanPopLocked() const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return closed_locked() ? !elements_.empty() : elements_.size() > static_cast<size_t>(min_after_dequeue_);
   }
-  void RestoreLocked(std::vector<Tuple> elements) override {
-    for (auto& e : elements) elements_.push_back(std::move(e));
+  void RestoreLocked(std::vector<Slot> elements) override {
+    for (Slot e : elements) elements_.push_back(e);
   }
 
  private:
   const int32_t min_after_dequeue_;
-  std::vector<Tuple> elements_;
+  std::vector<Slot> elements_;
   std::mt19937_64 rng_;
 };
 

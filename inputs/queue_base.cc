@@ -1,6 +1,7 @@
 // QueueBase: pending attempts, flushing, close and cancellation.
 #include "inputs/queue_base.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -12,8 +13,8 @@ struct QueueBase::Attempt {
   enum Kind { kEnqueue, kDequeue, kClose };
   Kind kind = kEnqueue;
   int64_t id = 0;
-  std::vector<Tuple> elements;  // enqueue: to insert; dequeue: taken so far
-  size_t next = 0;              // enqueue: elements[0, next) are in
+  std::vector<Slot> slots;  // enqueue: stored, to insert; dequeue: taken so far
+  size_t next = 0;          // enqueue: slots[0, next) are in
   int32_t want = 1;             // dequeue: elements requested
   bool many = false;            // dequeue: stack into a batch
   bool allow_small = false;
@@ -33,6 +34,32 @@ QueueBase::QueueBase(std::string name, int32_t capacity, DataTypeVector componen
       handle_(DT_STRING, TensorShape({2})) {
   handle_.data<tstring>()[0] = "";
   handle_.data<tstring>()[1] = name_;
+  rows_ = !component_types_.empty() && shapes_.size() == component_types_.size();
+  size_t total = 0;
+  for (size_t c = 0; rows_ && c < component_types_.size(); ++c) {
+    const int64_t size = DataTypeSize(component_types_[c]);
+    if (component_types_[c] == DT_STRING || size <= 0 || !shapes_[c].IsFullyDefined()) {
+      rows_ = false;
+      break;
+    }
+    auto shape = TensorShape::Build(shapes_[c].dims());
+    if (!shape.ok() || shape->num_elements() > (int64_t{1} << 40) / size) {  // a row of 1 TiB: not a row
+      rows_ = false;
+      break;
+    }
+    row_bytes_.push_back(static_cast<size_t>(shape->num_elements() * size));
+    element_shapes_.push_back(*std::move(shape));
+    total += row_bytes_.back();
+  }
+  if (!rows_) {
+    row_bytes_.clear();
+    element_shapes_.clear();
+  }
+  // Segments of about 1 MiB (at least one row; no more rows than the
+  // capacity, so a small queue stays small).
+  constexpr int64_t kSegmentBytes = int64_t{1} << 20;
+  slots_per_segment_ = total == 0 ? 4096 : std::max<int64_t>(1, kSegmentBytes / static_cast<int64_t>(total));
+  slots_per_segment_ = std::min<int64_t>(slots_per_segment_, std::max<int32_t>(capacity_, 1));
 }
 
 QueueBase::~QueueBase() {
@@ -113,7 +140,8 @@ void QueueBase::TryEnqueue(Tuple tuple, CancellationManager* cm, DoneCallback do
   if (!s.ok()) return done(s);
   auto a = std::make_shared<Attempt>();
   a->kind = Attempt::kEnqueue;
-  a->elements.push_back(std::move(tuple));
+  s = StoreElements(std::move(tuple), false, &a->slots);
+  if (!s.ok()) return done(s);
   a->cm = cm;
   a->done = std::move(done);
   Add(std::move(a));
@@ -124,15 +152,8 @@ void QueueBase::TryEnqueueMany(const Tuple& batch, CancellationManager* cm, Done
   if (!s.ok()) return done(s);
   auto a = std::make_shared<Attempt>();
   a->kind = Attempt::kEnqueue;
-  const int64_t n = batch.empty() ? 0 : batch[0].dim_size(0);
-  a->elements.resize(n);
-  for (int64_t i = 0; i < n; ++i) {
-    for (const Tensor& component : batch) {
-      auto e = SliceElement(component, i);
-      if (!e.ok()) return done(e.status());
-      a->elements[i].push_back(std::move(e).value());
-    }
-  }
+  s = StoreElements(batch, true, &a->slots);
+  if (!s.ok()) return done(s);
   a->cm = cm;
   a->done = std::move(done);
   Add(std::move(a));
@@ -218,8 +239,8 @@ void QueueBase::Cancel(int64_t attempt_id) {
         if ((*it)->id != attempt_id) continue;
         std::shared_ptr<Attempt> a = *it;
         list->erase(it);
-        if (a->kind == Attempt::kDequeue && !a->elements.empty()) RestoreLocked(std::move(a->elements));
-        a->elements.clear();
+        if (a->kind == Attempt::kDequeue && !a->slots.empty()) RestoreLocked(std::move(a->slots));
+        if (a->kind == Attempt::kDequeue) a->slots.clear();
         const char* what = a->kind == Attempt::kDequeue ? "dequeue from" : a->kind == Attempt::kClose ? "close of"
                                                                                                       : "enqueue to";
         Finish(a, absl::CancelledError(absl::StrCat(what, " queue '", name_, "' was cancelled (the step aborted)")),
@@ -239,11 +260,11 @@ void QueueBase::FlushLocked(std::vector<std::function<void()>>* ready) {
     progress = false;
     while (!dequeue_attempts_.empty()) {
       std::shared_ptr<Attempt> a = dequeue_attempts_.front();
-      while (static_cast<int32_t>(a->elements.size()) < a->want && CanPopLocked()) {
-        a->elements.push_back(PopLocked());
+      while (static_cast<int32_t>(a->slots.size()) < a->want && CanPopLocked()) {
+        a->slots.push_back(PopLocked());
         progress = true;
       }
-      if (static_cast<int32_t>(a->elements.size()) == a->want) {
+      if (static_cast<int32_t>(a->slots.size()) == a->want) {
         dequeue_attempts_.pop_front();
         Finish(a, absl::OkStatus(), ready);
         progress = true;
@@ -251,12 +272,12 @@ void QueueBase::FlushLocked(std::vector<std::function<void()>>* ready) {
       }
       if (closed_ && !CanPopLocked()) {
         dequeue_attempts_.pop_front();
-        if (a->allow_small && !a->elements.empty()) {
+        if (a->allow_small && !a->slots.empty()) {
           Finish(a, absl::OkStatus(), ready);
         } else {
-          size_t had = a->elements.size();
-          RestoreLocked(std::move(a->elements));
-          a->elements.clear();
+          size_t had = a->slots.size();
+          RestoreLocked(std::move(a->slots));
+          a->slots.clear();
           Finish(a,
                  absl::OutOfRangeError(absl::StrCat("queue '", name_, "' is closed and has insufficient elements "
                                                     "(requested ",
@@ -283,11 +304,11 @@ void QueueBase::FlushLocked(std::vector<std::function<void()>>* ready) {
         progress = true;
         continue;
       }
-      while (a->next < a->elements.size() && SizeLocked() < static_cast<size_t>(capacity_)) {
-        PushLocked(std::move(a->elements[a->next++]));
+      while (a->next < a->slots.size() && SizeLocked() < static_cast<size_t>(capacity_)) {
+        PushLocked(a->slots[a->next++]);
         progress = true;
       }
-      if (a->next == a->elements.size()) {
+      if (a->next == a->slots.size()) {
         enqueue_attempts_.pop_front();
         Finish(a, absl::OkStatus(), ready);
         progress = true;
@@ -302,20 +323,39 @@ void QueueBase::Finish(const std::shared_ptr<Attempt>& a, absl::Status s, std::v
   CancellationManager* cm = a->registered ? a->cm : nullptr;
   CancellationManager::Token token = a->token;
   if (a->kind != Attempt::kDequeue) {
+    // Elements a failed or cancelled enqueue did not insert are dropped.
+    if (a->next < a->slots.size()) FreeSlotsLocked(a->slots.data() + a->next, a->slots.size() - a->next);
+    a->slots.clear();
     ready->push_back([cm, token, s, done = std::move(a->done)] {
       if (cm != nullptr) cm->DeregisterCallback(token);
       done(s);
     });
     return;
   }
+  if (!s.ok() || rows_) {
+    // A failed dequeue restored what it had taken (except in ~QueueBase);
+    // rows are gathered here, before their slots can be reused.
+    absl::StatusOr<Tuple> result = s.ok() ? GatherRowsLocked(a->slots, a->many) : absl::StatusOr<Tuple>(s);
+    FreeSlotsLocked(a->slots.data(), a->slots.size());
+    a->slots.clear();
+    ready->push_back([cm, token, result = std::move(result), done = std::move(a->dequeue_done)]() mutable {
+      if (cm != nullptr) cm->DeregisterCallback(token);
+      if (!result.ok()) return done(result.status(), {});
+      done(absl::OkStatus(), *std::move(result));
+    });
+    return;
+  }
+  std::vector<Tuple> elements;
+  elements.reserve(a->slots.size());
+  for (Slot slot : a->slots) elements.push_back(std::move(tuples_[slot]));
+  FreeSlotsLocked(a->slots.data(), a->slots.size());
+  a->slots.clear();
   // Stacking happens outside the lock, in the ready callback.
-  // (Not in the destructor: failed attempts need no stacking.)
-  std::shared_ptr<QueueBase> self = s.ok() && a->many ? shared_from_this() : nullptr;
-  ready->push_back([self, cm, token, s, many = a->many, elements = std::move(a->elements),
+  std::shared_ptr<QueueBase> self = a->many ? shared_from_this() : nullptr;
+  ready->push_back([self, cm, token, many = a->many, elements = std::move(elements),
                     done = std::move(a->dequeue_done)]() mutable {
     if (cm != nullptr) cm->DeregisterCallback(token);
-    if (!s.ok()) return done(s, {});
-    if (!many) return done(s, std::move(elements[0]));
+    if (!many) return done(absl::OkStatus(), std::move(elements[0]));
     Tuple batch;
     for (size_t c = 0; c < self->component_types_.size(); ++c) {
       auto t = self->BatchComponent(elements, static_cast<int>(c));
@@ -324,6 +364,117 @@ void QueueBase::Finish(const std::shared_ptr<Attempt>& a, absl::Status s, std::v
     }
     done(absl::OkStatus(), std::move(batch));
   });
+}
+
+absl::Status QueueBase::StoreElements(Tuple tuple, bool batched, std::vector<Slot>* slots) {
+  const int64_t n = !batched ? 1 : tuple.empty() ? 0 : tuple[0].dim_size(0);
+  const size_t nc = component_types_.size();
+  if (rows_) {
+    std::vector<char*> dst;
+    dst.reserve(static_cast<size_t>(n) * nc);
+    {
+      absl::MutexLock lock(&mu_);
+      absl::Status s = AllocateSlotsLocked(n, slots);
+      if (!s.ok()) return s;
+      for (Slot slot : *slots) {
+        for (size_t c = 0; c < nc; ++c) dst.push_back(RowLocked(slot, static_cast<int>(c)));
+      }
+    }
+    // The slots are this caller's until pushed, so the copies need no lock.
+    for (int64_t i = 0; i < n; ++i) {
+      for (size_t c = 0; c < nc; ++c) {
+        if (row_bytes_[c] == 0) continue;
+        std::memcpy(dst[i * nc + c], static_cast<const char*>(tuple[c].raw_data()) + i * row_bytes_[c], row_bytes_[c]);
+      }
+    }
+    return absl::OkStatus();
+  }
+  std::vector<Tuple> elements;
+  if (batched) {
+    elements.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      for (const Tensor& component : tuple) {
+        auto e = SliceElement(component, i);
+        if (!e.ok()) return e.status();
+        elements[i].push_back(std::move(e).value());
+      }
+    }
+  } else {
+    elements.push_back(std::move(tuple));
+  }
+  absl::MutexLock lock(&mu_);
+  absl::Status s = AllocateSlotsLocked(n, slots);
+  if (!s.ok()) return s;
+  for (int64_t i = 0; i < n; ++i) tuples_[(*slots)[i]] = std::move(elements[i]);
+  return absl::OkStatus();
+}
+
+absl::Status QueueBase::AllocateSlotsLocked(int64_t n, std::vector<Slot>* slots) {
+  slots->clear();
+  slots->reserve(n);
+  while (static_cast<int64_t>(slots->size()) < n && !free_slots_.empty()) {
+    slots->push_back(free_slots_.back());
+    free_slots_.pop_back();
+  }
+  while (static_cast<int64_t>(slots->size()) < n) {
+    if (rows_ && num_slots_ % slots_per_segment_ == 0) {
+      Tuple segment;
+      for (size_t c = 0; c < component_types_.size(); ++c) {
+        auto t = Tensor::Allocate(CpuAllocator(), component_types_[c],
+                                  TensorShape({slots_per_segment_ * element_shapes_[c].num_elements()}));
+        if (!t.ok()) {
+          FreeSlotsLocked(slots->data(), slots->size());
+          slots->clear();
+          return absl::ResourceExhaustedError(
+              absl::StrCat("queue '", name_, "': no memory for ", n, " more elements: ", t.status().message()));
+        }
+        segment.push_back(std::move(t).value());
+      }
+      segments_.push_back(std::move(segment));
+    }
+    if (!rows_) tuples_.emplace_back();
+    slots->push_back(num_slots_++);
+  }
+  return absl::OkStatus();
+}
+
+void QueueBase::FreeSlotsLocked(const Slot* slots, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!rows_) tuples_[slots[i]] = Tuple();
+    free_slots_.push_back(slots[i]);
+  }
+}
+
+char* QueueBase::RowLocked(Slot slot, int c) const {
+  return static_cast<char*>(segments_[slot / slots_per_segment_][c].raw_data()) +
+         (slot % slots_per_segment_) * row_bytes_[c];
+}
+
+absl::StatusOr<QueueBase::Tuple> QueueBase::GatherRowsLocked(const std::vector<Slot>& slots, bool many) const {
+  Tuple out;
+  for (size_t c = 0; c < component_types_.size(); ++c) {
+    TensorShape shape = element_shapes_[c];
+    if (many) {
+      shape = TensorShape({static_cast<int64_t>(slots.size())});
+      for (int64_t d : element_shapes_[c].dim_sizes()) {
+        absl::Status s = shape.TryAddDim(d);
+        if (!s.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("queue '", name_, "': a batch of ", slots.size(),
+                                                         " elements of shape ", element_shapes_[c].DebugString(),
+                                                         ": ", s.message()));
+        }
+      }
+    }
+    auto t = Tensor::Allocate(CpuAllocator(), component_types_[c], shape);
+    if (!t.ok()) return t.status();
+    const size_t bytes = row_bytes_[c];
+    char* dst = static_cast<char*>(t->raw_data());
+    for (size_t i = 0; i < slots.size() && bytes > 0; ++i) {
+      std::memcpy(dst + i * bytes, RowLocked(slots[i], static_cast<int>(c)), bytes);
+    }
+    out.push_back(std::move(t).value());
+  }
+  return out;
 }
 
 absl::StatusOr<Tensor> QueueBase::BatchComponent(const std::vector<Tuple>& elements, int c) const {

@@ -83,16 +83,20 @@ class QueueBase : public ResourceBase, public std::enable_shared_from_this<Queue
   virtual absl::string_view kind() const = 0;
 
  protected:
-  // Storage, called with mu_ held. Elements are single tuples (no batch dim).
+  // A queued element's place in the queue's storage. The queue owns the
+  // element data; subclasses keep the order of slots, called with mu_ held.
+  using Slot = int64_t;
   virtual size_t SizeLocked() const = 0;
-  virtual void PushLocked(Tuple element) = 0;
+  virtual void PushLocked(Slot element) = 0;
   // REQUIRES: CanPopLocked().
-  virtual Tuple PopLocked() = 0;
+  virtual Slot PopLocked() = 0;
   // Can a dequeue take an element now? (FIFO: non-empty.)
   virtual bool CanPopLocked() const { return SizeLocked() > 0; }
   // Puts back elements a failed or cancelled dequeue had taken, oldest first.
-  virtual void RestoreLocked(std::vector<Tuple> elements) = 0;
+  virtual void RestoreLocked(std::vector<Slot> elements) = 0;
   // Stacks component `c` of `elements` into one tensor with a new dim 0.
+  // Used when elements are stored as tuples (some shape not fully defined, or
+  // a string component); fixed-shape elements are gathered from their rows.
   virtual absl::StatusOr<Tensor> BatchComponent(const std::vector<Tuple>& elements, int c) const;
 
   bool closed_locked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_; }
@@ -109,6 +113,32 @@ class QueueBase : public ResourceBase, public std::enable_shared_from_this<Queue
   void Finish(const std::shared_ptr<Attempt>& a, absl::Status s, std::vector<std::function<void()>>* ready)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Cancel(int64_t attempt_id);
+
+  // Element storage. With every component of a fully defined shape and not a
+  // string ("rows"), element data lives in preallocated segments, a row per
+  // slot per component: enqueueing copies rows in and DequeueMany gathers
+  // them into one batch tensor, with no allocation per element. Otherwise a
+  // slot holds the element's tuple. Freed slots are reused (last freed
+  // first); segments are kept until the queue is destroyed, so memory stays
+  // at the most elements held at once (queued, and in pending attempts).
+  // Copies element data into new slots (outside mu_ for rows); `batched`: the
+  // components hold elements along dim 0.
+  absl::Status StoreElements(Tuple tuple, bool batched, std::vector<Slot>* slots);
+  absl::Status AllocateSlotsLocked(int64_t n, std::vector<Slot>* slots) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FreeSlotsLocked(const Slot* slots, size_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  char* RowLocked(Slot slot, int c) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The result of a finished dequeue (rows: gathered here, under mu_).
+  absl::StatusOr<Tuple> GatherRowsLocked(const std::vector<Slot>& slots, bool many) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  bool rows_ = false;
+  std::vector<TensorShape> element_shapes_;  // rows only
+  std::vector<size_t> row_bytes_;            // rows only, per component
+  int64_t slots_per_segment_ = 1;
+  std::vector<Tuple> segments_ ABSL_GUARDED_BY(mu_);  // rows: one buffer per component
+  std::vector<Tuple> tuples_ ABSL_GUARDED_BY(mu_);    // tuples: slot -> element
+  std::vector<Slot> free_slots_ ABSL_GUARDED_BY(mu_);
+  int64_t num_slots_ ABSL_GUARDED_BY(mu_) = 0;
 
   const std::string name_;
   const int32_t capacity_;

@@ -320,6 +320,34 @@ TEST_F(OpsTest, IdxRecordReaderAndDecodeRaw) {
   }
 }
 
+// A gzip IDX file read again (the next epoch) reuses the items inflated last
+// time, and a rewritten file (another gzip trailer) is read anew.
+TEST_F(OpsTest, IdxRecordReaderReopensAChangedFile) {
+  auto write = [](const std::string& path, int base) {
+    IdxFile f;
+    f.dtype = DT_UINT8;
+    f.dims = {3, 2};
+    for (int i = 0; i < 6; ++i) f.data.push_back(static_cast<char>(base + i));
+    return WriteIdxFile(Env::Default(), path, f, true);
+  };
+  std::string path = TmpDir() + "/reopen.idx.gz";
+  ASSERT_TRUE(write(path, 0).ok());
+  std::string q = Queue("files", "FIFOQueue", {DT_STRING}, 10);
+  in.AddConst("names", Tensor::FromVector<tstring>({path, path, path}));
+  in.AddNode("fill", "QueueEnqueueMany", {q, "names"}, {{"Tcomponents", MakeAttr(std::vector<DataType>{DT_STRING})}});
+  auto kv = AddReaderReadUpTo(&in, "IdxRecordReader", q, 3, "r");
+  in.AddNode("pixels", "DecodeRaw", {kv.second}, {{"out_type", MakeAttr(DT_UINT8)}});
+  Create();
+  ASSERT_TRUE(Run({}, {"fill"}).ok());
+  for (int base : {0, 50, 50}) {
+    auto r = Run({"pixels"});
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ((*r)[0].shape(), TensorShape({3, 2}));
+    for (int i = 0; i < 6; ++i) EXPECT_EQ((*r)[0].data<uint8_t>()[i], base + i) << "epoch of " << base;
+    if (base == 0) ASSERT_TRUE(write(path, 50).ok());
+  }
+}
+
 TEST_F(OpsTest, DecodeRawEndiannessAndErrors) {
   in.AddNode("bytes", "Placeholder", {}, {{"dtype", MakeAttr(DT_STRING)}});
   in.AddNode("le", "DecodeRaw", {"bytes"}, {{"out_type", MakeAttr(DT_INT32)}});

@@ -19,9 +19,13 @@ class ImageToFloatOp : public OpKernel {
     const Tensor& in = ctx->input(0);
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &out));
-    const uint8_t* src = in.data<uint8_t>();
-    float* dst = out->data<float>();
-    for (int64_t i = 0; i < in.NumElements(); ++i) dst[i] = static_cast<float>(src[i]) * scale_;
+    // Locals, so the compiler knows a store to dst changes neither the scale
+    // nor the count, and vectorizes the loop.
+    const uint8_t* __restrict src = in.data<uint8_t>();
+    float* __restrict dst = out->data<float>();
+    const float scale = scale_;
+    const int64_t n = in.NumElements();
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * scale;
   }
 
  private:

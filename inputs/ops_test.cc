@@ -8,6 +8,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/graph/graph_constructor.h"
+#include "engine/graph/shape_refiner.h"
 #include "engine/runtime/session.h"
 #include "gtest/gtest.h"
 #include "inputs/example.pb.h"
@@ -91,6 +93,37 @@ TEST_F(OpsTest, QueueEnqueueDequeueSizeClose) {
 
 // The dequeue would wait forever; the step still ends with the other node's
 // error (the executor cancels pending async work when a node fails).
+// Dequeue ops take their shapes from the queue's `shapes` attr (through the
+// handle), so the model after an input pipeline has known shapes (the plan's
+// FLOPs and memory depend on them).
+TEST_F(OpsTest, DequeueShapesComeFromTheQueuesDeclaredShapes) {
+  AttrValue shapes;
+  TensorShapeProto image, label;
+  for (int64_t d : {28, 28, 1}) image.add_dim()->set_size(d);
+  *shapes.mutable_list()->add_shape() = image;
+  *shapes.mutable_list()->add_shape() = label;
+  const std::string q = Queue("q", "FIFOQueue", {DT_FLOAT, DT_INT64}, 10, {{"shapes", shapes}});
+  const std::string n = in.AddConst("n", Tensor::Scalar<int32_t>(32));
+  in.AddNode("many", "QueueDequeueMany", {q, n}, {{"component_types", MakeAttr(std::vector<DataType>{DT_FLOAT, DT_INT64})}});
+  in.AddNode("up_to", "QueueDequeueUpTo", {q, n}, {{"component_types", MakeAttr(std::vector<DataType>{DT_FLOAT, DT_INT64})}});
+  in.AddNode("one", "QueueDequeue", {q}, {{"component_types", MakeAttr(std::vector<DataType>{DT_FLOAT, DT_INT64})}});
+  const std::string plain = Queue("plain", "FIFOQueue", {DT_FLOAT}, 10);
+  in.AddNode("unknown", "QueueDequeue", {plain}, {{"component_types", MakeAttr(std::vector<DataType>{DT_FLOAT})}});
+  auto g = GraphFromGraphDef(graph);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ShapeRefiner refiner;
+  ASSERT_TRUE(refiner.InferShapes(**g).ok());
+  auto shape = [&](const std::string& node, int port) {
+    return refiner.OutputShape((*g)->FindNode(node), port).DebugString();
+  };
+  EXPECT_EQ(shape("many", 0), "[32,28,28,1]");
+  EXPECT_EQ(shape("many", 1), "[32]");
+  EXPECT_EQ(shape("up_to", 0), "[?,28,28,1]");
+  EXPECT_EQ(shape("one", 0), "[28,28,1]");
+  EXPECT_EQ(shape("one", 1), "[]");
+  EXPECT_EQ(shape("unknown", 0), "<unknown>");
+}
+
 TEST_F(OpsTest, AStepWithABlockedDequeueEndsWhenAnotherNodeFails) {
   std::string q = Queue("q", "FIFOQueue", {DT_FLOAT}, 10);
   in.AddNode("dequeue", "QueueDequeue", {q}, {{"component_types", MakeAttr(std::vector<DataType>{DT_FLOAT})}});

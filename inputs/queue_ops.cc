@@ -3,6 +3,9 @@
 // QueueEnqueue, QueueEnqueueMany, QueueDequeue, QueueDequeueMany,
 // QueueDequeueUpTo, QueueClose, QueueSize. timeout_ms is accepted and
 // ignored (as in TensorFlow). Kernels: queue_kernels.cc.
+#include <algorithm>
+#include <vector>
+
 #include "engine/framework/op_def.h"
 #include "engine/framework/shape_inference.h"
 #include "inputs/resource_handle.h"
@@ -15,12 +18,34 @@ absl::Status HandleShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
-// Dequeue outputs: the declared element shapes when the queue op is not
-// visible here, so unknown; DequeueMany adds a leading batch dim.
-absl::Status DequeueShape(InferenceContext* c) {
-  for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, PartialShape::Unknown());
+// Dequeue outputs: the element shapes the queue declares (its `shapes`
+// attr, seen through the handle), else unknown. DequeueMany and DequeueUpTo
+// add a leading batch dim: n when it is a constant (DequeueMany) or unknown.
+absl::Status DequeueShape(InferenceContext* c, bool batched, bool exact_n) {
+  const std::vector<PartialShape>& declared = c->input_handle_shapes(0);
+  int64_t n = kUnknownDim;
+  if (batched && exact_n && c->num_inputs() > 1 && c->input_tensor(1) != nullptr &&
+      c->input_tensor(1)->dtype() == DT_INT32 && c->input_tensor(1)->NumElements() == 1) {
+    n = std::max<int64_t>(c->input_tensor(1)->data<int32_t>()[0], kUnknownDim);
+  }
+  for (int i = 0; i < c->num_outputs(); ++i) {
+    if (declared.size() != static_cast<size_t>(c->num_outputs()) || !declared[i].rank_known()) {
+      c->set_output(i, PartialShape::Unknown());
+      continue;
+    }
+    if (!batched) {
+      c->set_output(i, declared[i]);
+      continue;
+    }
+    std::vector<int64_t> dims = {n};
+    for (int d = 0; d < declared[i].rank(); ++d) dims.push_back(declared[i].dim(d));
+    c->set_output(i, PartialShape::FromDims(dims));
+  }
   return absl::OkStatus();
 }
+absl::Status DequeueOneShape(InferenceContext* c) { return DequeueShape(c, false, false); }
+absl::Status DequeueManyShape(InferenceContext* c) { return DequeueShape(c, true, true); }
+absl::Status DequeueUpToShape(InferenceContext* c) { return DequeueShape(c, true, false); }
 
 }  // namespace
 
@@ -79,7 +104,7 @@ REGISTER_OP("QueueDequeue")
     .Attr("component_types: list(type) >= 1")
     .Attr("timeout_ms: int = -1")
     .SetIsStateful()
-    .SetShapeFn(DequeueShape);
+    .SetShapeFn(DequeueOneShape);
 
 REGISTER_OP("QueueDequeueMany")
     .Input("handle: Ref(string)")
@@ -88,7 +113,7 @@ REGISTER_OP("QueueDequeueMany")
     .Attr("component_types: list(type) >= 1")
     .Attr("timeout_ms: int = -1")
     .SetIsStateful()
-    .SetShapeFn(DequeueShape);
+    .SetShapeFn(DequeueManyShape);
 
 REGISTER_OP("QueueDequeueUpTo")
     .Input("handle: Ref(string)")
@@ -97,7 +122,7 @@ REGISTER_OP("QueueDequeueUpTo")
     .Attr("component_types: list(type) >= 1")
     .Attr("timeout_ms: int = -1")
     .SetIsStateful()
-    .SetShapeFn(DequeueShape);
+    .SetShapeFn(DequeueUpToShape);
 
 REGISTER_OP("QueueClose")
     .Input("handle: Ref(string)")

@@ -133,6 +133,18 @@ std::string PartialShape::DebugString() const {
   return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
 }
 
+const std::vector<PartialShape>& InferenceContext::input_handle_shapes(int i) const {
+  static const std::vector<PartialShape>* none = new std::vector<PartialShape>();
+  if (i < 0 || i >= static_cast<int>(input_handle_shapes_.size())) return *none;
+  return input_handle_shapes_[i];
+}
+
+const PartialShape& InferenceContext::input_as_shape(int i) const {
+  static const PartialShape* unknown = new PartialShape(PartialShape::Unknown());
+  if (i < 0 || i >= static_cast<int>(inputs_as_shapes_.size())) return *unknown;
+  return inputs_as_shapes_[i];
+}
+
 InferenceContext::InferenceContext(const NodeDef* node_def, const OpDef* op_def,
                                    std::vector<PartialShape> input_shapes,
                                    std::vector<const Tensor*> input_tensors, int num_outputs)

@@ -78,6 +78,20 @@ class InferenceContext {
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
   const PartialShape& input(int i) const { return inputs_[i]; }
   const Tensor* input_tensor(int i) const { return input_tensors_[i]; }
+  // When input i is the output of a Shape op (a shape computed at run time,
+  // e.g. a gradient's Shape(x)): the partial shape of that op's input, whose
+  // value input i will be; otherwise an unknown shape. Shape functions that
+  // take a shape as a tensor (Conv2DBackpropInput's input_sizes, Reshape's
+  // shape) use it when input_tensor(i) is null.
+  const PartialShape& input_as_shape(int i) const;
+  void set_inputs_as_shapes(std::vector<PartialShape> shapes) { inputs_as_shapes_ = std::move(shapes); }
+  // When input i is a handle to a resource that declares its elements'
+  // shapes (a queue's `shapes` attr), those shapes; otherwise empty. A queue's
+  // Dequeue* ops give their outputs these shapes.
+  const std::vector<PartialShape>& input_handle_shapes(int i) const;
+  void set_input_handle_shapes(std::vector<std::vector<PartialShape>> shapes) {
+    input_handle_shapes_ = std::move(shapes);
+  }
   void set_output(int i, PartialShape shape) { outputs_[i] = std::move(shape); }
   const PartialShape& output(int i) const { return outputs_[i]; }
 
@@ -96,6 +110,8 @@ class InferenceContext {
   const OpDef* op_def_;
   std::vector<PartialShape> inputs_;
   std::vector<const Tensor*> input_tensors_;
+  std::vector<PartialShape> inputs_as_shapes_;
+  std::vector<std::vector<PartialShape>> input_handle_shapes_;
   std::vector<PartialShape> outputs_;
 };
 

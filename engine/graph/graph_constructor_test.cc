@@ -525,6 +525,24 @@ TEST_F(ShapeRefinerTest, BroadcastingAdd) {
   EXPECT_EQ(Shape("lt"), "[2,3]");
 }
 
+// A shape computed at run time by Shape(x) (as gradients build them) gives
+// the ops that take it as a tensor x's partial shape.
+TEST_F(ShapeRefinerTest, ShapeOfXGivesItsConsumersXsPartialShape) {
+  GraphDefBuilder b;
+  ShapedPlaceholder(&b, "x", {-1, 6, 6, 2});
+  ShapedPlaceholder(&b, "flat", {-1, 72});
+  ShapedPlaceholder(&b, "filter", {3, 3, 2, 4});
+  ShapedPlaceholder(&b, "grad", {-1, 6, 6, 4});
+  b.Node("x_shape", "Shape", {"x"}, {{"T", MakeAttr(DT_FLOAT)}, {"out_type", MakeAttr(DT_INT32)}});
+  b.Node("unflat", "Reshape", {"flat", "x_shape"}, {{"T", MakeAttr(DT_FLOAT)}, {"Tshape", MakeAttr(DT_INT32)}});
+  b.Node("input_grad", "Conv2DBackpropInput", {"x_shape", "filter", "grad"},
+         {{"T", MakeAttr(DT_FLOAT)}, {"strides", MakeAttr(std::vector<int64_t>{1, 1, 1, 1})},
+          {"padding", MakeAttr("SAME")}});
+  Infer(b.graph());
+  EXPECT_EQ(Shape("unflat"), "[?,6,6,2]");
+  EXPECT_EQ(Shape("input_grad"), "[?,6,6,2]");
+}
+
 TEST_F(ShapeRefinerTest, IncompatibleBroadcastIsAnError) {
   GraphDefBuilder b;
   ShapedPlaceholder(&b, "x", {2, 3});

@@ -10,6 +10,20 @@
 namespace sluice {
 namespace {
 constexpr int64_t kMaxConstElementsForShapes = 1 << 16;
+
+// The element shapes a resource node declares in a `shapes` list attr (the
+// queues), when every entry is a valid shape; else none.
+std::vector<PartialShape> DeclaredElementShapes(const NodeDef& def) {
+  const AttrValue* a = FindAttr(def, "shapes");
+  if (a == nullptr || !a->has_list()) return {};
+  std::vector<PartialShape> out;
+  for (const TensorShapeProto& p : a->list().shape()) {
+    auto shape = PartialShape::FromProto(p);
+    if (!shape.ok()) return {};
+    out.push_back(*std::move(shape));
+  }
+  return out;
+}
 }  // namespace
 
 absl::Status ShapeRefiner::InferShapes(const Graph& graph) {
@@ -29,12 +43,25 @@ absl::Status ShapeRefiner::InferShapes(const Graph& graph) {
     ready.pop_front();
     std::vector<PartialShape> inputs(n->num_inputs());
     std::vector<const Tensor*> input_tensors(n->num_inputs(), nullptr);
+    std::vector<PartialShape> inputs_as_shapes(n->num_inputs(), PartialShape::Unknown());
+    std::vector<std::vector<PartialShape>> handle_shapes(n->num_inputs());
     for (const Edge* e : n->in_edges()) {
       if (e->IsControlEdge() || e->src->IsNextIteration()) continue;
+      handle_shapes[e->dst_input] = DeclaredElementShapes(e->src->def());
       inputs[e->dst_input] = shapes_[e->src->id()][e->src_output];
       input_tensors[e->dst_input] = const_values[e->src->id()].get();
+      // Shape(x)'s value is x's shape: as much of it as is known now.
+      if (e->src->type_string() == "Shape" && e->src->num_inputs() == 1) {
+        for (const Edge* x : e->src->in_edges()) {
+          if (!x->IsControlEdge() && !x->src->IsNextIteration()) {
+            inputs_as_shapes[e->dst_input] = shapes_[x->src->id()][x->src_output];
+          }
+        }
+      }
     }
     InferenceContext ctx(&n->def(), &n->op_def(), std::move(inputs), std::move(input_tensors), n->num_outputs());
+    ctx.set_inputs_as_shapes(std::move(inputs_as_shapes));
+    ctx.set_input_handle_shapes(std::move(handle_shapes));
     absl::Status s = n->op_def().shape_fn ? n->op_def().shape_fn(&ctx) : shape_fns::Unknown(&ctx);
     if (!s.ok()) {
       if (absl::StartsWith(s.message(), "node '")) return s;

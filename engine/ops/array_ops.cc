@@ -83,6 +83,10 @@ absl::Status ShapeFromInput(InferenceContext* c, int input) {
     c->set_output(0, PartialShape::FromDims(*v));
     return absl::OkStatus();
   }
+  if (c->input_as_shape(input).rank_known()) {  // a Shape(x) computed at run time: x's partial shape
+    c->set_output(0, c->input_as_shape(input));
+    return absl::OkStatus();
+  }
   const PartialShape& s = c->input(input);
   if (s.rank_known() && s.rank() == 1 && s.dim(0) >= 0) {
     // The length of the shape vector is the output's rank: a vector of 2^31

@@ -163,7 +163,9 @@ absl::Status Conv2DShape(InferenceContext* c) {
 absl::Status ShapeFromInput(InferenceContext* c, int shape_input) {
   const Tensor* t = c->input_tensor(shape_input);
   if (t == nullptr || t->dtype() != DT_INT32 || t->dims() != 1) {
-    c->set_output(0, PartialShape::UnknownOfRank(4));
+    // A shape computed at run time (a gradient's Shape(x)): x's partial shape.
+    const PartialShape& as_shape = c->input_as_shape(shape_input);
+    c->set_output(0, as_shape.rank() == 4 ? as_shape : PartialShape::UnknownOfRank(4));
     return absl::OkStatus();
   }
   std::vector<int64_t> dims;

@@ -2,79 +2,22 @@
 // update rule): the Apply* optimizers, their sparse forms and
 // ScatterAdd/ScatterSub. Each locks the mutexes of its ref inputs (always,
 // whatever use_locking says; in address order, so two kernels sharing
-// variables cannot deadlock), checks shapes and initialization, updates the
+// variables cannot deadlock), checks shapes and initialization (both with
+// training_ops_util.h, shared with the GPU kernels), updates the
 // variables in place (elementwise in float for half/bfloat16, in parallel
 // on the intra-op pool for large variables) and forwards the variable's ref
 // to output 0.
 // Thread safety: all mutation happens under the variables' mutexes.
-#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/nn_util.h"
+#include "engine/kernels/training_ops_util.h"
 
 namespace sluice {
 namespace {
-
-// Locks the distinct mutexes of ref inputs [0, count) in address order.
-class RefInputLocks {
- public:
-  RefInputLocks(OpKernelContext* ctx, int count) {
-    for (int i = 0; i < count; ++i) {
-      absl::Mutex* mu = ctx->input_ref_mutex(i);
-      if (mu != nullptr && std::find(mus_.begin(), mus_.end(), mu) == mus_.end()) mus_.push_back(mu);
-    }
-    std::sort(mus_.begin(), mus_.end());
-    for (absl::Mutex* mu : mus_) mu->Lock();
-  }
-  ~RefInputLocks() {
-    for (auto it = mus_.rbegin(); it != mus_.rend(); ++it) (*it)->Unlock();
-  }
-  RefInputLocks(const RefInputLocks&) = delete;
-  RefInputLocks& operator=(const RefInputLocks&) = delete;
-
- private:
-  absl::InlinedVector<absl::Mutex*, 3> mus_;
-};
-
-// Checks the ref inputs [0, num_refs) are initialized and all of the same
-// shape, that `dense` inputs have the variable's shape and `scalars` are
-// scalars. Call with the locks held.
-absl::Status CheckInputs(OpKernelContext* ctx, int num_refs, std::initializer_list<int> dense,
-                         std::initializer_list<int> scalars) {
-  for (int i = 0; i < num_refs; ++i) {
-    if (!ctx->input_is_ref(i)) {
-      return absl::InvalidArgumentError(absl::StrCat("input ", i, " must be a variable reference"));
-    }
-    if (!ctx->mutable_input(i)->IsInitialized()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("Attempting to use uninitialized value in input ", i));
-    }
-    if (ctx->mutable_input(i)->shape() != ctx->mutable_input(0)->shape()) {
-      return absl::InvalidArgumentError(absl::StrCat("input ", i, " has shape ",
-                                                     ctx->mutable_input(i)->shape().DebugString(),
-                                                     " but the variable has shape ",
-                                                     ctx->mutable_input(0)->shape().DebugString()));
-    }
-  }
-  for (int i : dense) {
-    if (ctx->input(i).shape() != ctx->mutable_input(0)->shape()) {
-      return absl::InvalidArgumentError(absl::StrCat("input ", i, " has shape ", ctx->input(i).shape().DebugString(),
-                                                     " but the variable has shape ",
-                                                     ctx->mutable_input(0)->shape().DebugString()));
-    }
-  }
-  for (int i : scalars) {
-    if (ctx->input(i).dims() != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input ", i, " must be a scalar, got shape ", ctx->input(i).shape().DebugString()));
-    }
-  }
-  return absl::OkStatus();
-}
 
 template <typename T>
 typename AccumulatorType<T>::type Scalar(OpKernelContext* ctx, int i) {
@@ -156,7 +99,7 @@ class ApplyGradientDescentOp : public OpKernel {
     using Acc = typename AccumulatorType<T>::type;
     {
       RefInputLocks locks(ctx, 1);
-      OP_REQUIRES_OK(ctx, CheckInputs(ctx, 1, {2}, {1}));
+      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, 1, {2}, {1}));
       T* var = Ref<T>(ctx, 0);
       const T* delta = ctx->input(2).data<T>();
       const Acc alpha = Scalar<T>(ctx, 1);
@@ -178,7 +121,7 @@ class ApplyMomentumOp : public OpKernel {
     using Acc = typename AccumulatorType<T>::type;
     {
       RefInputLocks locks(ctx, 2);
-      OP_REQUIRES_OK(ctx, CheckInputs(ctx, 2, {3}, {2, 4}));
+      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, 2, {3}, {2, 4}));
       T* var = Ref<T>(ctx, 0);
       T* accum = Ref<T>(ctx, 1);
       const T* grad = ctx->input(3).data<T>();
@@ -219,7 +162,7 @@ class ApplyAdagradOp : public OpKernel {
     using Acc = typename AccumulatorType<T>::type;
     {
       RefInputLocks locks(ctx, 2);
-      OP_REQUIRES_OK(ctx, CheckInputs(ctx, 2, {3}, {2}));
+      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, 2, {3}, {2}));
       T* var = Ref<T>(ctx, 0);
       T* accum = Ref<T>(ctx, 1);
       const T* grad = ctx->input(3).data<T>();
@@ -250,7 +193,7 @@ class ApplyRMSPropOp : public OpKernel {
     using Acc = typename AccumulatorType<T>::type;
     {
       RefInputLocks locks(ctx, 3);
-      OP_REQUIRES_OK(ctx, CheckInputs(ctx, 3, {7}, {3, 4, 5, 6}));
+      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, 3, {7}, {3, 4, 5, 6}));
       T* var = Ref<T>(ctx, 0);
       T* ms = Ref<T>(ctx, 1);
       T* mom = Ref<T>(ctx, 2);
@@ -280,7 +223,7 @@ class ApplyAdamOp : public OpKernel {
     using Acc = typename AccumulatorType<T>::type;
     {
       RefInputLocks locks(ctx, 3);
-      OP_REQUIRES_OK(ctx, CheckInputs(ctx, 3, {9}, {3, 4, 5, 6, 7, 8}));
+      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, 3, {9}, {3, 4, 5, 6, 7, 8}));
       T* var = Ref<T>(ctx, 0);
       T* m = Ref<T>(ctx, 1);
       T* v = Ref<T>(ctx, 2);
@@ -357,7 +300,7 @@ class SparseApplyMomentumOp : public OpKernel {
     using Acc = typename AccumulatorType<T>::type;
     {
       RefInputLocks locks(ctx, 2);
-      OP_REQUIRES_OK(ctx, CheckInputs(ctx, 2, {}, {2, 5}));
+      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, 2, {}, {2, 5}));
       int64_t row;
       OP_REQUIRES_OK(ctx, CheckSparse<Index>(ctx, 3, 4, &row));
       T* var = Ref<T>(ctx, 0);
@@ -393,7 +336,7 @@ class SparseApplyAdagradOp : public OpKernel {
     using Acc = typename AccumulatorType<T>::type;
     {
       RefInputLocks locks(ctx, 2);
-      OP_REQUIRES_OK(ctx, CheckInputs(ctx, 2, {}, {2}));
+      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, 2, {}, {2}));
       int64_t row;
       OP_REQUIRES_OK(ctx, CheckSparse<Index>(ctx, 3, 4, &row));
       T* var = Ref<T>(ctx, 0);
@@ -428,7 +371,7 @@ class ScatterUpdateOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     {
       RefInputLocks locks(ctx, 1);
-      OP_REQUIRES_OK(ctx, CheckInputs(ctx, 1, {}, {}));
+      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, 1, {}, {}));
       // TensorFlow also accepts updates of shape indices.shape + var.shape[1:]
       // for multi-dimensional indices; flatten them to a vector here.
       const Tensor& indices = ctx->input(1);

@@ -3,15 +3,16 @@
 // [..., n, k]). Large matrices run one product at a time on the device's
 // intra-op pool; many small ones run in parallel over the batch, each product
 // on the calling thread. float32 products use CpuGemm, other types Eigen's
-// tensor contraction.
+// tensor contraction. Shape checks: matmul_shape.h (shared with the GPU
+// kernels).
 // Thread safety: kernels are stateless.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "engine/kernels/cpu_gemm.h"
 #include "engine/kernels/cwise_ops_common.h"
+#include "engine/kernels/matmul_shape.h"
 
 namespace sluice {
 namespace {
@@ -95,49 +96,17 @@ class BatchMatMulOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& y = ctx->input(1);
-    OP_REQUIRES(ctx, x.dims() >= 2 && y.dims() >= 2,
-                absl::InvalidArgumentError(absl::StrCat("BatchMatMul needs inputs of rank >= 2, got shapes ",
-                                                        x.shape().DebugString(), " and ", y.shape().DebugString())));
-    if (!kBroadcast) {
-      OP_REQUIRES(ctx, x.dims() == y.dims(),
-                  absl::InvalidArgumentError(absl::StrCat("inputs must have the same rank, got shapes ",
-                                                          x.shape().DebugString(), " and ",
-                                                          y.shape().DebugString())));
-    }
-    const int64_t xr = x.dim_size(x.dims() - 2), xc = x.dim_size(x.dims() - 1);
-    const int64_t yr = y.dim_size(y.dims() - 2), yc = y.dim_size(y.dims() - 1);
-    const int64_t m = adj_x_ ? xc : xr, k = adj_x_ ? xr : xc;
-    const int64_t ky = adj_y_ ? yc : yr, n = adj_y_ ? yr : yc;
-    OP_REQUIRES(ctx, k == ky,
-                absl::InvalidArgumentError(absl::StrCat("inner dimensions differ: x is ", x.shape().DebugString(),
-                                                        adj_x_ ? " (adjoint)" : "", ", y is ",
-                                                        y.shape().DebugString(), adj_y_ ? " (adjoint)" : "")));
-    // Batch dims: broadcast (V2) or equal (V1).
-    // Sub-shapes of valid shapes: TryAddDim cannot fail here, but says so.
-    TensorShape bx, by;
-    for (int i = 0; i < x.dims() - 2; ++i) OP_REQUIRES_OK(ctx, bx.TryAddDim(x.dim_size(i)));
-    for (int i = 0; i < y.dims() - 2; ++i) OP_REQUIRES_OK(ctx, by.TryAddDim(y.dim_size(i)));
-    if (!kBroadcast) {
-      OP_REQUIRES(ctx, bx == by,
-                  absl::InvalidArgumentError(absl::StrCat("batch dimensions differ: ", x.shape().DebugString(),
-                                                          " vs ", y.shape().DebugString())));
-    }
-    cwise::BroadcastPlan plan;
-    absl::Status batch_status = cwise::MakeBroadcastPlan(bx, by, &plan);
-    OP_REQUIRES(ctx, batch_status.ok(),
-                absl::InvalidArgumentError(absl::StrCat("batch dimensions differ: ", batch_status.message())));
-    std::vector<int64_t> out_dims(plan.out_shape.dim_sizes().begin(), plan.out_shape.dim_sizes().end());
-    out_dims.push_back(m);
-    out_dims.push_back(n);
-    auto out_shape = TensorShape::Build(out_dims);
-    OP_REQUIRES_OK(ctx, out_shape.status());
+    BatchMatMulShape s;
+    OP_REQUIRES_OK(ctx, ComputeBatchMatMulShape(x.shape(), y.shape(), adj_x_, adj_y_, kBroadcast, &s));
+    const int64_t xr = s.xr, xc = s.xc, yr = s.yr, yc = s.yc, m = s.m, n = s.n, k = s.k;
+    const cwise::BroadcastPlan& plan = s.plan;
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, s.out, &out));
     if (out->NumElements() == 0) return;
     const int64_t batches = plan.out_shape.num_elements();
     // Per output batch, the x and y batch indices.
     std::vector<int64_t> xi(batches), yi(batches);
-    const int64_t nbx = bx.num_elements(), nby = by.num_elements();
+    const int64_t nbx = s.bx.num_elements(), nby = s.by.num_elements();
     switch (plan.kind) {
       case cwise::BroadcastPlan::kSame:
       case cwise::BroadcastPlan::kYScalar:

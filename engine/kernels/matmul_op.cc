@@ -1,10 +1,11 @@
 // CPU MatMul: float32 through CpuGemm (our blocked GEMM), the other types as
-// an Eigen tensor contraction; both on the device's intra-op pool.
+// an Eigen tensor contraction; both on the device's intra-op pool. Shape
+// checks: matmul_shape.h (shared with the GPU kernel).
 #include <type_traits>
 
-#include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/cpu_gemm.h"
+#include "engine/kernels/matmul_shape.h"
 
 namespace sluice {
 namespace {
@@ -20,23 +21,13 @@ class MatMulOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    OP_REQUIRES(ctx, a.dims() == 2 && b.dims() == 2,
-                absl::InvalidArgumentError(absl::StrCat("MatMul needs matrices, got shapes ", a.shape().DebugString(),
-                                                        " and ", b.shape().DebugString())));
-    const int a_inner = transpose_a_ ? 0 : 1;
-    const int b_inner = transpose_b_ ? 1 : 0;
-    OP_REQUIRES(ctx, a.dim_size(a_inner) == b.dim_size(b_inner),
-                absl::InvalidArgumentError(absl::StrCat("inner dimensions differ: a is ", a.shape().DebugString(),
-                                                        transpose_a_ ? " (transposed)" : "", ", b is ",
-                                                        b.shape().DebugString(), transpose_b_ ? " (transposed)" : "")));
-    // [m, n] takes one dim from each input: [2^40, 0] x [0, 2^40] is two
-    // empty matrices whose product is not a valid shape.
-    auto out_shape = TensorShape::Build({a.dim_size(1 - a_inner), b.dim_size(1 - b_inner)});
-    OP_REQUIRES_OK(ctx, out_shape.status());
+    MatMulShape s;
+    OP_REQUIRES_OK(ctx, ComputeMatMulShape(a.shape(), b.shape(), transpose_a_, transpose_b_, &s));
+    const int a_inner = s.a_inner, b_inner = s.b_inner;
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, s.out, &out));
     if (out->NumElements() == 0) return;
-    if (a.dim_size(a_inner) == 0) {
+    if (s.k == 0) {
       out->flat<T>().setZero();
       return;
     }
@@ -44,7 +35,7 @@ class MatMulOp : public OpKernel {
       GemmArgs g;
       g.m = out->dim_size(0);
       g.n = out->dim_size(1);
-      g.k = a.dim_size(a_inner);
+      g.k = s.k;
       g.a = a.data<float>();
       g.lda = a.dim_size(1);
       g.transpose_a = transpose_a_;

@@ -1,8 +1,9 @@
 // GPU MatMul, BatchMatMul and BatchMatMulV2 (float32, float64) with cuBLAS.
-// Shape checks and messages are the CPU kernels' (matmul_op.cc,
-// batch_matmul_op.cc). cuBLAS is column-major and our tensors row-major: a
-// row-major [r, c] matrix is its column-major transpose, so C = op(A) op(B)
-// is computed as C^T = op(B)^T op(A)^T: gemm(opB, opA, n, m, k, B, A, C).
+// Shape checks and messages: matmul_shape.h, shared with the CPU kernels
+// (matmul_op.cc, batch_matmul_op.cc). cuBLAS is column-major and our tensors
+// row-major: a row-major [r, c] matrix is its column-major transpose, so
+// C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T:
+// gemm(opB, opA, n, m, k, B, A, C).
 // Batches whose operands advance by a fixed stride (same batch shape, or one
 // side with a single batch) use one strided-batched gemm; other broadcasts
 // pass per-batch pointer arrays (built in pinned host memory, copied to the
@@ -11,10 +12,9 @@
 // GpuDevice::LockCublas().
 #include <climits>
 #include <type_traits>
-#include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "engine/kernels/gpu/gpu_kernel_util.h"
+#include "engine/kernels/matmul_shape.h"
 
 namespace sluice {
 namespace gpu {
@@ -93,22 +93,13 @@ class MatMulGpuOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    OP_REQUIRES(ctx, a.dims() == 2 && b.dims() == 2,
-                absl::InvalidArgumentError(absl::StrCat("MatMul needs matrices, got shapes ", a.shape().DebugString(),
-                                                        " and ", b.shape().DebugString())));
-    const int a_inner = transpose_a_ ? 0 : 1;
-    const int b_inner = transpose_b_ ? 1 : 0;
-    OP_REQUIRES(ctx, a.dim_size(a_inner) == b.dim_size(b_inner),
-                absl::InvalidArgumentError(absl::StrCat("inner dimensions differ: a is ", a.shape().DebugString(),
-                                                        transpose_a_ ? " (transposed)" : "", ", b is ",
-                                                        b.shape().DebugString(), transpose_b_ ? " (transposed)" : "")));
-    auto out_shape = TensorShape::Build({a.dim_size(1 - a_inner), b.dim_size(1 - b_inner)});
-    OP_REQUIRES_OK(ctx, out_shape.status());
+    MatMulShape s;
+    OP_REQUIRES_OK(ctx, ComputeMatMulShape(a.shape(), b.shape(), transpose_a_, transpose_b_, &s));
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, s.out, &out));
     if (out->NumElements() == 0) return;
     GpuDevice* gpu = GetGpuDevice(ctx);
-    const int64_t k = a.dim_size(a_inner);
+    const int64_t k = s.k;
     if (k == 0) {
       OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(out->raw_data(), 0, out->TotalBytes(), gpu->compute_stream()));
       return;
@@ -135,42 +126,12 @@ class BatchMatMulGpuOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& y = ctx->input(1);
-    OP_REQUIRES(ctx, x.dims() >= 2 && y.dims() >= 2,
-                absl::InvalidArgumentError(absl::StrCat("BatchMatMul needs inputs of rank >= 2, got shapes ",
-                                                        x.shape().DebugString(), " and ", y.shape().DebugString())));
-    if (!kBroadcast) {
-      OP_REQUIRES(ctx, x.dims() == y.dims(),
-                  absl::InvalidArgumentError(absl::StrCat("inputs must have the same rank, got shapes ",
-                                                          x.shape().DebugString(), " and ",
-                                                          y.shape().DebugString())));
-    }
-    const int64_t xr = x.dim_size(x.dims() - 2), xc = x.dim_size(x.dims() - 1);
-    const int64_t yr = y.dim_size(y.dims() - 2), yc = y.dim_size(y.dims() - 1);
-    const int64_t m = adj_x_ ? xc : xr, k = adj_x_ ? xr : xc;
-    const int64_t ky = adj_y_ ? yc : yr, n = adj_y_ ? yr : yc;
-    OP_REQUIRES(ctx, k == ky,
-                absl::InvalidArgumentError(absl::StrCat("inner dimensions differ: x is ", x.shape().DebugString(),
-                                                        adj_x_ ? " (adjoint)" : "", ", y is ",
-                                                        y.shape().DebugString(), adj_y_ ? " (adjoint)" : "")));
-    TensorShape bx, by;
-    for (int i = 0; i < x.dims() - 2; ++i) OP_REQUIRES_OK(ctx, bx.TryAddDim(x.dim_size(i)));
-    for (int i = 0; i < y.dims() - 2; ++i) OP_REQUIRES_OK(ctx, by.TryAddDim(y.dim_size(i)));
-    if (!kBroadcast) {
-      OP_REQUIRES(ctx, bx == by,
-                  absl::InvalidArgumentError(absl::StrCat("batch dimensions differ: ", x.shape().DebugString(),
-                                                          " vs ", y.shape().DebugString())));
-    }
-    cwise::BroadcastPlan plan;
-    absl::Status batch_status = cwise::MakeBroadcastPlan(bx, by, &plan);
-    OP_REQUIRES(ctx, batch_status.ok(),
-                absl::InvalidArgumentError(absl::StrCat("batch dimensions differ: ", batch_status.message())));
-    std::vector<int64_t> out_dims(plan.out_shape.dim_sizes().begin(), plan.out_shape.dim_sizes().end());
-    out_dims.push_back(m);
-    out_dims.push_back(n);
-    auto out_shape = TensorShape::Build(out_dims);
-    OP_REQUIRES_OK(ctx, out_shape.status());
+    BatchMatMulShape s;
+    OP_REQUIRES_OK(ctx, ComputeBatchMatMulShape(x.shape(), y.shape(), adj_x_, adj_y_, kBroadcast, &s));
+    const int64_t xr = s.xr, xc = s.xc, yr = s.yr, yc = s.yc, m = s.m, n = s.n, k = s.k;
+    const cwise::BroadcastPlan& plan = s.plan;
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, s.out, &out));
     if (out->NumElements() == 0) return;
     GpuDevice* gpu = GetGpuDevice(ctx);
     cudaStream_t stream = gpu->compute_stream();
@@ -179,7 +140,7 @@ class BatchMatMulGpuOp : public OpKernel {
       return;
     }
     const int64_t batches = plan.out_shape.num_elements();
-    const int64_t nbx = bx.num_elements(), nby = by.num_elements();
+    const int64_t nbx = s.bx.num_elements(), nby = s.by.num_elements();
     const T* xp = x.data<T>();
     const T* yp = y.data<T>();
     T* op = out->data<T>();

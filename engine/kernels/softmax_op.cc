@@ -1,12 +1,13 @@
 // CPU kernels for Softmax and LogSoftmax over the last dimension of a tensor
 // of rank >= 1. Rows run in parallel on the intra-op pool; each row is
 // max-shifted and accumulated in float (double for double) for stability.
+// Checks and allocation: softmax_shape.h (shared with the GPU kernels).
 // Thread safety: kernels are stateless.
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/nn_util.h"
+#include "engine/kernels/softmax_shape.h"
 
 namespace sluice {
 namespace {
@@ -16,15 +17,11 @@ class SoftmaxOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    OP_REQUIRES(ctx, x.dims() >= 1,
-                absl::InvalidArgumentError(absl::StrCat("logits must have rank >= 1, got ", x.shape().DebugString())));
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
-    const int64_t depth = x.dim_size(x.dims() - 1);
-    if (x.NumElements() == 0) return;
-    const int64_t rows = x.NumElements() / depth;
-    const T* in = x.data<T>();
+    int64_t rows, depth;
+    OP_REQUIRES_OK(ctx, PrepareSoftmax(ctx, &out, &rows, &depth));
+    if (rows == 0) return;
+    const T* in = ctx->input(0).data<T>();
     T* o = out->data<T>();
     ctx->eigen_cpu_device().parallelFor(
         rows, Eigen::TensorOpCost(depth * sizeof(T), depth * sizeof(T), depth * 20),

@@ -2,52 +2,18 @@
 // SparseSoftmaxCrossEntropyWithLogits (class indices): per row of the
 // [batch, classes] logits, loss = logsumexp(x) - <labels, x> and backprop =
 // softmax(x) - labels, in one pass. Rows run in parallel on the intra-op pool.
+// Checks and allocation: softmax_shape.h (shared with the GPU kernels).
 // Thread safety: kernels are stateless.
 #include <cmath>
 #include <type_traits>
 
 #include "Eigen/Core"
-#include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/nn_util.h"
+#include "engine/kernels/softmax_shape.h"
 
 namespace sluice {
 namespace {
-
-// Shared validation and allocation; false after setting an error.
-bool PrepareXent(OpKernelContext* ctx, bool sparse, Tensor** loss, Tensor** backprop) {
-  const Tensor& logits = ctx->input(0);
-  const Tensor& labels = ctx->input(1);
-  if (logits.dims() != 2) {
-    ctx->CtxFailure(absl::InvalidArgumentError(
-        absl::StrCat("logits must be 2-D [batch, classes], got ", logits.shape().DebugString())));
-    return false;
-  }
-  if (sparse) {
-    if (labels.dims() != 1 || labels.dim_size(0) != logits.dim_size(0)) {
-      ctx->CtxFailure(absl::InvalidArgumentError(
-          absl::StrCat("logits and labels must have the same first dimension, got logits shape ",
-                       logits.shape().DebugString(), " and labels shape ", labels.shape().DebugString())));
-      return false;
-    }
-  } else if (labels.shape() != logits.shape()) {
-    ctx->CtxFailure(absl::InvalidArgumentError(absl::StrCat("logits and labels must be the same size: logits ",
-                                                            logits.shape().DebugString(), " vs labels ",
-                                                            labels.shape().DebugString())));
-    return false;
-  }
-  if (logits.dim_size(0) > 0 && logits.dim_size(1) == 0) {
-    ctx->CtxFailure(absl::InvalidArgumentError("logits must have at least one class"));
-    return false;
-  }
-  absl::Status s = ctx->allocate_output(0, TensorShape({logits.dim_size(0)}), loss);
-  if (s.ok()) s = ctx->allocate_output(1, logits.shape(), backprop);
-  if (!s.ok()) {
-    ctx->CtxFailure(s);
-    return false;
-  }
-  return true;
-}
 
 template <typename T>
 class SoftmaxXentOp : public OpKernel {
@@ -56,7 +22,7 @@ class SoftmaxXentOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     using Acc = typename AccumulatorType<T>::type;
     Tensor *loss, *backprop;
-    if (!PrepareXent(ctx, false, &loss, &backprop)) return;
+    OP_REQUIRES_OK(ctx, PrepareXent(ctx, false, &loss, &backprop));
     const int64_t batch = ctx->input(0).dim_size(0), depth = ctx->input(0).dim_size(1);
     const T* x = ctx->input(0).data<T>();
     const T* y = ctx->input(1).data<T>();
@@ -103,15 +69,10 @@ class SparseSoftmaxXentOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     using Acc = typename AccumulatorType<T>::type;
     Tensor *loss, *backprop;
-    if (!PrepareXent(ctx, true, &loss, &backprop)) return;
+    OP_REQUIRES_OK(ctx, PrepareXent(ctx, true, &loss, &backprop));
     const int64_t batch = ctx->input(0).dim_size(0), depth = ctx->input(0).dim_size(1);
     const Index* labels = ctx->input(1).data<Index>();
-    for (int64_t r = 0; r < batch; ++r) {
-      OP_REQUIRES(ctx, labels[r] >= 0 && static_cast<int64_t>(labels[r]) < depth,
-                  absl::InvalidArgumentError(absl::StrCat("Received a label value of ", labels[r],
-                                                          " which is outside the valid range of [0, ", depth,
-                                                          ") (row ", r, ")")));
-    }
+    OP_REQUIRES_OK(ctx, CheckXentLabels(labels, batch, depth));
     const T* x = ctx->input(0).data<T>();
     T* l = loss->data<T>();
     T* bp = backprop->data<T>();

@@ -1,8 +1,7 @@
 // GPU kernels (OpKernel glue) for Softmax, LogSoftmax,
 // SoftmaxCrossEntropyWithLogits and SparseSoftmaxCrossEntropyWithLogits: the
-// host checks shapes exactly as the CPU kernels (engine/kernels/softmax_op.cc,
-// xent_op.cc) do, then one kernel launch per op on the compute stream
-// (softmax_kernels.h).
+// host checks shapes with the CPU kernels' code (../softmax_shape.h), then
+// one kernel launch per op on the compute stream (softmax_kernels.h).
 //
 // Labels: int64 labels are in device memory; a label outside [0, classes)
 // gives that row a NaN loss and NaN backprop (TensorFlow's GPU behaviour),
@@ -13,9 +12,9 @@
 // Thread safety: kernels are stateless.
 #include <cstdint>
 
-#include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/gpu/softmax_kernels.h"
+#include "engine/kernels/softmax_shape.h"
 #include "engine/runtime/gpu/gpu_device.h"
 
 namespace sluice {
@@ -27,53 +26,14 @@ class GpuSoftmaxOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    OP_REQUIRES(ctx, x.dims() >= 1,
-                absl::InvalidArgumentError(absl::StrCat("logits must have rank >= 1, got ", x.shape().DebugString())));
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
-    const int64_t depth = x.dim_size(x.dims() - 1);
-    if (x.NumElements() == 0) return;
-    const int64_t rows = x.NumElements() / depth;
-    OP_REQUIRES_CUDA(ctx, LaunchSoftmax<T>(GetGpuDevice(ctx)->compute_stream(), x.data<T>(), out->data<T>(), rows,
-                                           depth, kLog));
+    int64_t rows, depth;
+    OP_REQUIRES_OK(ctx, PrepareSoftmax(ctx, &out, &rows, &depth));
+    if (rows == 0) return;
+    OP_REQUIRES_CUDA(ctx, LaunchSoftmax<T>(GetGpuDevice(ctx)->compute_stream(), ctx->input(0).data<T>(),
+                                           out->data<T>(), rows, depth, kLog));
   }
 };
-
-// The CPU kernel's validation and allocation; false after setting an error.
-bool PrepareXent(OpKernelContext* ctx, bool sparse, Tensor** loss, Tensor** backprop) {
-  const Tensor& logits = ctx->input(0);
-  const Tensor& labels = ctx->input(1);
-  if (logits.dims() != 2) {
-    ctx->CtxFailure(absl::InvalidArgumentError(
-        absl::StrCat("logits must be 2-D [batch, classes], got ", logits.shape().DebugString())));
-    return false;
-  }
-  if (sparse) {
-    if (labels.dims() != 1 || labels.dim_size(0) != logits.dim_size(0)) {
-      ctx->CtxFailure(absl::InvalidArgumentError(
-          absl::StrCat("logits and labels must have the same first dimension, got logits shape ",
-                       logits.shape().DebugString(), " and labels shape ", labels.shape().DebugString())));
-      return false;
-    }
-  } else if (labels.shape() != logits.shape()) {
-    ctx->CtxFailure(absl::InvalidArgumentError(absl::StrCat("logits and labels must be the same size: logits ",
-                                                            logits.shape().DebugString(), " vs labels ",
-                                                            labels.shape().DebugString())));
-    return false;
-  }
-  if (logits.dim_size(0) > 0 && logits.dim_size(1) == 0) {
-    ctx->CtxFailure(absl::InvalidArgumentError("logits must have at least one class"));
-    return false;
-  }
-  absl::Status s = ctx->allocate_output(0, TensorShape({logits.dim_size(0)}), loss);
-  if (s.ok()) s = ctx->allocate_output(1, logits.shape(), backprop);
-  if (!s.ok()) {
-    ctx->CtxFailure(s);
-    return false;
-  }
-  return true;
-}
 
 template <typename T>
 class GpuSoftmaxXentOp : public OpKernel {
@@ -81,7 +41,7 @@ class GpuSoftmaxXentOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     Tensor *loss, *backprop;
-    if (!PrepareXent(ctx, false, &loss, &backprop)) return;
+    OP_REQUIRES_OK(ctx, PrepareXent(ctx, false, &loss, &backprop));
     const Tensor& x = ctx->input(0);
     if (x.NumElements() == 0) return;
     OP_REQUIRES_CUDA(ctx, LaunchSoftmaxXent<T>(GetGpuDevice(ctx)->compute_stream(), x.data<T>(),
@@ -96,7 +56,7 @@ class GpuSparseSoftmaxXentOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     Tensor *loss, *backprop;
-    if (!PrepareXent(ctx, true, &loss, &backprop)) return;
+    OP_REQUIRES_OK(ctx, PrepareXent(ctx, true, &loss, &backprop));
     const Tensor& x = ctx->input(0);
     const Tensor& labels = ctx->input(1);
     const int64_t batch = x.dim_size(0), depth = x.dim_size(1);
@@ -107,12 +67,7 @@ class GpuSparseSoftmaxXentOp : public OpKernel {
     Tensor staged;  // int32 labels copied to device memory
     if (device->HostMemory(labels.dtype())) {
       const Index* host = labels.data<Index>();
-      for (int64_t r = 0; r < batch; ++r) {
-        OP_REQUIRES(ctx, host[r] >= 0 && static_cast<int64_t>(host[r]) < depth,
-                    absl::InvalidArgumentError(absl::StrCat("Received a label value of ", host[r],
-                                                            " which is outside the valid range of [0, ", depth,
-                                                            ") (row ", r, ")")));
-      }
+      OP_REQUIRES_OK(ctx, CheckXentLabels(host, batch, depth));
       // A float temp of the labels' byte size is device memory (int32 temps
       // would be host memory on a GPU).
       static_assert(sizeof(Index) == sizeof(float) || sizeof(Index) == sizeof(double), "label size");

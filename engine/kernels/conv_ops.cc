@@ -13,13 +13,14 @@
 // rows in L2-sized pieces with a one-thread CpuGemm (see "float32" below);
 // float64 forms the patches of a chunk of images (kPatchBudget elements) and
 // multiplies them with Eigen's contraction on the pool. 1x1 stride-1 VALID
-// convolutions skip im2col entirely.
+// convolutions skip im2col entirely. Geometry and shape checks: conv_shape.h
+// (shared with the cuDNN kernels).
 // Thread safety: kernels are stateless (buffers are per call).
 #include <cstring>
 #include <type_traits>
 
-#include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/kernels/conv_shape.h"
 #include "engine/kernels/cpu_gemm.h"
 #include "engine/kernels/nn_util.h"
 #include "engine/kernels/run_tasks.h"
@@ -68,53 +69,6 @@ void Product(const Eigen::ThreadPoolDevice& d, const T* a, int64_t a_rows, int64
       out.device(d) = ConstMatrix<T>(a, a_rows, a_cols).contract(ConstMatrix<T>(b, b_rows, b_cols), dims);
     }
   }
-}
-
-struct ConvGeometry {
-  int64_t batch = 0, in_rows = 0, in_cols = 0, in_depth = 0;
-  int64_t filter_rows = 0, filter_cols = 0, out_depth = 0;
-  WindowDim rows, cols;
-  int64_t patch_size() const { return filter_rows * filter_cols * in_depth; }
-  int64_t out_pixels() const { return rows.out * cols.out; }
-  bool is_pointwise() const {
-    return filter_rows == 1 && filter_cols == 1 && rows.stride == 1 && cols.stride == 1;
-  }
-  // Built by MakeGeometry: batch and out_depth come from different inputs, so
-  // [batch, OH, OW, out_depth] may break TensorShape's rule (an empty input
-  // with 2^40 images and an empty filter with 2^40 outputs).
-  TensorShape out_shape;
-  TensorShape filter_shape() const { return TensorShape({filter_rows, filter_cols, in_depth, out_depth}); }
-};
-
-absl::Status MakeGeometry(const TensorShape& input, const TensorShape& filter, const std::vector<int64_t>& strides,
-                          const std::string& padding, ConvGeometry* g) {
-  if (input.dims() != 4) {
-    return absl::InvalidArgumentError(absl::StrCat("input must be 4-D (NHWC), got ", input.DebugString()));
-  }
-  if (filter.dims() != 4) {
-    return absl::InvalidArgumentError(absl::StrCat("filter must be 4-D (HWIO), got ", filter.DebugString()));
-  }
-  if (input.dim_size(3) != filter.dim_size(2)) {
-    return absl::InvalidArgumentError(absl::StrCat("input depth ", input.dim_size(3),
-                                                   " does not match the filter's input depth ", filter.dim_size(2)));
-  }
-  g->batch = input.dim_size(0);
-  g->in_rows = input.dim_size(1);
-  g->in_cols = input.dim_size(2);
-  g->in_depth = input.dim_size(3);
-  g->filter_rows = filter.dim_size(0);
-  g->filter_cols = filter.dim_size(1);
-  g->out_depth = filter.dim_size(3);
-  absl::Status s = ComputeWindow(g->in_rows, g->filter_rows, strides[1], padding, &g->rows);
-  if (s.ok()) s = ComputeWindow(g->in_cols, g->filter_cols, strides[2], padding, &g->cols);
-  if (!s.ok()) return s;
-  auto out = TensorShape::Build({g->batch, g->rows.out, g->cols.out, g->out_depth});
-  if (!out.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("output shape of input ", input.DebugString(), " and filter ",
-                                                   filter.DebugString(), ": ", out.status().message()));
-  }
-  g->out_shape = *std::move(out);
-  return absl::OkStatus();
 }
 
 // The filter taps [lo, hi) of one spatial dim that some output pixel places
@@ -533,7 +487,7 @@ class Conv2DOp : public ConvOpBase {
     const Tensor& input = ctx->input(0);
     const Tensor& filter = ctx->input(1);
     ConvGeometry g;
-    OP_REQUIRES_OK(ctx, MakeGeometry(input.shape(), filter.shape(), strides_, padding_, &g));
+    OP_REQUIRES_OK(ctx, MakeConvGeometry(input.shape(), filter.shape(), strides_, padding_, &g));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.out_shape, &out));
     if (out->NumElements() == 0) return;
@@ -574,15 +528,10 @@ class Conv2DBackpropInputOp : public ConvOpBase {
   using ConvOpBase::ConvOpBase;
   void Compute(OpKernelContext* ctx) override {
     TensorShape input_shape;
-    OP_REQUIRES_OK(ctx, ShapeFromTensor(ctx->input(0), 4, &input_shape));
+    ConvGeometry g;
+    OP_REQUIRES_OK(ctx, ConvBackpropInputGeometry(ctx, strides_, padding_, &input_shape, &g));
     const Tensor& filter = ctx->input(1);
     const Tensor& dy = ctx->input(2);
-    ConvGeometry g;
-    OP_REQUIRES_OK(ctx, MakeGeometry(input_shape, filter.shape(), strides_, padding_, &g));
-    OP_REQUIRES(ctx, dy.shape() == g.out_shape,
-                absl::InvalidArgumentError(absl::StrCat("out_backprop has shape ", dy.shape().DebugString(),
-                                                        " but the convolution's output shape is ",
-                                                        g.out_shape.DebugString())));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input_shape, &dx));
     if (dx->NumElements() == 0) return;
@@ -620,16 +569,11 @@ class Conv2DBackpropFilterOp : public ConvOpBase {
  public:
   using ConvOpBase::ConvOpBase;
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& input = ctx->input(0);
     TensorShape filter_shape;
-    OP_REQUIRES_OK(ctx, ShapeFromTensor(ctx->input(1), 4, &filter_shape));
-    const Tensor& dy = ctx->input(2);
     ConvGeometry g;
-    OP_REQUIRES_OK(ctx, MakeGeometry(input.shape(), filter_shape, strides_, padding_, &g));
-    OP_REQUIRES(ctx, dy.shape() == g.out_shape,
-                absl::InvalidArgumentError(absl::StrCat("out_backprop has shape ", dy.shape().DebugString(),
-                                                        " but the convolution's output shape is ",
-                                                        g.out_shape.DebugString())));
+    OP_REQUIRES_OK(ctx, ConvBackpropFilterGeometry(ctx, strides_, padding_, &filter_shape, &g));
+    const Tensor& input = ctx->input(0);
+    const Tensor& dy = ctx->input(2);
     Tensor* dw;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, filter_shape, &dw));
     if (dw->NumElements() == 0) return;

@@ -1,7 +1,7 @@
 // GPU kernels for Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter
 // (float32 and float64) on cuDNN's legacy convolution API, with the attrs,
-// shape checks and errors of the CPU kernels (engine/kernels/conv_ops.cc):
-// NHWC input, HWIO filter, SAME/VALID padding, dilation 1.
+// shape checks and errors of the CPU kernels (ReadWindowAttrs in nn_util.h,
+// conv_shape.h): NHWC input, HWIO filter, SAME/VALID padding, dilation 1.
 //
 // How a convolution maps onto cuDNN:
 //   * Padding. cuDNN pads both sides of a dimension alike; TensorFlow's SAME
@@ -40,6 +40,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/kernels/conv_shape.h"
 #include "engine/kernels/gpu/cudnn_util_kernels.h"
 #include "engine/kernels/nn_util.h"
 #include "engine/runtime/gpu/gpu_device.h"
@@ -49,46 +50,6 @@ namespace gpu {
 namespace {
 
 constexpr size_t kWorkspaceCap = size_t{256} << 20;
-
-// ---- geometry (the CPU kernel's checks and messages) ----
-
-struct ConvGeometry {
-  int64_t batch = 0, in_rows = 0, in_cols = 0, in_depth = 0;
-  int64_t filter_rows = 0, filter_cols = 0, out_depth = 0;
-  WindowDim rows, cols;
-  TensorShape out_shape;
-};
-
-absl::Status MakeGeometry(const TensorShape& input, const TensorShape& filter, const std::vector<int64_t>& strides,
-                          const std::string& padding, ConvGeometry* g) {
-  if (input.dims() != 4) {
-    return absl::InvalidArgumentError(absl::StrCat("input must be 4-D (NHWC), got ", input.DebugString()));
-  }
-  if (filter.dims() != 4) {
-    return absl::InvalidArgumentError(absl::StrCat("filter must be 4-D (HWIO), got ", filter.DebugString()));
-  }
-  if (input.dim_size(3) != filter.dim_size(2)) {
-    return absl::InvalidArgumentError(absl::StrCat("input depth ", input.dim_size(3),
-                                                   " does not match the filter's input depth ", filter.dim_size(2)));
-  }
-  g->batch = input.dim_size(0);
-  g->in_rows = input.dim_size(1);
-  g->in_cols = input.dim_size(2);
-  g->in_depth = input.dim_size(3);
-  g->filter_rows = filter.dim_size(0);
-  g->filter_cols = filter.dim_size(1);
-  g->out_depth = filter.dim_size(3);
-  absl::Status s = ComputeWindow(g->in_rows, g->filter_rows, strides[1], padding, &g->rows);
-  if (s.ok()) s = ComputeWindow(g->in_cols, g->filter_cols, strides[2], padding, &g->cols);
-  if (!s.ok()) return s;
-  auto out = TensorShape::Build({g->batch, g->rows.out, g->cols.out, g->out_depth});
-  if (!out.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("output shape of input ", input.DebugString(), " and filter ",
-                                                   filter.DebugString(), ": ", out.status().message()));
-  }
-  g->out_shape = *std::move(out);
-  return absl::OkStatus();
-}
 
 // The convolution as cuDNN sees it: the input with `extra` zero rows/columns
 // appended, symmetric padding `pad`.
@@ -504,7 +465,7 @@ class Conv2DOp : public CudnnConvOp<T> {
     const Tensor& input = ctx->input(0);
     const Tensor& filter = ctx->input(1);
     ConvGeometry g;
-    OP_REQUIRES_OK(ctx, MakeGeometry(input.shape(), filter.shape(), this->strides_, this->padding_, &g));
+    OP_REQUIRES_OK(ctx, MakeConvGeometry(input.shape(), filter.shape(), this->strides_, this->padding_, &g));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.out_shape, &out));
     if (out->NumElements() == 0) return;
@@ -551,15 +512,10 @@ class Conv2DBackpropInputOp : public CudnnConvOp<T> {
 
   void Compute(OpKernelContext* ctx) override {
     TensorShape input_shape;
-    OP_REQUIRES_OK(ctx, ShapeFromTensor(ctx->input(0), 4, &input_shape));
+    ConvGeometry g;
+    OP_REQUIRES_OK(ctx, ConvBackpropInputGeometry(ctx, this->strides_, this->padding_, &input_shape, &g));
     const Tensor& filter = ctx->input(1);
     const Tensor& dy = ctx->input(2);
-    ConvGeometry g;
-    OP_REQUIRES_OK(ctx, MakeGeometry(input_shape, filter.shape(), this->strides_, this->padding_, &g));
-    OP_REQUIRES(ctx, dy.shape() == g.out_shape,
-                absl::InvalidArgumentError(absl::StrCat("out_backprop has shape ", dy.shape().DebugString(),
-                                                        " but the convolution's output shape is ",
-                                                        g.out_shape.DebugString())));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input_shape, &dx));
     if (dx->NumElements() == 0) return;
@@ -618,16 +574,11 @@ class Conv2DBackpropFilterOp : public CudnnConvOp<T> {
   explicit Conv2DBackpropFilterOp(OpKernelConstruction* ctx) : CudnnConvOp<T>(ctx, ConvKind::kBackpropFilter) {}
 
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& input = ctx->input(0);
     TensorShape filter_shape;
-    OP_REQUIRES_OK(ctx, ShapeFromTensor(ctx->input(1), 4, &filter_shape));
-    const Tensor& dy = ctx->input(2);
     ConvGeometry g;
-    OP_REQUIRES_OK(ctx, MakeGeometry(input.shape(), filter_shape, this->strides_, this->padding_, &g));
-    OP_REQUIRES(ctx, dy.shape() == g.out_shape,
-                absl::InvalidArgumentError(absl::StrCat("out_backprop has shape ", dy.shape().DebugString(),
-                                                        " but the convolution's output shape is ",
-                                                        g.out_shape.DebugString())));
+    OP_REQUIRES_OK(ctx, ConvBackpropFilterGeometry(ctx, this->strides_, this->padding_, &filter_shape, &g));
+    const Tensor& input = ctx->input(0);
+    const Tensor& dy = ctx->input(2);
     Tensor* dw;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, filter_shape, &dw));
     if (dw->NumElements() == 0) return;

@@ -1,53 +1,25 @@
 // CPU kernels for BiasAdd and BiasAddGrad, NHWC (channels last, any rank >= 2)
 // and NCHW (channels in dimension 1). BiasAdd broadcasts the [C] bias over the
 // other dimensions; BiasAddGrad sums over them (accumulating in float/double).
+// Attrs, shape checks and outputs: bias_shape.h (shared with the GPU kernels).
 // Thread safety: kernels are stateless.
-#include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/kernels/bias_shape.h"
 #include "engine/kernels/nn_util.h"
 
 namespace sluice {
 namespace {
 
-// The tensor viewed as [outer, channels, inner] for the node's data_format.
-struct BiasLayout {
-  int64_t outer = 1, channels = 1, inner = 1;
-};
-
-absl::Status Layout(const TensorShape& shape, bool nchw, BiasLayout* layout) {
-  if (shape.dims() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat("input must be at least 2-D, got ", shape.DebugString()));
-  }
-  const int cdim = nchw ? 1 : shape.dims() - 1;
-  layout->channels = shape.dim_size(cdim);
-  layout->outer = 1;
-  layout->inner = 1;
-  for (int i = 0; i < cdim; ++i) layout->outer *= shape.dim_size(i);
-  for (int i = cdim + 1; i < shape.dims(); ++i) layout->inner *= shape.dim_size(i);
-  return absl::OkStatus();
-}
-
-bool IsNchw(OpKernelConstruction* ctx) {
-  std::string format = "NHWC";
-  ctx->GetAttr("data_format", &format).IgnoreError();
-  return format == "NCHW";
-}
-
 template <typename T>
 class BiasAddOp : public OpKernel {
  public:
-  explicit BiasAddOp(OpKernelConstruction* ctx) : OpKernel(ctx), nchw_(IsNchw(ctx)) {}
+  explicit BiasAddOp(OpKernelConstruction* ctx) : OpKernel(ctx), nchw_(BiasIsNchw(ctx)) {}
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& bias = ctx->input(1);
     BiasLayout l;
-    OP_REQUIRES_OK(ctx, Layout(x.shape(), nchw_, &l));
-    OP_REQUIRES(ctx, bias.dims() == 1 && bias.dim_size(0) == l.channels,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "must provide as many biases as the channel dimension of the input: bias ",
-                    bias.shape().DebugString(), " vs input ", x.shape().DebugString())));
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    OP_REQUIRES_OK(ctx, PrepareBiasAdd(ctx, nchw_, &l, &out));
     if (x.NumElements() == 0) return;
     const T* in = x.data<T>();
     const T* b = bias.data<T>();
@@ -78,15 +50,14 @@ class BiasAddOp : public OpKernel {
 template <typename T>
 class BiasAddGradOp : public OpKernel {
  public:
-  explicit BiasAddGradOp(OpKernelConstruction* ctx) : OpKernel(ctx), nchw_(IsNchw(ctx)) {}
+  explicit BiasAddGradOp(OpKernelConstruction* ctx) : OpKernel(ctx), nchw_(BiasIsNchw(ctx)) {}
   void Compute(OpKernelContext* ctx) override {
     using Acc = typename std::conditional<std::is_integral<T>::value, int64_t,
                                           typename AccumulatorType<T>::type>::type;
     const Tensor& dy = ctx->input(0);
     BiasLayout l;
-    OP_REQUIRES_OK(ctx, Layout(dy.shape(), nchw_, &l));
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({l.channels}), &out));
+    OP_REQUIRES_OK(ctx, PrepareBiasAddGrad(ctx, nchw_, &l, &out));
     const int64_t c = l.channels, inner = l.inner, outer = l.outer;
     if (c == 0) return;
     const T* in = dy.data<T>();

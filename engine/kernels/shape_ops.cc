@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/array_kernel_util.h"
+#include "engine/kernels/reshape_util.h"
 
 namespace sluice {
 namespace {
@@ -160,48 +161,7 @@ class ReshapeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& in = ctx->input(0);
-    const Tensor& shape_t = ctx->input(1);
-    OP_REQUIRES(ctx, shape_t.dims() <= 1,
-                absl::InvalidArgumentError(absl::StrCat("shape must be a vector, got shape ", shape_t.shape().DebugString())));
-    std::vector<int64_t> dims(shape_t.NumElements());
-    int unknown = -1;
-    int64_t product = 1;
-    bool overflow = false;
-    for (int64_t i = 0; i < shape_t.NumElements(); ++i) {
-      dims[i] = array_util::IndexAt(shape_t, i);
-      if (dims[i] == -1) {
-        OP_REQUIRES(ctx, unknown < 0,
-                    absl::InvalidArgumentError(absl::StrCat("only one input size may be -1, not both ", unknown, " and ", i)));
-        unknown = static_cast<int>(i);
-      } else {
-        OP_REQUIRES(ctx, dims[i] >= 0,
-                    absl::InvalidArgumentError(absl::StrCat("dimension ", i, " is negative (", dims[i], ")")));
-        // Once over the limit, stop multiplying (a further product could overflow int64).
-        if (overflow || (dims[i] != 0 && product > kMaxTensorElements / dims[i])) {
-          overflow = true;
-        } else {
-          product *= dims[i];
-        }
-      }
-    }
-    OP_REQUIRES(ctx, !overflow,
-                absl::InvalidArgumentError("requested shape overflows the maximum tensor size"));
-    if (unknown >= 0) {
-      OP_REQUIRES(ctx, product > 0,
-                  absl::InvalidArgumentError(absl::StrCat(
-                      "reshape cannot infer the missing input size for an empty tensor unless all specified input "
-                      "sizes are non-zero (input has ", in.NumElements(), " values)")));
-      OP_REQUIRES(ctx, in.NumElements() % product == 0,
-                  absl::InvalidArgumentError(absl::StrCat("input to reshape is a tensor with ", in.NumElements(),
-                                                          " values, which is not a multiple of ", product)));
-      dims[unknown] = in.NumElements() / product;
-      product = in.NumElements();
-    }
-    OP_REQUIRES(ctx, product == in.NumElements(),
-                absl::InvalidArgumentError(absl::StrCat("input to reshape is a tensor with ", in.NumElements(),
-                                                        " values, but the requested shape has ", product)));
-    auto shape = TensorShape::Build(dims);
+    auto shape = ReshapeOutputShape(ctx->input(1), ctx->input(0).NumElements());
     OP_REQUIRES_OK(ctx, shape.status());
     ForwardReshaped(ctx, *shape);
   }

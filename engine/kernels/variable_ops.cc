@@ -2,10 +2,11 @@
 // device's ResourceMgr (container attr, or the default container; name from
 // shared_name or the node name) and output a reference; Assign replaces the
 // value; AssignAdd adds in place. Writers always hold the variable's mutex,
-// so concurrent steps never lose an update.
-#include "absl/strings/str_cat.h"
+// so concurrent steps never lose an update. Attrs, lookup and shape checks:
+// variable_util.h (shared with the GPU kernels).
 #include "engine/framework/op_kernel.h"
 #include "engine/framework/shape_inference.h"
+#include "engine/kernels/variable_util.h"
 
 namespace sluice {
 namespace {
@@ -13,37 +14,14 @@ namespace {
 class VariableOp : public OpKernel {
  public:
   explicit VariableOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("container", &container_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("shared_name", &shared_name_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("dtype", &dtype_));
-    if (container_.empty()) container_ = ResourceMgr::kDefaultContainer;
-    if (shared_name_.empty()) shared_name_ = name();
+    OP_REQUIRES_OK(ctx, ReadVariableAttrs(ctx, &attrs_));
   }
 
-  void Compute(OpKernelContext* ctx) override {
-    const DataType dtype = dtype_;
-    auto var = ctx->resource_manager()->LookupOrCreate<VariableResource>(
-        container_, shared_name_,
-        [dtype]() -> absl::StatusOr<std::shared_ptr<VariableResource>> {
-          return std::make_shared<VariableResource>(dtype);
-        });
-    OP_REQUIRES_OK(ctx, var.status());
-    VariableResource* v = var->get();
-    // Another node (another graph, a session before this one) may have made
-    // it: sharing a variable means agreeing on its type.
-    OP_REQUIRES(ctx, v->dtype() == dtype_,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "attr 'dtype' is ", DataTypeString(dtype_), " but variable '", shared_name_, "' in container '",
-                    container_, "' already exists as ", DataTypeString(v->dtype()),
-                    " (nodes sharing a variable through shared_name must declare the same dtype)")));
-    ctx->set_output_ref(0, v->mu(), v->tensor(), std::move(var).value());
-  }
+  void Compute(OpKernelContext* ctx) override { OP_REQUIRES_OK(ctx, OutputVariableRef(ctx, attrs_)); }
   bool IsExpensive() const override { return false; }
 
  private:
-  std::string container_;
-  std::string shared_name_;
-  DataType dtype_ = DT_INVALID;
+  VariableAttrs attrs_;
 };
 
 class AssignOp : public OpKernel {
@@ -57,11 +35,7 @@ class AssignOp : public OpKernel {
     {
       absl::MutexLock lock(ctx->input_ref_mutex(0));
       Tensor* var = ctx->mutable_input(0);
-      if (validate_shape_ && var->IsInitialized()) {
-        OP_REQUIRES(ctx, var->shape() == value.shape(),
-                    absl::InvalidArgumentError(absl::StrCat("cannot assign a value of shape ", value.shape().DebugString(),
-                                                            " to a variable of shape ", var->shape().DebugString())));
-      }
+      OP_REQUIRES_OK(ctx, CheckAssignShape(*var, value, validate_shape_));
       // A fresh buffer: readers holding the old value keep it unchanged.
       *var = value.Clone();
     }
@@ -82,10 +56,7 @@ class AssignAddOp : public OpKernel {
     {
       absl::MutexLock lock(ctx->input_ref_mutex(0));
       Tensor* var = ctx->mutable_input(0);
-      OP_REQUIRES(ctx, var->shape() == value.shape(),
-                  absl::InvalidArgumentError(absl::StrCat("update of shape ", value.shape().DebugString(),
-                                                          " does not match the variable's shape ",
-                                                          var->shape().DebugString())));
+      OP_REQUIRES_OK(ctx, CheckAssignAddShape(*var, value));
       T* v = var->data<T>();
       const T* d = value.data<T>();
       for (int64_t i = 0; i < var->NumElements(); ++i) v[i] = static_cast<T>(v[i] + d[i]);

@@ -4,15 +4,17 @@
 // device's allocator), Assign (a fresh device buffer, device-to-device copy),
 // AssignAdd (float, double), Reshape (shares the buffer; the shape input is
 // int32, so in host memory) and Shape (int32 output, host memory). Attrs,
-// checks and messages follow the CPU kernels.
+// checks and messages follow the CPU kernels; Variable's, Assign's,
+// AssignAdd's (variable_util.h) and Reshape's (reshape_util.h) are theirs.
 #include <cuda_runtime.h>
 
 #include <cstring>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/gpu/state_kernels.h"
+#include "engine/kernels/reshape_util.h"
+#include "engine/kernels/variable_util.h"
 #include "engine/runtime/gpu/gpu_device.h"
 
 namespace sluice {
@@ -80,35 +82,14 @@ class GpuNoOp : public OpKernel {
 class GpuVariableOp : public OpKernel {
  public:
   explicit GpuVariableOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("container", &container_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("shared_name", &shared_name_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("dtype", &dtype_));
-    if (container_.empty()) container_ = ResourceMgr::kDefaultContainer;
-    if (shared_name_.empty()) shared_name_ = name();
+    OP_REQUIRES_OK(ctx, ReadVariableAttrs(ctx, &attrs_));
   }
 
-  void Compute(OpKernelContext* ctx) override {
-    const DataType dtype = dtype_;
-    auto var = ctx->resource_manager()->LookupOrCreate<VariableResource>(
-        container_, shared_name_,
-        [dtype]() -> absl::StatusOr<std::shared_ptr<VariableResource>> {
-          return std::make_shared<VariableResource>(dtype);
-        });
-    OP_REQUIRES_OK(ctx, var.status());
-    VariableResource* v = var->get();
-    OP_REQUIRES(ctx, v->dtype() == dtype_,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "attr 'dtype' is ", DataTypeString(dtype_), " but variable '", shared_name_, "' in container '",
-                    container_, "' already exists as ", DataTypeString(v->dtype()),
-                    " (nodes sharing a variable through shared_name must declare the same dtype)")));
-    ctx->set_output_ref(0, v->mu(), v->tensor(), std::move(var).value());
-  }
+  void Compute(OpKernelContext* ctx) override { OP_REQUIRES_OK(ctx, OutputVariableRef(ctx, attrs_)); }
   bool IsExpensive() const override { return false; }
 
  private:
-  std::string container_;
-  std::string shared_name_;
-  DataType dtype_ = DT_INVALID;
+  VariableAttrs attrs_;
 };
 
 // A fresh copy of `value` in the device's memory for its dtype: enqueued on
@@ -142,11 +123,7 @@ class GpuAssignOp : public OpKernel {
     {
       absl::MutexLock lock(ctx->input_ref_mutex(0));
       Tensor* var = ctx->mutable_input(0);
-      if (validate_shape_ && var->IsInitialized()) {
-        OP_REQUIRES(ctx, var->shape() == value.shape(),
-                    absl::InvalidArgumentError(absl::StrCat("cannot assign a value of shape ", value.shape().DebugString(),
-                                                            " to a variable of shape ", var->shape().DebugString())));
-      }
+      OP_REQUIRES_OK(ctx, CheckAssignShape(*var, value, validate_shape_));
       // A fresh buffer: readers holding the old value keep it unchanged.
       Tensor fresh;
       OP_REQUIRES_OK(ctx, CopyOnDevice(dev, value, &fresh));
@@ -170,10 +147,7 @@ class GpuAssignAddOp : public OpKernel {
     {
       absl::MutexLock lock(ctx->input_ref_mutex(0));
       Tensor* var = ctx->mutable_input(0);
-      OP_REQUIRES(ctx, var->shape() == value.shape(),
-                  absl::InvalidArgumentError(absl::StrCat("update of shape ", value.shape().DebugString(),
-                                                          " does not match the variable's shape ",
-                                                          var->shape().DebugString())));
+      OP_REQUIRES_OK(ctx, CheckAssignAddShape(*var, value));
       OP_REQUIRES_CUDA(ctx, LaunchAddInPlace(dev->compute_stream(), var->data<T>(), value.data<T>(),
                                              var->NumElements()));
     }
@@ -186,46 +160,7 @@ class GpuReshapeOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    const Tensor& shape_t = ctx->input(1);  // int32: host memory
-    OP_REQUIRES(ctx, shape_t.dims() <= 1,
-                absl::InvalidArgumentError(absl::StrCat("shape must be a vector, got shape ", shape_t.shape().DebugString())));
-    std::vector<int64_t> dims(shape_t.NumElements());
-    int unknown = -1;
-    int64_t product = 1;
-    bool overflow = false;
-    const int32_t* shape_values = shape_t.data<int32_t>();
-    for (int64_t i = 0; i < shape_t.NumElements(); ++i) {
-      dims[i] = shape_values[i];
-      if (dims[i] == -1) {
-        OP_REQUIRES(ctx, unknown < 0,
-                    absl::InvalidArgumentError(absl::StrCat("only one input size may be -1, not both ", unknown, " and ", i)));
-        unknown = static_cast<int>(i);
-      } else {
-        OP_REQUIRES(ctx, dims[i] >= 0,
-                    absl::InvalidArgumentError(absl::StrCat("dimension ", i, " is negative (", dims[i], ")")));
-        if (overflow || (dims[i] != 0 && product > kMaxTensorElements / dims[i])) {
-          overflow = true;
-        } else {
-          product *= dims[i];
-        }
-      }
-    }
-    OP_REQUIRES(ctx, !overflow, absl::InvalidArgumentError("requested shape overflows the maximum tensor size"));
-    if (unknown >= 0) {
-      OP_REQUIRES(ctx, product > 0,
-                  absl::InvalidArgumentError(absl::StrCat(
-                      "reshape cannot infer the missing input size for an empty tensor unless all specified input "
-                      "sizes are non-zero (input has ", in.NumElements(), " values)")));
-      OP_REQUIRES(ctx, in.NumElements() % product == 0,
-                  absl::InvalidArgumentError(absl::StrCat("input to reshape is a tensor with ", in.NumElements(),
-                                                          " values, which is not a multiple of ", product)));
-      dims[unknown] = in.NumElements() / product;
-      product = in.NumElements();
-    }
-    OP_REQUIRES(ctx, product == in.NumElements(),
-                absl::InvalidArgumentError(absl::StrCat("input to reshape is a tensor with ", in.NumElements(),
-                                                        " values, but the requested shape has ", product)));
-    auto shape = TensorShape::Build(dims);
+    auto shape = ReshapeOutputShape(ctx->input(1), in.NumElements());  // int32 shape: host memory
     OP_REQUIRES_OK(ctx, shape.status());
     auto t = in.Reshaped(*shape);  // shares the buffer: no copy
     OP_REQUIRES_OK(ctx, t.status());

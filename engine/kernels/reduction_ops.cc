@@ -3,6 +3,7 @@
 // The input is viewed as alternating groups of kept and reduced dims; each
 // reduced group is folded away as a [A, R, B] -> [A, B] pass with vectorized
 // Eigen expressions in parallel chunks. half and bfloat16 accumulate in float.
+// Axis checks and output shapes: reduction_shape.h (shared with the GPU).
 // Thread safety: kernels are stateless.
 #include <algorithm>
 #include <limits>
@@ -10,30 +11,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/kernels/cwise_ops_common.h"
+#include "engine/kernels/reduction_shape.h"
 
 namespace sluice {
 namespace {
 
 using cwise::CVec;
 using cwise::Vec;
-
-// Normalizes the axes of input 1 against `rank`; InvalidArgument when out of range.
-absl::Status ReadAxes(const Tensor& axes, int rank, std::vector<bool>* reduce) {
-  if (axes.dims() > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("reduction axes must be a scalar or vector, got shape ", axes.shape().DebugString()));
-  }
-  reduce->assign(rank, false);
-  for (int64_t i = 0; i < axes.NumElements(); ++i) {
-    const int64_t a = axes.dtype() == DT_INT32 ? axes.data<int32_t>()[i] : axes.data<int64_t>()[i];
-    if (a < -rank || a >= rank) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Invalid reduction dimension (", a, " for input with ", rank, " dimension(s)"));
-    }
-    (*reduce)[a < 0 ? a + rank : a] = true;
-  }
-  return absl::OkStatus();
-}
 
 struct SumR {
   template <typename T>
@@ -215,33 +199,22 @@ class ReductionOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     using A = typename Accum<T>::type;
     const Tensor& in = ctx->input(0);
-    std::vector<bool> reduce;
-    OP_REQUIRES_OK(ctx, ReadAxes(ctx->input(1), in.dims(), &reduce));
-    std::vector<int64_t> out_dims;
-    absl::InlinedVector<int64_t, 8> dims;
-    int64_t count = 1;
-    for (int i = 0; i < in.dims(); ++i) {
-      dims.push_back(in.dim_size(i));
-      if (reduce[i]) {
-        count *= in.dim_size(i);
-        if (keep_dims_) out_dims.push_back(1);
-      } else {
-        out_dims.push_back(in.dim_size(i));
-      }
-    }
-    auto out_shape = TensorShape::Build(out_dims);
-    OP_REQUIRES_OK(ctx, out_shape.status());
+    ReductionShape r;
+    OP_REQUIRES_OK(ctx, ComputeReductionShape(in.shape(), ctx->input(1), keep_dims_, &r));
+    const std::vector<bool>& reduce = r.reduce;
+    const int64_t count = r.count;
+    absl::InlinedVector<int64_t, 8> dims(in.shape().dim_sizes().begin(), in.shape().dim_sizes().end());
     if (count == 1) {
       // Nothing is combined (no axes, or only axes of size 1; e.g. the Sum in
       // the gradient of a non-broadcasting Add): the output is the input,
       // reshaped, sharing its buffer, as in TensorFlow.
-      auto same = in.Reshaped(*out_shape);
+      auto same = in.Reshaped(r.out);
       OP_REQUIRES_OK(ctx, same.status());
       ctx->set_output(0, *same);
       return;
     }
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, r.out, &out));
     const int64_t n = out->NumElements();
     if (n == 0) return;
     const A* src;
@@ -283,31 +256,11 @@ class ArgOp : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    const Tensor& axis_t = ctx->input(1);
-    OP_REQUIRES(ctx, axis_t.NumElements() == 1 && axis_t.dims() <= 1,
-                absl::InvalidArgumentError(
-                    absl::StrCat("dimension must be a scalar, got shape ", axis_t.shape().DebugString())));
-    const int64_t raw = axis_t.dtype() == DT_INT32 ? axis_t.data<int32_t>()[0] : axis_t.data<int64_t>()[0];
-    const int rank = in.dims();
-    OP_REQUIRES(ctx, raw >= -rank && raw < rank,
-                absl::InvalidArgumentError(absl::StrCat("Expected dimension in the range [", -rank, ", ", rank,
-                                                        "), but got ", raw)));
-    const int axis = static_cast<int>(raw < 0 ? raw + rank : raw);
-    OP_REQUIRES(ctx, in.dim_size(axis) > 0,
-                absl::InvalidArgumentError(absl::StrCat("Reduction axis ", axis, " is empty in shape ",
-                                                        in.shape().DebugString())));
-    std::vector<int64_t> out_dims;
-    int64_t A = 1, B = 1;
-    for (int i = 0; i < rank; ++i) {
-      if (i == axis) continue;
-      out_dims.push_back(in.dim_size(i));
-      (i < axis ? A : B) *= in.dim_size(i);
-    }
-    const int64_t Rn = in.dim_size(axis);
-    auto out_shape = TensorShape::Build(out_dims);
-    OP_REQUIRES_OK(ctx, out_shape.status());
+    ArgReductionShape r;
+    OP_REQUIRES_OK(ctx, ComputeArgReductionShape(in.shape(), ctx->input(1), &r));
+    const int64_t A = r.A, Rn = r.R, B = r.B;
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, r.out, &out));
     const T* x = in.data<T>();
     const DataType out_type = out->dtype();
     OP_REQUIRES(ctx, out_type == DT_INT32 || out_type == DT_INT64,

@@ -1,7 +1,7 @@
 // GPU kernels (OpKernel glue) for Sum, Mean, Prod, Max, Min, ArgMax and
 // ArgMin (float and double; reduction axes int32, which a GPU keeps in host
-// memory, so they are read here). Shapes, axes and errors are checked as the
-// CPU kernels (engine/kernels/reduction_ops.cc) do. The input's dims are
+// memory, so they are read here). Shapes, axes and errors are checked with
+// the CPU kernels' code (../reduction_shape.h). The input's dims are
 // collapsed into alternating kept/reduced groups; a reduction over one
 // contiguous group is one [A, R, B] launch (reduce all, innermost or
 // outermost dims are its special cases), several reduced groups are folded
@@ -19,29 +19,12 @@
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/gpu/reduction_kernels.h"
+#include "engine/kernels/reduction_shape.h"
 #include "engine/runtime/gpu/gpu_device.h"
 
 namespace sluice {
 namespace gpu {
 namespace {
-
-// The CPU kernel's axis check: normalizes int32 axes against `rank`.
-absl::Status ReadAxes(const Tensor& axes, int rank, std::vector<bool>* reduce) {
-  if (axes.dims() > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("reduction axes must be a scalar or vector, got shape ", axes.shape().DebugString()));
-  }
-  reduce->assign(rank, false);
-  for (int64_t i = 0; i < axes.NumElements(); ++i) {
-    const int64_t a = axes.data<int32_t>()[i];
-    if (a < -rank || a >= rank) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Invalid reduction dimension (", a, " for input with ", rank, " dimension(s)"));
-    }
-    (*reduce)[a < 0 ? a + rank : a] = true;
-  }
-  return absl::OkStatus();
-}
 
 template <typename T>
 T EmptyValue(ReduceKind kind, bool mean) {
@@ -64,28 +47,18 @@ class GpuReductionOp : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    std::vector<bool> reduce;
-    OP_REQUIRES_OK(ctx, ReadAxes(ctx->input(1), in.dims(), &reduce));
-    std::vector<int64_t> out_dims;
-    int64_t count = 1;
-    for (int i = 0; i < in.dims(); ++i) {
-      if (reduce[i]) {
-        count *= in.dim_size(i);
-        if (keep_dims_) out_dims.push_back(1);
-      } else {
-        out_dims.push_back(in.dim_size(i));
-      }
-    }
-    auto out_shape = TensorShape::Build(out_dims);
-    OP_REQUIRES_OK(ctx, out_shape.status());
+    ReductionShape r;
+    OP_REQUIRES_OK(ctx, ComputeReductionShape(in.shape(), ctx->input(1), keep_dims_, &r));
+    const std::vector<bool>& reduce = r.reduce;
+    const int64_t count = r.count;
     if (count == 1) {
-      auto same = in.Reshaped(*out_shape);
+      auto same = in.Reshaped(r.out);
       OP_REQUIRES_OK(ctx, same.status());
       ctx->set_output(0, *same);
       return;
     }
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, r.out, &out));
     const int64_t n = out->NumElements();
     if (n == 0) return;
     cudaStream_t stream = GetGpuDevice(ctx)->compute_stream();
@@ -158,34 +131,11 @@ class GpuArgOp : public AsyncOpKernel {
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     const Tensor& in = ctx->input(0);
-    const Tensor& axis_t = ctx->input(1);
-    OP_REQUIRES_ASYNC(ctx, axis_t.NumElements() == 1 && axis_t.dims() <= 1,
-                      absl::InvalidArgumentError(
-                          absl::StrCat("dimension must be a scalar, got shape ", axis_t.shape().DebugString())),
-                      done);
-    const int64_t raw = axis_t.data<int32_t>()[0];
-    const int rank = in.dims();
-    OP_REQUIRES_ASYNC(ctx, raw >= -rank && raw < rank,
-                      absl::InvalidArgumentError(absl::StrCat("Expected dimension in the range [", -rank, ", ", rank,
-                                                              "), but got ", raw)),
-                      done);
-    const int axis = static_cast<int>(raw < 0 ? raw + rank : raw);
-    OP_REQUIRES_ASYNC(ctx, in.dim_size(axis) > 0,
-                      absl::InvalidArgumentError(absl::StrCat("Reduction axis ", axis, " is empty in shape ",
-                                                              in.shape().DebugString())),
-                      done);
-    std::vector<int64_t> out_dims;
-    int64_t A = 1, B = 1;
-    for (int i = 0; i < rank; ++i) {
-      if (i == axis) continue;
-      out_dims.push_back(in.dim_size(i));
-      (i < axis ? A : B) *= in.dim_size(i);
-    }
-    const int64_t R = in.dim_size(axis);
-    auto out_shape = TensorShape::Build(out_dims);
-    OP_REQUIRES_OK_ASYNC(ctx, out_shape.status(), done);
+    ArgReductionShape r;
+    OP_REQUIRES_OK_ASYNC(ctx, ComputeArgReductionShape(in.shape(), ctx->input(1), &r), done);
+    const int64_t A = r.A, R = r.R, B = r.B;
     Tensor* out;
-    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, *out_shape, &out), done);
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, r.out, &out), done);
     const DataType out_type = out->dtype();
     OP_REQUIRES_ASYNC(ctx, out_type == DT_INT32 || out_type == DT_INT64,
                       absl::InvalidArgumentError(absl::StrCat("unsupported output_type ", DataTypeString(out_type))),
@@ -217,7 +167,7 @@ class GpuArgOp : public AsyncOpKernel {
     // Host output (int32): compute into device memory (a float temp of the
     // same byte size), copy back on the compute stream, finish when it lands.
     Tensor staged;
-    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_temp(DT_FLOAT, *out_shape, &staged), done);
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_temp(DT_FLOAT, r.out, &staged), done);
     int32_t* dev = static_cast<int32_t*>(staged.raw_data());
     OP_REQUIRES_OK_ASYNC(
         ctx, CudaStatus(LaunchArgReduce<T, int32_t>(stream, kMax, in.data<T>(), dev, A, R, B), "LaunchArgReduce"),

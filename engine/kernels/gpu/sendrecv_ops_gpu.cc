@@ -12,9 +12,9 @@
 
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "engine/framework/device_name.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/kernels/sendrecv_util.h"
 #include "engine/runtime/gpu/gpu_device.h"
 
 namespace sluice {
@@ -31,31 +31,6 @@ bool SameDevice(const std::string& a, const std::string& b) {
   return x->job == y->job && x->replica == y->replica && x->task == y->task && x->type == y->type && x->id == y->id;
 }
 
-// The attrs and rendezvous key of a _Send or _Recv (as the CPU kernels).
-struct RendezvousAttrs {
-  std::string tensor_name, send_device, recv_device;
-  int64_t send_device_incarnation = 0;
-  std::string root_key;
-  absl::Status Read(OpKernelConstruction* ctx) {
-    absl::Status s = ctx->GetAttr("tensor_name", &tensor_name);
-    if (s.ok()) s = ctx->GetAttr("send_device", &send_device);
-    if (s.ok()) s = ctx->GetAttr("recv_device", &recv_device);
-    if (s.ok()) s = ctx->GetAttr("send_device_incarnation", &send_device_incarnation);
-    if (s.ok()) root_key = MakeKey(0, 0);
-    return s;
-  }
-  std::string MakeKey(int64_t frame_id, int64_t iter_id) const {
-    return Rendezvous::CreateKey(send_device, static_cast<uint64_t>(send_device_incarnation), recv_device, tensor_name,
-                                 frame_id, iter_id);
-  }
-  std::string Key(const OpKernelContext* ctx) const {
-    const int64_t frame_id = ctx->params().frame_id;
-    const int64_t iter_id = ctx->params().iter_id;
-    if (frame_id == 0 && iter_id == 0) return root_key;
-    return MakeKey(frame_id, iter_id);
-  }
-};
-
 class GpuSendOp : public AsyncOpKernel {
  public:
   explicit GpuSendOp(OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
@@ -66,7 +41,8 @@ class GpuSendOp : public AsyncOpKernel {
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     Rendezvous* rendezvous = ctx->rendezvous();
     OP_REQUIRES_ASYNC(ctx, rendezvous != nullptr, absl::InternalError("_Send ran without a rendezvous"), done);
-    std::string key = attrs_.Key(ctx);
+    std::string loop_key;
+    std::string key = attrs_.Key(ctx, &loop_key);
     if (ctx->is_input_dead()) {
       ctx->SetStatus(rendezvous->Send(key, Tensor(), true));
       done();
@@ -113,31 +89,9 @@ class GpuRecvOp : public AsyncOpKernel {
   }
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    OP_REQUIRES_ASYNC(ctx, ctx->rendezvous() != nullptr, absl::InternalError("_Recv ran without a rendezvous"), done);
-    CancellationManager* cm = ctx->cancellation_manager();
-    Rendezvous* rendezvous = ctx->rendezvous();
-    CancellationManager::Token token = cm->NewToken();
-    if (!cm->RegisterCallback(token, [rendezvous] { rendezvous->StartAbort(absl::CancelledError("step cancelled")); })) {
-      ctx->CtxFailure(absl::CancelledError("step cancelled before the value arrived"));
-      done();
-      return;
-    }
-    rendezvous->RecvAsync(attrs_.Key(ctx), [ctx, cm, token, done = std::move(done), this](
-                                               const absl::Status& s, const Tensor& value, bool is_dead) {
-      cm->DeregisterCallback(token);
-      if (!s.ok()) {
-        ctx->CtxFailure(absl::Status(s.code(), absl::StrCat("receiving '", attrs_.tensor_name, "': ", s.message())));
-      } else if (!is_dead) {
-        if (value.dtype() != output_type(0)) {
-          ctx->CtxFailure(absl::InvalidArgumentError(absl::StrCat("value for '", attrs_.tensor_name, "' has type ",
-                                                                  DataTypeString(value.dtype()), ", expected ",
-                                                                  DataTypeString(output_type(0)))));
-        } else {
-          ctx->SetStatus(Deliver(ctx, value));
-        }
-      }
-      done();
-    });
+    RecvFromRendezvous(
+        ctx, attrs_, output_type(0), [ctx, this](const Tensor& value) { return Deliver(ctx, value); },
+        std::move(done));
   }
   bool IsExpensive() const override { return false; }
 

@@ -72,6 +72,15 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
              .Add(id, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300});
     m->checkpoint_last_success_ = gauge("sluice_checkpoint_last_success_timestamp_seconds",
                                         "Unix time of the latest successful checkpoint.");
+    for (const auto& [name, help] : std::vector<std::pair<const char*, const char*>>{
+             {"sluice_device_memory_in_use_bytes", "Bytes an accelerator's allocator has handed out."},
+             {"sluice_device_memory_peak_bytes", "Most bytes an accelerator's allocator has had handed out at once."},
+             {"sluice_device_memory_limit_bytes", "Bytes of the region an accelerator's allocator manages."},
+             {"sluice_device_memory_largest_free_bytes", "Largest free block in an accelerator's allocator."},
+             {"sluice_device_memory_fragmentation_ratio",
+              "1 - largest free block / free bytes of an accelerator's allocator."}}) {
+      m->device_memory_.push_back(&prometheus::BuildGauge().Name(name).Help(help).Register(r));
+    }
     m->kernel_seconds_ = &prometheus::BuildCounter()
                               .Name("sluice_kernel_seconds_total")
                               .Help("Kernel execution time by op type (from step stats).")
@@ -132,6 +141,24 @@ void TrainingMetrics::AddKernelTime(const std::string& op, double seconds) {
     c = it->second;
   }
   c->Increment(seconds);
+}
+
+void TrainingMetrics::SetDeviceMemory(const std::string& device, const AllocatorStats& stats) {
+  std::vector<prometheus::Gauge*>* gauges;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = device_memory_by_device_.find(device);
+    if (it == device_memory_by_device_.end()) {
+      std::vector<prometheus::Gauge*> added;
+      for (auto* family : device_memory_) added.push_back(&family->Add({{"job", job_}, {"task", task_}, {"device", device}}));
+      it = device_memory_by_device_.emplace(device, std::move(added)).first;
+    }
+    gauges = &it->second;  // stable: entries are never erased
+  }
+  const double values[] = {static_cast<double>(stats.bytes_in_use), static_cast<double>(stats.peak_bytes_in_use),
+                           static_cast<double>(stats.bytes_limit), static_cast<double>(stats.largest_free_block),
+                           stats.fragmentation};
+  for (size_t i = 0; i < gauges->size() && i < sizeof(values) / sizeof(values[0]); ++i) (*gauges)[i]->Set(values[i]);
 }
 
 void TrainingMetrics::AddStepStats(const std::vector<NodeExecStats>& stats) {

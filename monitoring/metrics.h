@@ -35,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "engine/framework/allocator.h"
 #include "engine/runtime/step_stats.h"
 
 namespace prometheus {
@@ -89,6 +90,10 @@ class TrainingMetrics {
   void AddKernelTime(const std::string& op, double seconds);
   // Adds every node's (end - start) to its op type's kernel time.
   void AddStepStats(const std::vector<NodeExecStats>& stats);
+  // The memory of an accelerator (`device` names it, e.g. ".../device:GPU:0"):
+  // sluice_device_memory_{in_use,peak,limit,largest_free}_bytes and
+  // sluice_device_memory_fragmentation_ratio, labelled with the device.
+  void SetDeviceMemory(const std::string& device, const AllocatorStats& stats);
   // The run completed: registers (first call) and sets sluice_run_duration_seconds and
   // sluice_run_last_success_timestamp_seconds, what a batch scheduler's alert watches in the
   // Pushgateway. They are absent before, so a push never reports a success that did not happen.
@@ -125,6 +130,10 @@ class TrainingMetrics {
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, prometheus::Counter*> kernel_by_op_ ABSL_GUARDED_BY(mu_);
+  // sluice_device_memory_*: the families, and each device's gauges in the
+  // families' order.
+  std::vector<prometheus::Family<prometheus::Gauge>*> device_memory_;
+  absl::flat_hash_map<std::string, std::vector<prometheus::Gauge*>> device_memory_by_device_ ABSL_GUARDED_BY(mu_);
 };
 
 // Step-duration buckets in seconds: 1 ms to 100 s, 1-2.5-5 steps.

@@ -66,6 +66,13 @@ void Exercise(TrainingMetrics* m) {
   stats[1] = {"b", "MatMul", 0, 0, 1000, 1001000, 2};
   stats[2] = {"c", "Add", 0, 0, 5000, 505000, 1};
   m->AddStepStats(stats);
+  AllocatorStats gpu;
+  gpu.bytes_in_use = 1 << 20;
+  gpu.peak_bytes_in_use = 3 << 20;
+  gpu.bytes_limit = 64 << 20;
+  gpu.largest_free_block = 60 << 20;
+  gpu.fragmentation = 0.25;
+  m->SetDeviceMemory("/job:localhost/replica:0/task:0/device:GPU:0", gpu);
 }
 
 TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
@@ -89,6 +96,11 @@ TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
       {"sluice_checkpoint_last_success_timestamp_seconds", "gauge"},
       {"sluice_kernel_seconds_total", "counter"},
       {"sluice_build_info", "gauge"},
+      {"sluice_device_memory_in_use_bytes", "gauge"},
+      {"sluice_device_memory_peak_bytes", "gauge"},
+      {"sluice_device_memory_limit_bytes", "gauge"},
+      {"sluice_device_memory_largest_free_bytes", "gauge"},
+      {"sluice_device_memory_fragmentation_ratio", "gauge"},
   };
   EXPECT_EQ(Types(text), expected_types) << text;
 
@@ -109,15 +121,22 @@ TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
   EXPECT_DOUBLE_EQ(Sample(text, "sluice_kernel_seconds_total{job=\"worker\",op=\"MatMul\",task=\"3\"}"), 0.003);
   EXPECT_DOUBLE_EQ(Sample(text, "sluice_kernel_seconds_total{job=\"worker\",op=\"Add\",task=\"3\"}"), 0.0005);
   EXPECT_EQ(Sample(text, "sluice_build_info{" + id + ",version=\"test\"}"), 1);
+  const std::string gpu = "device=\"/job:localhost/replica:0/task:0/device:GPU:0\"," + id;
+  EXPECT_EQ(Sample(text, "sluice_device_memory_in_use_bytes{" + gpu + "}"), 1 << 20) << text;
+  EXPECT_EQ(Sample(text, "sluice_device_memory_peak_bytes{" + gpu + "}"), 3 << 20);
+  EXPECT_EQ(Sample(text, "sluice_device_memory_limit_bytes{" + gpu + "}"), 64 << 20);
+  EXPECT_EQ(Sample(text, "sluice_device_memory_largest_free_bytes{" + gpu + "}"), 60 << 20);
+  EXPECT_DOUBLE_EQ(Sample(text, "sluice_device_memory_fragmentation_ratio{" + gpu + "}"), 0.25);
 
-  // Only job and task (plus op, and version on the info metric) as labels.
+  // Only job and task (plus op, device, and version on the info metric) as labels.
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     if (line.empty() || line[0] == '#' || absl::StartsWith(line, "exposer_")) continue;
     size_t open = line.find('{');
     ASSERT_NE(open, absl::string_view::npos) << line;
     for (absl::string_view label : absl::StrSplit(line.substr(open + 1, line.find('}') - open - 1), ',')) {
       absl::string_view key = label.substr(0, label.find('='));
-      EXPECT_TRUE(key == "job" || key == "task" || key == "op" || key == "le" || key == "version") << line;
+      EXPECT_TRUE(key == "job" || key == "task" || key == "op" || key == "le" || key == "version" || key == "device")
+          << line;
     }
   }
   // Scrape() gives the same sluice_ families (the exposer_ ones belong to the server).

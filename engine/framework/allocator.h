@@ -19,6 +19,12 @@ struct AllocatorStats {
   int64_t bytes_in_use = 0;
   int64_t peak_bytes_in_use = 0;
   int64_t largest_alloc_size = 0;
+  // For an allocator over a fixed region (a GPU's): its size, the largest
+  // free block in it, and 1 - largest free block / free bytes (how scattered
+  // the free memory is). 0 for the CPU allocator, which has no fixed region.
+  int64_t bytes_limit = 0;
+  int64_t largest_free_block = 0;
+  double fragmentation = 0;
 };
 
 class Allocator {

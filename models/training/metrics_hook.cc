@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "checkpoint/checkpoint_state.h"
 #include "checkpoint/store_format.h"
+#include "engine/framework/device.h"
 #include "engine/platform/env.h"
 
 namespace sluice {
@@ -75,6 +76,10 @@ absl::Status MetricsHook::AfterStep(const StepInfo& step, const StepResult& resu
     metrics_->SetInputQueue(size, options_.queue_capacity);
   }
   if (result.step_stats_collected && result.metadata != nullptr) metrics_->AddStepStats(result.metadata->step_stats);
+  // Accelerators' memory (the CPU allocator's figures are the process's, not a device's).
+  for (const auto& d : DeviceMgr::Local()->devices()) {
+    if (d->device_type() != kDeviceCpu) metrics_->SetDeviceMemory(d->name(), d->allocator()->GetStats());
+  }
   PollCheckpoint(step.step);
   return absl::OkStatus();
 }

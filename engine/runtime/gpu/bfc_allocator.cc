@@ -123,12 +123,15 @@ bool BfcAllocator::Owns(const void* ptr) const {
 }
 
 AllocatorStats BfcAllocator::GetStats() const {
-  absl::MutexLock lock(&mu_);
+  const BfcStats b = GetBfcStats();
   AllocatorStats s;
-  s.num_allocs = num_allocs_;
-  s.bytes_in_use = bytes_in_use_;
-  s.peak_bytes_in_use = peak_bytes_in_use_;
-  s.largest_alloc_size = largest_alloc_size_;
+  s.num_allocs = b.num_allocs;
+  s.bytes_in_use = b.bytes_in_use;
+  s.peak_bytes_in_use = b.peak_bytes_in_use;
+  s.largest_alloc_size = b.largest_alloc_size;
+  s.bytes_limit = b.region_bytes;
+  s.largest_free_block = b.largest_free_chunk;
+  s.fragmentation = b.fragmentation;
   return s;
 }
 

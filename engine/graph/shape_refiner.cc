@@ -47,7 +47,10 @@ absl::Status ShapeRefiner::InferShapes(const Graph& graph) {
     std::vector<std::vector<PartialShape>> handle_shapes(n->num_inputs());
     for (const Edge* e : n->in_edges()) {
       if (e->IsControlEdge() || e->src->IsNextIteration()) continue;
-      handle_shapes[e->dst_input] = DeclaredElementShapes(e->src->def());
+      // Only a handle (a ref output: a queue's) can declare element shapes.
+      if (IsRefType(e->src->output_type(e->src_output))) {
+        handle_shapes[e->dst_input] = DeclaredElementShapes(e->src->def());
+      }
       inputs[e->dst_input] = shapes_[e->src->id()][e->src_output];
       input_tensors[e->dst_input] = const_values[e->src->id()].get();
       // Shape(x)'s value is x's shape: as much of it as is known now.

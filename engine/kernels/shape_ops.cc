@@ -1,8 +1,8 @@
 // CPU kernels for the shape-manipulating array ops: Fill, ZerosLike, OnesLike,
 // Shape, Rank, Size, Reshape, Squeeze, ExpandDims, StopGradient and Range.
 // Reshape/Squeeze/ExpandDims/StopGradient share the input buffer (no copy).
-// Kernels are dtype-generic where the op only moves bytes. Rank, Size,
-// Squeeze, ExpandDims and StopGradient never touch the data, so they are
+// Kernels are dtype-generic where the op only moves bytes. Shape, Rank, Size,
+// Reshape, Squeeze, ExpandDims and StopGradient never touch the data, so they are
 // registered for the GPU as well (their int32 arguments and outputs live in
 // host memory there), keeping a GPU step from bouncing through the CPU.
 // Stateless; Compute is safe to run concurrently.
@@ -101,6 +101,7 @@ class ShapeOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 REGISTER_KERNEL_BUILDER(Name("Shape").Device(kDeviceCpu), ShapeOp);
+REGISTER_KERNEL_BUILDER(Name("Shape").Device(kDeviceGpu).TypeConstraint<int32_t>("out_type"), ShapeOp);
 
 class ShapeNOp : public OpKernel {
  public:
@@ -168,6 +169,8 @@ class ReshapeOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 REGISTER_KERNEL_BUILDER(Name("Reshape").Device(kDeviceCpu), ReshapeOp);
+// On a GPU the shape must be int32 (host memory there); the data is not touched.
+REGISTER_KERNEL_BUILDER(Name("Reshape").Device(kDeviceGpu).TypeConstraint<int32_t>("Tshape"), ReshapeOp);
 
 class SqueezeOp : public OpKernel {
  public:

@@ -1,11 +1,10 @@
-// GPU kernels for the state and plumbing ops a GPU partition needs: Const (its
-// value copied to the device once, at construction), Identity, NoOp,
-// Variable/VariableV2 (the variable's tensor is allocated by Assign from the
-// device's allocator), Assign (a fresh device buffer, device-to-device copy),
-// AssignAdd (float, double), Reshape (shares the buffer; the shape input is
-// int32, so in host memory) and Shape (int32 output, host memory). Attrs,
-// checks and messages follow the CPU kernels; Variable's, Assign's,
-// AssignAdd's (variable_util.h) and Reshape's (reshape_util.h) are theirs.
+// GPU kernels for the state ops a GPU partition needs: Const (its value copied
+// to the device once, at construction), Variable/VariableV2 (the variable's
+// tensor is allocated by Assign from the device's allocator), Assign (a fresh
+// device buffer, device-to-device copy), AssignAdd (float, double),
+// _CheckpointSnapshot, Identity and NoOp. Attrs, checks and messages are the
+// CPU kernels' (variable_util.h). Reshape and Shape never touch the data: the
+// CPU kernels are registered for the GPU too (shape_ops.cc).
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -13,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/gpu/state_kernels.h"
-#include "engine/kernels/reshape_util.h"
 #include "engine/kernels/variable_util.h"
 #include "engine/runtime/gpu/gpu_device.h"
 
@@ -63,20 +61,6 @@ class GpuConstOp : public OpKernel {
 
  private:
   Tensor value_;
-};
-
-class GpuIdentityOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, ctx->input(0)); }
-  bool IsExpensive() const override { return false; }
-};
-
-class GpuNoOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext*) override {}
-  bool IsExpensive() const override { return false; }
 };
 
 class GpuVariableOp : public OpKernel {
@@ -155,34 +139,17 @@ class GpuAssignAddOp : public OpKernel {
   }
 };
 
-class GpuReshapeOp : public OpKernel {
+class GpuIdentityOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& in = ctx->input(0);
-    auto shape = ReshapeOutputShape(ctx->input(1), in.NumElements());  // int32 shape: host memory
-    OP_REQUIRES_OK(ctx, shape.status());
-    auto t = in.Reshaped(*shape);  // shares the buffer: no copy
-    OP_REQUIRES_OK(ctx, t.status());
-    ctx->set_output(0, *t);
-  }
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, ctx->input(0)); }
   bool IsExpensive() const override { return false; }
 };
 
-class GpuShapeOp : public OpKernel {
+class GpuNoOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    const TensorShape& s = ctx->input(0).shape();
-    for (int i = 0; i < s.dims(); ++i) {
-      OP_REQUIRES(ctx, s.dim_size(i) <= INT32_MAX,
-                  absl::InvalidArgumentError(absl::StrCat("shape ", s.DebugString(), ": value ", s.dim_size(i),
-                                                          " does not fit in int32; use out_type int64")));
-    }
-    Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({s.dims()}), &out));  // int32: host memory
-    for (int i = 0; i < s.dims(); ++i) out->data<int32_t>()[i] = static_cast<int32_t>(s.dim_size(i));
-  }
+  void Compute(OpKernelContext*) override {}
   bool IsExpensive() const override { return false; }
 };
 
@@ -219,8 +186,6 @@ REGISTER_KERNEL_BUILDER(Name("Assign").Device(kDeviceGpu).TypeConstraint("T", {D
                         GpuAssignOp);
 REGISTER_KERNEL_BUILDER(Name("AssignAdd").Device(kDeviceGpu).TypeConstraint<float>("T"), GpuAssignAddOp<float>);
 REGISTER_KERNEL_BUILDER(Name("AssignAdd").Device(kDeviceGpu).TypeConstraint<double>("T"), GpuAssignAddOp<double>);
-REGISTER_KERNEL_BUILDER(Name("Reshape").Device(kDeviceGpu).TypeConstraint<int32_t>("Tshape"), GpuReshapeOp);
-REGISTER_KERNEL_BUILDER(Name("Shape").Device(kDeviceGpu).TypeConstraint<int32_t>("out_type"), GpuShapeOp);
 
 }  // namespace
 }  // namespace gpu

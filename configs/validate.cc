@@ -533,6 +533,11 @@ class Validator {
       if (job.name() == "worker") workers = job.task_size();
     }
     const Replication& r = e_.replication();
+    int ps_tasks = 0;
+    for (const auto& job : e_.cluster().job()) ps_tasks += job.name() == "ps" ? job.task_size() : 0;
+    if ((r.has_sync() || r.has_async()) && e_.cluster().job_size() > 0 && ps_tasks == 0) {
+      errors_->Add(loaded_.Where(e_, "replication"), "replication needs a 'ps' job in 'cluster': the variables live there");
+    }
     if (r.has_sync()) {
       if (workers == 0) errors_->Add(loaded_.Where(e_, "replication"), "sync replication needs a 'worker' job in 'cluster'");
       if (r.sync().replicas_to_aggregate() < 0) Error(r.sync(), "replicas_to_aggregate", -1, "replicas_to_aggregate must be >= 0");

@@ -381,6 +381,41 @@ TEST_F(OpsTest, IdxRecordReaderReopensAChangedFile) {
   }
 }
 
+// Replicated training: shard k of n reads the records at positions k, k+n, ...
+// of every epoch, so the shards of one epoch together are the file once.
+TEST_F(OpsTest, IdxRecordReaderShardsReadDisjointRecordsThatCoverTheFile) {
+  IdxFile f;
+  f.dtype = DT_UINT8;
+  f.dims = {7, 1};
+  for (int i = 0; i < 7; ++i) f.data.push_back(static_cast<char>(i));
+  std::string path = TmpDir() + "/shards.idx";
+  ASSERT_TRUE(WriteIdxFile(Env::Default(), path, f, false).ok());
+  in.AddConst("names", Tensor::FromVector<tstring>({path}));
+  std::vector<std::string> pixels;
+  for (int shard = 0; shard < 3; ++shard) {
+    std::string files = Queue(absl::StrCat("files", shard), "FIFOQueue", {DT_STRING}, 10);
+    in.AddNode(absl::StrCat("fill", shard), "QueueEnqueueMany", {files, "names"},
+               {{"Tcomponents", MakeAttr(std::vector<DataType>{DT_STRING})}});
+    auto kv = AddReaderReadUpTo(&in, "IdxRecordReader", files, 10, absl::StrCat("r", shard),
+                                {{"num_shards", MakeAttr(int64_t{3})}, {"shard_index", MakeAttr(int64_t{shard})}});
+    pixels.push_back(in.AddNode(absl::StrCat("pixels", shard), "DecodeRaw", {kv.second}, {{"out_type", MakeAttr(DT_UINT8)}}));
+  }
+  Create();
+  std::vector<int> seen;
+  for (int shard = 0; shard < 3; ++shard) {
+    ASSERT_TRUE(Run({}, {absl::StrCat("fill", shard)}).ok());
+    auto r = Run({pixels[shard]});
+    ASSERT_TRUE(r.ok()) << r.status();
+    for (int64_t i = 0; i < (*r)[0].NumElements(); ++i) {
+      const int item = (*r)[0].data<uint8_t>()[i];
+      EXPECT_EQ(item % 3, shard) << "shard " << shard << " read item " << item;
+      seen.push_back(item);
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4, 5, 6}));
+}
+
 TEST_F(OpsTest, DecodeRawEndiannessAndErrors) {
   in.AddNode("bytes", "Placeholder", {}, {{"dtype", MakeAttr(DT_STRING)}});
   in.AddNode("le", "DecodeRaw", {"bytes"}, {{"out_type", MakeAttr(DT_INT32)}});

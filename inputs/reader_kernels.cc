@@ -65,13 +65,21 @@ class IdxRecordReaderOp : public ReaderOpBase {
  public:
   explicit IdxRecordReaderOp(OpKernelConstruction* ctx) : ReaderOpBase(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle_seed", &shuffle_seed_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("num_shards", &num_shards_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("shard_index", &shard_index_));
+    OP_REQUIRES(ctx, num_shards_ >= 1 && shard_index_ >= 0 && shard_index_ < num_shards_,
+                absl::InvalidArgumentError(absl::StrCat(NodeContext(ctx->def()), "shard_index ", shard_index_,
+                                                        " is not one of num_shards ", num_shards_)));
   }
   std::shared_ptr<ReaderBase> Create() override {
-    return std::make_shared<IdxRecordReader>(rn_.name, Env::Default(), static_cast<uint64_t>(shuffle_seed_));
+    return std::make_shared<IdxRecordReader>(rn_.name, Env::Default(), static_cast<uint64_t>(shuffle_seed_),
+                                             num_shards_, shard_index_);
   }
 
  private:
   int64_t shuffle_seed_ = 0;
+  int64_t num_shards_ = 1;
+  int64_t shard_index_ = 0;
 };
 
 class ReaderReadOp : public AsyncOpKernel {

@@ -51,6 +51,8 @@ REGISTER_OP("IdxRecordReader")
     .Attr("container: string = ''")
     .Attr("shared_name: string = ''")
     .Attr("shuffle_seed: int = 0")
+    .Attr("num_shards: int = 1")
+    .Attr("shard_index: int = 0")
     .SetIsStateful()
     .SetShapeFn(HandleShape);
 

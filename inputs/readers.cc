@@ -135,6 +135,7 @@ absl::Status IdxRecordReader::OpenLocked(const std::string& file, int64_t positi
 }
 
 absl::Status IdxRecordReader::ReadLocked(std::string* key, std::string* value, bool* produced, bool* at_end) {
+  while (num_shards_ > 1 && index_ < idx_->num_items() && index_ % num_shards_ != shard_index_) ++index_;
   if (index_ >= idx_->num_items()) {
     *at_end = true;
     return absl::OkStatus();

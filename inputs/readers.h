@@ -68,8 +68,14 @@ class TextLineReader : public ReaderBase {
 // third of the input pipeline's time at batch 1024. Plain files are re-read.
 class IdxRecordReader : public ReaderBase {
  public:
-  IdxRecordReader(std::string name, Env* env, uint64_t shuffle_seed = 0)
-      : ReaderBase("IdxRecordReader", std::move(name), env), shuffle_seed_(shuffle_seed) {}
+  // With num_shards > 1, reads only the items at positions p of each
+  // epoch's order with p % num_shards == shard_index (one worker's share).
+  IdxRecordReader(std::string name, Env* env, uint64_t shuffle_seed = 0, int64_t num_shards = 1,
+                  int64_t shard_index = 0)
+      : ReaderBase("IdxRecordReader", std::move(name), env),
+        shuffle_seed_(shuffle_seed),
+        num_shards_(num_shards),
+        shard_index_(shard_index) {}
 
  protected:
   absl::Status OpenLocked(const std::string& file, int64_t position) override;
@@ -84,6 +90,8 @@ class IdxRecordReader : public ReaderBase {
   std::string inflated_file_, inflated_identity_;
   int64_t index_ = 0;
   const uint64_t shuffle_seed_;
+  const int64_t num_shards_;
+  const int64_t shard_index_;
   // Empty: file order. One entry per item: ParseIdx admits no more items
   // than the file has data bytes (no 2^32 empty items from a header alone).
   std::vector<int64_t> order_;

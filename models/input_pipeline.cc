@@ -34,7 +34,9 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
   }
   std::vector<int64_t> item(images->dims.begin() + 1, images->dims.end());
   if (item.size() == 2) item.push_back(1);
-  out->examples_per_epoch = images->num_items();
+  // This shard's share of each epoch.
+  const int64_t shards = std::max(1, options.num_shards);
+  out->examples_per_epoch = images->num_items() / shards + (options.shard_index < images->num_items() % shards ? 1 : 0);
   const std::string& s = options.scope;
   const int64_t epochs = p.epochs();
   ProducerOptions producer;
@@ -51,6 +53,13 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
   const bool reader_shuffle = options.training && options.deterministic && p.has_shuffle();
   std::map<std::string, AttrValue> reader_attrs;
   if (reader_shuffle) reader_attrs["shuffle_seed"] = MakeAttr(options.seed != 0 ? options.seed : int64_t{1});
+  if (options.num_shards > 1) {
+    if (options.shard_index < 0 || options.shard_index >= options.num_shards) {
+      return absl::InvalidArgumentError(absl::StrCat("input shard ", options.shard_index, " of ", options.num_shards));
+    }
+    reader_attrs["num_shards"] = MakeAttr(int64_t{options.num_shards});
+    reader_attrs["shard_index"] = MakeAttr(int64_t{options.shard_index});
+  }
   // Up to a batch of items per enqueue step (one session step per example
   // would cost more than the model). Both readers hold files of the same item
   // count and order, so each call returns as many images as labels.

@@ -60,6 +60,10 @@ struct PipelineOptions {
   // reader instead of a RandomShuffleQueue (whose order depends on timing),
   // and batch through a FIFO queue.
   bool deterministic = false;
+  // Replicated training: this pipeline reads only records i with
+  // i % num_shards == shard_index (of each epoch's order).
+  int num_shards = 1;
+  int shard_index = 0;
 };
 
 // Appends the pipeline's nodes to `graph`.

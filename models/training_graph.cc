@@ -25,13 +25,16 @@ absl::StatusOr<std::map<std::string, Feature>> Features(const InputPipeline& inp
 }  // namespace
 
 absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, TrainingGraph* out,
-                                config::ConfigErrors* errors) {
+                                config::ConfigErrors* errors, const ReplicaOptions& replica) {
+  const bool replicated = replica.num_replicas > 1;
   const config::Experiment& e = loaded.experiment;
   GraphDef input_def;
   PipelineOptions train_options;
   train_options.scope = "input/train";
   train_options.seed = e.train().seed();
   train_options.deterministic = e.train().deterministic();
+  train_options.num_shards = std::max(1, replica.num_replicas);
+  train_options.shard_index = replica.replica_index;
   absl::Status s = BuildInputPipeline(e.input().train(), train_options, &input_def, &out->train_input);
   if (!s.ok()) {
     errors->Add(loaded.Where(e.input(), "train"), std::string(s.message()));
@@ -103,7 +106,11 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
   }
 
   TrainingOps ops;
-  s = BuildTrainingOps(e.optimizer(), train_model.variables, train_model.total_loss, global_step, step_info, &b, &ops);
+  SyncReplicas sync;
+  sync.total_replicas = std::max(1, replica.num_replicas);
+  sync.replicas_to_aggregate = replica.replicas_to_aggregate > 0 ? replica.replicas_to_aggregate : sync.total_replicas;
+  s = BuildTrainingOps(e.optimizer(), train_model.variables, train_model.total_loss, global_step, step_info, &b, &ops,
+                       replicated && replica.sync ? &sync : nullptr);
   if (!s.ok()) return s;
   std::vector<VariableInfo> all = train_model.variables;
   all.insert(all.end(), ops.slots.begin(), ops.slots.end());
@@ -117,6 +124,27 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
   for (const auto& [v, g] : ops.gradients) out->gradients.push_back({v, g.name()});
   for (const VariableInfo& v : train_model.variables) out->variables.push_back({v.name, v.shape, true});
   for (const VariableInfo& v : ops.slots) out->variables.push_back({v.name, v.shape, false});
+  if (replicated) {
+    GraphBuilder rb = b.WithSubPrefix("ready");
+    for (const VariableInfo& v : all) {
+      Output ready = rb.Op("is_initialized", "IsVariableInitialized", {Output{v.variable, 0}});
+      if (ready.valid()) out->ready.push_back(ready.name());
+    }
+    if (replica.sync) {
+      out->step_tensor = absl::StrCat(ops.sync.worker_step->name(), ":0");
+      out->chief_train_op = ops.sync.chief_step->name();
+      out->chief_init_op = ops.sync.chief_init->name();
+      out->local_init_op = ops.sync.local_init->name();
+      out->local_step = ops.sync.local_step->name();
+    } else {
+      // The increment after this worker's update: the global step then.
+      for (const Edge* e : ops.train_op->in_edges()) {
+        if (e->IsControlEdge() && e->src->type_string() == "AssignAdd") out->step_tensor = absl::StrCat(e->src->name(), ":0");
+      }
+      if (out->step_tensor.empty()) return absl::InternalError("the train op does not follow the global step's increment");
+    }
+    if (!b.ok()) return b.status();
+  }
   graph.ToGraphDef(&out->graph);
   return absl::OkStatus();
 }

@@ -47,12 +47,34 @@ struct TrainingGraph {
   // input example, for the memory estimate.
   int64_t activation_elements_per_example = 0;
   int64_t input_elements_per_example = 0;
+
+  // Replicated runs (ReplicaOptions::num_replicas > 1).
+  // Fetched with every step: the global step after it ("": the loop counts).
+  std::string step_tensor;
+  // One bool per variable (IsVariableInitialized): a worker waits for the
+  // chief to initialize or restore them.
+  std::vector<std::string> ready;
+  // Sync: the chief's step (train_op is every other worker's), what the chief
+  // runs after initializing or restoring, what every worker runs before its
+  // first step, and the worker-local variable that must stay on each worker.
+  std::string chief_train_op;
+  std::string chief_init_op;
+  std::string local_init_op;
+  std::string local_step;
+};
+
+// One worker's part of a between-graph replicated run (OSDI §4.4).
+struct ReplicaOptions {
+  int num_replicas = 1;    // the workers; 1: not replicated
+  int replica_index = 0;   // this worker: reads training records i with i % num_replicas == replica_index
+  bool sync = false;       // else async: each worker applies its own gradients
+  int replicas_to_aggregate = 0;  // sync; 0: num_replicas
 };
 
 // Builds the graph. Config errors go to `errors` (and the result is then
 // incomplete); other failures are returned.
 absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, TrainingGraph* out,
-                                config::ConfigErrors* errors);
+                                config::ConfigErrors* errors, const ReplicaOptions& replica = {});
 
 }  // namespace models
 }  // namespace sluice

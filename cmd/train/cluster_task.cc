@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "engine/distributed/distributed_session.h"
@@ -29,11 +30,13 @@ bool IsChief(const distributed::ResolvedIdentity& identity) {
   return identity.task.job == "worker" && identity.task.index == 0;
 }
 
-ClusterDevices::ClusterDevices(const distributed::ResolvedIdentity& identity, int cpu_devices) {
+ClusterDevices::ClusterDevices(const distributed::ResolvedIdentity& identity, int cpu_devices,
+                               bool with_other_workers) {
   std::vector<Device*> devices;
   for (const auto& device : DeviceMgr::Local()->devices()) devices.push_back(device.get());
   const std::vector<std::string> tasks = ClusterTaskNames(identity);
   for (size_t t = 1; t < tasks.size(); ++t) {
+    if (!with_other_workers && absl::StartsWith(tasks[t], "/job:worker/")) continue;
     for (int i = 0; i < std::max(1, cpu_devices); ++i) {
       remote_.push_back(
           std::make_unique<Device>(absl::StrCat(tasks[t], "/device:CPU:", i), kDeviceCpu, CpuAllocator(), 1));
@@ -103,8 +106,12 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
 ClusterRuntime::~ClusterRuntime() {
   if (IsChief(*options_.identity) && workers_ != nullptr) {
     // Every other task serves until told; one that is gone is not waited for
-    // longer than the call's deadline.
-    for (const std::string& task : ClusterTaskNames(*options_.identity)) {
+    // longer than the call's deadline. Workers first: a replica whose step
+    // fails because its ps stopped then already knows why.
+    std::vector<std::string> tasks = ClusterTaskNames(*options_.identity);
+    std::stable_partition(tasks.begin(), tasks.end(),
+                          [](const std::string& t) { return absl::StartsWith(t, "/job:worker/"); });
+    for (const std::string& task : tasks) {
       if (task == task_) continue;
       distributed::WorkerInterface* worker = workers_->GetWorker(task);
       if (worker == nullptr) continue;

@@ -45,7 +45,9 @@ bool IsChief(const distributed::ResolvedIdentity& identity);
 // runs the same config). Owns stand-ins for the other tasks' devices.
 class ClusterDevices {
  public:
-  ClusterDevices(const distributed::ResolvedIdentity& identity, int cpu_devices);
+  // `with_other_workers` false: only this task's and the ps tasks' devices
+  // (a replica of a between-graph replicated run runs nothing on other workers).
+  ClusterDevices(const distributed::ResolvedIdentity& identity, int cpu_devices, bool with_other_workers = true);
   const DeviceSet& devices() const { return *devices_; }
 
  private:
@@ -79,6 +81,8 @@ class ClusterRuntime {
   int port() const { return server_->port(); }
   // Why the chief stopped this task ("" before Shutdown).
   std::string shutdown_reason() const;
+  // Whether the chief said stop; waits up to `timeout` for it.
+  bool WaitForShutdown(absl::Duration timeout) { return shutdown_.WaitForNotificationWithTimeout(timeout); }
   void set_exit_reason(std::string reason) { exit_reason_ = std::move(reason); }
 
  private:

@@ -3,11 +3,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <set>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "monitoring/progress.h"
 #include "absl/strings/str_format.h"
@@ -40,6 +42,7 @@
 #include "models/training/training_loop.h"
 #include "models/placement_check.h"
 #include "models/training_graph.h"
+#include "models/replication/replica_devices.h"
 
 namespace sluice {
 
@@ -209,6 +212,49 @@ absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& 
   return hooks;
 }
 
+// A replica of a replicated run stops when the chief says so (the chief
+// finished or stopped; the run is over for every worker).
+class ChiefStopHook : public training::TrainingHook {
+ public:
+  explicit ChiefStopHook(ClusterRuntime* cluster) : cluster_(cluster) {}
+  void BeforeStep(const training::StepInfo&, training::StepArgs*, training::LoopControl* control) override {
+    if (cluster_->WaitForShutdown(absl::ZeroDuration())) control->RequestStop();
+  }
+
+ private:
+  ClusterRuntime* const cluster_;
+};
+
+// A worker of a replicated run other than the chief: waits until the chief has
+// initialized or restored every variable (polling their IsVariableInitialized).
+absl::Status WaitForChiefInit(Session* session, const models::TrainingGraph& tg, absl::Duration timeout,
+                              ClusterRuntime* cluster, std::ostream& out) {
+  const absl::Time start = absl::Now();
+  absl::Time next_note = start + absl::Seconds(5);
+  std::vector<Tensor> fetched;
+  while (true) {
+    absl::Status s = session->Run({}, tg.ready, {}, &fetched);
+    if (!s.ok()) return s;
+    bool ready = true;
+    for (const Tensor& t : fetched) ready = ready && t.scalar<bool>();
+    if (ready) return absl::OkStatus();
+    if (g_stop_signals.load() > 0) return absl::CancelledError("stopped by a signal while waiting for the chief");
+    if (cluster->WaitForShutdown(absl::Milliseconds(100))) {
+      return absl::CancelledError(absl::StrCat("the chief stopped this task: ", cluster->shutdown_reason()));
+    }
+    const absl::Time now = absl::Now();
+    if (now - start > timeout) {
+      return absl::UnavailableError(absl::StrCat("the chief did not initialize the variables within ",
+                                                 absl::FormatDuration(timeout)));
+    }
+    if (now > next_note) {
+      out << "waiting for the chief to initialize or restore the variables\n";
+      out.flush();
+      next_note = now + absl::Seconds(5);
+    }
+  }
+}
+
 // A task other than the chief: serve until the chief says stop.
 int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::ostream& err) {
   auto runtime = ClusterRuntime::Start(options, err);
@@ -265,6 +311,14 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     return kExitBadConfig;
   }
   const bool in_cluster = !identity->cluster.empty();
+  // Between-graph replication: every worker trains (OSDI §4.4).
+  const bool replicated = in_cluster && (e.replication().has_sync() || e.replication().has_async());
+  const bool replica = replicated && identity->task.job == "worker";
+  const bool chief = !in_cluster || IsChief(*identity);
+  if (replicated && identity->cluster.num_tasks("ps") < 1) {
+    err << options.config_path << ": error: replication needs a 'ps' job in the cluster: the variables live there\n";
+    return kExitBadConfig;
+  }
   if (in_cluster) {
     if (identity->cluster.num_tasks("worker") < 1) {
       err << options.config_path << ": error: the cluster has no 'worker' job; worker 0 is the chief, which trains\n";
@@ -306,7 +360,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     cluster_options.config_hash = HexHash(ConfigText(shared));
   }
   cluster_options.inter_op_threads = inter_op;
-  if (in_cluster && !IsChief(*identity)) {
+  if (in_cluster && !chief && !replica) {
     // Not the chief: serve the worker service until the chief says stop.
     out << "Experiment " << e.name() << " (" << loaded.path << ")\n"
         << "  cluster        " << identity->cluster.DebugString() << " (from " << identity->cluster_source << ")\n"
@@ -320,7 +374,14 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     return ServeClusterTask(cluster_options, out, err);
   }
   models::TrainingGraph tg;
-  s = models::BuildTrainingGraph(loaded, &tg, &errors);
+  models::ReplicaOptions replica_options;
+  if (replicated) {
+    replica_options.num_replicas = identity->cluster.num_tasks("worker");
+    replica_options.replica_index = identity->task.index;
+    replica_options.sync = e.replication().has_sync();
+    replica_options.replicas_to_aggregate = e.replication().sync().replicas_to_aggregate();
+  }
+  s = models::BuildTrainingGraph(loaded, &tg, &errors, replica_options);
   if (!errors.empty()) {
     for (const std::string& line : errors.lines()) err << line << "\n";
     return kExitBadConfig;
@@ -328,6 +389,22 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   if (!s.ok()) {
     err << options.config_path << ": error: building the training graph: " << s.message() << "\n";
     return kExitBadConfig;
+  }
+  // A replica's devices: variables on the ps tasks, the rest on this worker.
+  models::ReplicaDevices replica_devices;
+  if (replicated) {
+    models::ReplicaDeviceOptions ro;
+    ro.worker_task = ThisTaskName(*identity);
+    for (int i = 0; i < identity->cluster.num_tasks("ps"); ++i) ro.ps_tasks.push_back(distributed::TaskName("ps", i));
+    ro.round_robin = e.replication().ps_strategy() == config::Replication::ROUND_ROBIN;
+    ro.global_step = tg.global_step;
+    if (!tg.local_step.empty()) ro.worker_local.push_back(tg.local_step);
+    auto assigned = models::AssignReplicaDevices(ro, &tg.graph);
+    if (!assigned.ok()) {
+      err << options.config_path << ": error: placing the replica: " << assigned.status().message() << "\n";
+      return kExitBadConfig;
+    }
+    replica_devices = std::move(assigned).value();
   }
   // The full graph must validate (ops, attrs, dtypes, shapes) before any work.
   auto full = GraphFromGraphDef(tg.graph);
@@ -338,7 +415,9 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   // Placement on this process's devices, or on every task's in a cluster: a
   // conflict is a config error.
   std::unique_ptr<ClusterDevices> cluster_devices;
-  if (in_cluster) cluster_devices = std::make_unique<ClusterDevices>(*identity, e.devices().cpu_devices());
+  if (in_cluster) {
+    cluster_devices = std::make_unique<ClusterDevices>(*identity, e.devices().cpu_devices(), !replicated);
+  }
   const DeviceSet devices = in_cluster ? cluster_devices->devices() : DeviceSetOf(*DeviceMgr::Local());
   models::PlacementPlan placement;
   if (!models::PlaceTrainingGraph(loaded, devices, &tg, full->get(), &placement, &errors)) {
@@ -366,6 +445,21 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     out << "  cluster        " << identity->cluster.DebugString() << " (from " << identity->cluster_source << ")\n"
         << "  task           " << identity->task.ToString() << " (from " << identity->task_source << ")\n";
   }
+  if (replicated) {
+    const int workers = replica_options.num_replicas;
+    const int aggregate = replica_options.replicas_to_aggregate > 0 ? replica_options.replicas_to_aggregate : workers;
+    out << "  replication    "
+        << (replica_options.sync ? absl::StrCat("sync: ", aggregate, " of ", workers, " workers' gradients per step",
+                                               workers > aggregate ? absl::StrCat(" (", workers - aggregate, " backup)") : "")
+                                 : absl::StrCat("async: ", workers, " workers apply their own gradients"))
+        << "; this worker reads training records i % " << workers << " == " << identity->task.index << "\n";
+    for (size_t i = 0; i < replica_devices.bytes_per_ps.size(); ++i) {
+      int count = 0;
+      for (const auto& [name, task] : replica_devices.variable_task) count += task == distributed::TaskName("ps", static_cast<int>(i));
+      out << "  ps:" << i << " holds     " << count << " variables, " << FormatBytes(static_cast<double>(replica_devices.bytes_per_ps[i]))
+          << "\n";
+    }
+  }
   out.flush();
   if (options.validate_only) {
     out << options.config_path << ": OK\n";
@@ -376,6 +470,8 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   // Run directory, resolved config and provenance.
   const std::string run_dir = e.run_dir();
   Env* env = Env::Default();
+  // The chief owns the run directory; another replica writes nothing there.
+  if (chief) {
   if (absl::Status made = env->CreateDirs(run_dir); !made.ok()) {
     err << "error: cannot create run directory " << run_dir << ": " << made.message() << "\n";
     return kExitPermanentError;
@@ -408,6 +504,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     err << "error: " << s.message() << "\n";
     return ExitCodeForStatus(s);
   }
+  }  // chief
 
   SessionOptions session_options;
   session_options.allow_soft_placement = e.devices().allow_soft_placement();
@@ -436,7 +533,18 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
                                                                      : ExitCodeForStatus(cluster_devices_or.status());
     }
     out << "every task answered: " << cluster_devices_or->size() << " devices\n";
-    session_or = cluster->NewSession(std::move(cluster_devices_or).value(), session_options);
+    std::vector<distributed::DeviceAttributes> session_devices = std::move(cluster_devices_or).value();
+    if (replicated) {
+      // A replica's session spans this task and the ps tasks only.
+      const std::string self = ThisTaskName(*identity);
+      session_devices.erase(std::remove_if(session_devices.begin(), session_devices.end(),
+                                           [&self](const distributed::DeviceAttributes& d) {
+                                             return absl::StartsWith(d.name(), "/job:worker/") &&
+                                                    !absl::StartsWith(d.name(), self + "/");
+                                           }),
+                            session_devices.end());
+    }
+    session_or = cluster->NewSession(std::move(session_devices), session_options);
   } else {
     session_or = NewSession(session_options);
   }
@@ -466,21 +574,41 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     sv.dtype = v.name == tg.global_step ? DT_INT64 : DT_FLOAT;
     saveables.push_back(sv);
   }
-  auto saver_or = checkpoint::Saver::Create(saver_options, saveables);
-  if (!saver_or.ok()) {
-    err << "error: " << saver_or.status().message() << "\n";
-    return kExitPermanentError;
-  }
-  std::unique_ptr<checkpoint::Saver> saver = std::move(saver_or).value();
-  s = saver->Extend(session.get());
-  if (!s.ok()) {
-    err << "error: adding checkpoint nodes: " << s.message() << "\n";
-    return kExitPermanentError;
+  std::unique_ptr<checkpoint::Saver> saver;
+  if (chief) {
+    auto saver_or = checkpoint::Saver::Create(saver_options, saveables);
+    if (!saver_or.ok()) {
+      err << "error: " << saver_or.status().message() << "\n";
+      return kExitPermanentError;
+    }
+    saver = std::move(saver_or).value();
+    s = saver->Extend(session.get());
+    if (!s.ok()) {
+      err << "error: adding checkpoint nodes: " << s.message() << "\n";
+      return kExitPermanentError;
+    }
   }
   std::vector<Tensor> fetched;
   int64_t step = 0;
-  auto restored = saver->RestoreLatest(session.get());
-  if (restored.ok()) {
+  // Another replica: the chief initializes or restores; this one waits.
+  absl::StatusOr<int64_t> restored = absl::NotFoundError("not the chief");
+  if (!chief) {
+    const int secs = e.cluster().start_timeout_secs();
+    s = WaitForChiefInit(session.get(), tg, absl::Seconds(secs > 0 ? secs : 300), cluster.get(), out);
+    if (absl::IsCancelled(s)) {
+      out << s.message() << "\n";
+      return g_stop_signals.load() > 0 ? kExitPreempted : kExitDone;
+    }
+    if (!s.ok()) {
+      err << "error: " << s.message() << "\n";
+      return ExitCodeForStatus(s);
+    }
+  } else {
+    restored = saver->RestoreLatest(session.get());
+  }
+  if (!chief) {
+    // Below: read the global step the chief left.
+  } else if (restored.ok()) {
     s = session->Run({}, {tg.global_step}, {}, &fetched);
     if (!s.ok()) {
       err << "error: reading the restored step: " << s.message() << "\n";
@@ -525,6 +653,22 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     return ExitCodeForStatus(restored.status());
   }
 
+  if (replicated) {
+    // Sync: the chief points every accumulator at the global step; every
+    // worker starts its local step there. Every replica starts counting at the
+    // global step.
+    std::vector<std::string> targets;
+    if (chief && !tg.chief_init_op.empty()) targets.push_back(tg.chief_init_op);
+    if (!tg.local_init_op.empty()) targets.push_back(tg.local_init_op);
+    s = session->Run({}, {tg.global_step}, targets, &fetched);
+    if (!s.ok()) {
+      err << "error: starting the replica: " << s.message() << "\n";
+      return ExitCodeForStatus(s);
+    }
+    step = fetched[0].scalar<int64_t>();
+    if (!chief) out << "the chief is ready: training from step " << step << "\n";
+  }
+
   // The loop and its hooks, in the order the loop calls them (models/training/hook.h):
   // monitoring first (its fetches and files), then the progress line, the checkpoints, the
   // stop signals, evaluation, and the input pipeline (started last, stopped last).
@@ -534,7 +678,8 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   training::ProgressHook progress({tty, e.train().log_every_steps()}, &out);
   std::vector<training::CheckpointListener*> checkpoint_listeners;
   if (monitoring->metrics) checkpoint_listeners.push_back(monitoring->metrics.get());
-  training::CheckpointHook checkpoints(saver.get(), checkpoint_listeners, &out, &err);
+  std::unique_ptr<training::CheckpointHook> checkpoints;
+  if (saver != nullptr) checkpoints = std::make_unique<training::CheckpointHook>(saver.get(), checkpoint_listeners, &out, &err);
   training::StopSignalHook stop_signals(&g_stop_signals, &out);
   training::EvalHookOptions eval_options;
   if (tg.has_eval) {
@@ -548,11 +693,20 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   eval_options.tty = tty;
   training::EvalHook eval(eval_options, {monitoring->summaries.get()}, &out, &err);
   training::InputHook inputs({tg.train_input, tg.eval_input, batch}, &out);
-  std::vector<training::TrainingHook*> hooks = {monitoring->summaries.get(), monitoring->trace.get()};
-  if (monitoring->metrics) hooks.push_back(monitoring->metrics.get());
-  for (training::TrainingHook* h : std::initializer_list<training::TrainingHook*>{&progress, &checkpoints, &stop_signals,
-                                                                                  &eval, &inputs}) {
-    hooks.push_back(h);
+  std::vector<training::TrainingHook*> hooks;
+  std::unique_ptr<ChiefStopHook> chief_stop;
+  if (chief) {
+    hooks = {monitoring->summaries.get(), monitoring->trace.get()};
+    if (monitoring->metrics) hooks.push_back(monitoring->metrics.get());
+    for (training::TrainingHook* h : std::initializer_list<training::TrainingHook*>{&progress, checkpoints.get(),
+                                                                                    &stop_signals, &eval, &inputs}) {
+      hooks.push_back(h);
+    }
+  } else {
+    // Another replica reports its progress and stops with the chief; the
+    // chief alone writes summaries, checkpoints and evaluations.
+    chief_stop = std::make_unique<ChiefStopHook>(cluster.get());
+    hooks = {&progress, &stop_signals, chief_stop.get(), &inputs};
   }
 
   training::TrainingLoopOptions loop_options;
@@ -561,12 +715,28 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   loop_options.learning_rate_feed = tg.learning_rate;
   loop_options.learning_rate = [&e, total](int64_t at) { return models::LearningRateAt(e.optimizer(), total, at); };
   loop_options.examples_per_step = batch;
+  loop_options.step_tensor = tg.step_tensor;
+  if (chief && !tg.chief_train_op.empty()) {
+    loop_options.train_op = tg.chief_train_op;
+    loop_options.step_tensor = tg.chief_train_op + ":0";
+  }
   training::LoopStart start;
   start.step = step;
   start.last_step = total;
   start.resumed = restored.ok();
   const training::LoopEnd end = training::RunTrainingLoop(session.get(), loop_options, start, hooks);
-  if (cluster != nullptr) {
+  if (!chief) {
+    // A replica's step fails when the chief stops the run under it (its ps
+    // tasks go away): that is the end of the run, not a failure. The chief's
+    // word may trail the failure by a moment.
+    const bool stopped_by_chief =
+        cluster->WaitForShutdown(end.status.ok() ? absl::ZeroDuration() : absl::Seconds(3));
+    if (stopped_by_chief && !end.preempted()) {
+      out << "\nstopped by the chief at step " << end.step << ": " << cluster->shutdown_reason() << "\n";
+      return kExitDone;
+    }
+  }
+  if (cluster != nullptr && chief) {
     cluster->set_exit_reason(end.preempted()    ? "the chief was stopped by a signal"
                              : end.status.ok() ? "the chief finished training"
                                                : absl::StrCat("the chief failed: ", end.status.message()));

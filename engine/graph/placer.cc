@@ -449,10 +449,13 @@ class Placer {
     for (int id = 0; id < n_; ++id) {
       const Node* node = graph_->FindNodeId(id);
       if (node == nullptr) continue;
-      // Ref edges (into this node).
+      // Ref edges: a node that takes a reference (Assign, Apply*) runs where
+      // the reference lives. A node that only reads a ref output's value
+      // (MatMul on a variable) may run elsewhere and gets the value through
+      // Send/Recv, as a worker reads a parameter server's variables.
       for (const Edge* e : node->in_edges()) {
         if (e->IsControlEdge()) continue;
-        if (IsRefType(node->input_type(e->dst_input)) || IsRefType(e->src->output_type(e->src_output))) {
+        if (IsRefType(node->input_type(e->dst_input))) {
           Union(e->src->id(), id, LinkKind::kRef);
         }
       }

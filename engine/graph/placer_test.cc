@@ -261,6 +261,17 @@ TEST_F(PlacerTest, ARequestOnARefConsumerMovesTheVariable) {
   for (const char* n : {"v", "init", "apply", "read"}) EXPECT_EQ(DeviceOf(n), kCpu1) << n;
 }
 
+TEST_F(PlacerTest, AReaderOfAVariableMayRunOnAnotherDevice) {
+  // Only a ref input ties a node to the variable: a value reader (the Identity
+  // here, a MatMul on a worker in general) may be pinned elsewhere.
+  VariableAndUsers();
+  SetDevice("v", "/device:CPU:1");
+  SetDevice("read", "/device:CPU:0");
+  ASSERT_TRUE(Run().ok());
+  EXPECT_EQ(DeviceOf("read"), kCpu0);
+  for (const char* n : {"v", "init", "apply"}) EXPECT_EQ(DeviceOf(n), kCpu1) << n;
+}
+
 TEST_F(PlacerTest, ClassColocatesWithTheNamedNode) {
   b_.Const("anchor", Tensor::Scalar<float>(1));
   SetDevice("anchor", "/device:CPU:1");

@@ -46,6 +46,22 @@ class AssignOp : public OpKernel {
   bool validate_shape_ = true;
 };
 
+class IsVariableInitializedOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    bool initialized;
+    {
+      absl::MutexLock lock(ctx->input_ref_mutex(0));
+      initialized = ctx->mutable_input(0)->IsInitialized();
+    }
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
+    out->data<bool>()[0] = initialized;
+  }
+  bool IsExpensive() const override { return false; }
+};
+
 template <typename T>
 class AssignAddOp : public OpKernel {
  public:
@@ -68,6 +84,7 @@ class AssignAddOp : public OpKernel {
 REGISTER_KERNEL_BUILDER(Name("VariableV2").Device(kDeviceCpu), VariableOp);
 REGISTER_KERNEL_BUILDER(Name("Variable").Device(kDeviceCpu), VariableOp);
 REGISTER_KERNEL_BUILDER(Name("Assign").Device(kDeviceCpu), AssignOp);
+REGISTER_KERNEL_BUILDER(Name("IsVariableInitialized").Device(kDeviceCpu), IsVariableInitializedOp);
 #define SLUICE_REGISTER_ASSIGN_ADD_(T) \
   REGISTER_KERNEL_BUILDER(Name("AssignAdd").Device(kDeviceCpu).TypeConstraint<T>("T"), AssignAddOp<T>)
 SLUICE_REGISTER_ASSIGN_ADD_(float);

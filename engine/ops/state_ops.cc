@@ -54,6 +54,15 @@ REGISTER_OP("Variable")
     .SetIsStateful()
     .SetShapeFn(shape_fns::FromShapeAttr);
 
+// Whether a variable holds a value yet (TensorFlow's signature). A worker of
+// a replicated run polls it until the chief has initialized or restored.
+REGISTER_OP("IsVariableInitialized")
+    .Input("ref: Ref(dtype)")
+    .Output("is_initialized: bool")
+    .Attr("dtype: type")
+    .SetAllowsUninitializedInput()
+    .SetShapeFn(shape_fns::Scalar);
+
 REGISTER_OP("Assign")
     .Input("ref: Ref(T)")
     .Input("value: T")

@@ -167,6 +167,23 @@ TEST(Session, ContainerIsSharedBySessionsAndClearedByReset) {
   Session::Reset({"shared_container"});
 }
 
+TEST(Session, IsVariableInitializedFollowsInitAndReset) {
+  GraphDefBuilder b;
+  std::string v = b.Variable("probe_v", DT_FLOAT, TensorShape({}), "probe_container");
+  std::string init = b.Assign("init", v, b.Const("val", Tensor::Scalar<float>(3)), DT_FLOAT);
+  std::string ready = b.Node("ready", "IsVariableInitialized", {v}, {{"dtype", MakeAttr(DT_FLOAT)}});
+  auto session = MakeSession(b.graph());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {ready}, {}, &out).ok());
+  EXPECT_FALSE(out[0].scalar<bool>());
+  ASSERT_TRUE(session->Run({}, {}, {init}, &out).ok());
+  ASSERT_TRUE(session->Run({}, {ready}, {}, &out).ok());
+  EXPECT_TRUE(out[0].scalar<bool>());
+  Session::Reset({"probe_container"});
+  ASSERT_TRUE(session->Run({}, {ready}, {}, &out).ok());
+  EXPECT_FALSE(out[0].scalar<bool>());
+}
+
 // Issue 22, class 9: two VariableV2 nodes share one variable through
 // shared_name but declare float and int32. The second to run fails, naming
 // itself and attr 'dtype', instead of a kernel CHECKing the tensor's dtype.

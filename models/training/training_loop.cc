@@ -53,6 +53,8 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
     if (control.stop_requested()) break;
 
     std::vector<std::string> fetches = {options.loss};
+    const bool fetch_step = !options.step_tensor.empty();
+    if (fetch_step) fetches.push_back(options.step_tensor);
     RunOptions run_options;
     for (size_t i = 0; i < hooks.size(); ++i) {
       first_fetch[i] = fetches.size();
@@ -79,6 +81,16 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
       end.status = s;
       failed = true;
       break;
+    }
+    if (fetch_step) {
+      const Tensor& global = fetched[1];
+      if (global.dtype() != DT_INT64 || global.NumElements() != 1) {
+        end.reason = LoopStop::kStepFailed;
+        end.status = absl::InternalError(absl::StrCat("step tensor '", options.step_tensor, "' is not an int64 scalar"));
+        failed = true;
+        break;
+      }
+      info.step = global.data<int64_t>()[0];
     }
     step = info.step;
     end.step = step;

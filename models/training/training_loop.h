@@ -34,6 +34,10 @@ struct TrainingLoopOptions {
   std::string learning_rate_feed;
   std::function<double(int64_t step)> learning_rate;
   int64_t examples_per_step = 0;  // the batch size, for StepInfo::examples
+  // An int64 scalar fetched with every step: the global step after it. A
+  // replica of a replicated run sets it, since other workers advance the
+  // global step too; "" counts this loop's steps.
+  std::string step_tensor;
 };
 
 // Runs the loop from `start` (see hook.h for the order of the hooks' calls). Never fails

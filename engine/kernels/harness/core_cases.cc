@@ -44,6 +44,7 @@ SLUICE_COVERED_ELSEWHERE_("Variable", "//engine/runtime:session_test");
 SLUICE_COVERED_ELSEWHERE_("VariableV2", "//engine/runtime:session_test");
 SLUICE_COVERED_ELSEWHERE_("Assign", "//engine/runtime:session_test");
 SLUICE_COVERED_ELSEWHERE_("AssignAdd", "//engine/runtime:session_test");
+SLUICE_COVERED_ELSEWHERE_("IsVariableInitialized", "//engine/runtime:session_test");
 SLUICE_COVERED_ELSEWHERE_("Switch", "//engine/runtime:control_flow_test");
 SLUICE_COVERED_ELSEWHERE_("Merge", "//engine/runtime:control_flow_test");
 SLUICE_COVERED_ELSEWHERE_("Enter", "//engine/runtime:control_flow_test");

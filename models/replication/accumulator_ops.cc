@@ -1,0 +1,215 @@
+// The conditional accumulator's ops (TensorFlow's names and signatures, the
+// V1 form whose handle is a Ref(string)): ConditionalAccumulator,
+// AccumulatorApplyGradient, AccumulatorTakeGradient, AccumulatorSetGlobalStep,
+// AccumulatorNumAccumulated; plus AccumulatorNumStale (ours: the gradients
+// dropped as stale, for /metrics). CPU kernels beside them; the accumulator
+// itself is conditional_accumulator.h.
+#include "absl/strings/str_cat.h"
+#include "engine/framework/op_def.h"
+#include "engine/framework/op_kernel.h"
+#include "engine/framework/shape_inference.h"
+#include "inputs/resource_handle.h"
+#include "models/replication/conditional_accumulator.h"
+
+namespace sluice {
+namespace {
+
+absl::Status HandleShape(InferenceContext* c) {
+  c->set_output(0, PartialShape{2});
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+REGISTER_OP("ConditionalAccumulator")
+    .Output("handle: Ref(string)")
+    .Attr("dtype: {float, double}")
+    .Attr("shape: shape")
+    .Attr("container: string = ''")
+    .Attr("shared_name: string = ''")
+    .Attr("reduction_type: string = 'MEAN'")
+    .SetIsStateful()
+    .SetShapeFn(HandleShape);
+
+REGISTER_OP("AccumulatorApplyGradient")
+    .Input("handle: Ref(string)")
+    .Input("local_step: int64")
+    .Input("gradient: dtype")
+    .Attr("dtype: {float, double}")
+    .SetShapeFn(shape_fns::Unknown);
+
+REGISTER_OP("AccumulatorTakeGradient")
+    .Input("handle: Ref(string)")
+    .Input("num_required: int32")
+    .Output("average: dtype")
+    .Attr("dtype: {float, double}")
+    .SetShapeFn(shape_fns::Unknown);
+
+REGISTER_OP("AccumulatorSetGlobalStep")
+    .Input("handle: Ref(string)")
+    .Input("new_global_step: int64")
+    .SetShapeFn(shape_fns::Unknown);
+
+REGISTER_OP("AccumulatorNumAccumulated")
+    .Input("handle: Ref(string)")
+    .Output("num_accumulated: int32")
+    .SetShapeFn(shape_fns::Scalar);
+
+REGISTER_OP("AccumulatorNumStale")
+    .Input("handle: Ref(string)")
+    .Output("num_stale: int64")
+    .SetShapeFn(shape_fns::Scalar);
+
+namespace {
+
+class ConditionalAccumulatorOp : public OpKernel {
+ public:
+  explicit ConditionalAccumulatorOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, rn_.Read(ctx));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("dtype", &dtype_));
+    TensorShapeProto proto;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("shape", &proto));
+    auto shape = PartialShape::FromProto(proto);
+    OP_REQUIRES_OK(ctx, shape.status());
+    shape_ = *shape;
+    std::string reduction;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("reduction_type", &reduction));
+    OP_REQUIRES(ctx, reduction == "MEAN" || reduction == "SUM",
+                absl::InvalidArgumentError(absl::StrCat(NodeContext(ctx->def()), "attr 'reduction_type' is '",
+                                                        reduction, "', not 'MEAN' or 'SUM'")));
+    reduction_ = reduction == "SUM" ? ConditionalAccumulator::Reduction::kSum : ConditionalAccumulator::Reduction::kMean;
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    auto a = ctx->resource_manager()->LookupOrCreate<AccumulatorWithHandle>(
+        rn_.container, rn_.name, [this]() -> absl::StatusOr<std::shared_ptr<AccumulatorWithHandle>> {
+          auto made = ConditionalAccumulator::Create(rn_.name, dtype_, shape_, reduction_);
+          if (!made.ok()) return made.status();
+          return std::make_shared<AccumulatorWithHandle>(std::move(made).value(), MakeHandle(rn_));
+        });
+    OP_REQUIRES_OK(ctx, a.status());
+    OP_REQUIRES(ctx, (*a)->accumulator->dtype() == dtype_,
+                absl::InvalidArgumentError(absl::StrCat(NodeContext(def()), "accumulator '", rn_.name,
+                                                        "' already exists with dtype ",
+                                                        DataTypeString((*a)->accumulator->dtype()))));
+    AccumulatorWithHandle* held = a->get();
+    ctx->set_output_ref(0, &held->handle_mu, &held->handle, std::move(a).value());
+  }
+  bool IsExpensive() const override { return false; }
+
+  // What the ResourceMgr keeps: the accumulator and the handle tensor that
+  // the op outputs by reference.
+  struct AccumulatorWithHandle : public ResourceBase {
+    AccumulatorWithHandle(std::shared_ptr<ConditionalAccumulator> a, Tensor h)
+        : accumulator(std::move(a)), handle(std::move(h)) {}
+    std::string DebugString() const override { return accumulator->DebugString(); }
+    std::shared_ptr<ConditionalAccumulator> accumulator;
+    absl::Mutex handle_mu;
+    Tensor handle;
+  };
+
+ private:
+  ResourceName rn_;
+  DataType dtype_ = DT_FLOAT;
+  PartialShape shape_;
+  ConditionalAccumulator::Reduction reduction_ = ConditionalAccumulator::Reduction::kMean;
+};
+using AccumulatorResource = ConditionalAccumulatorOp::AccumulatorWithHandle;
+
+absl::StatusOr<std::shared_ptr<ConditionalAccumulator>> LookupAccumulator(OpKernelContext* ctx) {
+  auto held = LookupFromHandle<AccumulatorResource>(ctx, 0);
+  if (!held.ok()) return held.status();
+  return (*held)->accumulator;
+}
+
+absl::StatusOr<int64_t> ScalarInt64(OpKernelContext* ctx, int i, const char* what) {
+  const Tensor& t = ctx->input(i);
+  if (t.dtype() != DT_INT64 || t.dims() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " must be an int64 scalar, got ", t.DebugString()));
+  }
+  return t.scalar<int64_t>();
+}
+
+class ApplyGradientOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto a = LookupAccumulator(ctx);
+    OP_REQUIRES_OK(ctx, a.status());
+    auto step = ScalarInt64(ctx, 1, "local_step");
+    OP_REQUIRES_OK(ctx, step.status());
+    OP_REQUIRES_OK(ctx, (*a)->ApplyGradient(*step, ctx->input(2)));
+  }
+};
+
+class TakeGradientOp : public AsyncOpKernel {
+ public:
+  using AsyncOpKernel::AsyncOpKernel;
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    auto a = LookupAccumulator(ctx);
+    OP_REQUIRES_OK_ASYNC(ctx, a.status(), done);
+    const Tensor& n = ctx->input(1);
+    OP_REQUIRES_ASYNC(ctx, n.dtype() == DT_INT32 && n.dims() == 0,
+                      absl::InvalidArgumentError(absl::StrCat("num_required must be an int32 scalar, got ",
+                                                              n.DebugString())),
+                      done);
+    (*a)->TryTakeGradient(n.scalar<int32_t>(), ctx->cancellation_manager(),
+                          [ctx, done](const absl::Status& s, Tensor average) {
+                            if (s.ok()) {
+                              ctx->set_output(0, std::move(average));
+                            } else {
+                              ctx->SetStatus(s);
+                            }
+                            done();
+                          });
+  }
+};
+
+class SetGlobalStepOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto a = LookupAccumulator(ctx);
+    OP_REQUIRES_OK(ctx, a.status());
+    auto step = ScalarInt64(ctx, 1, "new_global_step");
+    OP_REQUIRES_OK(ctx, step.status());
+    (*a)->SetGlobalStep(*step);
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class NumAccumulatedOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto a = LookupAccumulator(ctx);
+    OP_REQUIRES_OK(ctx, a.status());
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
+    out->data<int32_t>()[0] = (*a)->num_accumulated();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class NumStaleOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto a = LookupAccumulator(ctx);
+    OP_REQUIRES_OK(ctx, a.status());
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
+    out->data<int64_t>()[0] = (*a)->num_stale();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+REGISTER_KERNEL_BUILDER(Name("ConditionalAccumulator").Device(kDeviceCpu), ConditionalAccumulatorOp);
+REGISTER_KERNEL_BUILDER(Name("AccumulatorApplyGradient").Device(kDeviceCpu), ApplyGradientOp);
+REGISTER_KERNEL_BUILDER(Name("AccumulatorTakeGradient").Device(kDeviceCpu), TakeGradientOp);
+REGISTER_KERNEL_BUILDER(Name("AccumulatorSetGlobalStep").Device(kDeviceCpu), SetGlobalStepOp);
+REGISTER_KERNEL_BUILDER(Name("AccumulatorNumAccumulated").Device(kDeviceCpu), NumAccumulatedOp);
+REGISTER_KERNEL_BUILDER(Name("AccumulatorNumStale").Device(kDeviceCpu), NumStaleOp);
+
+}  // namespace
+}  // namespace sluice

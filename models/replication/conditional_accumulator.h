@@ -1,0 +1,93 @@
+// ConditionalAccumulator: the gradient store of synchronous replication
+// (TensorFlow's ConditionalAccumulator; OSDI §4.4, Figure 8). Workers apply
+// gradients tagged with the global step they were computed at; a gradient
+// older than the accumulator's step is stale: it is dropped and counted. The
+// chief takes the average (or sum) once at least `num_required` gradients are
+// in; taking resets the sum and advances the accumulator's step by one, so
+// gradients still arriving for the step just taken become stale (the backup
+// workers' gradients of Figure 8).
+//
+// The sum adds gradients in arrival order, starting from a copy of the first
+// (so two gradients sum to exactly a + b in either order).
+//
+// Ownership: lives in a device's ResourceMgr, shared by every graph that names
+// it. Thread safety: all methods may be called concurrently.
+#ifndef SLUICE_MODELS_REPLICATION_CONDITIONAL_ACCUMULATOR_H_
+#define SLUICE_MODELS_REPLICATION_CONDITIONAL_ACCUMULATOR_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/framework/cancellation.h"
+#include "engine/framework/resource_mgr.h"
+#include "engine/framework/shape_inference.h"
+#include "engine/framework/tensor.h"
+
+namespace sluice {
+
+class ConditionalAccumulator : public ResourceBase, public std::enable_shared_from_this<ConditionalAccumulator> {
+ public:
+  enum class Reduction { kMean, kSum };
+  using TakeCallback = std::function<void(const absl::Status&, Tensor)>;
+
+  // `dtype` is DT_FLOAT or DT_DOUBLE (Create checks); `shape` may be partial.
+  static absl::StatusOr<std::shared_ptr<ConditionalAccumulator>> Create(std::string name, DataType dtype,
+                                                                        PartialShape shape, Reduction reduction);
+  ~ConditionalAccumulator() override;
+
+  // Adds `gradient` computed at `local_step`, or drops it when local_step is
+  // below the accumulator's step. InvalidArgument for a dtype or shape that
+  // does not match (the declared shape, and the first gradient's).
+  absl::Status ApplyGradient(int64_t local_step, const Tensor& gradient);
+  // Calls `done` with the reduced gradient once at least `num_required` (>= 1)
+  // are accumulated, then resets and advances the step. Cancelled (through
+  // `cm`, may be null) when the step that waits aborts; Cancelled when the
+  // accumulator is destroyed first.
+  void TryTakeGradient(int32_t num_required, CancellationManager* cm, TakeCallback done);
+  // Sets the step (the chief, after initializing or restoring the global step).
+  void SetGlobalStep(int64_t step);
+
+  int32_t num_accumulated() const;
+  int64_t global_step() const;
+  // Gradients dropped as stale since creation.
+  int64_t num_stale() const;
+  const std::string& name() const { return name_; }
+  DataType dtype() const { return dtype_; }
+  std::string DebugString() const override;
+
+ private:
+  struct Taker {
+    int64_t id = 0;
+    int32_t num_required = 0;
+    TakeCallback done;
+    CancellationManager* cm = nullptr;
+    CancellationManager::Token token = 0;
+    bool registered = false;
+  };
+  ConditionalAccumulator(std::string name, DataType dtype, PartialShape shape, Reduction reduction);
+  // Hands the sum to the first taker when enough gradients are in; appends
+  // the callbacks to run after the lock is released.
+  void ServeTakersLocked(std::vector<std::function<void()>>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Cancel(int64_t id);
+
+  const std::string name_;
+  const DataType dtype_;
+  const PartialShape shape_;
+  const Reduction reduction_;
+  mutable absl::Mutex mu_;
+  Tensor sum_ ABSL_GUARDED_BY(mu_);
+  int32_t count_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t step_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t stale_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t next_taker_ ABSL_GUARDED_BY(mu_) = 1;
+  std::deque<std::shared_ptr<Taker>> takers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_MODELS_REPLICATION_CONDITIONAL_ACCUMULATOR_H_

@@ -539,7 +539,10 @@ class Validator {
       errors_->Add(loaded_.Where(e_, "replication"), "replication needs a 'ps' job in 'cluster': the variables live there");
     }
     if (r.has_sync()) {
-      if (workers == 0) errors_->Add(loaded_.Where(e_, "replication"), "sync replication needs a 'worker' job in 'cluster'");
+      // (A cluster that comes from TF_CONFIG or Slurm is checked when the task starts.)
+      if (workers == 0 && e_.cluster().job_size() > 0) {
+        errors_->Add(loaded_.Where(e_, "replication"), "sync replication needs a 'worker' job in 'cluster'");
+      }
       if (r.sync().replicas_to_aggregate() < 0) Error(r.sync(), "replicas_to_aggregate", -1, "replicas_to_aggregate must be >= 0");
       if (r.sync().backup_workers() < 0) Error(r.sync(), "backup_workers", -1, "backup_workers must be >= 0");
       if (workers > 0 && r.sync().replicas_to_aggregate() + r.sync().backup_workers() > workers) {

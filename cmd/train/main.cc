@@ -19,7 +19,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: train CONFIG [--validate] [--dry-run] [--set field.path=value]... [--run_dir DIR] [--allow-drift]\n"
-    "             [--trace_steps=A-B] [--job NAME --task N] [--local_cluster ps=N,worker=M]\n"
+    "             [--trace_steps=A-B] [--print_losses] [--job NAME --task N] [--local_cluster ps=N,worker=M]\n"
     "  --validate     check the experiment and print the plan; do no work\n"
     "  --dry-run      build everything and print the plan; do not train\n"
     "  --set K=V      override a config field, e.g. --set train.steps=100\n"
@@ -27,6 +27,7 @@ constexpr char kUsage[] =
     "  --allow-drift  resume a run directory whose config differs from CONFIG\n"
     "  --trace_steps=A-B  write a Chrome trace (Perfetto, chrome://tracing) of steps A..B\n"
     "                 to RUN_DIR/traces/step_N.json; one step: --trace_steps=A\n"
+    "  --print_losses   print every step's loss at full precision (\"loss at step N: X\")\n"
     "  --job NAME --task N  this process's task in the cluster (else from TF_CONFIG or Slurm's\n"
     "                 SLURM_PROCID; sources that disagree are an error)\n"
     "  --local_cluster ps=N,worker=M  run the whole cluster on this machine: one train process per\n"
@@ -88,6 +89,8 @@ int main(int argc, char** argv) {
       return sluice::kExitDone;
     } else if (arg == "--validate") {
       options.validate_only = true;
+    } else if (arg == "--print_losses" || arg == "--print-losses") {
+      options.print_losses = true;
     } else if (arg == "--dry-run" || arg == "--dry_run") {
       options.dry_run = true;
     } else if (arg == "--allow-drift" || arg == "--allow_drift") {

@@ -225,6 +225,26 @@ class ChiefStopHook : public training::TrainingHook {
   ClusterRuntime* const cluster_;
 };
 
+// For tests of backup workers only: SLUICE_TEST_SLOW_TASK=worker:2 and
+// SLUICE_TEST_STEP_DELAY_MS=N make that task sleep N ms before every step.
+class TestDelayHook : public training::TrainingHook {
+ public:
+  explicit TestDelayHook(absl::Duration delay) : delay_(delay) {}
+  void BeforeStep(const training::StepInfo&, training::StepArgs*, training::LoopControl*) override {
+    absl::SleepFor(delay_);
+  }
+
+ private:
+  const absl::Duration delay_;
+};
+
+std::unique_ptr<TestDelayHook> TestDelayFor(const distributed::ResolvedIdentity& identity) {
+  const char* task = std::getenv("SLUICE_TEST_SLOW_TASK");
+  const char* ms = std::getenv("SLUICE_TEST_STEP_DELAY_MS");
+  if (task == nullptr || ms == nullptr || identity.task.ToString() != task) return nullptr;
+  return std::make_unique<TestDelayHook>(absl::Milliseconds(std::atoi(ms)));
+}
+
 // A worker of a replicated run other than the chief: waits until the chief has
 // initialized or restored every variable (polling their IsVariableInitialized).
 absl::Status WaitForChiefInit(Session* session, const models::TrainingGraph& tg, absl::Duration timeout,
@@ -379,7 +399,19 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     replica_options.num_replicas = identity->cluster.num_tasks("worker");
     replica_options.replica_index = identity->task.index;
     replica_options.sync = e.replication().has_sync();
-    replica_options.replicas_to_aggregate = e.replication().sync().replicas_to_aggregate();
+    // Default: every worker's gradient except the backup workers'.
+    const config::Replication::Sync& sync = e.replication().sync();
+    replica_options.replicas_to_aggregate = sync.replicas_to_aggregate() > 0
+                                                ? sync.replicas_to_aggregate()
+                                                : replica_options.num_replicas - sync.backup_workers();
+    if (replica_options.sync && (replica_options.replicas_to_aggregate < 1 ||
+                                 replica_options.replicas_to_aggregate + sync.backup_workers() >
+                                     replica_options.num_replicas)) {
+      err << options.config_path << ": error: replication.sync: replicas_to_aggregate ("
+          << replica_options.replicas_to_aggregate << ") + backup_workers (" << sync.backup_workers()
+          << ") must be between 1 and the " << replica_options.num_replicas << " workers\n";
+      return kExitBadConfig;
+    }
   }
   s = models::BuildTrainingGraph(loaded, &tg, &errors, replica_options);
   if (!errors.empty()) {
@@ -675,7 +707,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   const int64_t total = e.train().steps();
   const int64_t batch = e.input().train().batch_size();
   const bool tty = ::isatty(STDOUT_FILENO);
-  training::ProgressHook progress({tty, e.train().log_every_steps()}, &out);
+  training::ProgressHook progress({tty, e.train().log_every_steps(), options.print_losses}, &out);
   std::vector<training::CheckpointListener*> checkpoint_listeners;
   if (monitoring->metrics) checkpoint_listeners.push_back(monitoring->metrics.get());
   std::unique_ptr<training::CheckpointHook> checkpoints;
@@ -708,6 +740,8 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     chief_stop = std::make_unique<ChiefStopHook>(cluster.get());
     hooks = {&progress, &stop_signals, chief_stop.get(), &inputs};
   }
+  std::unique_ptr<TestDelayHook> test_delay = in_cluster ? TestDelayFor(*identity) : nullptr;
+  if (test_delay != nullptr) hooks.push_back(test_delay.get());
 
   training::TrainingLoopOptions loop_options;
   loop_options.loss = tg.loss;

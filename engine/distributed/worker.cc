@@ -277,7 +277,10 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
         if (cancel != nullptr) cancel->Deregister(cancel_token);
         if (stats != nullptr) StepStatsToProto(*stats, response);
         if (!s.ok()) {
-          Log(absl::StrCat("step ", request->step_id(), " failed on ", options_.task, ": ", s.message()));
+          // A step this task's own session ran is reported by that session.
+          if (request->caller_task() != options_.task) {
+            Log(absl::StrCat("step ", request->step_id(), " failed on ", options_.task, ": ", s.message()));
+          }
           done(s);
           return;
         }

@@ -8,6 +8,8 @@ namespace training {
 
 absl::Status ProgressHook::Begin(Session* session, const LoopStart& start) {
   progress_ = std::make_unique<ProgressTracker>(start.last_step);
+  step_seconds_ = 0;
+  steps_ = 0;
   last_print_ = absl::InfinitePast();
   return absl::OkStatus();
 }
@@ -15,6 +17,9 @@ absl::Status ProgressHook::Begin(Session* session, const LoopStart& start) {
 absl::Status ProgressHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
   const absl::Time now = result.end_time;
   progress_->OnStep(step.step, step.examples, result.loss, step.learning_rate, now);
+  step_seconds_ += result.seconds;
+  ++steps_;
+  if (options_.print_losses) *out_ << absl::StrFormat("loss at step %d: %.9g\n", step.step, result.loss);
   const bool last = step.step == step.last_step;
   const bool print = options_.tty ? (now - last_print_ > absl::Milliseconds(250) || last)
                                   : (step.step % options_.log_every_steps == 0 || last);
@@ -33,6 +38,11 @@ absl::Status ProgressHook::End(Session* session, const LoopEnd& end) {
   if (end.reason == LoopStop::kInputEnded) {
     *out_ << "the training input ended at step " << end.step << " (input.train.epochs)\n";
   }
+  if (steps_ > 0) {
+    *out_ << absl::StrFormat("mean step time %.3f ms over %d steps\n", 1e3 * step_seconds_ / static_cast<double>(steps_),
+                             steps_);
+  }
+
   out_->flush();
   return absl::OkStatus();
 }

@@ -23,6 +23,9 @@ namespace training {
 struct ProgressHookOptions {
   bool tty = false;             // redraw one line in place ("\r", "\033[K")
   int64_t log_every_steps = 1;  // without a tty; must be > 0
+  // Also a line "loss at step N: X" (full precision) after every step, for
+  // comparing runs step by step (train --print_losses).
+  bool print_losses = false;
 };
 
 class ProgressHook : public TrainingHook {
@@ -38,6 +41,8 @@ class ProgressHook : public TrainingHook {
   std::ostream* const out_;
   std::unique_ptr<ProgressTracker> progress_;
   absl::Time last_print_ = absl::InfinitePast();
+  double step_seconds_ = 0;  // Session::Run time of this loop's steps
+  int64_t steps_ = 0;
 };
 
 }  // namespace training

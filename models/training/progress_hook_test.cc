@@ -34,13 +34,24 @@ TEST(ProgressHookTest, WithoutATerminalPrintsEveryNStepsAndTheLastThenTheFinalLo
   ProgressHook hook({/*tty=*/false, /*log_every_steps=*/2}, &out);
   RunSteps(&session, 0, 5, &hook);
   std::vector<std::string> lines = absl::StrSplit(out.str(), '\n', absl::SkipEmpty());
-  ASSERT_EQ(lines.size(), 4u) << out.str();
+  ASSERT_EQ(lines.size(), 5u) << out.str();
   EXPECT_TRUE(absl::StartsWith(lines[0], "step 2/5 (40.0%) loss 0.1235 lr 0.05")) << lines[0];
   EXPECT_TRUE(absl::StartsWith(lines[1], "step 4/5 ")) << lines[1];
   EXPECT_TRUE(absl::StartsWith(lines[2], "step 5/5 ")) << lines[2];
   // Full precision: the float's value to 9 significant digits.
   EXPECT_EQ(lines[3], "last step 5 loss 0.123456791");
+  EXPECT_TRUE(absl::StartsWith(lines[4], "mean step time ")) << lines[4];
+  EXPECT_TRUE(absl::EndsWith(lines[4], " ms over 5 steps")) << lines[4];
   EXPECT_FALSE(absl::StrContains(out.str(), "\r"));
+}
+
+TEST(ProgressHookTest, PrintsEveryLossAtFullPrecisionWhenAsked) {
+  FakeSession session;
+  session.SetValue("loss", Tensor::Scalar<float>(0.123456789f));
+  std::ostringstream out;
+  ProgressHook hook({/*tty=*/false, /*log_every_steps=*/100, /*print_losses=*/true}, &out);
+  RunSteps(&session, 0, 2, &hook);
+  EXPECT_TRUE(absl::StartsWith(out.str(), "loss at step 1: 0.123456791\nloss at step 2: 0.123456791\n")) << out.str();
 }
 
 TEST(ProgressHookTest, OnATerminalRedrawsOneLineAndEndsIt) {

@@ -116,6 +116,37 @@ TEST_F(TrainingLoopTest, RunsFromTheStartStepToTheLastFeedingTheLearningRate) {
                                             "h:Close:5"}));
 }
 
+// A replica of a replicated run: other workers advance the global step too,
+// so each step's number is the global step fetched with it.
+TEST_F(TrainingLoopTest, AStepTensorGivesEachStepItsGlobalStep) {
+  options_.step_tensor = "step:0";
+  int64_t global = 10;
+  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+    for (const std::string& f : call.fetches) {
+      if (f == "step:0") {
+        global += 3;  // two other workers' updates and this one's
+        out->push_back(Tensor::Scalar<int64_t>(global));
+      } else {
+        out->push_back(Tensor::Scalar<float>(0.5f));
+      }
+    }
+    return absl::OkStatus();
+  });
+  RecordingHook hook("h", &log_);
+  hook.fetches = {"extra"};
+  LoopEnd end = Run(10, 20, {&hook});
+  EXPECT_EQ(end.reason, LoopStop::kLastStep);
+  EXPECT_EQ(end.step, 22);
+  EXPECT_EQ(end.steps_run, 4);  // 13, 16, 19, 22
+  ASSERT_EQ(hook.results.size(), 4u);
+  EXPECT_EQ(log_[2], "h:AfterStep:13");
+  EXPECT_EQ(hook.results[0].fetched.size(), 1u) << "the step tensor is not the hook's fetch";
+  std::vector<FakeSession::Call> steps = session_.CallsWithTarget("train");
+  ASSERT_EQ(steps.size(), 4u);
+  // The learning rate follows the global step seen last.
+  EXPECT_FLOAT_EQ(steps[1].feeds[0].second.scalar<float>(), 0.5f / (13 + 1));
+}
+
 TEST_F(TrainingLoopTest, HooksAreCalledInTheirOrderInEveryPhase) {
   RecordingHook a("a", &log_), b("b", &log_);
   Run(0, 1, {&a, &b});

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Data-parallel training on parameter servers (issue 16; OSDI §4.4): every
+# worker of a local cluster trains the same graph on its shard of the input,
+# the variables live on the ps task.
+#   sync_equals_local: 2 workers x batch 64 with synchronous SGD give, step by
+#     step for 50 steps, the losses of one process with batch 128: the mean of
+#     the two workers' losses equals the one-process loss within 1e-5
+#     (relative), every step.
+#   backup_workers: 3 workers, worker 2 slowed by a test-only delay before each
+#     step; aggregating 2 of 3 (1 backup) has a mean chief step time at least
+#     40% lower than waiting for all 3.
+# Every process: 1 intra-op and 1 inter-op thread (train.deterministic).
+set -uo pipefail
+source tests/train_testlib.sh
+skip_without_data
+LIMIT_S=240
+CASE=${1:-all}
+
+# A small MLP on Fashion-MNIST, records in file order (no shuffle), SGD at a
+# constant rate: a batch of 128 is exactly the two workers' batches of 64.
+cat > "$SCRATCH/sync.pbtxt" <<CONFIG
+name: "replication_test"
+run_dir: "$SCRATCH/unused"
+model {
+  layer { name: "flat" input: "image" flatten {} }
+  layer { name: "fc1" input: "flat" dense { units: 64 activation: RELU } }
+  layer { name: "logits" input: "fc1" dense { units: 10 } }
+  loss { softmax_cross_entropy { logits: "logits" labels: "label" } }
+}
+input {
+  train {
+    idx {
+      images: "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
+      labels: "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz"
+    }
+    scale_to_unit: true
+    batch_size: 128
+  }
+}
+optimizer { sgd { learning_rate: 0.1 } }
+train { steps: 50 seed: 3 deterministic: true log_every_steps: 10 }
+checkpoint { every_steps: 0 }
+monitoring { metrics_port: -1 }
+replication { sync {} }
+CONFIG
+
+# "N LOSS" for every "loss at step N: LOSS" line of one task in a log.
+losses() {  # LOG PREFIX
+  sed -n "s/^$2loss at step \([0-9]*\): \(.*\)$/\1 \2/p" "$1"
+}
+
+sync_equals_local() {
+  local rc=0
+  timeout -k 10 $LIMIT_S "$TRAIN" "$SCRATCH/sync.pbtxt" --print_losses --run_dir "$SCRATCH/local" \
+    > "$SCRATCH/local.log" 2>&1 || fail "the one-process run failed: $(tail -5 "$SCRATCH/local.log")"
+  timeout -k 10 $LIMIT_S "$TRAIN" "$SCRATCH/sync.pbtxt" --print_losses --run_dir "$SCRATCH/sync" \
+    --local_cluster ps=1,worker=2 --set input.train.batch_size=64 > "$SCRATCH/sync.log" 2>&1 || rc=$?
+  [[ $rc -eq 0 ]] || fail "the sync cluster exited $rc: $(tail -8 "$SCRATCH/sync.log")"
+  grep -q '^\[worker:1\]   replication    sync: 2 of 2 workers' "$SCRATCH/sync.log" ||
+    fail "worker 1 did not train as a sync replica: $(grep '^\[worker:1\]' "$SCRATCH/sync.log" | tail -3)"
+  losses "$SCRATCH/local.log" "" > "$SCRATCH/local.losses"
+  losses "$SCRATCH/sync.log" '\[worker:0\] ' > "$SCRATCH/w0.losses"
+  losses "$SCRATCH/sync.log" '\[worker:1\] ' > "$SCRATCH/w1.losses"
+  for f in local w0 w1; do
+    [[ $(wc -l < "$SCRATCH/$f.losses") -eq 50 ]] ||
+      fail "$f printed $(wc -l < "$SCRATCH/$f.losses") losses, expected 50: $(tail -3 "$SCRATCH/$f.losses")"
+  done
+  # Step by step: (w0 + w1) / 2 against the one-process loss.
+  local report
+  report=$(join "$SCRATCH/w0.losses" "$SCRATCH/w1.losses" | join - "$SCRATCH/local.losses" |
+    awk '{ mean = ($2 + $3) / 2; d = mean - $4; if (d < 0) d = -d; r = d / ($4 < 0 ? -$4 : $4);
+           if (r > worst) { worst = r; at = $1 } n++; if (r > 1e-5) bad++ }
+         END { printf "%d steps, worst relative difference %.3g at step %d, %d over 1e-5\n", n, worst, at, bad }')
+  echo "sync_equals_local: $report"
+  [[ "$report" == "50 steps, "*" 0 over 1e-5" ]] || fail "sync_equals_local: $report"
+  # The two workers read different records: their losses differ.
+  ! cmp -s "$SCRATCH/w0.losses" "$SCRATCH/w1.losses" || fail "both workers saw the same batches"
+}
+
+mean_step_ms() {  # LOG
+  sed -n 's/^\[worker:0\] mean step time \([0-9.]*\) ms over .*/\1/p' "$1" | tail -1
+}
+
+backup_workers() {
+  local aggregate rc
+  for aggregate in 3 2; do
+    rc=0
+    SLUICE_TEST_SLOW_TASK=worker:2 SLUICE_TEST_STEP_DELAY_MS=150 timeout -k 10 $LIMIT_S "$TRAIN" "$SCRATCH/sync.pbtxt" \
+      --run_dir "$SCRATCH/backup$aggregate" --local_cluster ps=1,worker=3 --set train.steps=40 \
+      --set replication.sync.replicas_to_aggregate=$aggregate --set replication.sync.backup_workers=$((3 - aggregate)) \
+      > "$SCRATCH/backup$aggregate.log" 2>&1 || rc=$?
+    [[ $rc -eq 0 ]] || fail "aggregating $aggregate of 3 exited $rc: $(tail -8 "$SCRATCH/backup$aggregate.log")"
+  done
+  local all backup
+  all=$(mean_step_ms "$SCRATCH/backup3.log")
+  backup=$(mean_step_ms "$SCRATCH/backup2.log")
+  [[ -n "$all" && -n "$backup" ]] || fail "no mean step time: '$all' '$backup'"
+  echo "backup_workers: mean chief step time ${all} ms aggregating 3 of 3, ${backup} ms aggregating 2 of 3 (1 backup)"
+  awk -v a="$all" -v b="$backup" 'BEGIN { exit !(b <= 0.6 * a) }' ||
+    fail "with a backup worker the step time $backup ms is not 40% below $all ms"
+}
+
+case "$CASE" in
+  sync_equals_local) sync_equals_local ;;
+  backup_workers) backup_workers ;;
+  all) sync_equals_local; backup_workers ;;
+  *) fail "unknown case $CASE" ;;
+esac
+echo PASS

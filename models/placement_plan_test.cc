@@ -74,6 +74,9 @@ TEST_F(PlacementPlanTest, CountsNodesVariablesFlopsAndCrossingTensors) {
   b_.FindNode("w")->set_device("/device:CPU:1");
   MatMul("y1", "x", "w");
   MatMul("y2", "x", "w");
+  // A value reader is not tied to the variable's device: pin both.
+  b_.FindNode("y1")->set_device("/device:CPU:1");
+  b_.FindNode("y2")->set_device("/device:CPU:1");
   b_.Binary("Add", "sum", "y1", "y2", DT_FLOAT);
   b_.NoOp("after_x", {"x"});
   b_.FindNode("after_x")->set_device("/device:CPU:1");

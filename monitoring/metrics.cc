@@ -33,17 +33,17 @@ std::vector<double> StepDurationBuckets() {
 }
 
 absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const MetricsOptions& options) {
-  if (!ValidLabelValue(options.job)) {
-    return absl::InvalidArgumentError(absl::StrCat("metrics: bad job name '", options.job, "'"));
+  if (!ValidLabelValue(options.role)) {
+    return absl::InvalidArgumentError(absl::StrCat("metrics: bad role name '", options.role, "'"));
   }
   if (options.task < 0) return absl::InvalidArgumentError(absl::StrCat("metrics: bad task ", options.task));
   if (options.serve && (options.port < 0 || options.port > 65535)) {
     return absl::InvalidArgumentError(absl::StrCat("metrics: port must be 0-65535, got ", options.port));
   }
   std::unique_ptr<TrainingMetrics> m(new TrainingMetrics());
-  m->job_ = options.job;
+  m->role_ = options.role;
   m->task_ = absl::StrCat(options.task);
-  const prometheus::Labels id = {{"job", m->job_}, {"task", m->task_}};
+  const prometheus::Labels id = {{"role", m->role_}, {"task", m->task_}};
   try {
     m->registry_ = std::make_shared<prometheus::Registry>();
     prometheus::Registry& r = *m->registry_;
@@ -89,7 +89,7 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
         .Name("sluice_build_info")
         .Help("Always 1; labels describe the build.")
         .Register(r)
-        .Add({{"job", m->job_}, {"task", m->task_}, {"version", options.version}})
+        .Add({{"role", m->role_}, {"task", m->task_}, {"version", options.version}})
         .Set(1);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("metrics: registering metrics: ", e.what()));
@@ -136,7 +136,7 @@ void TrainingMetrics::AddKernelTime(const std::string& op, double seconds) {
     absl::MutexLock lock(&mu_);
     auto it = kernel_by_op_.find(op);
     if (it == kernel_by_op_.end()) {
-      it = kernel_by_op_.emplace(op, &kernel_seconds_->Add({{"job", job_}, {"task", task_}, {"op", op}})).first;
+      it = kernel_by_op_.emplace(op, &kernel_seconds_->Add({{"role", role_}, {"task", task_}, {"op", op}})).first;
     }
     c = it->second;
   }
@@ -150,7 +150,7 @@ void TrainingMetrics::SetDeviceMemory(const std::string& device, const Allocator
     auto it = device_memory_by_device_.find(device);
     if (it == device_memory_by_device_.end()) {
       std::vector<prometheus::Gauge*> added;
-      for (auto* family : device_memory_) added.push_back(&family->Add({{"job", job_}, {"task", task_}, {"device", device}}));
+      for (auto* family : device_memory_) added.push_back(&family->Add({{"role", role_}, {"task", task_}, {"device", device}}));
       it = device_memory_by_device_.emplace(device, std::move(added)).first;
     }
     gauges = &it->second;  // stable: entries are never erased
@@ -173,7 +173,7 @@ void TrainingMetrics::OnRunSucceeded(double duration_seconds, absl::Time finishe
   absl::MutexLock lock(&mu_);
   try {
     if (run_duration_ == nullptr) {
-      const prometheus::Labels id = {{"job", job_}, {"task", task_}};
+      const prometheus::Labels id = {{"role", role_}, {"task", task_}};
       run_duration_ = &prometheus::BuildGauge()
                            .Name("sluice_run_duration_seconds")
                            .Help("Wall time of the latest completed run.")
@@ -200,7 +200,7 @@ std::string TrainingMetrics::Scrape() const {
 
 absl::Status TrainingMetrics::Push(const PushOptions& options) const {
   try {
-    prometheus::Gateway gateway(options.host, options.port, job_, {{"task", task_}});
+    prometheus::Gateway gateway(options.host, options.port, role_, {{"task", task_}});
     gateway.RegisterCollectable(registry_);
     const int code = gateway.Push();
     if (code < 0) {

@@ -2,7 +2,7 @@
 // embedded HTTP server and optionally pushed to a Pushgateway at the end of a run.
 //
 // Names follow Prometheus conventions (sluice_ prefix, base units, _total counters). Every
-// series carries the constant labels job and task; sluice_kernel_seconds_total adds op, and
+// series carries the constant labels role and task; sluice_kernel_seconds_total adds op, and
 // the info metric sluice_build_info adds version. The served page also has prometheus-cpp's own
 // exposer_* families (scrapes, bytes, latencies), which it always adds.
 //   sluice_train_steps_total                          counter
@@ -51,7 +51,11 @@ class Family;
 namespace sluice {
 
 struct MetricsOptions {
-  std::string job = "worker";
+  // Which task this is, as the labels role="worker" task="0" on every series
+  // (not `job` or `instance`: a Prometheus server sets those on whatever it
+  // scrapes, and would rename ours to exported_job). A single process is
+  // worker 0. The Pushgateway groups pushes by job=role, task.
+  std::string role = "worker";
   int64_t task = 0;
   // Serve /metrics on bind_address:port; port 0 picks a free port (see TrainingMetrics::port).
   // Loopback unless the caller names another address ("0.0.0.0": every interface).
@@ -67,13 +71,13 @@ struct MetricsOptions {
 struct PushOptions {
   std::string host = "127.0.0.1";
   std::string port = "9091";
-  // The grouping key is {job, task} of this TrainingMetrics, matching the series' own labels
+  // The grouping key is {job=role, task} of this TrainingMetrics, matching the series' own labels
   // (the Pushgateway rejects pushes whose labels contradict the grouping key).
 };
 
 class TrainingMetrics {
  public:
-  // InvalidArgument for a bad job name or port; Unavailable when the port cannot be bound.
+  // InvalidArgument for a bad role name or port; Unavailable when the port cannot be bound.
   static absl::StatusOr<std::unique_ptr<TrainingMetrics>> Create(const MetricsOptions& options);
   ~TrainingMetrics();
   TrainingMetrics(const TrainingMetrics&) = delete;
@@ -101,7 +105,7 @@ class TrainingMetrics {
 
   // The text exposition format, as /metrics serves it.
   std::string Scrape() const;
-  // POSTs the metrics to the Pushgateway's group /metrics/job/<job>/task/<task> (replacing the
+  // POSTs the metrics to the Pushgateway's group /metrics/job/<role>/task/<task> (replacing the
   // metrics of the same names there). Unavailable on connection errors, Internal on an HTTP
   // error status.
   absl::Status Push(const PushOptions& options) const;
@@ -112,7 +116,7 @@ class TrainingMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
-  std::string job_;
+  std::string role_;
   std::string task_;
 
   prometheus::Counter* steps_ = nullptr;

@@ -25,7 +25,7 @@ using testing_http::HttpGet;
 
 MetricsOptions LocalOptions() {
   MetricsOptions o;
-  o.job = "worker";
+  o.role = "worker";
   o.task = 3;
   o.bind_address = "127.0.0.1";
   o.port = 0;
@@ -104,7 +104,7 @@ TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
   };
   EXPECT_EQ(Types(text), expected_types) << text;
 
-  const std::string id = "job=\"worker\",task=\"3\"";
+  const std::string id = "role=\"worker\",task=\"3\"";
   EXPECT_EQ(Sample(text, "sluice_train_steps_total{" + id + "}"), 2) << text;
   EXPECT_EQ(Sample(text, "sluice_train_examples_total{" + id + "}"), 256);
   EXPECT_EQ(Sample(text, "sluice_loss{" + id + "}"), 0.5);
@@ -118,8 +118,8 @@ TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
   EXPECT_EQ(Sample(text, "sluice_checkpoint_save_duration_seconds_count{" + id + "}"), 1);
   EXPECT_EQ(Sample(text, "sluice_checkpoint_last_success_timestamp_seconds{" + id + "}"), 1700000000);
   // Labels are serialized sorted by name.
-  EXPECT_DOUBLE_EQ(Sample(text, "sluice_kernel_seconds_total{job=\"worker\",op=\"MatMul\",task=\"3\"}"), 0.003);
-  EXPECT_DOUBLE_EQ(Sample(text, "sluice_kernel_seconds_total{job=\"worker\",op=\"Add\",task=\"3\"}"), 0.0005);
+  EXPECT_DOUBLE_EQ(Sample(text, "sluice_kernel_seconds_total{op=\"MatMul\",role=\"worker\",task=\"3\"}"), 0.003);
+  EXPECT_DOUBLE_EQ(Sample(text, "sluice_kernel_seconds_total{op=\"Add\",role=\"worker\",task=\"3\"}"), 0.0005);
   EXPECT_EQ(Sample(text, "sluice_build_info{" + id + ",version=\"test\"}"), 1);
   const std::string gpu = "device=\"/job:localhost/replica:0/task:0/device:GPU:0\"," + id;
   EXPECT_EQ(Sample(text, "sluice_device_memory_in_use_bytes{" + gpu + "}"), 1 << 20) << text;
@@ -128,14 +128,15 @@ TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
   EXPECT_EQ(Sample(text, "sluice_device_memory_largest_free_bytes{" + gpu + "}"), 60 << 20);
   EXPECT_DOUBLE_EQ(Sample(text, "sluice_device_memory_fragmentation_ratio{" + gpu + "}"), 0.25);
 
-  // Only job and task (plus op, device, and version on the info metric) as labels.
+  // Only role and task (plus op, device, and version on the info metric) as labels: never job or
+  // instance, which Prometheus sets itself.
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     if (line.empty() || line[0] == '#' || absl::StartsWith(line, "exposer_")) continue;
     size_t open = line.find('{');
     ASSERT_NE(open, absl::string_view::npos) << line;
     for (absl::string_view label : absl::StrSplit(line.substr(open + 1, line.find('}') - open - 1), ',')) {
       absl::string_view key = label.substr(0, label.find('='));
-      EXPECT_TRUE(key == "job" || key == "task" || key == "op" || key == "le" || key == "version" || key == "device")
+      EXPECT_TRUE(key == "role" || key == "task" || key == "op" || key == "le" || key == "version" || key == "device")
           << line;
     }
   }
@@ -160,7 +161,7 @@ TEST(TrainingMetricsTest, NotServingAndBadOptions) {
   EXPECT_TRUE(absl::StrContains((*m)->Scrape(), "sluice_train_steps_total"));
 
   o = LocalOptions();
-  o.job = "";
+  o.role = "";
   EXPECT_TRUE(absl::IsInvalidArgument(TrainingMetrics::Create(o).status()));
   o = LocalOptions();
   o.port = 70000;

@@ -22,10 +22,11 @@ for m in sluice_train_steps_total sluice_train_examples_total sluice_step_durati
   grep -qE "^$m\{" "$page" || fail "$m is missing from /metrics:
 $(cat "$page")"
 done
-# Labels: job and task only (plus le on buckets, version on build_info).
-bad=$(grep -E '^sluice_' "$page" | grep -oE '[a-z_]+="' | sort -u | grep -vE '^(job|task|le|version)="$' || true)
+# Labels: role and task only (plus le on buckets, version on build_info); never job or
+# instance, which Prometheus sets itself.
+bad=$(grep -E '^sluice_' "$page" | grep -oE '[a-z_]+="' | sort -u | grep -vE '^(role|task|le|version)="$' || true)
 [[ -z "$bad" ]] || fail "unexpected labels: $bad"
-grep -qE '^sluice_train_steps_total\{job="worker",task="0"\} ' "$page" || fail "no job/task labels on steps"
+grep -qE '^sluice_train_steps_total\{role="worker",task="0"\} ' "$page" || fail "no role/task labels on steps"
 [[ "$(sample_value sluice_input_queue_capacity <"$page")" == 2000 ]] || fail "queue capacity is not 2000"
 loss=$(sample_value sluice_loss <"$page")
 awk -v v="$loss" 'BEGIN { exit !(v > 0 && v < 10) }' || fail "loss gauge $loss"

@@ -9,6 +9,9 @@
 #   backup_workers: 3 workers, worker 2 slowed by a test-only delay before each
 #     step; aggregating 2 of 3 (1 backup) has a mean chief step time at least
 #     40% lower than waiting for all 3.
+#   async_accuracy: 1 ps + 2 asynchronous workers train
+#     configs/fashion_mlp_async.pbtxt (fashion_mlp, 9400 global steps) to at
+#     least 88.5% test accuracy.
 # Every process: 1 intra-op and 1 inter-op thread (train.deterministic).
 set -uo pipefail
 source tests/train_testlib.sh
@@ -100,10 +103,26 @@ backup_workers() {
     fail "with a backup worker the step time $backup ms is not 40% below $all ms"
 }
 
+async_accuracy() {
+  local rc=0 start=$SECONDS
+  timeout -k 10 600 "$TRAIN" "$PWD/configs/fashion_mlp_async.pbtxt" --local_cluster ps=1,worker=2 --run_dir "$SCRATCH/async" \
+    --set train.eval_every_steps=0 --set devices.intra_op_threads=1 --set devices.inter_op_threads=1 \
+    --set monitoring.metrics_port=-1 > "$SCRATCH/async.log" 2>&1 || rc=$?
+  [[ $rc -eq 0 ]] || fail "the async cluster exited $rc: $(tail -8 "$SCRATCH/async.log")"
+  grep -q '^\[worker:1\] last step ' "$SCRATCH/async.log" ||
+    fail "worker 1 did not train: $(grep '^\[worker:1\]' "$SCRATCH/async.log" | tail -3)"
+  local accuracy
+  accuracy=$(sed -n 's/^\[worker:0\] eval at step 9400: .* accuracy \([0-9.]*\) .*/\1/p' "$SCRATCH/async.log")
+  [[ -n "$accuracy" ]] || fail "no final evaluation: $(tail -5 "$SCRATCH/async.log")"
+  echo "async_accuracy: test accuracy $accuracy after 9400 global steps of 2 async workers ($((SECONDS - start)) s)"
+  awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.885) }' || fail "async accuracy $accuracy is below 0.885"
+}
+
 case "$CASE" in
   sync_equals_local) sync_equals_local ;;
   backup_workers) backup_workers ;;
-  all) sync_equals_local; backup_workers ;;
+  async_accuracy) async_accuracy ;;
+  all) sync_equals_local; backup_workers; async_accuracy ;;
   *) fail "unknown case $CASE" ;;
 esac
 echo PASS

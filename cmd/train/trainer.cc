@@ -171,8 +171,12 @@ struct MonitoringHooks {
 
 // Checks the summaries and monitoring sections against the training graph; a problem is
 // InvalidArgument naming the config field. No I/O.
+// `task`: this process's task (worker 0 outside a cluster). Only the chief
+// pushes to a Pushgateway; another replica serves /metrics only on a free
+// port (metrics_port 0), since tasks may share a machine.
 absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& e, const models::TrainingGraph& tg,
-                                                      const training::StepRange& trace_steps, std::ostream& out,
+                                                      const training::StepRange& trace_steps,
+                                                      const distributed::TaskId& task, bool chief, std::ostream& out,
                                                       std::ostream& err) {
   MonitoringHooks hooks;
   training::SummaryHookOptions so;
@@ -185,12 +189,12 @@ absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& 
   hooks.summaries = std::move(summaries).value();
 
   const config::Monitoring& mon = e.monitoring();
-  const bool serve = e.has_monitoring() && mon.metrics_port() >= 0;
-  const std::string pushgateway_url = e.has_monitoring() ? mon.pushgateway_url() : "";
+  const bool serve = e.has_monitoring() && mon.metrics_port() >= 0 && (chief || mon.metrics_port() == 0);
+  const std::string pushgateway_url = e.has_monitoring() && chief ? mon.pushgateway_url() : "";
   if (serve || !pushgateway_url.empty()) {
     training::MetricsHookOptions mo;
-    mo.metrics.job = "worker";  // until task identity flags exist
-    mo.metrics.task = 0;
+    mo.metrics.role = task.job;
+    mo.metrics.task = task.index;
     mo.metrics.version = kVersion;
     mo.metrics.serve = serve;
     mo.metrics.port = serve ? mon.metrics_port() : 0;
@@ -466,7 +470,10 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     }
     trace_steps = *range;
   }
-  auto monitoring = CreateMonitoringHooks(e, tg, trace_steps, out, err);
+  distributed::TaskId metrics_task;
+  metrics_task.job = in_cluster ? identity->task.job : "worker";
+  metrics_task.index = in_cluster ? identity->task.index : 0;
+  auto monitoring = CreateMonitoringHooks(e, tg, trace_steps, metrics_task, chief, out, err);
   if (!monitoring.ok()) {
     err << options.config_path << ": error: " << monitoring.status().message() << "\n";
     return kExitBadConfig;
@@ -739,6 +746,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     // chief alone writes summaries, checkpoints and evaluations.
     chief_stop = std::make_unique<ChiefStopHook>(cluster.get());
     hooks = {&progress, &stop_signals, chief_stop.get(), &inputs};
+    if (monitoring->metrics) hooks.insert(hooks.begin(), monitoring->metrics.get());
   }
   std::unique_ptr<TestDelayHook> test_delay = in_cluster ? TestDelayFor(*identity) : nullptr;
   if (test_delay != nullptr) hooks.push_back(test_delay.get());

@@ -1,7 +1,8 @@
 // CPU kernels for the broadcasting arithmetic ops: Add, AddV2, Sub, Mul, Div,
-// RealDiv, FloorDiv, Maximum, Minimum, Pow, SquaredDifference. Integer
-// division by zero (and negative integer powers) fail with InvalidArgument
-// before anything is computed; INT_MIN / -1 wraps instead of trapping.
+// RealDiv, FloorDiv, FloorMod, Maximum, Minimum, Pow, SquaredDifference.
+// Integer division by zero (and negative integer powers) fail with
+// InvalidArgument before anything is computed; INT_MIN / -1 wraps instead of
+// trapping.
 // Thread safety: kernels are stateless.
 #include <cmath>
 #include <limits>
@@ -46,6 +47,26 @@ struct SafeIntFloorDiv {
     T q = SafeIntDiv<T>()(a, b);
     if (std::is_signed<T>::value && b != static_cast<T>(-1) && (a % b != 0) && ((a < 0) != (b < 0))) --q;
     return q;
+  }
+};
+// x - floor(x / y) * y, with the sign of y (Python's %). Integers: the
+// truncated remainder moved into y's sign; x % -1 is 0 without the
+// INT_MIN % -1 trap. Floating types: fmod in float (double for double).
+template <typename T>
+struct FloorModScalar {
+  T operator()(const T& a, const T& b) const {
+    if constexpr (std::is_integral<T>::value) {
+      if (std::is_signed<T>::value && b == static_cast<T>(-1)) return T(0);
+      T r = static_cast<T>(a % b);
+      if (std::is_signed<T>::value && r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
+      return r;
+    } else {
+      using C = typename std::conditional<std::is_same<T, double>::value, double, float>::type;
+      const C x = static_cast<C>(a), y = static_cast<C>(b);
+      C r = std::fmod(x, y);
+      if (r != 0 && ((r < 0) != (y < 0))) r += y;
+      return static_cast<T>(r);
+    }
   }
 };
 template <typename Scalar>
@@ -152,6 +173,7 @@ SLUICE_REG_ARITH_(uint16_t);
   SLUICE_REG_("Div", T, (BinaryOp<T, DivF>));                        \
   SLUICE_REG_("RealDiv", T, (BinaryOp<T, DivF>));                    \
   SLUICE_REG_("FloorDiv", T, (BinaryOp<T, FloorDivFloatF>));         \
+  SLUICE_REG_("FloorMod", T, (BinaryOp<T, WrapScalarFunctor<FloorModScalar<T>>>)); \
   SLUICE_REG_("SquaredDifference", T, (BinaryOp<T, SquaredDifferenceF>)); \
   SLUICE_REG_("Pow", T, PowOp<T>)
 SLUICE_REG_FLOAT_(float);
@@ -162,7 +184,8 @@ SLUICE_REG_FLOAT_(bfloat16);
 
 #define SLUICE_REG_INT_DIV_(T)                                 \
   SLUICE_REG_("Div", T, (IntDivOp<T, SafeIntDiv<T>>));         \
-  SLUICE_REG_("FloorDiv", T, (IntDivOp<T, SafeIntFloorDiv<T>>))
+  SLUICE_REG_("FloorDiv", T, (IntDivOp<T, SafeIntFloorDiv<T>>)); \
+  SLUICE_REG_("FloorMod", T, (IntDivOp<T, FloorModScalar<T>>))
 SLUICE_REG_INT_DIV_(int8_t);
 SLUICE_REG_INT_DIV_(int16_t);
 SLUICE_REG_INT_DIV_(int32_t);

@@ -1,7 +1,7 @@
-// CPU kernels for the elementwise unary math ops (Neg, Abs, Square, Sqrt,
-// Rsqrt, Exp, Log, Log1p, Tanh, Sigmoid, Reciprocal) and the gradient helper
-// ops TensorFlow's gradients use (TanhGrad, SigmoidGrad, SqrtGrad, RsqrtGrad:
-// inputs y and dy of the same shape). Vectorized Eigen expressions evaluated
+// CPU kernels for the elementwise unary math ops (Neg, Abs, Sign, Square,
+// Sqrt, Rsqrt, Exp, Log, Log1p, Tanh, Sigmoid, Reciprocal, Sin, Cos, Erfc)
+// and the gradient helper ops TensorFlow's gradients use (TanhGrad,
+// SigmoidGrad, SqrtGrad, RsqrtGrad: inputs y and dy of the same shape). Vectorized Eigen expressions evaluated
 // in parallel chunks. Thread safety: kernels are stateless.
 #include "absl/strings/str_cat.h"
 #include "engine/kernels/cwise_ops_common.h"
@@ -25,7 +25,22 @@ SLUICE_UNARY_FUNCTOR_(Log1pF, a.log1p());
 SLUICE_UNARY_FUNCTOR_(TanhF, a.tanh());
 SLUICE_UNARY_FUNCTOR_(SigmoidF, a.sigmoid());
 SLUICE_UNARY_FUNCTOR_(ReciprocalF, a.inverse());
+SLUICE_UNARY_FUNCTOR_(SignF, a.sign());
+SLUICE_UNARY_FUNCTOR_(ErfcF, a.erfc());
 #undef SLUICE_UNARY_FUNCTOR_
+
+// Eigen's Tensor has no sin()/cos() members; its scalar functors vectorize
+// for float and double (half and bfloat16 go through float).
+template <typename T>
+struct SinF {
+  template <typename A>
+  auto operator()(const A& a) const { return a.unaryExpr(Eigen::internal::scalar_sin_op<T>()); }
+};
+template <typename T>
+struct CosF {
+  template <typename A>
+  auto operator()(const A& a) const { return a.unaryExpr(Eigen::internal::scalar_cos_op<T>()); }
+};
 
 template <typename T, typename F, int kCost>
 class UnaryOp : public OpKernel {
@@ -78,6 +93,7 @@ class UnaryGradOp : public OpKernel {
 #define SLUICE_REG_SIGNED_(T)                     \
   SLUICE_REG_("Neg", T, UnaryOp<T, NegF, 1>);     \
   SLUICE_REG_("Abs", T, UnaryOp<T, AbsF, 1>);     \
+  SLUICE_REG_("Sign", T, UnaryOp<T, SignF, 1>);   \
   SLUICE_REG_("Square", T, UnaryOp<T, SquareF, 1>)
 #define SLUICE_REG_FLOAT_(T)                                       \
   SLUICE_REG_SIGNED_(T);                                           \
@@ -89,6 +105,9 @@ class UnaryGradOp : public OpKernel {
   SLUICE_REG_("Tanh", T, UnaryOp<T, TanhF, 8>);                    \
   SLUICE_REG_("Sigmoid", T, UnaryOp<T, SigmoidF, 8>);              \
   SLUICE_REG_("Reciprocal", T, UnaryOp<T, ReciprocalF, 2>);        \
+  SLUICE_REG_("Sin", T, UnaryOp<T, SinF<T>, 8>);                   \
+  SLUICE_REG_("Cos", T, UnaryOp<T, CosF<T>, 8>);                   \
+  SLUICE_REG_("Erfc", T, UnaryOp<T, ErfcF, 16>);                   \
   SLUICE_REG_("TanhGrad", T, UnaryGradOp<T, TanhGradF<T>>);        \
   SLUICE_REG_("SigmoidGrad", T, UnaryGradOp<T, SigmoidGradF<T>>);  \
   SLUICE_REG_("SqrtGrad", T, UnaryGradOp<T, SqrtGradF<T>>);        \

@@ -1,9 +1,11 @@
 // CPU kernels for AddN (sum of N same-shape tensors), Select (TensorFlow's
 // v1 semantics: the condition has the shape of t, is a scalar, or a vector
-// over t's first dimension) and BroadcastGradientArgs (the reduction axes
+// over t's first dimension), SelectV2 (numpy broadcasting of all three) and BroadcastGradientArgs (the reduction axes
 // of each operand of a broadcasting binary op, for its gradient).
 // Thread safety: kernels are stateless.
 #include <algorithm>
+#include <type_traits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/kernels/cwise_ops_common.h"
@@ -96,6 +98,105 @@ class SelectOp : public OpKernel {
   }
 };
 
+// Row-major strides of `in` laid out in the rank of `out` (numpy alignment:
+// trailing dims line up), 0 along the dims `in` is broadcast over.
+// REQUIRES: `in` broadcasts to `out`.
+std::vector<int64_t> BroadcastStrides(const TensorShape& in, const TensorShape& out) {
+  const int rank = out.dims();
+  std::vector<int64_t> strides(rank, 0);
+  int64_t stride = 1;
+  for (int i = in.dims() - 1; i >= 0; --i) {
+    if (in.dim_size(i) != 1) strides[rank - in.dims() + i] = stride;
+    stride *= in.dim_size(i);
+  }
+  return strides;
+}
+
+// SelectV2: output = condition ? t : e with numpy broadcasting of all three.
+// A scalar condition forwards t or e without a copy when it has the output's
+// shape; same-shape inputs take one vectorized select; anything else walks
+// the output row by row with per-input strides (0 where broadcast).
+template <typename T>
+class SelectV2Op : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& cond = ctx->input(0);
+    const Tensor& t = ctx->input(1);
+    const Tensor& e = ctx->input(2);
+    cwise::BroadcastPlan te;
+    OP_REQUIRES(ctx, cwise::MakeBroadcastPlan(t.shape(), e.shape(), &te).ok(),
+                absl::InvalidArgumentError(absl::StrCat("'t' ", t.shape().DebugString(), " and 'e' ",
+                                                        e.shape().DebugString(), " are not broadcast-compatible")));
+    cwise::BroadcastPlan plan;
+    OP_REQUIRES(ctx, cwise::MakeBroadcastPlan(cond.shape(), te.out_shape, &plan).ok(),
+                absl::InvalidArgumentError(absl::StrCat("condition ", cond.shape().DebugString(), " and 't'/'e' ",
+                                                        te.out_shape.DebugString(),
+                                                        " are not broadcast-compatible")));
+    const TensorShape& out_shape = plan.out_shape;
+    if (cond.NumElements() == 1) {
+      const Tensor& chosen = cond.data<bool>()[0] ? t : e;
+      if (chosen.shape() == out_shape) {
+        ctx->set_output(0, chosen);
+        return;
+      }
+    }
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
+    const int64_t n = out->NumElements();
+    if (n == 0) return;
+    const bool* c = cond.data<bool>();
+    const T* a = t.data<T>();
+    const T* b = e.data<T>();
+    T* o = out->data<T>();
+    if constexpr (!std::is_same<T, tstring>::value) {
+      if (cond.shape() == out_shape && t.shape() == out_shape && e.shape() == out_shape) {
+        cwise::ParallelFor(ctx, n, 1, [&](int64_t lo, int64_t hi) {
+          const int64_t len = hi - lo;
+          Vec<T>(o + lo, len) = CVec<bool>(c + lo, len).select(CVec<T>(a + lo, len), CVec<T>(b + lo, len));
+        });
+        return;
+      }
+    }
+    if (out_shape.dims() == 0) {
+      o[0] = c[0] ? a[0] : b[0];
+      return;
+    }
+    const int rank = out_shape.dims();
+    const std::vector<int64_t> cs = BroadcastStrides(cond.shape(), out_shape);
+    const std::vector<int64_t> as = BroadcastStrides(t.shape(), out_shape);
+    const std::vector<int64_t> bs = BroadcastStrides(e.shape(), out_shape);
+    const int64_t inner = out_shape.dim_size(rank - 1);
+    const int64_t ci = cs[rank - 1], ai = as[rank - 1], bi = bs[rank - 1];
+    cwise::ParallelFor(ctx, n / inner, inner, [&](int64_t lo, int64_t hi) {
+      // The index of row `lo` over the outer dims, and each input's offset.
+      std::vector<int64_t> index(rank - 1, 0);
+      int64_t co = 0, ao = 0, bo = 0, r = lo;
+      for (int d = rank - 2; d >= 0; --d) {
+        index[d] = r % out_shape.dim_size(d);
+        r /= out_shape.dim_size(d);
+        co += index[d] * cs[d];
+        ao += index[d] * as[d];
+        bo += index[d] * bs[d];
+      }
+      for (int64_t row = lo; row < hi; ++row) {
+        T* dst = o + row * inner;
+        for (int64_t j = 0; j < inner; ++j) dst[j] = c[co + j * ci] ? a[ao + j * ai] : b[bo + j * bi];
+        for (int d = rank - 2; d >= 0; --d) {
+          co += cs[d];
+          ao += as[d];
+          bo += bs[d];
+          if (++index[d] < out_shape.dim_size(d)) break;
+          co -= cs[d] * index[d];
+          ao -= as[d] * index[d];
+          bo -= bs[d] * index[d];
+          index[d] = 0;
+        }
+      }
+    });
+  }
+};
+
 // TensorFlow's BCastGradArgs: for shapes s0 and s1, the output axes along
 // which each operand was broadcast (and so its gradient must be summed).
 template <typename T>
@@ -148,7 +249,8 @@ class BroadcastGradientArgsOp : public OpKernel {
   REGISTER_KERNEL_BUILDER(Name(OP).Device(kDeviceCpu).TypeConstraint<T>("T"), __VA_ARGS__)
 #define SLUICE_REG_ALL_(T)                 \
   SLUICE_REG_("AddN", T, AddNOp<T>);       \
-  SLUICE_REG_("Select", T, SelectOp<T>)
+  SLUICE_REG_("Select", T, SelectOp<T>);   \
+  SLUICE_REG_("SelectV2", T, SelectV2Op<T>)
 SLUICE_REG_ALL_(float);
 SLUICE_REG_ALL_(double);
 SLUICE_REG_ALL_(half);
@@ -161,6 +263,9 @@ SLUICE_REG_ALL_(uint8_t);
 SLUICE_REG_ALL_(uint16_t);
 #undef SLUICE_REG_ALL_
 SLUICE_REG_("Select", bool, SelectOp<bool>);
+SLUICE_REG_("SelectV2", bool, SelectV2Op<bool>);
+SLUICE_REG_("SelectV2", complex64, SelectV2Op<complex64>);
+SLUICE_REG_("SelectV2", tstring, SelectV2Op<tstring>);
 SLUICE_REG_("BroadcastGradientArgs", int32_t, BroadcastGradientArgsOp<int32_t>);
 SLUICE_REG_("BroadcastGradientArgs", int64_t, BroadcastGradientArgsOp<int64_t>);
 #undef SLUICE_REG_

@@ -1,4 +1,4 @@
-// Elementwise math ops, AddN, Select, Cast, BroadcastGradientArgs, the
+// Elementwise math ops, AddN, Select(V2), Cast, BroadcastGradientArgs, the
 // *Grad helper ops, MatMul and BatchMatMul(V2): TensorFlow's signatures
 // (tensorflow/core/ops/math_ops.cc), each with its shape function and its
 // gradient. Gradients of broadcasting binary ops sum over the broadcast axes
@@ -228,6 +228,14 @@ static absl::Status DivGrad(GradientBuilder* g) {
 SLUICE_BINARY_OP_("Div", SLUICE_ARITH_TYPES_, "T").SetGradient(DivGrad);
 SLUICE_BINARY_OP_("RealDiv", SLUICE_ARITH_TYPES_, "T").SetGradient(DivGrad);
 SLUICE_BINARY_OP_("FloorDiv", SLUICE_ARITH_TYPES_, "T").SetNotDifferentiable();
+// TensorFlow's FloorMod also takes uint32 and uint64, which Sluice has not.
+SLUICE_BINARY_OP_("FloorMod", "{int8, int16, int32, int64, uint8, uint16, bfloat16, half, float, double}", "T")
+    .SetGradient([](GradientBuilder* g) {
+      // z = x - floor(x / y) * y: dz/dx = 1, dz/dy = -floor(x / y).
+      Output dz = g->grad(0);
+      SetBroadcastGrads(g, dz, Bin(g, "Mul", dz, Un(g, "Neg", Bin(g, "FloorDiv", g->input(0), g->input(1)))));
+      return absl::OkStatus();
+    });
 static absl::Status MaxMinGrad(GradientBuilder* g, const char* cmp) {
   Output x = g->input(0), y = g->input(1), dz = g->grad(0);
   const DataType t = x.dtype();
@@ -349,6 +357,27 @@ SLUICE_UNARY_OP_("Sigmoid", SLUICE_FLOAT_TYPES_).SetGradient([](GradientBuilder*
   g->SetInputGrad(0, Bin(g, "SigmoidGrad", g->output(0), g->grad(0)));
   return absl::OkStatus();
 });
+SLUICE_UNARY_OP_("Sin", SLUICE_FLOAT_TYPES_).SetGradient([](GradientBuilder* g) {
+  g->SetInputGrad(0, Bin(g, "Mul", g->grad(0), Un(g, "Cos", g->input(0))));
+  return absl::OkStatus();
+});
+SLUICE_UNARY_OP_("Cos", SLUICE_FLOAT_TYPES_).SetGradient([](GradientBuilder* g) {
+  g->SetInputGrad(0, Bin(g, "Mul", Un(g, "Neg", g->grad(0)), Un(g, "Sin", g->input(0))));
+  return absl::OkStatus();
+});
+// -1, 0 or 1 (complex: x / |x|). Its gradient is zero (TensorFlow's _SignGrad).
+SLUICE_UNARY_OP_("Sign", "{bfloat16, half, float, double, int8, int16, int32, int64, complex64}")
+    .SetGradient([](GradientBuilder* g) {
+      g->SetInputGrad(0, Un(g, "ZerosLike", g->input(0)));
+      return absl::OkStatus();
+    });
+// d erfc(x)/dx = -2 / sqrt(pi) * exp(-x^2).
+SLUICE_UNARY_OP_("Erfc", "{bfloat16, half, float, double}").SetGradient([](GradientBuilder* g) {
+  Output x = g->input(0);
+  Output scale = One(g, x.dtype(), -1.1283791670955126);  // -2 / sqrt(pi)
+  g->SetInputGrad(0, Bin(g, "Mul", Bin(g, "Mul", g->grad(0), scale), Un(g, "Exp", Un(g, "Neg", Un(g, "Square", x)))));
+  return absl::OkStatus();
+});
 SLUICE_UNARY_OP_("Reciprocal", SLUICE_FLOAT_TYPES_).SetGradient([](GradientBuilder* g) {
   g->SetInputGrad(0, Bin(g, "Mul", g->grad(0), Un(g, "Neg", Un(g, "Square", g->output(0)))));
   return absl::OkStatus();
@@ -435,6 +464,44 @@ REGISTER_OP("Select")
       Output zeros = g->b().Op("zeros", "ZerosLike", {dz});
       g->SetInputGrad(1, g->b().Op("dt", "Select", {cond, dz, zeros}));
       g->SetInputGrad(2, g->b().Op("de", "Select", {cond, zeros, dz}));
+      return absl::OkStatus();
+    });
+
+// Select with numpy broadcasting of all three inputs (tf.where in TF 2).
+REGISTER_OP("SelectV2")
+    .Input("condition: bool")
+    .Input("t: T")
+    .Input("e: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .SetShapeFn([](InferenceContext* c) {
+      auto te = shape_fns::Broadcast(c->input(1), c->input(2));
+      if (!te.ok()) {
+        return c->Error(absl::StrCat("'t' ", c->input(1).DebugString(), " and 'e' ", c->input(2).DebugString(),
+                                     " are not broadcast-compatible"));
+      }
+      auto out = shape_fns::Broadcast(c->input(0), *te);
+      if (!out.ok()) {
+        return c->Error(absl::StrCat("condition ", c->input(0).DebugString(), " and 't'/'e' ", te->DebugString(),
+                                     " are not broadcast-compatible"));
+      }
+      c->set_output(0, *out);
+      return absl::OkStatus();
+    })
+    .SetGradient([](GradientBuilder* g) {
+      // As TensorFlow's _SelectGradV2: route dz by the condition, then sum
+      // over the axes along which t or e was broadcast to the output.
+      GraphBuilder& b = g->b();
+      Output cond = g->input(0), dz = g->grad(0);
+      Output zero = One(g, dz.dtype(), 0);
+      Output sz = b.Op("shape_z", "Shape", {g->output(0)});
+      for (int i : {1, 2}) {
+        Output routed = i == 1 ? b.Op("dt", "SelectV2", {cond, dz, zero}) : b.Op("de", "SelectV2", {cond, zero, dz});
+        Output sx = b.Op("shape", "Shape", {g->input(i)});
+        Node* args = b.AddNode("broadcast_args", "BroadcastGradientArgs", {sx, sz});
+        if (args == nullptr) return b.status();
+        g->SetInputGrad(i, b.Op("reshape", "Reshape", {b.Op("sum", "Sum", {routed, Output{args, 0}}), sx}));
+      }
       return absl::OkStatus();
     });
 

@@ -1,6 +1,6 @@
 // Harness entries for the math ops (engine/ops/math_ops.cc,
 // engine/ops/reduction_ops.cc): elementwise unary/binary ops with numpy
-// broadcasting, comparisons and logical ops, Select, Cast, AddN,
+// broadcasting, comparisons and logical ops, Select(V2), Cast, AddN,
 // BroadcastGradientArgs, the *Grad helper ops, reductions, ArgMax/ArgMin,
 // MatMul and BatchMatMul(V2). Every case checks values against a float64
 // reference; bad inputs must fail naming the node; float64 cases of
@@ -408,6 +408,113 @@ Tensor MatMulReference(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return BatchMatMulReference(a, b, ta, tb);
 }
 
+// ---- SelectV2 ----
+
+// Flat offset into a tensor of shape `in` for output index `out_index` under
+// numpy broadcasting (trailing dims aligned, size-1 dims repeat).
+int64_t BroadcastOffset(const TensorShape& in, const std::vector<int64_t>& out_index) {
+  const int lead = static_cast<int>(out_index.size()) - in.dims();
+  int64_t off = 0;
+  for (int d = 0; d < in.dims(); ++d) off = off * in.dim_size(d) + (in.dim_size(d) == 1 ? 0 : out_index[lead + d]);
+  return off;
+}
+
+// condition ? t : e with all three broadcast, in float64 (out dtype = t's).
+Tensor SelectV2Reference(const Tensor& cond, const Tensor& t, const Tensor& e) {
+  Tensor te = BroadcastBinaryReference(DT_DOUBLE, t, e, [](double a, double) { return a; });
+  Tensor shape_only = BroadcastBinaryReference(DT_DOUBLE, cond, te, [](double, double) { return 0.0; });
+  const TensorShape& out_shape = shape_only.shape();
+  std::vector<double> c = ToDoubles(cond), a = ToDoubles(t), b = ToDoubles(e), out(out_shape.num_elements());
+  std::vector<int64_t> index(out_shape.dims(), 0);
+  for (int64_t i = 0; i < out_shape.num_elements(); ++i) {
+    out[i] = c[BroadcastOffset(cond.shape(), index)] != 0 ? a[BroadcastOffset(t.shape(), index)]
+                                                           : b[BroadcastOffset(e.shape(), index)];
+    for (int d = out_shape.dims() - 1; d >= 0; --d) {
+      if (++index[d] < out_shape.dim_size(d)) break;
+      index[d] = 0;
+    }
+  }
+  return FromDoubles(t.dtype(), out_shape, out);
+}
+
+std::vector<OpCase> SelectV2Cases(DataType dtype, Rng* rng) {
+  struct Layout {
+    TensorShape cond, t, e;
+  };
+  std::vector<Layout> layouts = {
+      {TensorShape({2, 3}), TensorShape({2, 3}), TensorShape({2, 3})},
+      {TensorShape({}), TensorShape({2, 3}), TensorShape({2, 3})},   // forwards t or e
+      {TensorShape({1}), TensorShape({2, 2}), TensorShape({2, 2})},  // one element, output has t's shape
+      {TensorShape({1, 1}), TensorShape({3}), TensorShape({3})},     // one element, output [1,3]
+      {TensorShape({}), TensorShape({}), TensorShape({4})},
+      {TensorShape({3}), TensorShape({2, 3}), TensorShape({2, 3})},  // numpy: cond runs along the last dim
+      {TensorShape({2, 1}), TensorShape({1, 3}), TensorShape({})},
+      {TensorShape({2, 1, 3}), TensorShape({4, 1}), TensorShape({1})},
+      {TensorShape({0, 3}), TensorShape({3}), TensorShape({1, 3})},
+      {TensorShape({}), TensorShape({}), TensorShape({})},
+  };
+  if (dtype == DT_FLOAT) {
+    layouts.push_back({TensorShape({300, 200}), TensorShape({300, 200}), TensorShape({300, 200})});
+    layouts.push_back({TensorShape({300, 200}), TensorShape({200}), TensorShape({})});
+    layouts.push_back({TensorShape({300, 1}), TensorShape({300, 200}), TensorShape({1, 200})});
+  }
+  std::vector<OpCase> cases;
+  for (const Layout& l : layouts) {
+    OpCase c;
+    c.description = "cond " + l.cond.DebugString() + " t " + l.t.DebugString() + " e " + l.e.DebugString();
+    c.inputs = {RandomTensor(DT_BOOL, l.cond, rng), RandomTensor(dtype, l.t, rng), RandomTensor(dtype, l.e, rng)};
+    c.expected = {SelectV2Reference(c.inputs[0], c.inputs[1], c.inputs[2])};
+    const int64_t n = c.expected[0].NumElements();
+    c.check_gradient = dtype == DT_DOUBLE && n > 0 && n < 100;
+    cases.push_back(std::move(c));
+  }
+  for (bool pick : {true, false}) {  // a scalar condition forwards its choice
+    OpCase c;
+    c.description = std::string("scalar condition ") + (pick ? "true" : "false");
+    c.inputs = {Tensor::Scalar<bool>(pick), RandomTensor(dtype, TensorShape({2, 2}), rng),
+                RandomTensor(dtype, TensorShape({2, 2}), rng)};
+    c.expected = {pick ? c.inputs[1] : c.inputs[2]};
+    c.check_gradient = dtype == DT_DOUBLE;
+    cases.push_back(std::move(c));
+  }
+  if (dtype == DT_INT32) {  // strings move by assignment
+    Tensor t(DT_STRING, TensorShape({2, 1})), e(DT_STRING, TensorShape({2}));
+    t.data<tstring>()[0] = "a";
+    t.data<tstring>()[1] = "b";
+    e.data<tstring>()[0] = "x";
+    e.data<tstring>()[1] = "y";
+    Tensor cond(DT_BOOL, TensorShape({2}));
+    cond.data<bool>()[0] = true;
+    cond.data<bool>()[1] = false;
+    Tensor want(DT_STRING, TensorShape({2, 2}));
+    want.data<tstring>()[0] = "a";
+    want.data<tstring>()[1] = "y";
+    want.data<tstring>()[2] = "b";
+    want.data<tstring>()[3] = "y";
+    OpCase c;
+    c.description = "strings";
+    c.inputs = {cond, t, e};
+    c.expected = {want};
+    cases.push_back(std::move(c));
+  }
+  cases.push_back(ErrorCase("t and e",
+                            {RandomTensor(DT_BOOL, TensorShape({2}), rng), RandomTensor(dtype, TensorShape({2}), rng),
+                             RandomTensor(dtype, TensorShape({3}), rng)},
+                            {}, "broadcast-compatible"));
+  cases.push_back(ErrorCase("condition",
+                            {RandomTensor(DT_BOOL, TensorShape({4}), rng), RandomTensor(dtype, TensorShape({2, 3}), rng),
+                             RandomTensor(dtype, TensorShape({2, 3}), rng)},
+                            {}, "broadcast-compatible"));
+  return cases;
+}
+
+// Python's % (the result has y's sign), in float64.
+double FloorModRef(double a, double b) {
+  double r = std::fmod(a, b);
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
 // ---- Registration ----
 
 struct Registrations {
@@ -442,6 +549,15 @@ struct Registrations {
       s.x_hi = 20;
       // Floating rounding of a/b can move floor() across an integer in half.
       if (IsLowPrecision(t)) s.tolerance = 1.0;
+      return s;
+    });
+    RegisterBinary("FloorMod", kArithTypes, [](DataType t) {
+      BinarySpec s;
+      s.fn = FloorModRef;
+      s.differentiable = true;
+      s.y_min_abs = DataTypeIsInteger(t) ? 1 : 0.5;
+      s.x_lo = -20;
+      s.x_hi = 20;
       return s;
     });
     RegisterBinary("Maximum", kArithTypes,
@@ -526,6 +642,15 @@ struct Registrations {
     RegisterUnary("Tanh", FloatTypes(), fl([](double v) { return std::tanh(v); }, -3, 3));
     RegisterUnary("Sigmoid", FloatTypes(), fl([](double v) { return 1 / (1 + std::exp(-v)); }, -5, 5));
     RegisterUnary("Reciprocal", FloatTypes(), fl([](double v) { return 1 / v; }, -3, 3, 0.3));
+    RegisterUnary("Sin", FloatTypes(), fl([](double v) { return std::sin(v); }, -4, 4));
+    RegisterUnary("Cos", FloatTypes(), fl([](double v) { return std::cos(v); }, -4, 4));
+    RegisterUnary("Erfc", FloatTypes(), fl([](double v) { return std::erfc(v); }, -3, 3));
+    // Integers in [-3, 3] include 0; the float64 gradient check (zero) stays
+    // away from the jump at 0.
+    RegisterUnary("Sign", kSignedTypes, UnarySpec{[](double v) { return double((v > 0) - (v < 0)); }, true, -3, 3, 0.01, 0});
+    std::vector<DataType> select_v2_types = kArithTypes;
+    select_v2_types.push_back(DT_BOOL);
+    Entries().push_back(OpHarnessEntry{"SelectV2", select_v2_types, SelectV2Cases});
 
     RegisterUnaryGrad("TanhGrad", [](double y, double dy) { return dy * (1 - y * y); }, -0.9, 0.9);
     RegisterUnaryGrad("SigmoidGrad", [](double y, double dy) { return dy * y * (1 - y); }, 0.1, 0.9);
@@ -799,6 +924,7 @@ std::vector<OpCase> IntErrorCases(const std::string& op, DataType dtype, Rng* rn
   }
   cases.push_back(
       ErrorCase("integer division by zero", {x, FromDoubles(dtype, TensorShape({3}), y)}, {}, "Integer division by zero"));
+  const bool mod = op == "FloorMod";
   cases.push_back(ErrorCase("integer division by scalar zero", {x, FromDoubles(dtype, TensorShape({}), {0})}, {},
                             "Integer division by zero"));
   if (dtype == DT_INT32 || dtype == DT_INT64 || dtype == DT_INT8) {
@@ -806,20 +932,20 @@ std::vector<OpCase> IntErrorCases(const std::string& op, DataType dtype, Rng* rn
     const double lowest = dtype == DT_INT8 ? -128 : (dtype == DT_INT32 ? -2147483648.0 : -9223372036854775808.0);
     if (dtype != DT_INT64) {
       OpCase c;
-      c.description = "lowest / -1";
+      c.description = mod ? "lowest % -1" : "lowest / -1";
       c.inputs = {FromDoubles(dtype, TensorShape({2}), {lowest, 7}), FromDoubles(dtype, TensorShape({}), {-1})};
-      c.expected = {FromDoubles(dtype, TensorShape({2}), {lowest, -7})};
+      c.expected = {FromDoubles(dtype, TensorShape({2}), mod ? std::vector<double>{0, 0} : std::vector<double>{lowest, -7})};
       cases.push_back(std::move(c));
     }
   }
   return cases;
 }
 
-// Appends the integer error cases to the Div, FloorDiv and Pow entries.
+// Appends the integer error cases to the Div, FloorDiv, FloorMod and Pow entries.
 struct IntErrorRegistration {
   IntErrorRegistration() {
     for (OpHarnessEntry& e : Entries()) {
-      if (e.op != "Div" && e.op != "FloorDiv" && e.op != "Pow") continue;
+      if (e.op != "Div" && e.op != "FloorDiv" && e.op != "FloorMod" && e.op != "Pow") continue;
       auto base = e.make_cases;
       const std::string op = e.op;
       e.make_cases = [base, op](DataType dtype, Rng* rng) {

@@ -1,8 +1,15 @@
-// CPU kernels for the activations Relu, Elu and their gradient helpers
-// ReluGrad and EluGrad: Eigen expressions on the intra-op pool.
-// Thread safety: kernels are stateless.
+// CPU kernels for the activations Relu, Relu6, LeakyRelu, Elu, Selu and
+// Softplus and their gradient helpers (ReluGrad, Relu6Grad, LeakyReluGrad,
+// EluGrad, SeluGrad, SoftplusGrad): Eigen expressions on the intra-op pool.
+// Thread safety: kernels are stateless (LeakyRelu's alpha is read once, at
+// construction).
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/kernels/cwise_ops_common.h"
 
 namespace sluice {
 namespace {
@@ -73,9 +80,153 @@ class EluGradOp : public OpKernel {
   }
 };
 
-#define SLUICE_REGISTER_RELU_(T)                                                            \
-  REGISTER_KERNEL_BUILDER(Name("Relu").Device(kDeviceCpu).TypeConstraint<T>("T"), ReluOp<T>); \
-  REGISTER_KERNEL_BUILDER(Name("ReluGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), ReluGradOp<T>)
+template <typename T>
+class Relu6Op : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    out->flat<T>().device(ctx->eigen_cpu_device()) = x.flat<T>().cwiseMax(static_cast<T>(0)).cwiseMin(static_cast<T>(6));
+  }
+};
+
+template <typename T>
+class Relu6GradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    if (!SameShapes(ctx)) return;
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
+    auto dy = ctx->input(0).flat<T>();
+    auto x = ctx->input(1).flat<T>();
+    out->flat<T>().device(ctx->eigen_cpu_device()) =
+        ((x > static_cast<T>(0)) && (x < static_cast<T>(6))).select(dy, dy.constant(static_cast<T>(0)));
+  }
+};
+
+template <typename T>
+class LeakyReluOp : public OpKernel {
+ public:
+  explicit LeakyReluOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("alpha", &alpha_));
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    auto f = x.flat<T>();
+    out->flat<T>().device(ctx->eigen_cpu_device()) = (f > static_cast<T>(0)).select(f, f * static_cast<T>(alpha_));
+  }
+
+ private:
+  float alpha_ = 0.2f;
+};
+
+template <typename T>
+class LeakyReluGradOp : public OpKernel {
+ public:
+  explicit LeakyReluGradOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("alpha", &alpha_));
+  }
+  void Compute(OpKernelContext* ctx) override {
+    if (!SameShapes(ctx)) return;
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
+    auto dy = ctx->input(0).flat<T>();
+    auto x = ctx->input(1).flat<T>();
+    out->flat<T>().device(ctx->eigen_cpu_device()) = (x > static_cast<T>(0)).select(dy, dy * static_cast<T>(alpha_));
+  }
+
+ private:
+  float alpha_ = 0.2f;
+};
+
+// TensorFlow's SELU constants: scale and scale * alpha.
+constexpr double kSeluScale = 1.0507009873554804934193349852946;
+constexpr double kSeluScaleAlpha = 1.7580993408473768599402175208123;
+
+template <typename T>
+class SeluOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    auto f = x.flat<T>();
+    out->flat<T>().device(ctx->eigen_cpu_device()) = (f < static_cast<T>(0))
+                                                         .select(f.expm1() * static_cast<T>(kSeluScaleAlpha),
+                                                                 f * static_cast<T>(kSeluScale));
+  }
+};
+
+template <typename T>
+class SeluGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    if (!SameShapes(ctx)) return;
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
+    auto dy = ctx->input(0).flat<T>();
+    auto y = ctx->input(1).flat<T>();
+    out->flat<T>().device(ctx->eigen_cpu_device()) =
+        (y < static_cast<T>(0))
+            .select(dy * (y + static_cast<T>(kSeluScaleAlpha)), dy * static_cast<T>(kSeluScale));
+  }
+};
+
+// log(1 + exp(x)) in float (double for double), so half and bfloat16 never
+// overflow exp: x itself above -log(eps) - 2, exp(x) below log(eps) + 2
+// (both exact to the compute type's precision), log1p(exp(x)) between.
+template <typename T>
+struct SoftplusScalar {
+  T operator()(const T& v) const {
+    using C = typename std::conditional<std::is_same<T, double>::value, double, float>::type;
+    const C threshold = std::log(std::numeric_limits<C>::epsilon()) + C(2);
+    const C x = static_cast<C>(v);
+    if (x > -threshold) return static_cast<T>(x);
+    if (x < threshold) return static_cast<T>(std::exp(x));
+    return static_cast<T>(std::log1p(std::exp(x)));
+  }
+};
+
+template <typename T>
+class SoftplusOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    cwise::ApplyUnary<T, T>(
+        ctx, x, out, [](const auto& a) { return a.unaryExpr(SoftplusScalar<T>()); }, 16);
+  }
+};
+
+// gradients / (1 + exp(-features)), i.e. gradients * sigmoid(features).
+template <typename T>
+class SoftplusGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    if (!SameShapes(ctx)) return;
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
+    auto dy = ctx->input(0).flat<T>();
+    auto x = ctx->input(1).flat<T>();
+    out->flat<T>().device(ctx->eigen_cpu_device()) = dy / ((-x).exp() + static_cast<T>(1));
+  }
+};
+
+#define SLUICE_REGISTER_RELU_(T)                                                                  \
+  REGISTER_KERNEL_BUILDER(Name("Relu").Device(kDeviceCpu).TypeConstraint<T>("T"), ReluOp<T>);       \
+  REGISTER_KERNEL_BUILDER(Name("ReluGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), ReluGradOp<T>); \
+  REGISTER_KERNEL_BUILDER(Name("Relu6").Device(kDeviceCpu).TypeConstraint<T>("T"), Relu6Op<T>);     \
+  REGISTER_KERNEL_BUILDER(Name("Relu6Grad").Device(kDeviceCpu).TypeConstraint<T>("T"), Relu6GradOp<T>)
 SLUICE_REGISTER_RELU_(float);
 SLUICE_REGISTER_RELU_(double);
 SLUICE_REGISTER_RELU_(half);
@@ -88,9 +239,15 @@ SLUICE_REGISTER_RELU_(uint8_t);
 SLUICE_REGISTER_RELU_(uint16_t);
 #undef SLUICE_REGISTER_RELU_
 
-#define SLUICE_REGISTER_ELU_(T)                                                           \
-  REGISTER_KERNEL_BUILDER(Name("Elu").Device(kDeviceCpu).TypeConstraint<T>("T"), EluOp<T>); \
-  REGISTER_KERNEL_BUILDER(Name("EluGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), EluGradOp<T>)
+#define SLUICE_REGISTER_ELU_(T)                                                                          \
+  REGISTER_KERNEL_BUILDER(Name("Elu").Device(kDeviceCpu).TypeConstraint<T>("T"), EluOp<T>);                 \
+  REGISTER_KERNEL_BUILDER(Name("EluGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), EluGradOp<T>);         \
+  REGISTER_KERNEL_BUILDER(Name("LeakyRelu").Device(kDeviceCpu).TypeConstraint<T>("T"), LeakyReluOp<T>);     \
+  REGISTER_KERNEL_BUILDER(Name("LeakyReluGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), LeakyReluGradOp<T>); \
+  REGISTER_KERNEL_BUILDER(Name("Selu").Device(kDeviceCpu).TypeConstraint<T>("T"), SeluOp<T>);               \
+  REGISTER_KERNEL_BUILDER(Name("SeluGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), SeluGradOp<T>);       \
+  REGISTER_KERNEL_BUILDER(Name("Softplus").Device(kDeviceCpu).TypeConstraint<T>("T"), SoftplusOp<T>);       \
+  REGISTER_KERNEL_BUILDER(Name("SoftplusGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), SoftplusGradOp<T>)
 SLUICE_REGISTER_ELU_(float);
 SLUICE_REGISTER_ELU_(double);
 SLUICE_REGISTER_ELU_(half);

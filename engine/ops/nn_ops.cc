@@ -1,12 +1,12 @@
-// Neural-network ops: activations (Relu, Elu and their Grad helpers), Softmax,
-// LogSoftmax, the two softmax cross-entropies, BiasAdd(+Grad), Conv2D and its
-// backprop ops, MaxPool/AvgPool and their Grad ops, L2Loss, InTopK(V2), and
-// Sluice's Dropout. Signatures, attr names and defaults follow TensorFlow's
+// Neural-network ops: activations (Relu, Relu6, LeakyRelu, Elu, Selu, Softplus
+// and their Grad helpers), Softmax, LogSoftmax, the two softmax
+// cross-entropies, BiasAdd(+Grad), Conv2D and its backprop ops, MaxPool/AvgPool
+// and their Grad ops, L2Loss, InTopK(V2), and Sluice's Dropout. Signatures, attr names and defaults follow TensorFlow's
 // tensorflow/core/ops/nn_ops.cc, so TensorFlow GraphDefs run unchanged; each
 // op's gradient is registered beside it (TensorFlow's nn_grad.py).
 //
-// Gradients use other families' ops by name: Mul, Sub, Neg, Exp, RealDiv, Sum
-// (math), Shape, ExpandDims, ZerosLike (array).
+// Gradients use other families' ops by name: Mul, Sub, Neg, Exp, RealDiv,
+// AddV2, Less, Select, Sigmoid, Sum (math), Shape, ExpandDims, ZerosLike (array).
 // Thread safety: registrations run at static initialization.
 #include <string>
 #include <vector>
@@ -345,6 +345,126 @@ REGISTER_OP("EluGrad")
       g->SetInputGrad(0, b.Op("elu_grad", "EluGrad", {g->grad(0), g->input(1)}));
       Output v = b.Op("v", "Mul", {g->grad(0), g->input(0)});
       g->SetInputGrad(1, b.Op("negative_part", "Sub", {v, b.Op("positive_part", "ReluGrad", {v, g->input(1)})}));
+      return absl::OkStatus();
+    });
+
+// TensorFlow's Relu6 and Relu6Grad also take uint32 and uint64, which Sluice
+// has not.
+REGISTER_OP("Relu6")
+    .Input("features: T")
+    .Output("activations: T")
+    .Attr("T: {bfloat16, half, float, double, int8, int16, int32, int64, uint8, uint16}")
+    .SetShapeFn(shape_fns::Unchanged)
+    .SetGradient([](GradientBuilder* g) {
+      // The outputs lie in (0, 6) exactly where the features do.
+      g->SetInputGrad(0, g->b().Op("relu6_grad", "Relu6Grad", {g->grad(0), g->output(0)}));
+      return absl::OkStatus();
+    });
+
+// backprops = gradients where 0 < features < 6, else 0. Linear in
+// `gradients` (the same mask); zero almost everywhere in `features`.
+REGISTER_OP("Relu6Grad")
+    .Input("gradients: T")
+    .Input("features: T")
+    .Output("backprops: T")
+    .Attr("T: {bfloat16, half, float, double, int8, int16, int32, int64, uint8, uint16}")
+    .SetShapeFn(SameShapeBinary)
+    .SetGradient([](GradientBuilder* g) {
+      GraphBuilder& b = g->b();
+      g->SetInputGrad(0, b.Op("relu6_grad", "Relu6Grad", {g->grad(0), g->input(1)}));
+      g->SetInputGrad(1, b.Op("zeros", "ZerosLike", {g->input(1)}));
+      return absl::OkStatus();
+    });
+
+// features where features > 0, else alpha * features.
+REGISTER_OP("LeakyRelu")
+    .Input("features: T")
+    .Output("activations: T")
+    .Attr("alpha: float = 0.2")
+    .Attr("T: {half, bfloat16, float, double} = DT_FLOAT")
+    .SetShapeFn(shape_fns::Unchanged)
+    .SetGradient([](GradientBuilder* g) {
+      g->SetInputGrad(0, g->b().Op("leaky_relu_grad", "LeakyReluGrad", {g->grad(0), g->input(0)},
+                                   CopyAttrs(g, {"alpha"})));
+      return absl::OkStatus();
+    });
+
+// backprops = gradients where features > 0, else alpha * gradients.
+REGISTER_OP("LeakyReluGrad")
+    .Input("gradients: T")
+    .Input("features: T")
+    .Output("backprops: T")
+    .Attr("alpha: float = 0.2")
+    .Attr("T: {half, bfloat16, float, double} = DT_FLOAT")
+    .SetShapeFn(SameShapeBinary)
+    .SetGradient([](GradientBuilder* g) {
+      GraphBuilder& b = g->b();
+      g->SetInputGrad(0, b.Op("leaky_relu_grad", "LeakyReluGrad", {g->grad(0), g->input(1)}, CopyAttrs(g, {"alpha"})));
+      g->SetInputGrad(1, b.Op("zeros", "ZerosLike", {g->input(1)}));
+      return absl::OkStatus();
+    });
+
+// scale * features where features > 0, else scale * alpha * (exp(features) - 1),
+// with TensorFlow's constants (Klambauer et al. 2017).
+REGISTER_OP("Selu")
+    .Input("features: T")
+    .Output("activations: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(shape_fns::Unchanged)
+    .SetGradient([](GradientBuilder* g) {
+      g->SetInputGrad(0, g->b().Op("selu_grad", "SeluGrad", {g->grad(0), g->output(0)}));
+      return absl::OkStatus();
+    });
+
+// backprops = gradients * (outputs < 0 ? outputs + scale * alpha : scale),
+// where outputs = Selu(features). In `outputs` it is linear (slope
+// gradients) where outputs < 0, constant elsewhere (TensorFlow's _SeluGradGrad).
+REGISTER_OP("SeluGrad")
+    .Input("gradients: T")
+    .Input("outputs: T")
+    .Output("backprops: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(SameShapeBinary)
+    .SetGradient([](GradientBuilder* g) {
+      GraphBuilder& b = g->b();
+      Output outputs = g->input(1);
+      g->SetInputGrad(0, b.Op("selu_grad", "SeluGrad", {g->grad(0), outputs}));
+      Output negative = b.Op("negative", "Less", {outputs, b.ScalarOfType("zero", outputs.dtype(), 0)});
+      g->SetInputGrad(1, b.Op("select", "Select", {negative, b.Op("mul", "Mul", {g->grad(0), g->input(0)}),
+                                                   b.Op("zeros", "ZerosLike", {outputs})}));
+      return absl::OkStatus();
+    });
+
+// log(1 + exp(features)), computed without overflow.
+REGISTER_OP("Softplus")
+    .Input("features: T")
+    .Output("activations: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(shape_fns::Unchanged)
+    .SetGradient([](GradientBuilder* g) {
+      // TensorFlow's _SoftplusGrad: grad * sigmoid(features).
+      GraphBuilder& b = g->b();
+      g->SetInputGrad(0, b.Op("mul", "Mul", {g->grad(0), b.Op("sigmoid", "Sigmoid", {g->input(0)})}));
+      return absl::OkStatus();
+    });
+
+// backprops = gradients / (1 + exp(-features)).
+REGISTER_OP("SoftplusGrad")
+    .Input("gradients: T")
+    .Input("features: T")
+    .Output("backprops: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(SameShapeBinary)
+    .SetGradient([](GradientBuilder* g) {
+      // d/d(gradients) = sigmoid(x); d/dx = gradients * sigmoid'(x) =
+      // gradients / (exp(-x) + 2 + exp(x)) (TensorFlow's _SoftplusGradGrad).
+      GraphBuilder& b = g->b();
+      Output dy = g->input(0), x = g->input(1), grad = g->grad(0);
+      g->SetInputGrad(0, b.Op("softplus_grad", "SoftplusGrad", {grad, x}));
+      Output denom = b.Op("denom", "AddV2", {b.Op("add", "AddV2", {b.Op("exp_neg", "Exp", {b.Op("neg", "Neg", {x})}),
+                                                                  b.ScalarOfType("two", x.dtype(), 2)}),
+                                             b.Op("exp", "Exp", {x})});
+      g->SetInputGrad(1, b.Op("d2x", "RealDiv", {b.Op("mul", "Mul", {grad, dy}), denom}));
       return absl::OkStatus();
     });
 

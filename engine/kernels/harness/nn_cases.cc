@@ -1,4 +1,5 @@
-// Harness entries for the NN ops (engine/ops/nn_ops.cc): activations,
+// Harness entries for the NN ops (engine/ops/nn_ops.cc): activations (Relu,
+// Relu6, LeakyRelu, Elu, Selu, Softplus and their Grad helpers),
 // softmax family, cross-entropies, BiasAdd(+Grad), Conv2D and its backprop
 // ops, pools, L2Loss, InTopK(V2) and Dropout, each against a float64
 // reference with finite-difference gradient checks in float64; and pointers to
@@ -14,11 +15,13 @@ namespace {
 
 // ---- Elementwise activations ----
 
-std::vector<OpCase> UnaryCases(DataType dtype, Rng* rng, const std::function<double(double)>& fn, bool grad) {
+std::vector<OpCase> UnaryCases(DataType dtype, Rng* rng, const std::function<double(double)>& fn, bool grad,
+                               double lo = -3, double hi = 3, const AttrList& attrs = {}) {
   std::vector<OpCase> cases;
   for (int rank = 0; rank < 4; ++rank) {
     OpCase c;
-    c.inputs = {RandomTensor(dtype, RandomShape(rng, rank, rank == 3 ? 0 : 1, 4), rng, -3, 3)};
+    c.inputs = {RandomTensor(dtype, RandomShape(rng, rank, rank == 3 ? 0 : 1, 4), rng, lo, hi)};
+    c.attrs = attrs;
     c.description = "shape " + c.inputs[0].shape().DebugString();
     c.expected = {UnaryReference(dtype, c.inputs[0], fn)};
     c.check_gradient = grad && dtype == DT_DOUBLE;
@@ -29,12 +32,13 @@ std::vector<OpCase> UnaryCases(DataType dtype, Rng* rng, const std::function<dou
 
 // Binary (gradients, forward value) helper ops of the same shape.
 std::vector<OpCase> GradHelperCases(DataType dtype, Rng* rng, double lo, const std::function<double(double, double)>& fn,
-                                    std::vector<int> grad_inputs) {
+                                    std::vector<int> grad_inputs, double hi = 3, const AttrList& attrs = {}) {
   std::vector<OpCase> cases;
   for (TensorShape shape : {RandomShape(rng, 2, 1, 4), TensorShape({3}), TensorShape({0, 2})}) {
     OpCase c;
     c.description = "shape " + shape.DebugString();
-    c.inputs = {RandomTensor(dtype, shape, rng, -3, 3), RandomTensor(dtype, shape, rng, lo, 3)};
+    c.attrs = attrs;
+    c.inputs = {RandomTensor(dtype, shape, rng, -3, 3), RandomTensor(dtype, shape, rng, lo, hi)};
     c.expected = {BroadcastBinaryReference(dtype, c.inputs[0], c.inputs[1], fn)};
     c.check_gradient = dtype == DT_DOUBLE;
     c.grad_inputs = grad_inputs;
@@ -42,11 +46,36 @@ std::vector<OpCase> GradHelperCases(DataType dtype, Rng* rng, double lo, const s
   }
   cases.push_back(ErrorCase("shapes differ",
                             {RandomTensor(dtype, TensorShape({2, 3}), rng), RandomTensor(dtype, TensorShape({3, 2}), rng)},
-                            {}, "same shape"));
+                            attrs, "same shape"));
   return cases;
 }
 
 double EluRef(double x) { return x < 0 ? std::expm1(x) : x; }
+
+constexpr double kSeluScale = 1.0507009873554804934193349852946;
+constexpr double kSeluScaleAlpha = 1.7580993408473768599402175208123;
+double SeluRef(double x) { return x < 0 ? kSeluScaleAlpha * std::expm1(x) : kSeluScale * x; }
+double SoftplusRef(double x) { return x > 30 ? x : std::log1p(std::exp(x)); }
+
+// LeakyRelu(Grad) cases at the default alpha (attr absent), a small one and
+// one above 1.
+template <typename F>
+std::vector<OpCase> LeakyCases(DataType dtype, Rng* rng, const F& cases_for_alpha) {
+  std::vector<OpCase> cases;
+  for (double alpha : {-1.0, 0.1, 1.5}) {
+    AttrList attrs;
+    if (alpha >= 0) attrs["alpha"] = MakeAttr(static_cast<float>(alpha));
+    // The attr is a float: the kernel multiplies by float(alpha).
+    const double a = alpha >= 0 ? static_cast<double>(static_cast<float>(alpha)) : static_cast<double>(0.2f);
+    for (OpCase& c : cases_for_alpha(a, attrs)) {
+      c.description += alpha >= 0 ? " alpha " + std::to_string(alpha) : " default alpha";
+      cases.push_back(std::move(c));
+    }
+  }
+  (void)dtype;
+  (void)rng;
+  return cases;
+}
 
 REGISTER_OP_HARNESS(OpHarnessEntry{"Relu", RealNumberTypes(), [](DataType dtype, Rng* rng) {
                                      return UnaryCases(dtype, rng, [](double x) { return std::max(x, 0.0); }, true);
@@ -62,6 +91,53 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
     "EluGrad", FloatTypes(), [](DataType dtype, Rng* rng) {
       return GradHelperCases(dtype, rng, -0.9, [](double g, double y) { return y < 0 ? g * (y + 1) : g; }, {});
     }});
+
+REGISTER_OP_HARNESS(OpHarnessEntry{"Relu6", RealNumberTypes(), [](DataType dtype, Rng* rng) {
+                                     return UnaryCases(dtype, rng, [](double x) { return std::min(std::max(x, 0.0), 6.0); },
+                                                       true, -3, 9);
+                                   }});
+REGISTER_OP_HARNESS(OpHarnessEntry{"Relu6Grad", RealNumberTypes(), [](DataType dtype, Rng* rng) {
+                                     return GradHelperCases(
+                                         dtype, rng, -3, [](double g, double x) { return x > 0 && x < 6 ? g : 0; }, {}, 9);
+                                   }});
+REGISTER_OP_HARNESS(OpHarnessEntry{"LeakyRelu", FloatTypes(), [](DataType dtype, Rng* rng) {
+                                     return LeakyCases(dtype, rng, [&](double a, const AttrList& attrs) {
+                                       return UnaryCases(dtype, rng, [a](double x) { return x > 0 ? x : a * x; }, true,
+                                                         -3, 3, attrs);
+                                     });
+                                   }});
+REGISTER_OP_HARNESS(OpHarnessEntry{"LeakyReluGrad", FloatTypes(), [](DataType dtype, Rng* rng) {
+                                     return LeakyCases(dtype, rng, [&](double a, const AttrList& attrs) {
+                                       return GradHelperCases(
+                                           dtype, rng, -3, [a](double g, double x) { return x > 0 ? g : a * g; }, {}, 3,
+                                           attrs);
+                                     });
+                                   }});
+REGISTER_OP_HARNESS(OpHarnessEntry{"Selu", FloatTypes(), [](DataType dtype, Rng* rng) {
+                                     return UnaryCases(dtype, rng, SeluRef, true);
+                                   }});
+// outputs of Selu lie above -scale * alpha.
+REGISTER_OP_HARNESS(OpHarnessEntry{"SeluGrad", FloatTypes(), [](DataType dtype, Rng* rng) {
+                                     return GradHelperCases(
+                                         dtype, rng, -1.7,
+                                         [](double g, double y) { return y < 0 ? g * (y + kSeluScaleAlpha) : g * kSeluScale; },
+                                         {});
+                                   }});
+REGISTER_OP_HARNESS(OpHarnessEntry{"Softplus", FloatTypes(), [](DataType dtype, Rng* rng) {
+                                     std::vector<OpCase> cases = UnaryCases(dtype, rng, SoftplusRef, true);
+                                     // Far tails: no overflow of exp, exact to the dtype.
+                                     OpCase c;
+                                     c.description = "tails";
+                                     c.inputs = {FromDoubles(dtype, TensorShape({6}), {-100, -30, -10, 10, 30, 100})};
+                                     c.expected = {UnaryReference(dtype, c.inputs[0], SoftplusRef)};
+                                     c.check_gradient = dtype == DT_DOUBLE;
+                                     cases.push_back(std::move(c));
+                                     return cases;
+                                   }});
+REGISTER_OP_HARNESS(OpHarnessEntry{"SoftplusGrad", FloatTypes(), [](DataType dtype, Rng* rng) {
+                                     return GradHelperCases(
+                                         dtype, rng, -3, [](double g, double x) { return g / (1 + std::exp(-x)); }, {});
+                                   }});
 
 // ---- Softmax family ----
 

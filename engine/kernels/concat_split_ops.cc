@@ -1,7 +1,10 @@
 // CPU kernels for Concat, ConcatV2, Pack, Split, SplitV and Unpack. Each views
 // its tensors as [outer, axis, inner] and moves contiguous runs with memcpy
-// (string elements by assignment), so one kernel serves every dtype.
+// (string elements by assignment), so one kernel serves every dtype. Also
+// ConcatOffset (index arithmetic on shape vectors).
 // Stateless; Compute is safe to run concurrently.
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/array_kernel_util.h"
@@ -223,6 +226,58 @@ class UnpackOp : public OpKernel {
   int64_t axis_ = 0;
 };
 REGISTER_KERNEL_BUILDER(Name("Unpack").Device(kDeviceCpu), UnpackOp);
+
+// ConcatOffset: for shapes s_0..s_{N-1} that agree except along concat_dim,
+// offset_i is 0 except along concat_dim, where it is the sum of the earlier
+// shapes' sizes there.
+class ConcatOffsetOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& concat_dim = ctx->input(0);
+    OP_REQUIRES(ctx, concat_dim.dims() == 0,
+                absl::InvalidArgumentError(absl::StrCat("concat_dim must be a scalar, got shape ",
+                                                        concat_dim.shape().DebugString())));
+    const int n = ctx->num_inputs() - 1;
+    std::vector<std::vector<int64_t>> shapes;
+    for (int i = 0; i < n; ++i) {
+      auto v = array_util::IndexVector(ctx->input(1 + i), absl::StrCat("shape ", i));
+      OP_REQUIRES_OK(ctx, v.status());
+      shapes.push_back(std::move(v).value());
+    }
+    const int64_t rank = static_cast<int64_t>(shapes[0].size());
+    const int64_t cdim = concat_dim.data<int32_t>()[0];
+    const int64_t axis = cdim < 0 ? cdim + rank : cdim;
+    OP_REQUIRES(ctx, axis >= 0 && axis < rank,
+                absl::InvalidArgumentError(absl::StrCat("concat_dim ", cdim, " is out of range for shapes of rank ",
+                                                        rank)));
+    int64_t offset = 0;
+    for (int i = 0; i < n; ++i) {
+      const std::vector<int64_t>& s = shapes[i];
+      OP_REQUIRES(ctx, static_cast<int64_t>(s.size()) == rank,
+                  absl::InvalidArgumentError(absl::StrCat("shape ", i, " has ", s.size(), " elements but shape 0 has ",
+                                                          rank)));
+      std::vector<int64_t> out(rank, 0);
+      for (int64_t d = 0; d < rank; ++d) {
+        if (d == axis) {
+          out[d] = offset;
+          offset += s[d];
+          continue;
+        }
+        OP_REQUIRES(ctx, s[d] == shapes[0][d],
+                    absl::InvalidArgumentError(absl::StrCat(
+                        "all dimensions except ", axis, " must match: shape ", i, " is [",
+                        ctx->input(1 + i).SummarizeValue(10), "] and shape 0 is [", ctx->input(1).SummarizeValue(10),
+                        "]")));
+      }
+      auto t = array_util::MakeIndexTensor(output_type(i), out, TensorShape({rank}));
+      OP_REQUIRES_OK(ctx, t.status());
+      ctx->set_output(i, *t);
+    }
+  }
+  bool IsExpensive() const override { return false; }
+};
+REGISTER_KERNEL_BUILDER(Name("ConcatOffset").Device(kDeviceCpu), ConcatOffsetOp);
 
 }  // namespace
 }  // namespace sluice

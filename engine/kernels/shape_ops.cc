@@ -1,5 +1,6 @@
 // CPU kernels for the shape-manipulating array ops: Fill, ZerosLike, OnesLike,
-// Shape, Rank, Size, Reshape, Squeeze, ExpandDims, StopGradient and Range.
+// Shape, Rank, Size, Reshape, Squeeze, ExpandDims, StopGradient, Range and
+// InvertPermutation.
 // Reshape/Squeeze/ExpandDims/StopGradient share the input buffer (no copy).
 // Kernels are dtype-generic where the op only moves bytes. Shape, Rank, Size,
 // Reshape, Squeeze, ExpandDims and StopGradient never touch the data, so they are
@@ -7,6 +8,7 @@
 // host memory there), keeping a GPU step from bouncing through the CPU.
 // Stateless; Compute is safe to run concurrently.
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
@@ -276,6 +278,37 @@ REGISTER_KERNEL_BUILDER(Name("Range").Device(kDeviceCpu).TypeConstraint<float>("
 REGISTER_KERNEL_BUILDER(Name("Range").Device(kDeviceCpu).TypeConstraint<double>("Tidx"), RangeOp<double>);
 REGISTER_KERNEL_BUILDER(Name("Range").Device(kDeviceCpu).TypeConstraint<int32_t>("Tidx"), RangeOp<int32_t>);
 REGISTER_KERNEL_BUILDER(Name("Range").Device(kDeviceCpu).TypeConstraint<int64_t>("Tidx"), RangeOp<int64_t>);
+
+// y[x[i]] = i; x must be a permutation of 0..n-1.
+template <typename T>
+class InvertPermutationOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    OP_REQUIRES(ctx, x.dims() == 1,
+                absl::InvalidArgumentError(absl::StrCat("x must be a vector, got shape ", x.shape().DebugString())));
+    const int64_t n = x.NumElements();
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    const T* in = x.data<T>();
+    T* y = out->data<T>();
+    std::vector<bool> seen(n, false);
+    for (int64_t i = 0; i < n; ++i) {
+      const T d = in[i];
+      OP_REQUIRES(ctx, d >= 0 && d < n,
+                  absl::InvalidArgumentError(absl::StrCat("x[", i, "] = ", d, " is not in [0, ", n, ")")));
+      OP_REQUIRES(ctx, !seen[d], absl::InvalidArgumentError(absl::StrCat(d, " is duplicated in x")));
+      seen[d] = true;
+      y[d] = static_cast<T>(i);
+    }
+  }
+  bool IsExpensive() const override { return false; }
+};
+REGISTER_KERNEL_BUILDER(Name("InvertPermutation").Device(kDeviceCpu).TypeConstraint<int32_t>("T"),
+                        InvertPermutationOp<int32_t>);
+REGISTER_KERNEL_BUILDER(Name("InvertPermutation").Device(kDeviceCpu).TypeConstraint<int64_t>("T"),
+                        InvertPermutationOp<int64_t>);
 
 }  // namespace
 }  // namespace sluice

@@ -1,5 +1,5 @@
-// CPU kernels for Transpose, Slice, StridedSlice, StridedSliceGrad, Tile and
-// Pad. Each computes an index space and strides and hands them to StridedCopy
+// CPU kernels for Transpose, Slice, StridedSlice, StridedSliceGrad, Tile,
+// BroadcastTo and Pad. Each computes an index space and strides and hands them to StridedCopy
 // (strided_copy.h), so one kernel serves every dtype. StridedSlice follows
 // TensorFlow's mask semantics (begin/end/ellipsis/new_axis/shrink_axis).
 // Stateless; Compute is safe to run concurrently.
@@ -345,6 +345,49 @@ class TileOp : public OpKernel {
   }
 };
 REGISTER_KERNEL_BUILDER(Name("Tile").Device(kDeviceCpu), TileOp);
+
+// BroadcastTo: the input is read with stride 0 along the dims it is
+// broadcast over; the same shape forwards the input.
+class BroadcastToOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    auto dims = IndexVector(ctx->input(1), "shape");
+    OP_REQUIRES_OK(ctx, dims.status());
+    for (size_t i = 0; i < dims->size(); ++i) {
+      OP_REQUIRES(ctx, (*dims)[i] >= 0,
+                  absl::InvalidArgumentError(absl::StrCat("shape[", i, "] = ", (*dims)[i], " is negative")));
+    }
+    auto out_shape = TensorShape::Build(*dims);
+    OP_REQUIRES(ctx, out_shape.ok(), absl::InvalidArgumentError(absl::StrCat("shape: ", out_shape.status().message())));
+    const int rank = out_shape->dims();
+    bool ok = in.dims() <= rank;
+    std::vector<int64_t> src_strides(rank, 0);
+    const std::vector<int64_t> in_strides = RowMajorStrides(in.shape());
+    for (int i = 0; ok && i < in.dims(); ++i) {
+      const int o = rank - in.dims() + i;
+      if (in.dim_size(i) == out_shape->dim_size(o)) {
+        src_strides[o] = in.dim_size(i) == 1 ? 0 : in_strides[i];
+      } else {
+        ok = in.dim_size(i) == 1;
+      }
+    }
+    OP_REQUIRES(ctx, ok,
+                absl::InvalidArgumentError(absl::StrCat("unable to broadcast a tensor of shape ",
+                                                        in.shape().DebugString(), " to shape ",
+                                                        out_shape->DebugString())));
+    if (in.shape() == *out_shape) {
+      ctx->set_output(0, in);
+      return;
+    }
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
+    if (out->NumElements() == 0) return;
+    StridedCopy(in, 0, src_strides, *out, 0, RowMajorStrides(*out_shape), *dims);
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("BroadcastTo").Device(kDeviceCpu), BroadcastToOp);
 
 class PadOp : public OpKernel {
  public:

@@ -1,7 +1,7 @@
-// Array ops, part 1: Const, Placeholder, Identity, NoOp and the shape ops
-// (Fill, ZerosLike, OnesLike, Shape, Rank, Size, Reshape, Squeeze, ExpandDims,
-// Transpose, StopGradient, Range, OneHot), each with its shape function and
-// gradient. Concat/split/slicing ops are in array_ops_slicing.cc, gather and
+// Array ops, part 1: Const, Placeholder(WithDefault), Identity, NoOp and the
+// shape ops (Fill, BroadcastTo, ZerosLike, OnesLike, Shape, Rank, Size,
+// Reshape, Squeeze, ExpandDims, Transpose, InvertPermutation, StopGradient,
+// Range, OneHot), each with its shape function and gradient. Concat/split/slicing ops are in array_ops_slicing.cc, gather and
 // scatter ops in array_ops_indexing.cc. Signatures follow TensorFlow's op
 // definitions (tensorflow/core/ops/array_ops.cc, math_ops.cc for Range).
 #include "absl/strings/str_cat.h"
@@ -46,6 +46,28 @@ REGISTER_OP("Placeholder")
     .Attr("shape: shape = { unknown_rank: true }")
     .SetShapeFn(shape_fns::FromShapeAttr)
     .SetNotDifferentiable();
+
+// Passes `input` through unless the tensor is fed (a Placeholder with a
+// default). The default must be compatible with `shape`, which is the output's
+// declared shape (it may be less specific than the default's).
+REGISTER_OP("PlaceholderWithDefault")
+    .Input("input: dtype")
+    .Output("output: dtype")
+    .Attr("dtype: type")
+    .Attr("shape: shape")
+    .SetShapeFn([](InferenceContext* c) {
+      absl::Status s = shape_fns::FromShapeAttr(c);
+      if (!s.ok()) return s;
+      if (!c->input(0).IsCompatibleWith(c->output(0))) {
+        return c->Error(absl::StrCat("the default value has shape ", c->input(0).DebugString(),
+                                     ", incompatible with attr 'shape' ", c->output(0).DebugString()));
+      }
+      return absl::OkStatus();
+    })
+    .SetGradient([](GradientBuilder* g) {
+      g->SetInputGrad(0, g->grad(0));
+      return absl::OkStatus();
+    });
 
 REGISTER_OP("Identity")
     .Input("input: T")
@@ -118,6 +140,56 @@ REGISTER_OP("Fill")
     .Attr("index_type: {int32, int64} = DT_INT32")
     .SetShapeFn([](InferenceContext* c) { return ShapeFromInput(c, 0); })
     .SetNotDifferentiable();
+
+// Broadcasts `input` to `shape` by numpy's rules: trailing dims line up, and
+// each input dim equals the target dim or is 1.
+REGISTER_OP("BroadcastTo")
+    .Input("input: T")
+    .Input("shape: Tidx")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("Tidx: {int32, int64} = DT_INT32")
+    .SetShapeFn([](InferenceContext* c) {
+      const PartialShape& shape_vec = c->input(1);
+      if (shape_vec.rank_known() && shape_vec.rank() != 1) {
+        return c->Error(absl::StrCat("'shape' must be a vector, got shape ", shape_vec.DebugString()));
+      }
+      absl::Status s = ShapeFromInput(c, 1);
+      if (!s.ok()) return s;
+      const PartialShape out = c->output(0);
+      const PartialShape& in = c->input(0);
+      if (!out.rank_known() || !in.rank_known()) return absl::OkStatus();
+      auto mismatch = [&] {
+        return c->Error(absl::StrCat("unable to broadcast a tensor of shape ", in.DebugString(), " to shape ",
+                                     out.DebugString()));
+      };
+      if (in.rank() > out.rank()) return mismatch();
+      std::vector<int64_t> dims(out.dims().begin(), out.dims().end());
+      for (int i = 1; i <= in.rank(); ++i) {
+        const int64_t d = in.dim(in.rank() - i);
+        int64_t& o = dims[dims.size() - i];
+        if (d == kUnknownDim || d == 1) continue;
+        if (o == kUnknownDim) {
+          o = d;  // a dim other than 1 is never broadcast: the target's must equal it
+        } else if (o != d) {
+          return mismatch();
+        }
+      }
+      c->set_output(0, PartialShape::FromDims(dims));
+      return absl::OkStatus();
+    })
+    .SetGradient([](GradientBuilder* g) {
+      // TensorFlow's _BroadcastToGrad: sum dy over the axes along which the
+      // input was broadcast, then give it the input's shape.
+      GraphBuilder& b = g->b();
+      Output shape = g->input(1);
+      Output input_shape = array_grad::ShapeOf(b, g->input(0), shape.dtype());
+      Node* args = b.AddNode("broadcast_args", "BroadcastGradientArgs", {shape, input_shape});
+      if (args == nullptr) return b.status();
+      Output sum = b.Op("sum", "Sum", {g->grad(0), Output{args, 1}}, {{"keep_dims", MakeAttr(true)}});
+      g->SetInputGrad(0, b.Op("reshape", "Reshape", {sum, input_shape}));
+      return absl::OkStatus();
+    });
 
 REGISTER_OP("ZerosLike")
     .Input("x: T")
@@ -322,6 +394,20 @@ REGISTER_OP("Transpose")
       g->SetInputGrad(0, b.Op("transpose", "Transpose", {g->grad(0), inverse}));
       return absl::OkStatus();
     });
+
+// y[x[i]] = i for a permutation x of 0..n-1.
+REGISTER_OP("InvertPermutation")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: {int32, int64} = DT_INT32")
+    .SetShapeFn([](InferenceContext* c) {
+      PartialShape x;
+      absl::Status s = c->WithRank(0, 1, &x);
+      if (!s.ok()) return s;
+      c->set_output(0, x);
+      return absl::OkStatus();
+    })
+    .SetNotDifferentiable();
 
 REGISTER_OP("StopGradient")
     .Input("input: T")

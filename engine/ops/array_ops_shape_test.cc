@@ -97,5 +97,45 @@ TEST_F(ArrayShapeTest, MismatchedConcatIsAnError) {
   EXPECT_NE(msg.find("dimensions of inputs should match"), std::string::npos) << msg;
 }
 
+TEST_F(ArrayShapeTest, BroadcastToTakesTheTargetAndFillsItsUnknownDims) {
+  EXPECT_EQ(Shape(b_.Op("b1", "BroadcastTo", {Input("x", {3}), Ints("s", {2, 3})})), "[2,3]");
+  // A target dim computed at run time must equal an input dim other than 1.
+  EXPECT_EQ(Shape(b_.Op("b2", "BroadcastTo", {Input("y", {4, 1}), Input("t", {3}, DT_INT32)})), "[?,4,?]");
+  EXPECT_EQ(Shape(b_.Op("b3", "BroadcastTo", {Input("z", {-1}), Input("u", {-1}, DT_INT32)})), "<unknown>");
+}
+
+TEST_F(ArrayShapeTest, BroadcastToMismatchIsAnErrorNamingTheNode) {
+  b_.Op("bad_broadcast", "BroadcastTo", {Input("x", {2, 3}), Ints("s", {2, 4})});
+  std::string msg = Shape(Output{graph_.FindNode("x"), 0});
+  EXPECT_NE(msg.find("bad_broadcast"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unable to broadcast a tensor of shape [2,3] to shape [2,4]"), std::string::npos) << msg;
+}
+
+TEST_F(ArrayShapeTest, SelectV2BroadcastsAllThreeInputs) {
+  EXPECT_EQ(Shape(b_.Op("s", "SelectV2", {Input("c", {3}, DT_BOOL), Input("t", {2, 1}), Input("e", {})})), "[2,3]");
+  b_.Op("bad_select", "SelectV2", {Input("c2", {4}, DT_BOOL), Input("t2", {2, 3}), Input("e2", {3})});
+  std::string msg = Shape(Output{graph_.FindNode("c2"), 0});
+  EXPECT_NE(msg.find("bad_select"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("broadcast-compatible"), std::string::npos) << msg;
+}
+
+TEST_F(ArrayShapeTest, PlaceholderWithDefaultHasItsDeclaredShape) {
+  TensorShapeProto partial;
+  partial.add_dim()->set_size(-1);
+  partial.add_dim()->set_size(3);
+  EXPECT_EQ(Shape(b_.Op("p", "PlaceholderWithDefault", {Input("d", {2, 3})}, {{"shape", MakeAttr(partial)}})),
+            "[?,3]");
+  b_.Op("bad_default", "PlaceholderWithDefault", {Input("d2", {2, 4})}, {{"shape", MakeAttr(partial)}});
+  std::string msg = Shape(Output{graph_.FindNode("d2"), 0});
+  EXPECT_NE(msg.find("bad_default"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("incompatible with attr 'shape' [?,3]"), std::string::npos) << msg;
+}
+
+TEST_F(ArrayShapeTest, InvertPermutationAndConcatOffset) {
+  EXPECT_EQ(Shape(b_.Op("inv", "InvertPermutation", {Input("p", {5}, DT_INT32)})), "[5]");
+  Node* offsets = b_.AddNode("offsets", "ConcatOffset", {Int("axis", 0), Input("s0", {3}, DT_INT32), Input("s1", {3}, DT_INT32)});
+  EXPECT_EQ(Shape(Output{offsets, 1}), "[3]");
+}
+
 }  // namespace
 }  // namespace sluice

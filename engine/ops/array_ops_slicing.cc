@@ -1,6 +1,6 @@
-// Array ops, part 2: Concat, ConcatV2, Split, SplitV, Pack, Unpack, Slice,
-// StridedSlice, StridedSliceGrad, Tile and Pad, with shape functions and
-// gradients mirroring TensorFlow's (tensorflow/python/ops/array_grad.py).
+// Array ops, part 2: Concat, ConcatV2, ConcatOffset, Split, SplitV, Pack,
+// Unpack, Slice, StridedSlice, StridedSliceGrad, Tile and Pad, with shape
+// functions and gradients mirroring TensorFlow's (tensorflow/python/ops/array_grad.py).
 // Signatures follow tensorflow/core/ops/array_ops.cc.
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_def.h"
@@ -130,6 +130,20 @@ REGISTER_OP("ConcatV2")
     .Attr("Tidx: {int32, int64} = DT_INT32")
     .SetShapeFn([](InferenceContext* c) { return ConcatShape(c, 0, c->num_inputs() - 1, c->num_inputs() - 1); })
     .SetGradient([](GradientBuilder* g) { return ConcatGrad(g, 0, g->num_inputs() - 1, g->input(g->num_inputs() - 1)); });
+
+// The offset of each of N concatenated shapes along concat_dim (0 along the
+// other dims): what Concat's gradient slices dy with in TensorFlow's graphs.
+REGISTER_OP("ConcatOffset")
+    .Input("concat_dim: int32")
+    .Input("shape: N * shape_type")
+    .Output("offset: N * shape_type")
+    .Attr("N: int >= 2")
+    .Attr("shape_type: {int32, int64} = DT_INT32")
+    .SetShapeFn([](InferenceContext* c) {
+      for (int i = 1; i < c->num_inputs(); ++i) c->set_output(i - 1, c->input(i));
+      return absl::OkStatus();
+    })
+    .SetNotDifferentiable();
 
 REGISTER_OP("Split")
     .Input("split_dim: int32")

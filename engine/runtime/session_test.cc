@@ -296,6 +296,29 @@ TEST(Session, ConcurrentRunsWithDifferentSignatures) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
+TEST(Session, PlaceholderWithDefaultGivesItsDefaultUnlessFed) {
+  GraphDefBuilder b;
+  TensorShapeProto any_length;
+  any_length.add_dim()->set_size(-1);
+  std::string d = b.Const("default", Tensor::FromVector<float>({1, 2}));
+  std::string x = b.Node("x", "PlaceholderWithDefault", {d}, {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(any_length)}});
+  std::string y = b.Binary("Add", "y", x, x, DT_FLOAT);
+  auto session = MakeSession(b.graph());
+  std::vector<Tensor> out;
+  absl::Status s = session->Run({}, {y}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(out[0].NumElements(), 2);
+  EXPECT_EQ(out[0].data<float>()[1], 4.0f);
+  s = session->Run({{"x", Tensor::FromVector<float>({5, 6, 7})}}, {y}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(out[0].NumElements(), 3);
+  EXPECT_EQ(out[0].data<float>()[2], 14.0f);
+  // A fed value must have the declared shape.
+  s = session->Run({{"x", Tensor::Scalar<float>(1)}}, {y}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("[?]"), std::string::npos) << s;
+}
+
 TEST(Session, UserErrorsAreClear) {
   GraphDefBuilder b;
   std::string x = b.Node("x", "Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(TensorShape({2}))}});

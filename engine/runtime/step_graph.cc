@@ -80,7 +80,8 @@ absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const 
       if (Node* n = graph->FindNode(id->node); n != nullptr && id->index >= 0 && id->index < n->num_outputs()) {
         info.dtype = BaseType(n->output_type(id->index));
         TensorShapeProto shape;
-        if (n->type_string() == "Placeholder" && GetNodeAttr(n->def(), "shape", &shape).ok()) {
+        const bool placeholder = n->type_string() == "Placeholder" || n->type_string() == "PlaceholderWithDefault";
+        if (placeholder && GetNodeAttr(n->def(), "shape", &shape).ok()) {
           auto ps = PartialShape::FromProto(shape);
           if (ps.ok()) info.shape = *ps;
         }

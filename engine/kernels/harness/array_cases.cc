@@ -1,7 +1,9 @@
-// Harness entries for the array ops (engine/ops/array_ops*.cc): values against
+// Harness entries for the array ops (engine/ops/array_ops*.cc), BroadcastTo,
+// InvertPermutation and ConcatOffset included: values against
 // index-mapping references (so every dtype, strings included, is checked the
 // same way), bad-input errors, and finite-difference gradient checks in
 // float64.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -850,6 +852,81 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"_IndexedSlicesToDense", NumericTypes(), [](D
       ErrorCase("index out of range", {v, I32({1, 6, 1, 0}), I32({6, 3})}, {}, "indices[1] = 6 is not in [0, 6)"),
       ErrorCase("shape mismatch", {v, I32({1, 5, 1, 0}), I32({6, 2})}, {}, "do not match dense_shape"),
       ErrorCase("negative shape", {v, I32({1, 5, 1, 0}), I32({-6, 3})}, {}, "is negative"),
+  };
+}});
+
+// ------------------------------------------------- BroadcastTo and friends
+
+// x broadcast to `dims` (numpy alignment: trailing dims, size 1 repeats).
+Tensor BroadcastToRef(const Tensor& x, const Index& dims) {
+  const int lead = static_cast<int>(dims.size()) - x.dims();
+  return Remap(x, TensorShape(dims), [&](const Index& out) {
+    Index in(x.dims());
+    for (int d = 0; d < x.dims(); ++d) in[d] = x.dim_size(d) == 1 ? 0 : out[lead + d];
+    return Ravel(in, x.shape());
+  });
+}
+
+REGISTER_OP_HARNESS(OpHarnessEntry{"BroadcastTo", AllTypes(), [](DataType dt, Rng* rng) {
+  std::vector<OpCase> cases;
+  const std::vector<std::pair<TensorShape, Index>> specs = {
+      {S({3}), {2, 3}},       {S({2, 1}), {2, 3}},     {S({}), {2, 2}},   {S({1, 3}), {2, 4, 3}},
+      {S({2, 3}), {2, 3}},    {S({4, 1, 2}), {4, 3, 2}}, {S({1}), {0, 3}}, {S({0, 1}), {0, 4}},
+      {S({}), {}},            {S({2, 1, 1}), {3, 2, 2, 1}}};
+  int k = 0;
+  for (const auto& [shape, dims] : specs) {
+    Tensor x = Rand(dt, shape, rng);
+    const bool int64 = (k++ % 2) == 1;
+    cases.push_back(Case(shape.DebugString() + " to " + TensorShape(dims).DebugString() + (int64 ? " int64" : ""),
+                         {x, int64 ? I64(dims) : I32(dims)}, {}, {BroadcastToRef(x, dims)},
+                         TensorShape(dims).num_elements() > 0));
+  }
+  Tensor x = Rand(dt, S({2, 3}), rng);
+  cases.push_back(ErrorCase("dim differs", {Rand(dt, S({2}), rng), I32({3})}, {}, "unable to broadcast"));
+  cases.push_back(ErrorCase("inner dim differs", {x, I32({4, 2, 2})}, {}, "unable to broadcast"));
+  cases.push_back(ErrorCase("rank too small", {x, I32({3})}, {}, "unable to broadcast"));
+  cases.push_back(ErrorCase("negative", {Rand(dt, S({1}), rng), I32({-1, 1})}, {}, "negative"));
+  cases.push_back(ErrorCase("shape matrix", {x, Ints(DT_INT32, {2, 3}, S({1, 2}))}, {}, "must be a vector"));
+  return cases;
+}});
+
+REGISTER_OP_HARNESS(OpHarnessEntry{"InvertPermutation", {DT_INT32, DT_INT64}, [](DataType dt, Rng* rng) {
+  std::vector<OpCase> cases;
+  for (int64_t n : {0, 1, 5, 17}) {
+    Index perm(n);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), *rng);
+    Index inverse(n);
+    for (int64_t i = 0; i < n; ++i) inverse[perm[i]] = i;
+    cases.push_back(Case("n=" + std::to_string(n), {Ints(dt, perm)}, {}, {Ints(dt, inverse)}, false));
+  }
+  cases.push_back(ErrorCase("out of range", {Ints(dt, {0, 3, 1})}, {}, "x[1] = 3 is not in [0, 3)"));
+  cases.push_back(ErrorCase("negative", {Ints(dt, {0, -1, 1})}, {}, "is not in [0, 3)"));
+  cases.push_back(ErrorCase("duplicate", {Ints(dt, {0, 2, 2})}, {}, "2 is duplicated"));
+  cases.push_back(ErrorCase("matrix", {Ints(dt, {0, 1}, S({1, 2}))}, {}, "vector"));
+  return cases;
+}});
+
+// dt is the shape vectors' type (attr shape_type).
+REGISTER_OP_HARNESS(OpHarnessEntry{"ConcatOffset", {DT_INT32, DT_INT64}, [](DataType dt, Rng*) {
+  auto c = [&](int32_t axis, std::vector<Index> shapes, std::vector<Index> offsets) {
+    std::vector<Tensor> inputs = {Tensor::Scalar<int32_t>(axis)}, expected;
+    for (const Index& s : shapes) inputs.push_back(Ints(dt, s));
+    for (const Index& o : offsets) expected.push_back(Ints(dt, o));
+    return Case("axis " + std::to_string(axis) + " N=" + std::to_string(shapes.size()), inputs, {}, expected, false);
+  };
+  return std::vector<OpCase>{
+      c(1, {{2, 3, 4}, {2, 5, 4}, {2, 1, 4}}, {{0, 0, 0}, {0, 3, 0}, {0, 8, 0}}),
+      c(-2, {{2, 3, 4}, {2, 5, 4}}, {{0, 0, 0}, {0, 3, 0}}),
+      c(0, {{2, 7}, {0, 7}, {3, 7}}, {{0, 0}, {2, 0}, {2, 0}}),
+      c(0, {{4}, {6}}, {{0}, {4}}),
+      ErrorCase("other dim differs", {Tensor::Scalar<int32_t>(1), Ints(dt, {2, 3, 4}), Ints(dt, {2, 5, 5})}, {},
+                "all dimensions except 1 must match"),
+      ErrorCase("axis out of range", {Tensor::Scalar<int32_t>(3), Ints(dt, {2, 3, 4}), Ints(dt, {2, 5, 4})}, {},
+                "out of range"),
+      ErrorCase("ranks differ", {Tensor::Scalar<int32_t>(0), Ints(dt, {2, 3}), Ints(dt, {2, 3, 4})}, {},
+                "shape 1 has 3 elements"),
+      ErrorCase("concat_dim vector", {I32({0}), Ints(dt, {2, 3}), Ints(dt, {2, 3})}, {}, "must be a scalar"),
   };
 }});
 

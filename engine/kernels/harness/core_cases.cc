@@ -1,6 +1,7 @@
-// Harness entries for the engine core's ops: Const, Identity (the math ops'
-// entries are in math_cases.cc); and pointers to the tests that cover the stateful,
-// control-flow and rendezvous ops.
+// Harness entries for the engine core's ops: Const, Identity,
+// PlaceholderWithDefault (the math ops' entries are in math_cases.cc); and
+// pointers to the tests that cover the stateful, control-flow and rendezvous
+// ops.
 #include "engine/kernels/harness/op_harness.h"
 
 namespace sluice {
@@ -33,6 +34,45 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Const", {DT_FLOAT, DT_INT64, DT_STRING, DT_B
                                      c.attrs = {{"value", MakeAttr(value)}, {"dtype", MakeAttr(dtype)}};
                                      c.expected = {value};
                                      return std::vector<OpCase>{c};
+                                   }});
+
+// Unfed, PlaceholderWithDefault forwards its default (feeding it is
+// //engine/runtime:session_test's).
+REGISTER_OP_HARNESS(OpHarnessEntry{"PlaceholderWithDefault", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_BOOL, DT_STRING},
+                                   [](DataType dtype, Rng* rng) {
+                                     auto shape_attr = [](std::vector<int64_t> dims, bool unknown_rank = false) {
+                                       TensorShapeProto proto;
+                                       if (unknown_rank) proto.set_unknown_rank(true);
+                                       for (int64_t d : dims) proto.add_dim()->set_size(d);
+                                       return MakeAttr(proto);
+                                     };
+                                     auto value = [&](const TensorShape& shape) {
+                                       if (dtype != DT_STRING) return RandomTensor(dtype, shape, rng);
+                                       Tensor t(DT_STRING, shape);
+                                       for (int64_t i = 0; i < t.NumElements(); ++i) t.data<tstring>()[i] = "v";
+                                       return t;
+                                     };
+                                     std::vector<OpCase> cases;
+                                     struct Spec {
+                                       TensorShape shape;
+                                       std::vector<int64_t> attr;
+                                       bool unknown_rank;
+                                     };
+                                     for (const Spec& spec : {Spec{TensorShape({2, 3}), {2, 3}, false},
+                                                              Spec{TensorShape({2, 3}), {-1, 3}, false},
+                                                              Spec{TensorShape({}), {}, false},
+                                                              Spec{TensorShape({4}), {}, true}}) {
+                                       OpCase c;
+                                       c.description = spec.shape.DebugString() + (spec.unknown_rank ? " unknown rank" : "");
+                                       c.inputs = {value(spec.shape)};
+                                       c.attrs = {{"shape", shape_attr(spec.attr, spec.unknown_rank)}};
+                                       c.expected = {c.inputs[0]};
+                                       c.check_gradient = dtype == DT_DOUBLE;
+                                       cases.push_back(std::move(c));
+                                     }
+                                     cases.push_back(ErrorCase("incompatible default", {value(TensorShape({2, 3}))},
+                                                               {{"shape", shape_attr({3, -1})}}, "incompatible"));
+                                     return cases;
                                    }});
 
 // Ops whose behaviour is state, control flow or communication: covered by

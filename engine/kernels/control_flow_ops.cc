@@ -1,7 +1,8 @@
 // CPU kernels for the control-flow primitives. Switch forwards its input to
 // one port and leaves the other dead; Merge forwards whichever input is live;
 // Enter, Exit, NextIteration and LoopCond forward their input (the executor
-// moves the value between frames and iterations). All are cheap.
+// moves the value between frames and iterations); ControlTrigger does nothing
+// (the executor runs it live even after dead inputs). All are cheap.
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 
@@ -70,12 +71,21 @@ class LoopCondOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
+// The executor gives ControlTrigger its meaning (it is never dead).
+class ControlTriggerOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext*) override {}
+  bool IsExpensive() const override { return false; }
+};
+
 REGISTER_KERNEL_BUILDER(Name("Switch").Device(kDeviceCpu), SwitchOp);
 REGISTER_KERNEL_BUILDER(Name("Merge").Device(kDeviceCpu), MergeOp);
 REGISTER_KERNEL_BUILDER(Name("Enter").Device(kDeviceCpu), ForwardOp);
 REGISTER_KERNEL_BUILDER(Name("Exit").Device(kDeviceCpu), ForwardOp);
 REGISTER_KERNEL_BUILDER(Name("NextIteration").Device(kDeviceCpu), ForwardOp);
 REGISTER_KERNEL_BUILDER(Name("LoopCond").Device(kDeviceCpu), LoopCondOp);
+REGISTER_KERNEL_BUILDER(Name("ControlTrigger").Device(kDeviceCpu), ControlTriggerOp);
 
 }  // namespace
 }  // namespace sluice

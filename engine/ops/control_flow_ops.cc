@@ -1,5 +1,5 @@
 // Control-flow primitives (whitepaper §4.4): Switch, Merge, Enter, Exit,
-// NextIteration and LoopCond. The executor gives Enter, Exit and
+// NextIteration, LoopCond and ControlTrigger. The executor gives Enter, Exit and
 // NextIteration their frame semantics; Switch and Merge route values and
 // deadness.
 #include <vector>
@@ -85,5 +85,10 @@ REGISTER_OP("Exit").Input("data: T").Output("output: T").Attr("T: type").SetShap
 REGISTER_OP("NextIteration").Input("data: T").Output("output: T").Attr("T: type").SetShapeFn(shape_fns::Unchanged);
 
 REGISTER_OP("LoopCond").Input("input: bool").Output("output: bool").SetShapeFn(LoopCondShape);
+
+// Does nothing, and runs even when its control inputs are dead (the executor
+// never marks it dead): a point to hang control edges on that is reached
+// whichever branch of a cond ran.
+REGISTER_OP("ControlTrigger").SetShapeFn(shape_fns::Unknown);
 
 }  // namespace sluice

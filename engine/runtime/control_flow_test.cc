@@ -1,6 +1,6 @@
 // While loops built only from Enter/Merge/Switch/LoopCond/NextIteration/Exit:
 // sum of 1..N, a nested loop, deadness through a cond, and iteration overlap
-// bounded by parallel_iterations.
+// bounded by parallel_iterations; ControlTrigger after a dead branch; Assert.
 #include <chrono>
 #include <thread>
 
@@ -231,6 +231,81 @@ TEST(Cond, FetchingADeadTensorIsAnError) {
   absl::Status s = (*session)->Run({}, {t}, {}, &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_NE(s.message().find("dead"), std::string::npos) << s;
+}
+
+// A NoOp after the untaken branch of a cond is dead, and so is what waits on
+// it; a ControlTrigger there is live, so what waits on it runs.
+TEST(Cond, ControlTriggerIsLiveAfterADeadBranch) {
+  for (const std::string& op : {"NoOp", "ControlTrigger"}) {
+    GraphDefBuilder b;
+    std::string x = b.Const("x", Tensor::Scalar<int32_t>(10));
+    std::string p = b.Const("p", Tensor::Scalar<bool>(false));
+    std::string sw = b.Switch("sw", x, p, DT_INT32);
+    std::string t = b.Identity("t", sw + ":1", DT_INT32);
+    std::string trigger = b.Node("trigger", op, {"^" + t});
+    std::string y = b.Identity("y", b.Const("c", Tensor::Scalar<int32_t>(7)), DT_INT32, {trigger});
+    auto session = NewSession();
+    ASSERT_TRUE(session.ok());
+    ASSERT_TRUE((*session)->Create(b.graph()).ok());
+    std::vector<Tensor> out;
+    absl::Status s = (*session)->Run({}, {y}, {}, &out);
+    if (op == "NoOp") {
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+      EXPECT_NE(s.message().find("dead"), std::string::npos) << s;
+    } else {
+      ASSERT_TRUE(s.ok()) << s;
+      EXPECT_EQ(out[0].data<int32_t>()[0], 7);
+    }
+  }
+}
+
+// Assert: a true condition lets the step finish; a false one fails it with
+// InvalidArgument naming the node and summarizing the data tensors.
+TEST(Assert, FailsTheStepWithTheDataSummaries) {
+  for (bool ok : {true, false}) {
+    GraphDefBuilder b;
+    std::string cond = b.Const("cond", Tensor::Scalar<bool>(ok));
+    Tensor text(DT_STRING, TensorShape({}));
+    text.data<tstring>()[0] = "x must be positive, x =";
+    std::string msg = b.Const("msg", text);
+    std::string values = b.Const("values", Tensor::FromVector<float>({-1, 2, 3, 4}));
+    std::string check = b.Node("check_x", "Assert", {cond, msg, values},
+                               {{"T", MakeAttr(std::vector<DataType>{DT_STRING, DT_FLOAT})},
+                                {"summarize", MakeAttr(int64_t{2})}});
+    std::string y = b.Identity("y", values, DT_FLOAT, {check});
+    auto session = NewSession();
+    ASSERT_TRUE(session.ok());
+    ASSERT_TRUE((*session)->Create(b.graph()).ok());
+    std::vector<Tensor> out;
+    absl::Status s = (*session)->Run({}, {y}, {}, &out);
+    if (ok) {
+      EXPECT_TRUE(s.ok()) << s;
+      continue;
+    }
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find("check_x"), std::string::npos) << s;
+    EXPECT_NE(s.message().find("assertion failed: [x must be positive, x =] [-1 2...]"), std::string::npos) << s;
+    // As a target, not only as a control input.
+    s = (*session)->Run({}, {}, {"check_x"}, &out);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  }
+}
+
+TEST(Assert, ConditionMustBeAScalar) {
+  GraphDefBuilder b;
+  Tensor two(DT_BOOL, TensorShape({2}));
+  two.data<bool>()[0] = two.data<bool>()[1] = true;
+  std::string cond = b.Const("cond", two);
+  std::string check =
+      b.Node("check", "Assert", {cond, b.Const("v", Tensor::Scalar<int32_t>(1))},
+             {{"T", MakeAttr(std::vector<DataType>{DT_INT32})}});
+  auto session = NewSession();
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->Create(b.graph()).ok());
+  std::vector<Tensor> out;
+  absl::Status s = (*session)->Run({}, {}, {check}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("condition must be a scalar, got shape [2]"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -472,6 +472,7 @@ void ExecutorState::ActivateNodes(const NodeItem& item, bool is_dead, FrameState
       else slot = src;
     }
     if (dst_ready) {
+      if (dst.is_control_trigger) dst_dead = false;
       // Reset for reuse: pending counts are per iteration and each node runs
       // once per iteration.
       ++state->outstanding_ops;

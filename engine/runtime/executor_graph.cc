@@ -41,6 +41,7 @@ absl::Status BuildExecutorGraph(Device* device, std::unique_ptr<const Graph> gra
     item.is_switch = n->IsSwitch();
     item.outputs_may_be_dead = item.is_switch || n->type_string() == "_Recv";
     item.runs_when_dead = n->type_string() == "_Send";
+    item.is_control_trigger = n->type_string() == "ControlTrigger";
     item.allows_uninitialized_input = n->op_def().allows_uninitialized_input;
     item.num_inputs = n->num_inputs();
     item.num_outputs = n->num_outputs();

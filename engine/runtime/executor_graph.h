@@ -55,6 +55,9 @@ struct NodeItem {
   bool outputs_may_be_dead = false;
   // _Send runs even when dead, to carry the deadness to its receiver.
   bool runs_when_dead = false;
+  // ControlTrigger is never dead: it runs (and its out-edges are live) once
+  // all its inputs arrived, dead or not.
+  bool is_control_trigger = false;
   bool allows_uninitialized_input = false;
   int num_inputs = 0;
   int num_outputs = 0;

@@ -91,6 +91,8 @@ SLUICE_COVERED_ELSEWHERE_("Enter", "//engine/runtime:control_flow_test");
 SLUICE_COVERED_ELSEWHERE_("Exit", "//engine/runtime:control_flow_test");
 SLUICE_COVERED_ELSEWHERE_("NextIteration", "//engine/runtime:control_flow_test");
 SLUICE_COVERED_ELSEWHERE_("LoopCond", "//engine/runtime:control_flow_test");
+SLUICE_COVERED_ELSEWHERE_("ControlTrigger", "//engine/runtime:control_flow_test");
+SLUICE_COVERED_ELSEWHERE_("Assert", "//engine/runtime:control_flow_test");
 SLUICE_COVERED_ELSEWHERE_("_Send", "//engine/runtime:executor_test");
 SLUICE_COVERED_ELSEWHERE_("_Recv", "//engine/runtime:executor_test");
 #undef SLUICE_COVERED_ELSEWHERE_

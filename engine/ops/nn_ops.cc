@@ -1,12 +1,15 @@
 // Neural-network ops: activations (Relu, Relu6, LeakyRelu, Elu, Selu, Softplus
 // and their Grad helpers), Softmax, LogSoftmax, the two softmax
 // cross-entropies, BiasAdd(+Grad), Conv2D and its backprop ops, MaxPool/AvgPool
-// and their Grad ops, L2Loss, InTopK(V2), and Sluice's Dropout. Signatures, attr names and defaults follow TensorFlow's
+// and their Grad ops, L2Loss, InTopK(V2), TopKV2, and Sluice's Dropout.
+// Signatures, attr names and defaults follow TensorFlow's
 // tensorflow/core/ops/nn_ops.cc, so TensorFlow GraphDefs run unchanged; each
 // op's gradient is registered beside it (TensorFlow's nn_grad.py).
 //
 // Gradients use other families' ops by name: Mul, Sub, Neg, Exp, RealDiv,
-// AddV2, Less, Select, Sigmoid, Sum (math), Shape, ExpandDims, ZerosLike (array).
+// AddV2, Less, Select, Sigmoid, Sum, Prod, Maximum, Cast (math), Shape, Rank,
+// ExpandDims, ZerosLike, Slice, ConcatV2, GatherV2, Range, UnsortedSegmentSum
+// (array).
 // Thread safety: registrations run at static initialization.
 #include <string>
 #include <vector>
@@ -751,6 +754,81 @@ REGISTER_OP("InTopKV2")
     .Attr("T: {int32, int64} = DT_INT32")
     .SetShapeFn(InTopKShape)
     .SetNotDifferentiable();
+
+// The k largest entries of each row (last dimension) of `input` and their
+// indices, largest first; equal values keep their order (lower index first).
+// Sorted output is always produced (`sorted: false` allows any order).
+// TensorFlow also takes uint32 and uint64, which Sluice has not.
+REGISTER_OP("TopKV2")
+    .Input("input: T")
+    .Input("k: Tk")
+    .Output("values: T")
+    .Output("indices: index_type")
+    .Attr("sorted: bool = true")
+    .Attr("T: {float, double, int32, uint8, int16, int8, int64, bfloat16, uint16, half}")
+    .Attr("Tk: {int16, int32, int64} = DT_INT32")
+    .Attr("index_type: {int16, int32, int64} = DT_INT32")
+    .SetShapeFn([](InferenceContext* c) {
+      const PartialShape& in = c->input(0);
+      const PartialShape& k_shape = c->input(1);
+      if (k_shape.rank_known() && k_shape.rank() != 0) {
+        return c->Error(absl::StrCat("k must be a scalar, got shape ", k_shape.DebugString()));
+      }
+      if (!in.rank_known()) {
+        c->set_output(0, PartialShape::Unknown());
+        c->set_output(1, PartialShape::Unknown());
+        return absl::OkStatus();
+      }
+      if (in.rank() < 1) return c->Error(absl::StrCat("input must have rank >= 1, got shape ", in.DebugString()));
+      int64_t k = kUnknownDim;
+      if (const Tensor* t = c->input_tensor(1); t != nullptr && t->NumElements() == 1) {
+        switch (t->dtype()) {
+          case DT_INT16: k = t->data<int16_t>()[0]; break;
+          case DT_INT32: k = t->data<int32_t>()[0]; break;
+          case DT_INT64: k = t->data<int64_t>()[0]; break;
+          default: break;
+        }
+        if (k < 0) return c->Error(absl::StrCat("k must be non-negative, got ", k));
+        const int64_t last = in.dim(in.rank() - 1);
+        if (last != kUnknownDim && last < k) {
+          return c->Error(absl::StrCat("input must have at least k = ", k, " entries in its last dimension, but has shape ",
+                                       in.DebugString()));
+        }
+      }
+      std::vector<int64_t> dims(in.dims().begin(), in.dims().end());
+      dims.back() = k;
+      c->set_output(0, PartialShape::FromDims(dims));
+      c->set_output(1, PartialShape::FromDims(dims));
+      return absl::OkStatus();
+    })
+    .SetGradient([](GradientBuilder* g) {
+      // Scatter dvalues back to the positions the indices name (TensorFlow's
+      // _TopKGrad): flat position = row * n + index, summed into a vector of
+      // the input's size (positions are unique) and reshaped to the input.
+      GraphBuilder& b = g->b();
+      Output x = g->input(0), indices = g->output(1);
+      Output sx = IntShape(g, x);
+      Output one = b.Scalar<int32_t>("one", 1);
+      Output n = b.Op("n", "GatherV2", {sx, b.Op("last", "Sub", {b.Op("rank", "Rank", {x}), one}),
+                                        b.Scalar<int32_t>("axis", 0)});
+      Output safe_n = b.Op("safe_n", "Maximum", {n, one});
+      Output si = IntShape(g, indices);
+      Output outer_len = b.Op("outer_len", "Sub", {b.Op("rank_i", "Rank", {indices}), one});
+      Output outer = b.Op("outer", "Slice", {si, b.Const("begin", Tensor::FromVector<int32_t>({0})),
+                                             b.Op("len", "Reshape", {outer_len, b.Const("vec", Tensor::FromVector<int32_t>({1}))})});
+      Output rows = b.Op("rows", "Prod", {outer, b.Scalar<int32_t>("axis0", 0)});
+      Output offsets = b.Op("offsets", "Range", {b.Scalar<int32_t>("zero", 0), b.Op("end", "Mul", {rows, safe_n}), safe_n});
+      Output offsets_shape = b.Op("offsets_shape", "ConcatV2", {outer, b.Const("one_vec", Tensor::FromVector<int32_t>({1})),
+                                                                b.Scalar<int32_t>("concat_axis", 0)});
+      Output position = b.Op("position", "AddV2", {b.Op("indices32", "Cast", {indices}, {{"DstT", MakeAttr(DT_INT32)}}),
+                                                    b.Op("offsets_nd", "Reshape", {offsets, offsets_shape})});
+      Output flat = b.Const("flat", Tensor::FromVector<int32_t>({-1}));
+      Output scattered = b.Op("scattered", "UnsortedSegmentSum",
+                              {b.Op("grad_flat", "Reshape", {g->grad(0), flat}),
+                               b.Op("position_flat", "Reshape", {position, flat}), b.Op("size", "Size", {x})});
+      g->SetInputGrad(0, b.Op("dx", "Reshape", {scattered, sx}));
+      return absl::OkStatus();
+    });
 
 // ---- Dropout (Sluice's own op; TensorFlow composes dropout from ops) ----
 //

@@ -1,7 +1,7 @@
 // Harness entries for the NN ops (engine/ops/nn_ops.cc): activations (Relu,
 // Relu6, LeakyRelu, Elu, Selu, Softplus and their Grad helpers),
 // softmax family, cross-entropies, BiasAdd(+Grad), Conv2D and its backprop
-// ops, pools, L2Loss, InTopK(V2) and Dropout, each against a float64
+// ops, pools, L2Loss, InTopK(V2), TopKV2 and Dropout, each against a float64
 // reference with finite-difference gradient checks in float64; and pointers to
 // //engine/kernels:training_ops_test for the training ops.
 #include <algorithm>
@@ -138,6 +138,69 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"SoftplusGrad", FloatTypes(), [](DataType dty
                                      return GradHelperCases(
                                          dtype, rng, -3, [](double g, double x) { return g / (1 + std::exp(-x)); }, {});
                                    }});
+
+// ---- TopKV2 ----
+
+// Per row: indices ordered by value (descending), then index (ascending).
+std::vector<OpCase> TopKCases(DataType dtype, Rng* rng) {
+  struct Spec {
+    TensorShape shape;
+    int64_t k;
+    DataType k_type, index_type;
+  };
+  std::vector<Spec> specs = {{TensorShape({5}), 2, DT_INT32, DT_INT32},      {TensorShape({3, 4}), 4, DT_INT64, DT_INT32},
+                             {TensorShape({2, 3, 5}), 1, DT_INT32, DT_INT64}, {TensorShape({3, 0}), 0, DT_INT32, DT_INT32},
+                             {TensorShape({4, 6}), 0, DT_INT16, DT_INT16},    {TensorShape({2, 7}), 3, DT_INT16, DT_INT16},
+                             {TensorShape({0, 3}), 2, DT_INT32, DT_INT32}};
+  if (dtype == DT_FLOAT) specs.push_back({TensorShape({300, 200}), 10, DT_INT32, DT_INT32});
+  auto scalar = [](DataType t, int64_t v) {
+    return t == DT_INT16 ? Tensor::Scalar<int16_t>(static_cast<int16_t>(v))
+                         : t == DT_INT64 ? Tensor::Scalar<int64_t>(v) : Tensor::Scalar<int32_t>(static_cast<int32_t>(v));
+  };
+  std::vector<OpCase> cases;
+  for (const Spec& s : specs) {
+    OpCase c;
+    c.description = s.shape.DebugString() + " k=" + std::to_string(s.k) + " " + DataTypeString(s.index_type) + " indices";
+    // Few distinct values (except in float64, whose gradient check needs no ties).
+    Tensor x = dtype == DT_DOUBLE ? RandomTensor(dtype, s.shape, rng, -3, 3) : RandomTensor(dtype, s.shape, rng, -2, 2);
+    c.inputs = {x, scalar(s.k_type, s.k)};
+    c.attrs = {{"index_type", MakeAttr(s.index_type)}};
+    const int64_t n = s.shape.dim_size(s.shape.dims() - 1);
+    const int64_t rows = n == 0 ? 0 : x.NumElements() / n;
+    std::vector<double> v = ToDoubles(x), values, indices;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<int64_t> order(n);
+      for (int64_t i = 0; i < n; ++i) order[i] = i;
+      const double* row = v.data() + r * n;
+      std::stable_sort(order.begin(), order.end(), [row](int64_t a, int64_t b) { return row[a] > row[b]; });
+      for (int64_t j = 0; j < s.k; ++j) {
+        values.push_back(row[order[j]]);
+        indices.push_back(static_cast<double>(order[j]));
+      }
+    }
+    std::vector<int64_t> dims(s.shape.dim_sizes().begin(), s.shape.dim_sizes().end());
+    dims.back() = s.k;
+    c.expected = {FromDoubles(dtype, TensorShape(dims), values), FromDoubles(s.index_type, TensorShape(dims), indices)};
+    c.check_gradient = dtype == DT_DOUBLE && s.k > 0 && x.NumElements() > 0;
+    c.grad_inputs = {0};
+    cases.push_back(std::move(c));
+  }
+  if (DataTypeIsFloating(dtype)) {  // NaN counts as the largest value
+    OpCase c;
+    c.description = "NaN";
+    c.inputs = {FromDoubles(dtype, TensorShape({4}), {1, NAN, 2, 2}), scalar(DT_INT32, 3)};
+    c.expected = {FromDoubles(dtype, TensorShape({3}), {NAN, 2, 2}), FromDoubles(DT_INT32, TensorShape({3}), {1, 2, 3})};
+    cases.push_back(std::move(c));
+  }
+  Tensor x = RandomTensor(dtype, TensorShape({2, 3}), rng);
+  cases.push_back(ErrorCase("k > n", {x, scalar(DT_INT32, 4)}, {}, "entries in its last dimension"));
+  cases.push_back(ErrorCase("negative k", {x, scalar(DT_INT64, -1)}, {}, "non-negative"));
+  cases.push_back(ErrorCase("scalar input", {RandomTensor(dtype, TensorShape({}), rng), scalar(DT_INT32, 0)}, {}, "rank >= 1"));
+  cases.push_back(ErrorCase("k vector", {x, Tensor::FromVector<int32_t>({1, 2})}, {}, "scalar"));
+  return cases;
+}
+
+REGISTER_OP_HARNESS(OpHarnessEntry{"TopKV2", RealNumberTypes(), TopKCases});
 
 // ---- Softmax family ----
 

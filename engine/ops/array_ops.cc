@@ -1,9 +1,11 @@
 // Array ops, part 1: Const, Placeholder(WithDefault), Identity, NoOp and the
-// shape ops (Fill, BroadcastTo, ZerosLike, OnesLike, Shape, Rank, Size,
-// Reshape, Squeeze, ExpandDims, Transpose, InvertPermutation, StopGradient,
-// Range, OneHot), each with its shape function and gradient. Concat/split/slicing ops are in array_ops_slicing.cc, gather and
-// scatter ops in array_ops_indexing.cc. Signatures follow TensorFlow's op
-// definitions (tensorflow/core/ops/array_ops.cc, math_ops.cc for Range).
+// shape ops (Fill, BroadcastTo, SparseToDense, ZerosLike, OnesLike, Shape,
+// Rank, Size, Reshape, Squeeze, ExpandDims, Transpose, InvertPermutation,
+// StopGradient, Range, OneHot), each with its shape function and gradient.
+// Concat/split/slicing ops are in array_ops_slicing.cc, gather and scatter ops
+// in array_ops_indexing.cc. Signatures follow TensorFlow's op definitions
+// (tensorflow/core/ops/array_ops.cc, math_ops.cc for Range, sparse_ops.cc for
+// SparseToDense).
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_def.h"
 #include "engine/framework/shape_inference.h"
@@ -12,6 +14,8 @@
 
 namespace sluice {
 namespace {
+
+using array_grad::IndexConst;
 
 absl::Status ConstShape(InferenceContext* c) {
   TensorProto proto;
@@ -188,6 +192,55 @@ REGISTER_OP("BroadcastTo")
       if (args == nullptr) return b.status();
       Output sum = b.Op("sum", "Sum", {g->grad(0), Output{args, 1}}, {{"keep_dims", MakeAttr(true)}});
       g->SetInputGrad(0, b.Op("reshape", "Reshape", {sum, input_shape}));
+      return absl::OkStatus();
+    });
+
+// dense[sparse_indices[i]] = sparse_values[i] (or the scalar sparse_values),
+// default_value elsewhere; dense has shape output_shape. sparse_indices is a
+// scalar, a vector (one dim) or an [N, ndims] matrix; validate_indices also
+// requires them in lexicographic order without repeats.
+REGISTER_OP("SparseToDense")
+    .Input("sparse_indices: Tindices")
+    .Input("output_shape: Tindices")
+    .Input("sparse_values: T")
+    .Input("default_value: T")
+    .Output("dense: T")
+    .Attr("validate_indices: bool = true")
+    .Attr("T: type")
+    .Attr("Tindices: {int32, int64}")
+    .SetShapeFn([](InferenceContext* c) { return ShapeFromInput(c, 1); })
+    .SetGradient([](GradientBuilder* g) {
+      // TensorFlow's _SparseToDenseGrad: each value gets the gradient at its
+      // index (gather_nd), the default what is left of the total. The index
+      // rows become flat positions sum_d index[d] * stride[d], with
+      // stride[d] = prod(output_shape[d+1:]) built as the row products of
+      // a [D, D] matrix holding output_shape above the diagonal and 1 elsewhere.
+      GraphBuilder& b = g->b();
+      Output indices = g->input(0), shape = g->input(1), values = g->input(2), grad = g->grad(0);
+      const DataType it = indices.dtype();
+      Output d = b.Op("d", "Size", {shape}, {{"out_type", MakeAttr(it)}});
+      Output zero = b.ScalarOfType("zero", it, 0), one = b.ScalarOfType("one", it, 1);
+      Output rows = b.Op("rows", "Reshape", {indices, b.Op("rows_shape", "Pack", {b.ScalarOfType("minus_one", it, -1), d})});
+      Output iota = b.Op("iota", "Range", {zero, d, one});
+      Output later = b.Op("later", "Greater", {b.Op("iota_row", "ExpandDims", {iota, b.Scalar<int32_t>("dim0", 0)}),
+                                               b.Op("iota_col", "ExpandDims", {iota, b.Scalar<int32_t>("dim1", 1)})});
+      Output factors = b.Op("factors", "SelectV2",
+                            {later, b.Op("shape_row", "ExpandDims", {shape, b.Scalar<int32_t>("dim0b", 0)}), one});
+      Output strides = b.Op("strides", "Prod", {factors, b.Scalar<int32_t>("axis1", 1)});
+      Output linear = b.Op("linear", "Sum", {b.Op("scaled", "Mul", {rows, strides}), b.Scalar<int32_t>("axis1b", 1)});
+      Output picked = b.Op("picked", "GatherV2", {b.Op("grad_flat", "Reshape", {grad, IndexConst(b, "flat", DT_INT32, {-1})}),
+                                                  linear, b.Scalar<int32_t>("axis0", 0)});
+      // A scalar sparse_values was broadcast to every index: sum its share.
+      Output sv = array_grad::ShapeOf(b, values);
+      Node* args = b.AddNode("broadcast_args", "BroadcastGradientArgs", {sv, array_grad::ShapeOf(b, picked)});
+      if (args == nullptr) return b.status();
+      g->SetInputGrad(2, b.Op("dvalues", "Reshape", {b.Op("sum_values", "Sum", {picked, Output{args, 0}}), sv}));
+      auto total = [&](const std::string& name, Output x) {
+        Output axes = b.Op(name + "_axes", "Range", {b.Scalar<int32_t>(name + "_start", 0), b.Op(name + "_rank", "Rank", {x}),
+                                                     b.Scalar<int32_t>(name + "_delta", 1)});
+        return b.Op(name, "Sum", {x, axes});
+      };
+      g->SetInputGrad(3, b.Op("ddefault", "Sub", {total("total_grad", grad), total("total_picked", picked)}));
       return absl::OkStatus();
     });
 

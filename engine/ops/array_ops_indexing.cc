@@ -1,5 +1,5 @@
 // Array ops, part 3: Gather, GatherV2, DynamicPartition, DynamicStitch,
-// UnsortedSegmentSum and the internal _IndexedSlicesToDense (which
+// UnsortedSegmentSum, Unique and the internal _IndexedSlicesToDense (which
 // engine/graph/gradients.cc DenseGradient uses to densify sparse gradients),
 // with shape functions and gradients mirroring TensorFlow's. Gather's gradient
 // is sparse (IndexedSlices), as in TensorFlow.
@@ -215,6 +215,26 @@ REGISTER_OP("UnsortedSegmentSum")
       g->SetInputGrad(0, g->b().Op("gather", "Gather", {g->grad(0), g->input(1)}));
       return absl::OkStatus();
     });
+
+// The distinct values of a vector in order of first appearance, and for each
+// element the index of its value among them. TensorFlow registers no
+// gradient for Unique; here no gradient flows through it (its idx output is
+// an index, its y a selection).
+REGISTER_OP("Unique")
+    .Input("x: T")
+    .Output("y: T")
+    .Output("idx: out_idx")
+    .Attr("T: type")
+    .Attr("out_idx: {int32, int64} = DT_INT32")
+    .SetShapeFn([](InferenceContext* c) {
+      PartialShape x;
+      absl::Status s = c->WithRank(0, 1, &x);
+      if (!s.ok()) return s;
+      c->set_output(0, PartialShape::UnknownOfRank(1));
+      c->set_output(1, x);
+      return absl::OkStatus();
+    })
+    .SetNotDifferentiable();
 
 REGISTER_OP("_IndexedSlicesToDense")
     .Input("values: T")

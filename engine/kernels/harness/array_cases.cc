@@ -1,12 +1,14 @@
 // Harness entries for the array ops (engine/ops/array_ops*.cc), BroadcastTo,
-// InvertPermutation and ConcatOffset included: values against
-// index-mapping references (so every dtype, strings included, is checked the
-// same way), bad-input errors, and finite-difference gradient checks in
-// float64.
+// InvertPermutation, ConcatOffset, Unique and SparseToDense included: values
+// against index-mapping references (so every dtype, strings included, is
+// checked the same way), bad-input errors, and finite-difference gradient
+// checks in float64.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "engine/kernels/harness/op_harness.h"
 
@@ -928,6 +930,98 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"ConcatOffset", {DT_INT32, DT_INT64}, [](Data
                 "shape 1 has 3 elements"),
       ErrorCase("concat_dim vector", {I32({0}), Ints(dt, {2, 3}), Ints(dt, {2, 3})}, {}, "must be a scalar"),
   };
+}});
+
+// ------------------------------------------------- Unique and SparseToDense
+
+// A vector of `n` values drawn from a small set (so values repeat).
+Tensor Repeating(DataType dt, int64_t n, Rng* rng) {
+  if (dt == DT_STRING) {
+    Tensor t(DT_STRING, S({n}));
+    for (int64_t i = 0; i < n; ++i) t.data<tstring>()[i] = "s" + std::to_string((*rng)() % 4);
+    return t;
+  }
+  std::vector<double> v(n);
+  for (double& e : v) e = static_cast<double>((*rng)() % 4);
+  return FromDoubles(dt, S({n}), v);
+}
+
+bool SameElement(const Tensor& t, int64_t a, int64_t b, const std::vector<double>& d) {
+  if (t.dtype() == DT_STRING) return t.data<tstring>()[a] == t.data<tstring>()[b];
+  if (t.dtype() == DT_COMPLEX64) return t.data<complex64>()[a] == t.data<complex64>()[b];
+  return d[a] == d[b];  // -0 == 0; NaN differs from itself
+}
+
+REGISTER_OP_HARNESS(OpHarnessEntry{"Unique", AllTypes(), [](DataType dt, Rng* rng) {
+  auto ref_case = [&](const std::string& name, const Tensor& x, DataType out_idx) {
+    const int64_t n = x.NumElements();
+    std::vector<double> d = dt == DT_STRING ? std::vector<double>(n) : ToDoubles(x);
+    std::vector<int64_t> first, idx(n);
+    for (int64_t i = 0; i < n; ++i) {
+      size_t j = 0;
+      while (j < first.size() && !SameElement(x, first[j], i, d)) ++j;
+      if (j == first.size()) first.push_back(i);
+      idx[i] = static_cast<int64_t>(j);
+    }
+    Tensor y = Remap(x, S({static_cast<int64_t>(first.size())}), [&](const Index& out) { return first[out[0]]; });
+    return Case(name + " out_idx " + DataTypeString(out_idx), {x}, {{"out_idx", MakeAttr(out_idx)}},
+                {y, Ints(out_idx, idx)}, false);
+  };
+  std::vector<OpCase> cases;
+  int k = 0;
+  for (int64_t n : {0, 1, 10, 50}) {
+    cases.push_back(ref_case("n=" + std::to_string(n), Repeating(dt, n, rng), (k++ % 2) ? DT_INT64 : DT_INT32));
+  }
+  if (DataTypeIsFloating(dt)) {
+    // -0 and 0 are one value; each NaN is its own.
+    cases.push_back(ref_case("signed zeros and NaNs", FromDoubles(dt, S({5}), {0.0, -0.0, NAN, 1, NAN}), DT_INT32));
+  }
+  cases.push_back(ErrorCase("matrix", {Rand(dt, S({2, 2}), rng)}, {}, "vector"));
+  return cases;
+}});
+
+REGISTER_OP_HARNESS(OpHarnessEntry{"SparseToDense", AllTypes(), [](DataType dt, Rng* rng) {
+  auto idx = [](bool int64, const Index& v, std::optional<TensorShape> shape = std::nullopt) {
+    return Ints(int64 ? DT_INT64 : DT_INT32, v, shape);
+  };
+  // indices as an [n, ndims] list of rows (flattened), values per row or one.
+  auto ref = [&](const Index& rows, int64_t ndims, const Index& shape, const Tensor& values, const Tensor& def) {
+    Tensor out = Remap(def, TensorShape(shape), [](const Index&) { return int64_t{0}; });
+    const int64_t n = ndims == 0 ? 0 : static_cast<int64_t>(rows.size()) / ndims;
+    for (int64_t i = 0; i < n; ++i) {
+      Index at(rows.begin() + i * ndims, rows.begin() + (i + 1) * ndims);
+      CopyOne(values, values.dims() == 0 ? 0 : i, out, Ravel(at, TensorShape(shape)));
+    }
+    return out;
+  };
+  const Tensor def = Rand(dt, S({}), rng);
+  const Tensor v3 = Rand(dt, S({3}), rng), v1 = Rand(dt, S({}), rng), v0 = Rand(dt, S({0}), rng);
+  auto validate = [](bool v) { return AttrList{{"validate_indices", MakeAttr(v)}}; };
+  std::vector<OpCase> cases = {
+      Case("matrix indices", {idx(false, {0, 1, 1, 0, 2, 3}, S({3, 2})), idx(false, {3, 4}), v3, def}, {},
+           {ref({0, 1, 1, 0, 2, 3}, 2, {3, 4}, v3, def)}, true),
+      Case("vector indices int64", {idx(true, {0, 2, 5}), idx(true, {6}), v3, def}, {}, {ref({0, 2, 5}, 1, {6}, v3, def)},
+           true),
+      Case("scalar index", {idx(false, {3}, S({})), idx(false, {5}), v1, def}, {}, {ref({3}, 1, {5}, v1, def)}, true),
+      Case("scalar value broadcast", {idx(true, {0, 0, 1, 1}, S({2, 2})), idx(true, {2, 2}), v1, def}, {},
+           {ref({0, 0, 1, 1}, 2, {2, 2}, v1, def)}, true),
+      Case("no indices", {idx(false, {}, S({0, 2})), idx(false, {2, 3}), v0, def}, {}, {ref({}, 2, {2, 3}, v0, def)},
+           true),
+      Case("unordered, not validated", {idx(false, {2, 0, 1}), idx(false, {4}), v3, def}, validate(false),
+           {ref({2, 0, 1}, 1, {4}, v3, def)}, true),
+      ErrorCase("out of bounds", {idx(false, {0, 1, 1, 4}, S({2, 2})), idx(false, {3, 4}), Rand(dt, S({2}), rng), def},
+                {}, "sparse_indices[1] = [1,4] is out of bounds: need 0 <= index < [3,4]"),
+      ErrorCase("negative index", {idx(true, {-1}), idx(true, {4}), v1, def}, validate(false), "out of bounds"),
+      ErrorCase("repeated", {idx(false, {1, 1}), idx(false, {4}), Rand(dt, S({2}), rng), def}, {}, "is repeated"),
+      ErrorCase("out of order", {idx(false, {2, 1}), idx(false, {4}), Rand(dt, S({2}), rng), def}, {}, "is out of order"),
+      ErrorCase("values length", {idx(false, {0, 1}), idx(false, {4}), v3, def}, {}, "must be a scalar or a vector of 2"),
+      ErrorCase("output_shape length", {idx(false, {0, 1}, S({1, 2})), idx(false, {4}), v1, def}, {},
+                "output_shape has 1 elements but sparse_indices has 2 columns"),
+      ErrorCase("default not scalar", {idx(false, {0}), idx(false, {4}), v1, Rand(dt, S({1}), rng)}, {},
+                "default_value must be a scalar"),
+  };
+  for (OpCase& c : cases) c.grad_inputs = {2, 3};
+  return cases;
 }});
 
 }  // namespace

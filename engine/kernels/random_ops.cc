@@ -1,5 +1,6 @@
-// CPU kernels for RandomUniform, RandomStandardNormal, TruncatedNormal and
-// RandomShuffle on Philox streams (philox_random.h) keyed by (seed, seed2).
+// CPU kernels for RandomUniform, RandomUniformInt, RandomStandardNormal,
+// TruncatedNormal and RandomShuffle on Philox streams (philox_random.h) keyed
+// by (seed, seed2).
 // Element i of a run's output depends only on (key, run number, i), so fills
 // run in parallel on the intra-op pool and the values do not depend on the
 // thread count. Each kernel numbers its runs with an atomic counter (like
@@ -8,6 +9,7 @@
 // Thread safety: Compute may run concurrently; the run counter is atomic.
 #include <atomic>
 #include <cstring>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
@@ -137,6 +139,53 @@ class RandomOp : public PhiloxKernel {
                                         });
   }
 };
+
+// Integers in [lo, hi): lo + bits % (hi - lo), with 32 random bits per value
+// for int32 and 64 for int64 (the range computed unsigned, so it may span the
+// whole type). The modulo's bias is below range / 2^32 (2^64).
+template <typename T>
+class RandomUniformIntOp : public PhiloxKernel {
+ public:
+  using PhiloxKernel::PhiloxKernel;
+  void Compute(OpKernelContext* ctx) override {
+    TensorShape shape;
+    OP_REQUIRES_OK(ctx, ShapeFromInput(ctx->input(0), &shape));
+    const Tensor& minval = ctx->input(1);
+    const Tensor& maxval = ctx->input(2);
+    OP_REQUIRES(ctx, minval.dims() == 0,
+                absl::InvalidArgumentError(absl::StrCat("minval must be a scalar, got shape ", minval.shape().DebugString())));
+    OP_REQUIRES(ctx, maxval.dims() == 0,
+                absl::InvalidArgumentError(absl::StrCat("maxval must be a scalar, got shape ", maxval.shape().DebugString())));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
+    const uint32_t run = NextRun();
+    const int64_t n = out->NumElements();
+    if (n == 0) return;  // no values: any bounds will do (as TensorFlow)
+    const T lo = minval.data<T>()[0], hi = maxval.data<T>()[0];
+    OP_REQUIRES(ctx, lo < hi, absl::InvalidArgumentError(absl::StrCat("need minval < maxval, got ", lo, " >= ", hi)));
+    using U = typename std::make_unsigned<T>::type;
+    const U range = static_cast<U>(static_cast<U>(hi) - static_cast<U>(lo));
+    constexpr int64_t per = sizeof(T) == 4 ? 4 : 2;
+    const int64_t blocks = (n + per - 1) / per;
+    T* o = out->data<T>();
+    const philox::Key key = key_;
+    ctx->eigen_cpu_device().parallelFor(
+        blocks, Eigen::TensorOpCost(0, per * sizeof(T), 60), [&](Eigen::Index first, Eigen::Index last) {
+          for (int64_t b = first; b < last; ++b) {
+            const philox::Block bits = philox::Generate(key, b, run);
+            for (int64_t j = 0; j < per && b * per + j < n; ++j) {
+              const U r = per == 4 ? static_cast<U>(bits[j])
+                                   : static_cast<U>((static_cast<uint64_t>(bits[2 * j]) << 32) | bits[2 * j + 1]);
+              o[b * per + j] = static_cast<T>(static_cast<U>(lo) + r % range);
+            }
+          }
+        });
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("RandomUniformInt").Device(kDeviceCpu).TypeConstraint<int32_t>("Tout"),
+                        RandomUniformIntOp<int32_t>);
+REGISTER_KERNEL_BUILDER(Name("RandomUniformInt").Device(kDeviceCpu).TypeConstraint<int64_t>("Tout"),
+                        RandomUniformIntOp<int64_t>);
 
 // Fisher-Yates over the first dimension; rows are moved as raw bytes (or as
 // strings for DT_STRING).

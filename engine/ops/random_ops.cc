@@ -1,5 +1,5 @@
-// Random ops: RandomUniform, RandomStandardNormal, TruncatedNormal and
-// RandomShuffle, with TensorFlow's signatures (tensorflow/core/ops/random_ops.cc).
+// Random ops: RandomUniform, RandomUniformInt, RandomStandardNormal,
+// TruncatedNormal and RandomShuffle, with TensorFlow's signatures (tensorflow/core/ops/random_ops.cc).
 //
 // Seeds. Each op has attrs seed and seed2. A nonzero pair keys a Philox
 // stream (engine/kernels/philox_random.h): the k-th run of the node in a
@@ -85,6 +85,30 @@ REGISTER_OP("TruncatedNormal")
     .SetIsStateful()
     .SetNotDifferentiable()
     .SetShapeFn(ShapeFromShapeInput);
+
+// Integers uniform in [minval, maxval) (scalars; minval < maxval unless the
+// output is empty).
+REGISTER_OP("RandomUniformInt")
+    .Input("shape: T")
+    .Input("minval: Tout")
+    .Input("maxval: Tout")
+    .Output("output: Tout")
+    .Attr("seed: int = 0")
+    .Attr("seed2: int = 0")
+    .Attr("Tout: {int32, int64}")
+    .Attr("T: {int32, int64}")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn([](InferenceContext* c) {
+      for (int i : {1, 2}) {
+        const PartialShape& bound = c->input(i);
+        if (bound.rank_known() && bound.rank() != 0) {
+          return c->Error(absl::StrCat(i == 1 ? "minval" : "maxval", " must be a scalar, got shape ",
+                                       bound.DebugString()));
+        }
+      }
+      return ShapeFromShapeInput(c);
+    });
 
 // A random permutation of `value` along its first dimension.
 REGISTER_OP("RandomShuffle")

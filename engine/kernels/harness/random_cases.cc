@@ -1,4 +1,5 @@
-// Harness entries for the random ops (engine/ops/random_ops.cc). Their values
+// Harness entries for the random ops (engine/ops/random_ops.cc),
+// RandomUniformInt included. Their values
 // are not functions of the inputs, so the cases skip the value comparison
 // and check properties instead: shape and dtype, range, moments within 5
 // sigma, determinism (two nodes with the same nonzero (seed, seed2) give the
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "engine/kernels/harness/op_harness.h"
@@ -139,6 +141,104 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"RandomStandardNormal", FloatTypes(),
                                    [](DataType dtype, Rng* rng) { return RandomCases(dtype, rng, Kind::kNormal); }});
 REGISTER_OP_HARNESS(OpHarnessEntry{"TruncatedNormal", FloatTypes(),
                                    [](DataType dtype, Rng* rng) { return RandomCases(dtype, rng, Kind::kTruncated); }});
+
+// RandomUniformInt: values in [lo, hi) that cover a small range, seeded
+// determinism, the whole int range, and bad bounds (an empty output takes
+// any bounds).
+std::vector<OpCase> RandomUniformIntCases(DataType dtype, Rng*) {
+  auto bound = [dtype](double v) { return FromDoubles(dtype, TensorShape({}), {v}); };
+  auto seeds = [](int64_t seed, int64_t seed2) {
+    return AttrList{{"seed", MakeAttr(seed)}, {"seed2", MakeAttr(seed2)}};
+  };
+  std::vector<OpCase> cases;
+  struct Spec {
+    std::vector<double> dims;
+    double lo, hi;
+  };
+  for (const Spec& spec : {Spec{{}, -3, 4}, Spec{{7}, 0, 1}, Spec{{3, 0}, 5, 5}, Spec{{40, 50}, -5, 5},
+                           Spec{{1000}, 100, 1000000}}) {
+    for (DataType index_type : {DT_INT32, DT_INT64}) {
+      OpCase c;
+      c.description = absl::StrCat(spec.dims.size(), " dims in [", spec.lo, ", ", spec.hi, ") ",
+                                   DataTypeString(index_type), " shape");
+      c.inputs = {ShapeInput(index_type, spec.dims), bound(spec.lo), bound(spec.hi)};
+      c.attrs = seeds(11, 5);
+      std::vector<int64_t> d(spec.dims.begin(), spec.dims.end());
+      c.expected = {Tensor(dtype, TensorShape(d))};
+      c.skip_output = {true};
+      TensorShape shape(d);
+      c.check = [spec, shape, dtype](const std::vector<Tensor>& out) -> absl::Status {
+        if (out[0].dtype() != dtype || out[0].shape() != shape) return absl::InternalError("wrong dtype or shape");
+        std::vector<double> v = ToDoubles(out[0]);
+        std::vector<bool> seen(spec.hi - spec.lo < 20 ? static_cast<size_t>(spec.hi - spec.lo) : 0, false);
+        for (double x : v) {
+          if (x < spec.lo || x >= spec.hi) return absl::InternalError(absl::StrCat("value ", x, " out of range"));
+          if (!seen.empty()) seen[static_cast<size_t>(x - spec.lo)] = true;
+        }
+        if (v.size() >= 1000 && std::find(seen.begin(), seen.end(), false) != seen.end()) {
+          return absl::InternalError("some value of a small range never drawn");
+        }
+        if (v.size() >= 1000 && seen.empty() && *std::min_element(v.begin(), v.end()) > spec.lo + (spec.hi - spec.lo) / 10) {
+          return absl::InternalError("no value in the lowest tenth of the range");
+        }
+        return absl::OkStatus();
+      };
+      cases.push_back(std::move(c));
+    }
+  }
+  // The same nonzero seeds give the same values; other seeds other values.
+  auto first = std::make_shared<Tensor>();
+  for (const auto& [seed, seed2, same] : std::vector<std::tuple<int64_t, int64_t, bool>>{
+           {3, 4, true}, {3, 4, true}, {3, 5, false}}) {
+    OpCase c;
+    c.description = absl::StrCat("seeds (", seed, ", ", seed2, ") determinism");
+    c.inputs = {ShapeInput(DT_INT32, {64}), bound(-1000), bound(1000)};
+    c.attrs = seeds(seed, seed2);
+    c.expected = {Tensor(dtype, TensorShape({64}))};
+    c.skip_output = {true};
+    const bool same_as_first = same;
+    c.check = [first, same_as_first](const std::vector<Tensor>& out) -> absl::Status {
+      if (first->dtype() == DT_INVALID) {
+        *first = out[0];
+        return absl::OkStatus();
+      }
+      if (SameValues(out[0], *first) != same_as_first) {
+        return absl::InternalError(same_as_first ? "equal seeds gave different values"
+                                                 : "different seeds gave equal values");
+      }
+      return absl::OkStatus();
+    };
+    cases.push_back(std::move(c));
+  }
+  {  // The whole range of the type: the unsigned range arithmetic must not overflow.
+    const double lowest = dtype == DT_INT32 ? -2147483648.0 : -9223372036854775808.0;
+    // (2^63 - 1 is not a double; 2^62 still makes the range exceed INT64_MAX.)
+    const double highest = dtype == DT_INT32 ? 2147483647.0 : 4611686018427387904.0;
+    OpCase c;
+    c.description = "almost the whole range";
+    c.inputs = {ShapeInput(DT_INT32, {100}), bound(lowest), bound(highest)};
+    c.attrs = seeds(7, 7);
+    c.expected = {Tensor(dtype, TensorShape({100}))};
+    c.skip_output = {true};
+    c.check = [](const std::vector<Tensor>& out) -> absl::Status {
+      std::vector<double> v = ToDoubles(out[0]);
+      const bool negative = std::any_of(v.begin(), v.end(), [](double x) { return x < 0; });
+      const bool positive = std::any_of(v.begin(), v.end(), [](double x) { return x > 0; });
+      return negative && positive ? absl::OkStatus() : absl::InternalError("values on one side of 0 only");
+    };
+    cases.push_back(std::move(c));
+  }
+  cases.push_back(ErrorCase("minval >= maxval", {ShapeInput(DT_INT32, {3}), bound(2), bound(2)}, seeds(1, 1),
+                            "need minval < maxval, got 2 >= 2"));
+  cases.push_back(ErrorCase("minval not scalar", {ShapeInput(DT_INT32, {3}), FromDoubles(dtype, TensorShape({1}), {0}),
+                                                  bound(2)},
+                            seeds(1, 1), "minval must be a scalar"));
+  cases.push_back(ErrorCase("negative dimension", {ShapeInput(DT_INT64, {2, -1}), bound(0), bound(2)}, seeds(1, 1),
+                            "negative dimension"));
+  return cases;
+}
+
+REGISTER_OP_HARNESS(OpHarnessEntry{"RandomUniformInt", {DT_INT32, DT_INT64}, RandomUniformIntCases});
 
 // Rows of `t` (as doubles), sorted.
 std::vector<std::vector<double>> SortedRows(const Tensor& t) {

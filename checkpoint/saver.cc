@@ -117,10 +117,14 @@ GraphDef Saver::SaverGraph() const {
 
 absl::Status Saver::Extend(Session* session) const { return session->Extend(SaverGraph()); }
 
-bool Saver::ShouldSave(int64_t step) const {
+bool Saver::ShouldSave(int64_t previous, int64_t step) const {
   if (step == last_save_step_) return false;
-  if (options_.every_steps > 0 && (last_save_step_ < 0 || step - last_save_step_ >= options_.every_steps) &&
-      step % options_.every_steps == 0) {
+  const int64_t every = options_.every_steps;
+  // Once per multiple of every_steps: the first step that reaches or passes
+  // it, unless a save (periodic, timed, or the one restored from) is already
+  // at or past it.
+  if (every > 0 && (last_save_step_ < 0 || step / every > last_save_step_ / every) && step > previous &&
+      step / every > previous / every) {
     return true;
   }
   if (options_.every_seconds > 0 && Now() - last_save_time_ >= options_.every_seconds) return true;

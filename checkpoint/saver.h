@@ -78,7 +78,11 @@ class Saver {
   absl::Status Extend(Session* session) const;
 
   // Is a save due at `step` (every_steps / every_seconds since the last)?
-  bool ShouldSave(int64_t step) const;
+  bool ShouldSave(int64_t step) const { return ShouldSave(step - 1, step); }
+  // After a step that took the global step from `previous` to `step` (more
+  // than one when other replicas advanced it): every_steps counts as reached
+  // when a multiple of it lies in (previous, step].
+  bool ShouldSave(int64_t previous, int64_t step) const;
   // Save(session, step) when ShouldSave(step).
   absl::Status MaybeSave(Session* session, int64_t step);
   // Snapshots now and writes (in the background unless !background). Returns

@@ -163,6 +163,30 @@ TEST(Saver, EveryTSecondsWithAFakeClock) {
   ASSERT_TRUE((*saver)->Wait().ok());
 }
 
+// A replica of a replicated run sees the global step jump (other workers
+// advance it): every_steps saves once per multiple, at the first step past it.
+TEST(Saver, EveryNStepsWhenTheStepJumps) {
+  Model model("saver_jumps");
+  SaverOptions o;
+  o.run_dir = FreshTestDir("run_jumps");
+  o.every_steps = 10;
+  o.background = false;
+  auto saver = Saver::Create(o, model.variables);
+  ASSERT_TRUE(saver.ok()) << saver.status();
+  auto session = model.NewSessionWith(**saver);
+  RunTarget(session.get(), "init");
+  EXPECT_FALSE((*saver)->ShouldSave(6, 9));
+  EXPECT_TRUE((*saver)->ShouldSave(9, 11));
+  ASSERT_TRUE((*saver)->Save(session.get(), 11).ok());
+  EXPECT_FALSE((*saver)->ShouldSave(11, 14));
+  EXPECT_FALSE((*saver)->ShouldSave(14, 19));
+  EXPECT_TRUE((*saver)->ShouldSave(19, 20));
+  EXPECT_TRUE((*saver)->ShouldSave(18, 23));
+  // One step per step: exactly the multiples.
+  EXPECT_FALSE((*saver)->ShouldSave(19));
+  EXPECT_TRUE((*saver)->ShouldSave(20));
+}
+
 TEST(Saver, CorruptLatestFallsBackToThePreviousOne) {
   Model model("saver_fallback");
   SaverOptions o;

@@ -516,6 +516,7 @@ class Validator {
       errors_->Add(loaded_.Where(c, "tls"), "cluster.tls needs cert_file, key_file and ca_file together");
     }
     if (c.start_timeout_secs() < 0) Error(c, "start_timeout_secs", -1, "start_timeout_secs must be >= 0");
+    if (c.max_recoveries() < 0) Error(c, "max_recoveries", -1, "max_recoveries must be >= 0 (0 means 5)");
     int workers = 0;
     std::set<std::string> jobs;
     for (const auto& job : e_.cluster().job()) {

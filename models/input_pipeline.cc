@@ -137,6 +137,7 @@ absl::Status BuildInputPipeline(const config::Input::Pipeline& p, const Pipeline
   if (!s.ok()) return s;
   out->runners = in.runners;
   out->init_ops = in.init_ops;
+  out->num_shards = std::max(1, options.num_shards);
   return absl::OkStatus();
 }
 

@@ -48,8 +48,12 @@ struct InputPipeline {
   std::vector<std::string> init_ops;
   std::string queue_size;     // scalar int32 tensor: elements in the batch queue
   int64_t queue_capacity = 0;
-  int64_t examples_per_epoch = 0;  // 0: unknown
+  int64_t examples_per_epoch = 0;  // 0: unknown (this shard's, when sharded)
   std::string description;         // one line for the plan
+  // The readers' positions count every record of the file; this pipeline
+  // reads every num_shards-th (PipelineOptions), so example k of its shard
+  // lies at about position k * num_shards.
+  int num_shards = 1;
 };
 
 struct PipelineOptions {

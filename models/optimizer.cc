@@ -134,10 +134,16 @@ absl::Status BuildSyncOps(const config::Optimizer& o, const std::vector<Variable
     applied.push_back(apply);
   }
   const AttrValue int64_component = MakeAttr(std::vector<DataType>{DT_INT64});
-  // Every worker: its gradients in, then the next token.
+  // Every worker: its gradients in, then the next token; the worker's next
+  // gradients are tagged with the global step read after the token (on ps 0,
+  // so the read follows the dequeue), not with the token's value: a token
+  // left over from before a recovery then only paces the worker, and never
+  // tags its gradients with a step that is not the weights'.
   Output token = sb.WithControlDependencies(applied).Op("token", "QueueDequeue", {Output{queue, 0}},
                                                         {{"component_types", int64_component}});
-  ops.worker_step = sb.AddNode("worker_step", "Assign", {local_step, token});
+  Output now = sb.WithControlDependencies({token.node}).Op("global_step_now", "Identity", {Output{step, 0}},
+                                                           {{"_class", with_step}});
+  ops.worker_step = sb.AddNode("worker_step", "Assign", {local_step, now});
   // The chief: the average of each variable's gradients, applied; the step
   // advanced; a token per worker.
   GraphBuilder after_own = sb.WithControlDependencies(applied);
@@ -165,7 +171,9 @@ absl::Status BuildSyncOps(const config::Optimizer& o, const std::vector<Variable
   if (release == nullptr) return at_step.status();
   Output own = sb.WithControlDependencies({release}).Op("chief_token", "QueueDequeue", {Output{queue, 0}},
                                                         {{"component_types", int64_component}});
-  ops.chief_step = sb.AddNode("chief_step", "Assign", {local_step, own});
+  Output chief_now = sb.WithControlDependencies({own.node}).Op("chief_global_step_now", "Identity",
+                                                               {Output{step, 0}}, {{"_class", with_step}});
+  ops.chief_step = sb.AddNode("chief_step", "Assign", {local_step, chief_now});
   std::vector<Node*> set_steps;
   for (Node* acc : ops.accumulators) {
     set_steps.push_back(sb.AddNode("set_accumulator_step", "AccumulatorSetGlobalStep", {Output{acc, 0}, Output{step, 0}}));

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "cmd/train/exit_codes.h"
 #include "engine/distributed/distributed_session.h"
 #include "engine/framework/local_devices.h"
 
@@ -104,7 +105,7 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
 }
 
 ClusterRuntime::~ClusterRuntime() {
-  if (IsChief(*options_.identity) && workers_ != nullptr) {
+  if (IsChief(*options_.identity) && workers_ != nullptr && stop_peers_on_exit_) {
     // Every other task serves until told; one that is gone is not waited for
     // longer than the call's deadline. Workers first: a replica whose step
     // fails because its ps stopped then already knows why.
@@ -162,14 +163,24 @@ absl::StatusOr<std::unique_ptr<Session>> ClusterRuntime::NewSession(std::vector<
   return distributed::NewDistributedSession(std::move(o));
 }
 
-int ClusterRuntime::ServeUntilShutdown(const std::atomic<int>* stop_signals, std::ostream& out, std::ostream& err) {
+int ClusterRuntime::ServeUntilShutdown(const std::atomic<int>* stop_signals, std::ostream& out, std::ostream& err,
+                                       absl::Duration restart_after_freeze) {
   // A signal (a scheduler stopping the whole cluster) does not end this task
   // at once: the chief, stopping too, still needs it for its last step and
   // checkpoint, and says stop when done. A second signal exits at once
   // (main.cc); kStopGrace bounds the wait for a chief that never says stop.
   constexpr absl::Duration kStopGrace = absl::Seconds(30);
   absl::Time signalled = absl::InfiniteFuture();
+  absl::Time last_look = absl::Now();
   while (!shutdown_.WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
+    const absl::Time now = absl::Now();
+    if (now - last_look > restart_after_freeze) {
+      err << "task " << task_ << " was frozen for " << absl::FormatDuration(absl::Trunc(now - last_look, absl::Seconds(1)))
+          << ": its peers have given up on it; restarting this task\n";
+      err.flush();
+      return kRestartThisTask;
+    }
+    last_look = now;
     {
       absl::MutexLock lock(&mu_);
       if (!config_mismatch_.empty()) {

@@ -75,7 +75,12 @@ class ClusterRuntime {
                                                      const SessionOptions& session_options);
   // Serves until the chief says stop (0; 143 when a signal came first), a
   // peer with another config calls (2), or 30 s after a signal (143).
-  int ServeUntilShutdown(const std::atomic<int>* stop_signals, std::ostream& out, std::ostream& err);
+  // With `restart_after_freeze` (a replicated run's ps): a task that finds
+  // it was frozen that long (SIGSTOP, a hung machine) returns
+  // kRestartThisTask: its peers have given up on it and recover without it,
+  // and the chief restores its variables once it is back.
+  int ServeUntilShutdown(const std::atomic<int>* stop_signals, std::ostream& out, std::ostream& err,
+                         absl::Duration restart_after_freeze = absl::InfiniteDuration());
 
   const std::string& task() const { return task_; }
   int port() const { return server_->port(); }
@@ -84,6 +89,8 @@ class ClusterRuntime {
   // Whether the chief said stop; waits up to `timeout` for it.
   bool WaitForShutdown(absl::Duration timeout) { return shutdown_.WaitForNotificationWithTimeout(timeout); }
   void set_exit_reason(std::string reason) { exit_reason_ = std::move(reason); }
+  // A chief that restarts itself to recover leaves the other tasks running.
+  void set_stop_peers_on_exit(bool stop) { stop_peers_on_exit_ = stop; }
 
  private:
   explicit ClusterRuntime(const ClusterTaskOptions& options);
@@ -96,6 +103,7 @@ class ClusterRuntime {
   mutable absl::Mutex mu_;
   std::string shutdown_reason_ ABSL_GUARDED_BY(mu_);
   std::string exit_reason_ = "the chief exited";
+  bool stop_peers_on_exit_ = true;
   // Set when a peer with another config called.
   std::string config_mismatch_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<distributed::Worker> worker_;

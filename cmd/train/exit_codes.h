@@ -14,6 +14,12 @@ constexpr int kExitBadConfig = 2;
 constexpr int kExitRetryable = 129;
 constexpr int kExitPreempted = 143;
 
+// Not an exit code: RunTrainer's answer when a task of a replicated run lost
+// a peer and recovers by starting itself again (main execs the same command;
+// the environment's SLUICE_RECOVERIES counts how often).
+constexpr int kRestartThisTask = -1;
+constexpr char kRecoveriesEnv[] = "SLUICE_RECOVERIES";
+
 // Unavailable, Aborted, DeadlineExceeded and ResourceExhausted may pass on a
 // retry; everything else is permanent.
 inline int ExitCodeForStatus(const absl::Status& s) {

@@ -137,6 +137,8 @@ struct Task {
   std::string address;
   pid_t pid = -1;
   bool running = false;
+  std::string tf_config;  // its TF_CONFIG entry, to start it again
+  int restarts = 0;       // times the launcher started it again
   // Its stdout and stderr: read ends (-1 once closed) and their line writers.
   int fds[2] = {-1, -1};
   std::unique_ptr<LinePrefixer> lines[2];
@@ -158,6 +160,8 @@ class ClusterRun {
   absl::Status Plan();
   // Starts every task. On error the tasks already started are killed and reaped.
   absl::Status Start(const std::vector<std::string>& base_env);
+  // Starts `task` (again): its process, pipes and line writers.
+  absl::Status StartTask(Task& task);
   // Runs until every task has been reaped; returns the exit code.
   int Wait();
 
@@ -184,12 +188,14 @@ class ClusterRun {
   SignalRelay* relay_;
   std::vector<Task> tasks_;  // ps tasks, then workers; tasks_[num_ps] is the chief
   Task* chief_ = nullptr;
+  TaskProcessSpec spec_;  // what every task runs; the last env entry is its TF_CONFIG
 
   std::optional<int> chief_code_;
   std::optional<int> first_permanent_;  // of a task other than the chief, before the chief ended
   // The escalation still to come, when set.
   std::optional<Clock::time_point> sigterm_at_, sigkill_at_, give_up_at_;
   bool gave_up_ = false;
+  bool stopping_ = false;  // a stop signal came: restart nothing
 };
 
 absl::Status ClusterRun::Plan() {
@@ -214,7 +220,7 @@ absl::Status ClusterRun::Plan() {
 absl::Status ClusterRun::Start(const std::vector<std::string>& base_env) {
   std::vector<std::string> ps, workers;
   for (const Task& task : tasks_) (task.id.job == "ps" ? ps : workers).push_back(task.address);
-  TaskProcessSpec spec;
+  TaskProcessSpec& spec = spec_;
   spec.program = options_.program;
   spec.argv.push_back(options_.argv0.empty() ? options_.program : options_.argv0);
   spec.argv.insert(spec.argv.end(), options_.args.begin(), options_.args.end());
@@ -223,11 +229,10 @@ absl::Status ClusterRun::Start(const std::vector<std::string>& base_env) {
   }
   spec.env.emplace_back();  // this task's TF_CONFIG
   for (Task& task : tasks_) {
-    spec.env.back() = absl::StrCat("TF_CONFIG=", MakeTfConfig(ps, workers, task.id));
-    absl::StatusOr<TaskProcess> process = StartTaskProcess(spec);
-    if (!process.ok()) {
-      const absl::Status error(process.status().code(),
-                               absl::StrCat("cannot start task ", task.id.name(), ": ", process.status().message()));
+    task.tf_config = absl::StrCat("TF_CONFIG=", MakeTfConfig(ps, workers, task.id));
+    const absl::Status started = StartTask(task);
+    if (!started.ok()) {
+      const absl::Status& error = started;
       SignalRunning(SIGKILL);
       for (Task* started : Running()) {
         int status;
@@ -237,14 +242,25 @@ absl::Status ClusterRun::Start(const std::vector<std::string>& base_env) {
       }
       return error;
     }
-    task.pid = process->pid;
-    task.running = true;
-    task.fds[0] = process->stdout_fd;
-    task.fds[1] = process->stderr_fd;
-    const std::string prefix = absl::StrCat("[", task.id.name(), "] ");
-    task.lines[0] = std::make_unique<LinePrefixer>(prefix, &out_);
-    task.lines[1] = std::make_unique<LinePrefixer>(prefix, &err_);
   }
+  return absl::OkStatus();
+}
+
+absl::Status ClusterRun::StartTask(Task& task) {
+  spec_.env.back() = task.tf_config;
+  absl::StatusOr<TaskProcess> process = StartTaskProcess(spec_);
+  if (!process.ok()) {
+    return absl::Status(process.status().code(),
+                        absl::StrCat("cannot start task ", task.id.name(), ": ", process.status().message()));
+  }
+  for (int stream = 0; stream < 2; ++stream) CloseStream(task, stream);
+  task.pid = process->pid;
+  task.running = true;
+  task.fds[0] = process->stdout_fd;
+  task.fds[1] = process->stderr_fd;
+  const std::string prefix = absl::StrCat("[", task.id.name(), "] ");
+  task.lines[0] = std::make_unique<LinePrefixer>(prefix, &out_);
+  task.lines[1] = std::make_unique<LinePrefixer>(prefix, &err_);
   return absl::OkStatus();
 }
 
@@ -326,6 +342,18 @@ void ClusterRun::OnTaskExit(Task& task, int code) {
     }
     return;
   }
+  // A task that died (a signal, a retryable code) while the chief runs is
+  // started again, as a cluster manager would: the run recovers by itself.
+  if (!chief_code_.has_value() && !first_permanent_.has_value() && !sigterm_at_.has_value() &&
+      !sigkill_at_.has_value() && code >= 128 && task.restarts < options_.shape.restarts && !stopping_) {
+    ++task.restarts;
+    Log(absl::StrCat("task ", task.id.name(), " exited with code ", code, "; starting it again (", task.restarts, " of ",
+                     options_.shape.restarts, ")"));
+    const absl::Status started = StartTask(task);
+    if (started.ok()) return;
+    Log(std::string(started.message()));
+    code = ExitCodeForStatus(started);
+  }
   if (!chief_code_.has_value() && !first_permanent_.has_value() && IsPermanentFailure(code)) {
     first_permanent_ = code;
     Log(absl::StrCat("task ", task.id.name(), " exited with code ", code, "; stopping the cluster"));
@@ -340,6 +368,7 @@ void ClusterRun::ActOnSignals() {
     if (sig != SIGTERM && sig != SIGINT) continue;  // SIGCHLD: ReapExited looks at every task anyway
     std::vector<Task*> running = Running();
     if (running.empty()) continue;
+    stopping_ = true;  // no task is started again after this
     Log(absl::StrCat("got ", SignalName(sig), "; forwarding it to ", Names(running)));
     SignalRunning(sig);
   }
@@ -438,7 +467,7 @@ void ClusterRun::CloseStream(Task& task, int stream) {
 absl::StatusOr<LocalClusterShape> ParseLocalClusterSpec(absl::string_view spec) {
   const absl::string_view text = absl::StripAsciiWhitespace(spec);
   if (text.empty()) return SpecError(spec, "give the jobs and their task counts, e.g. ps=1,worker=2");
-  std::optional<int> ps, workers;
+  std::optional<int> ps, workers, restarts;
   for (absl::string_view item : absl::StrSplit(text, ',')) {
     item = absl::StripAsciiWhitespace(item);
     if (item.empty()) return SpecError(spec, "empty item (items are job=count, separated by ',')");
@@ -448,23 +477,28 @@ absl::StatusOr<LocalClusterShape> ParseLocalClusterSpec(absl::string_view spec) 
       return SpecError(spec, absl::StrCat("'", item, "' needs a task count, e.g. ", job == "ps" ? "ps=1" : "worker=2"));
     }
     const absl::string_view count_text = absl::StripAsciiWhitespace(item.substr(equals + 1));
-    std::optional<int>* slot = job == "ps" ? &ps : job == "worker" ? &workers : nullptr;
+    std::optional<int>* slot = job == "ps" ? &ps : job == "worker" ? &workers : job == "restarts" ? &restarts : nullptr;
     if (slot == nullptr) {
       if (job == "chief") {
         return SpecError(spec, "there is no 'chief' job: Sluice's chief is worker 0 (give worker=N)");
       }
-      const std::string suggestion = ClosestMatch(job, {"ps", "worker"});
+      const std::string suggestion = ClosestMatch(job, {"ps", "worker", "restarts"});
       return SpecError(spec, absl::StrCat("unknown job '", job, "'",
                                           suggestion.empty() ? "" : absl::StrCat(" (did you mean '", suggestion, "'?)"),
-                                          "; the jobs are ps and worker"));
+                                          "; the jobs are ps and worker (and restarts=N)"));
     }
-    if (slot->has_value()) return SpecError(spec, absl::StrCat("job '", job, "' is given twice"));
-    const int low = job == "ps" ? 0 : 1;
+    if (slot->has_value()) {
+      return SpecError(spec, absl::StrCat(job == "restarts" ? "'" : "job '", job, "' is given twice"));
+    }
+    const int low = job == "worker" ? 1 : 0;
+    const int high = job == "restarts" ? kMaxLocalClusterRestarts : kMaxLocalClusterTasksPerJob;
     int count = -1;
     const bool digits = !count_text.empty() && std::all_of(count_text.begin(), count_text.end(), absl::ascii_isdigit);
-    if (!digits || !absl::SimpleAtoi(count_text, &count) || count < low || count > kMaxLocalClusterTasksPerJob) {
-      return SpecError(spec, absl::StrCat("the number of ", job, " tasks must be ", low, "..",
-                                          kMaxLocalClusterTasksPerJob, ", got '", count_text, "'"));
+    if (!digits || !absl::SimpleAtoi(count_text, &count) || count < low || count > high) {
+      return SpecError(spec, job == "restarts"
+                                 ? absl::StrCat("restarts must be 0..", high, ", got '", count_text, "'")
+                                 : absl::StrCat("the number of ", job, " tasks must be ", low, "..", high, ", got '",
+                                                count_text, "'"));
     }
     *slot = count;
   }
@@ -474,6 +508,7 @@ absl::StatusOr<LocalClusterShape> ParseLocalClusterSpec(absl::string_view spec) 
   LocalClusterShape shape;
   shape.num_ps = ps.value_or(0);
   shape.num_workers = *workers;
+  shape.restarts = restarts.value_or(0);
   return shape;
 }
 

@@ -44,16 +44,21 @@ namespace sluice {
 
 // The most tasks of one job --local_cluster starts.
 inline constexpr int kMaxLocalClusterTasksPerJob = 64;
+inline constexpr int kMaxLocalClusterRestarts = 1000;
 
 // How many tasks of each job.
 struct LocalClusterShape {
   int num_ps = 0;
   int num_workers = 0;
+  // "restarts=N": a task other than the chief that dies (a signal, or a
+  // retryable exit code >= 128) while the chief runs is started again, with
+  // the same address and TF_CONFIG, up to N times per task.
+  int restarts = 0;
 };
 
 // Parses "ps=1,worker=2" (items in any order; blanks around items and '='
 // allowed). Jobs are "ps" (0..64 tasks, may be left out) and "worker" (1..64,
-// required; worker 0 is the chief). Errors are InvalidArgument naming the
+// required; worker 0 is the chief); "restarts=N" (0..1000) is optional. Errors are InvalidArgument naming the
 // item: an unknown job (with a did-you-mean), a job given twice, a count that
 // is not a number in range, an item without '=', an empty spec or item.
 absl::StatusOr<LocalClusterShape> ParseLocalClusterSpec(absl::string_view spec);

@@ -55,11 +55,13 @@ TEST(ParseLocalClusterSpecTest, AcceptsPsAndWorkerCounts) {
                                          {"worker=1", 0, 1},
                                          {"worker=3,ps=0", 0, 3},
                                          {" ps = 2 , worker = 64 ", 2, 64},
-                                         {"ps=64,worker=5", 64, 5}}) {
+                                         {"ps=64,worker=5", 64, 5},
+                                         {"ps=1,worker=2,restarts=3", 1, 2}}) {
     absl::StatusOr<LocalClusterShape> shape = ParseLocalClusterSpec(c.spec);
     ASSERT_TRUE(shape.ok()) << c.spec << ": " << shape.status();
     EXPECT_EQ(shape->num_ps, c.ps) << c.spec;
     EXPECT_EQ(shape->num_workers, c.workers) << c.spec;
+    EXPECT_EQ(shape->restarts, absl::StrContains(c.spec, "restarts=3") ? 3 : 0) << c.spec;
   }
 }
 
@@ -86,6 +88,9 @@ TEST(ParseLocalClusterSpecTest, RefusesBadSpecsWithAClearMessage) {
            {"chief=1,worker=1", "Sluice's chief is worker 0"},
            {"worker", "'worker' needs a task count, e.g. worker=2"},
            {"worker=2,", "empty item"},
+           {"worker=1,restarts=-1", "restarts must be 0..1000, got '-1'"},
+           {"worker=1,restarts=1001", "restarts must be 0..1000, got '1001'"},
+           {"worker=1,restarts=1,restarts=2", "'restarts' is given twice"},
        }) {
     absl::StatusOr<LocalClusterShape> shape = ParseLocalClusterSpec(c.spec);
     ASSERT_FALSE(shape.ok()) << "'" << c.spec << "' was accepted";
@@ -375,6 +380,35 @@ TEST(RunLocalClusterTest, AKilledPsCountsAsRetryableAndDoesNotStopTheCluster) {
   RunResult result = cluster.Run();
   EXPECT_EQ(result.code, 0) << result.err;
   EXPECT_THAT(result.err, Not(HasSubstr("stopping the cluster")));
+}
+
+TEST(RunLocalClusterTest, WithRestartsADeadTaskIsStartedAgainUpToTheLimit) {
+  FakeCluster cluster("restarts", {1, 1});
+  cluster.options().shape.restarts = 2;
+  cluster.Script("ps_0", absl::StrCat("out:started;raise:", SIGUSR1));
+  cluster.Script("worker_0", "sleep:1500;exit:0");
+  RunResult result = cluster.Run();
+  EXPECT_EQ(result.code, 0) << result.err;
+  // The first start and two more; then it stays dead (a retryable code: the cluster goes on).
+  size_t starts = 0;
+  for (size_t at = result.out.find("[ps:0] started"); at != std::string::npos;
+       at = result.out.find("[ps:0] started", at + 1)) {
+    ++starts;
+  }
+  EXPECT_EQ(starts, 3u) << result.out;
+  EXPECT_THAT(result.err, HasSubstr(absl::StrCat("task ps:0 exited with code ", 128 + SIGUSR1,
+                                                 "; starting it again (2 of 2)")));
+  EXPECT_THAT(result.err, Not(HasSubstr("stopping the cluster")));
+}
+
+TEST(RunLocalClusterTest, APermanentFailureIsNotRestarted) {
+  FakeCluster cluster("no_restart", {1, 1});
+  cluster.options().shape.restarts = 2;
+  cluster.Script("ps_0", "exit:3");
+  cluster.Script("worker_0", "on_term:143;wait");
+  RunResult result = cluster.Run();
+  EXPECT_EQ(result.code, 3) << result.err;
+  EXPECT_THAT(result.err, Not(HasSubstr("starting it again")));
 }
 
 // SIGTERM or SIGINT sent to the launcher's process reaches every task once.

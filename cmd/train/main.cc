@@ -3,6 +3,9 @@
 //  [--local_cluster ps=N,worker=M]`: runs a Sluice experiment, or with --local_cluster the
 // whole cluster of one on this machine (cmd/train/local_cluster.h). Exit codes in
 // cmd/train/exit_codes.h.
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -19,7 +22,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: train CONFIG [--validate] [--dry-run] [--set field.path=value]... [--run_dir DIR] [--allow-drift]\n"
-    "             [--trace_steps=A-B] [--print_losses] [--job NAME --task N] [--local_cluster ps=N,worker=M]\n"
+    "             [--trace_steps=A-B] [--print_losses] [--job NAME --task N] [--local_cluster ps=N,worker=M[,restarts=R]]\n"
     "  --validate     check the experiment and print the plan; do no work\n"
     "  --dry-run      build everything and print the plan; do not train\n"
     "  --set K=V      override a config field, e.g. --set train.steps=100\n"
@@ -33,7 +36,9 @@ constexpr char kUsage[] =
     "  --local_cluster ps=N,worker=M  run the whole cluster on this machine: one train process per\n"
     "                 task on a free 127.0.0.1 port, each with its own TF_CONFIG (so no --job/--task\n"
     "                 and no TF_CONFIG or SLURM_PROCID around it); their output lines are prefixed\n"
-    "                 [ps:0], [worker:1]...; SIGTERM/SIGINT are passed on to every task\n"
+    "                 [ps:0], [worker:1]...; SIGTERM/SIGINT are passed on to every task; with\n"
+    "                 restarts=R a task other than the chief that dies (a signal, a code >= 128)\n"
+    "                 is started again, up to R times\n"
     "exit codes: 0 done, 2 bad config or usage, 1 other permanent errors, 129 transient failure,\n"
     "            143 stopped by SIGTERM/SIGINT after a checkpoint (run again to resume);\n"
     "            with --local_cluster: the chief's (worker 0's) code, a task killed by signal S\n"
@@ -164,5 +169,16 @@ int main(int argc, char** argv) {
   }
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
-  return sluice::RunTrainer(options, std::cout, std::cerr);
+  const int code = sluice::RunTrainer(options, std::cout, std::cerr);
+  if (code != sluice::kRestartThisTask) return code;
+  // Recovery (cmd/train/trainer.cc): everything of this run is torn down;
+  // start the same command again in this process (same pid, same output).
+  const char* before = std::getenv(sluice::kRecoveriesEnv);
+  const int recoveries = (before != nullptr ? std::atoi(before) : 0) + 1;
+  setenv(sluice::kRecoveriesEnv, std::to_string(recoveries).c_str(), 1);
+  std::cout.flush();
+  std::cerr.flush();
+  execv("/proc/self/exe", argv);
+  std::cerr << "error: cannot restart this task: " << std::strerror(errno) << "\n";
+  return sluice::kExitRetryable;
 }

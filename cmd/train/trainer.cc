@@ -279,8 +279,35 @@ absl::Status WaitForChiefInit(Session* session, const models::TrainingGraph& tg,
   }
 }
 
+// Recovery of a replicated run (issue 16): a worker whose step failed because
+// a peer was lost or restarted (a retryable status, and not the chief's stop)
+// starts itself again: the chief resumes from the newest checkpoint, which
+// gives a restarted ps its variables back; another worker waits for that and
+// rejoins. Up to cluster.max_recoveries times per process (counted in the
+// environment across the restarts); then exit 129.
+int RecoverOrGiveUp(const absl::Status& why, bool chief, const config::Cluster& cluster_config,
+                    ClusterRuntime* cluster, std::ostream& err) {
+  const char* count = std::getenv(kRecoveriesEnv);
+  const int done = count != nullptr ? std::atoi(count) : 0;
+  const int most = cluster_config.max_recoveries() > 0 ? cluster_config.max_recoveries() : 5;
+  if (done >= most) {
+    err << "\nerror: " << why.message() << "\nerror: giving up after " << most
+        << " recoveries (cluster.max_recoveries); run the same command again to resume\n";
+    return kExitRetryable;
+  }
+  err << "\nlost a peer: " << why.message() << "\nrecovering (" << done + 1 << " of " << most
+      << "): restarting this task; "
+      << (chief ? "it resumes from the newest checkpoint" : "it rejoins once the chief has restored the variables")
+      << "\n";
+  err.flush();
+  if (cluster != nullptr) cluster->set_stop_peers_on_exit(false);
+  return kRestartThisTask;
+}
+
 // A task other than the chief: serve until the chief says stop.
-int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::ostream& err) {
+// `restart_after_freeze`: see ClusterRuntime::ServeUntilShutdown.
+int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::ostream& err,
+                     absl::Duration restart_after_freeze) {
   auto runtime = ClusterRuntime::Start(options, err);
   if (!runtime.ok()) {
     err << "error: " << runtime.status().message() << "\n";
@@ -297,7 +324,11 @@ int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::
   }
   out << "every task answered; serving until the chief says stop\n";
   out.flush();
-  return (*runtime)->ServeUntilShutdown(&g_stop_signals, out, err);
+  const int code = (*runtime)->ServeUntilShutdown(&g_stop_signals, out, err, restart_after_freeze);
+  // Restarting: main execs at once. No teardown (it would wait for the steps
+  // its peers abandoned); gRPC's sockets close on exec.
+  if (code == kRestartThisTask) (void)runtime->release();
+  return code;
 }
 
 }  // namespace
@@ -395,7 +426,9 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       return kExitDone;
     }
     if (options.dry_run) return kExitDone;
-    return ServeClusterTask(cluster_options, out, err);
+    // A replicated run's ps restarts itself after a freeze longer than twice
+    // the health check (keepalive: 2 s), which its peers noticed.
+    return ServeClusterTask(cluster_options, out, err, replicated ? absl::Seconds(5) : absl::InfiniteDuration());
   }
   models::TrainingGraph tg;
   models::ReplicaOptions replica_options;
@@ -639,6 +672,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       return g_stop_signals.load() > 0 ? kExitPreempted : kExitDone;
     }
     if (!s.ok()) {
+      if (ExitCodeForStatus(s) == kExitRetryable) return RecoverOrGiveUp(s, chief, e.cluster(), cluster.get(), err);
       err << "error: " << s.message() << "\n";
       return ExitCodeForStatus(s);
     }
@@ -650,6 +684,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   } else if (restored.ok()) {
     s = session->Run({}, {tg.global_step}, {}, &fetched);
     if (!s.ok()) {
+      if (replica && ExitCodeForStatus(s) == kExitRetryable) return RecoverOrGiveUp(s, chief, e.cluster(), cluster.get(), err);
       err << "error: reading the restored step: " << s.message() << "\n";
       return ExitCodeForStatus(s);
     }
@@ -658,6 +693,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   } else if (absl::IsNotFound(restored.status())) {
     s = session->Run({}, {}, {tg.init_op}, &fetched);
     if (!s.ok()) {
+      if (replica && ExitCodeForStatus(s) == kExitRetryable) return RecoverOrGiveUp(s, chief, e.cluster(), cluster.get(), err);
       err << "error: initializing variables: " << s.message() << "\n";
       return ExitCodeForStatus(s);
     }
@@ -688,6 +724,9 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       out << "warm-started " << chosen.size() << " variables from " << w.from() << "\n";
     }
   } else {
+    if (replica && ExitCodeForStatus(restored.status()) == kExitRetryable) {
+      return RecoverOrGiveUp(restored.status(), chief, e.cluster(), cluster.get(), err);
+    }
     err << "error: restoring " << run_dir << ": " << restored.status().message() << "\n";
     return ExitCodeForStatus(restored.status());
   }
@@ -701,6 +740,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     if (!tg.local_init_op.empty()) targets.push_back(tg.local_init_op);
     s = session->Run({}, {tg.global_step}, targets, &fetched);
     if (!s.ok()) {
+      if (ExitCodeForStatus(s) == kExitRetryable) return RecoverOrGiveUp(s, chief, e.cluster(), cluster.get(), err);
       err << "error: starting the replica: " << s.message() << "\n";
       return ExitCodeForStatus(s);
     }
@@ -731,7 +771,10 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   eval_options.results_file = run_dir + "/eval.txt";
   eval_options.tty = tty;
   training::EvalHook eval(eval_options, {monitoring->summaries.get()}, &out, &err);
-  training::InputHook inputs({tg.train_input, tg.eval_input, batch}, &out);
+  // An async replica consumes about its share of the global steps.
+  const int64_t input_per_step = replicated && !replica_options.sync ? std::max<int64_t>(1, batch / replica_options.num_replicas)
+                                                                      : batch;
+  training::InputHook inputs({tg.train_input, tg.eval_input, input_per_step}, &out);
   std::vector<training::TrainingHook*> hooks;
   std::unique_ptr<ChiefStopHook> chief_stop;
   if (chief) {
@@ -777,6 +820,12 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       out << "\nstopped by the chief at step " << end.step << ": " << cluster->shutdown_reason() << "\n";
       return kExitDone;
     }
+  }
+  // (A step cancelled while nobody here stopped it was cancelled by a peer's loss.)
+  if (replica && end.reason == training::LoopStop::kStepFailed && !end.preempted() &&
+      (ExitCodeForStatus(end.status) == kExitRetryable || absl::IsCancelled(end.status)) &&
+      g_stop_signals.load() == 0) {
+    return RecoverOrGiveUp(end.status, chief, e.cluster(), cluster.get(), err);
   }
   if (cluster != nullptr && chief) {
     cluster->set_exit_reason(end.preempted()    ? "the chief was stopped by a signal"

@@ -41,6 +41,9 @@ struct StepCalls {
   absl::Mutex mu;
   size_t pending ABSL_GUARDED_BY(mu) = 0;
   absl::Status first_error ABSL_GUARDED_BY(mu);
+  // The first error that is not Cancelled: the cause, when the first error
+  // to arrive was only its echo (a partition cancelled by the abort).
+  absl::Status first_cause ABSL_GUARDED_BY(mu);
 };
 
 class DistributedSession : public Session {
@@ -262,11 +265,12 @@ class DistributedSession : public Session {
             absl::Status error;
             if (!s.ok()) {
               absl::MutexLock lock(&calls->mu);
+              const absl::Status named(s.code(), absl::StrCat("task ", step.tasks[i].task, ": ", s.message()));
               if (calls->first_error.ok()) {
-                calls->first_error =
-                    absl::Status(s.code(), absl::StrCat("task ", step.tasks[i].task, ": ", s.message()));
+                calls->first_error = named;
                 error = calls->first_error;
               }
+              if (calls->first_cause.ok() && !absl::IsCancelled(s)) calls->first_cause = named;
             }
             // Before this call counts as done, so Run is still waiting.
             if (!error.ok()) AbortStep(step, step_id, error);
@@ -284,7 +288,7 @@ class DistributedSession : public Session {
       for (const RunGraphResponse& response : calls->responses) StepStatsFromProto(response, stats);
     }
     absl::MutexLock lock(&calls->mu);
-    return calls->first_error;
+    return calls->first_cause.ok() ? calls->first_error : calls->first_cause;
   }
 
   // Fails the step's pending work on every task (asynchronously).
@@ -411,7 +415,8 @@ absl::StatusOr<std::vector<DeviceAttributes>> ConnectToCluster(WorkerCache* work
       for (const std::string& task : tasks) {
         if (answered.count(task) == 0) waiting.push_back(task);
       }
-      *progress << "waiting for " << absl::StrJoin(waiting, ", ") << " to start\n";
+      *progress << "waiting for " << absl::StrJoin(waiting, ", ") << " to start ("
+                << (last_failed.empty() ? "" : absl::StrCat(last_failed, ": ")) << last_error.message() << ")\n";
       progress->flush();
       next_report = now + absl::Seconds(10);
     }

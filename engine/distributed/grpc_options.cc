@@ -12,14 +12,16 @@ namespace sluice {
 namespace distributed {
 namespace {
 
-// Keepalive: a task that died without closing its sockets (killed machine,
-// dropped network) is noticed within keepalive time + timeout (~4 s) instead
-// of TCP's minutes, so the step that waits on it aborts and the run recovers.
-constexpr int kKeepaliveTimeMs = 2000;
-constexpr int kKeepaliveTimeoutMs = 2000;
+// Keepalive, the cluster's health check: a task that died without closing
+// its sockets (killed machine, dropped network, a frozen process) is noticed
+// within keepalive time + timeout (~2 s) instead of TCP's minutes, so the step
+// that waits on it aborts and the run recovers.
+constexpr int kKeepaliveTimeMs = 1000;
+constexpr int kKeepaliveTimeoutMs = 1000;
 // The server accepts pings this often (default 5 minutes: it would answer our
-// 2 s pings with GOAWAY "too_many_pings" and drop the connection).
-constexpr int kServerMinPingIntervalMs = 1000;
+// 1 s pings with GOAWAY "too_many_pings" and drop the connection); half the
+// ping interval, so a ping that comes a little early is no strike.
+constexpr int kServerMinPingIntervalMs = 500;
 // Reconnect backoff: gRPC's default grows to 120 s, so a task that restarts
 // would be unreachable for minutes after it is up again.
 constexpr int kInitialReconnectBackoffMs = 100;

@@ -1,6 +1,7 @@
 // ConditionalAccumulator (see conditional_accumulator.h).
 #include "models/replication/conditional_accumulator.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -75,7 +76,10 @@ absl::Status ConditionalAccumulator::ApplyGradient(int64_t local_step, const Ten
     }
     if (count_ == 0) {
       sum_ = gradient.Clone();
+      sum_min_step_ = sum_max_step_ = local_step;
     } else {
+      sum_min_step_ = std::min(sum_min_step_, local_step);
+      sum_max_step_ = std::max(sum_max_step_, local_step);
       if (sum_.shape() != gradient.shape()) {
         return absl::InvalidArgumentError(absl::StrCat("accumulator '", name_, "' holds gradients of shape ",
                                                        sum_.shape().DebugString(), " this step, got ",
@@ -172,6 +176,11 @@ void ConditionalAccumulator::Cancel(int64_t id) {
 
 void ConditionalAccumulator::SetGlobalStep(int64_t step) {
   absl::MutexLock lock(&mu_);
+  if (count_ > 0 && (sum_min_step_ != step || sum_max_step_ != step)) {
+    stale_ += count_;
+    count_ = 0;
+    sum_ = Tensor();
+  }
   step_ = step;
 }
 

@@ -49,7 +49,10 @@ class ConditionalAccumulator : public ResourceBase, public std::enable_shared_fr
   // `cm`, may be null) when the step that waits aborts; Cancelled when the
   // accumulator is destroyed first.
   void TryTakeGradient(int32_t num_required, CancellationManager* cm, TakeCallback done);
-  // Sets the step (the chief, after initializing or restoring the global step).
+  // Sets the step (the chief, after initializing or restoring the global
+  // step). Gradients accumulated so far are kept when they were computed at
+  // exactly `step` (a worker that started first), else dropped as stale (a
+  // restore went back to an older step).
   void SetGlobalStep(int64_t step);
 
   int32_t num_accumulated() const;
@@ -82,6 +85,9 @@ class ConditionalAccumulator : public ResourceBase, public std::enable_shared_fr
   mutable absl::Mutex mu_;
   Tensor sum_ ABSL_GUARDED_BY(mu_);
   int32_t count_ ABSL_GUARDED_BY(mu_) = 0;
+  // The lowest and highest local step among the gradients in sum_.
+  int64_t sum_min_step_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t sum_max_step_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t step_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t stale_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t next_taker_ ABSL_GUARDED_BY(mu_) = 1;

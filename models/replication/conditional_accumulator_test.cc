@@ -73,6 +73,20 @@ TEST(ConditionalAccumulator, DropsAndCountsStaleGradients) {
   EXPECT_EQ(a->global_step(), 6);
 }
 
+TEST(ConditionalAccumulator, SettingTheStepKeepsOnlyGradientsOfThatStep) {
+  // A worker that started before the chief set the step: its gradient, of
+  // the restored step, counts.
+  auto a = Make();
+  ASSERT_TRUE(a->ApplyGradient(7, Tensor::FromVector<float>({2, 2})).ok());
+  a->SetGlobalStep(7);
+  EXPECT_EQ(a->num_accumulated(), 1);
+  // A restore back to step 3: the gradients of step 7 no longer fit the weights.
+  a->SetGlobalStep(3);
+  EXPECT_EQ(a->num_accumulated(), 0);
+  EXPECT_EQ(a->num_stale(), 1);
+  EXPECT_EQ(a->global_step(), 3);
+}
+
 TEST(ConditionalAccumulator, TakesEverythingAccumulatedWhenMoreThanRequired) {
   auto a = Make();
   for (float v : {1.f, 2.f, 6.f}) ASSERT_TRUE(a->ApplyGradient(0, Tensor::FromVector<float>({v, v})).ok());

@@ -12,7 +12,7 @@ absl::Status CheckpointHook::Begin(Session* session, const LoopStart& start) {
 }
 
 absl::Status CheckpointHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
-  if (!saver_->ShouldSave(step.step)) return absl::OkStatus();
+  if (!saver_->ShouldSave(step.previous_step, step.step)) return absl::OkStatus();
   for (CheckpointListener* l : listeners_) l->BeforeSave(step.step, /*final=*/false);
   absl::Status s = saver_->Save(session_, step.step);
   if (!s.ok()) *err_ << "\nwarning: checkpoint at step " << step.step << " failed: " << s.message() << "\n";

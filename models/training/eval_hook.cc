@@ -78,7 +78,7 @@ absl::Status EvalHook::EvaluateAndReport(int64_t step) {
 }
 
 absl::Status EvalHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
-  if (options_.every_steps <= 0 || step.step % options_.every_steps != 0 || step.step >= step.last_step) {
+  if (!CrossedMultiple(step.previous_step, step.step, options_.every_steps) || step.step >= step.last_step) {
     return absl::OkStatus();
   }
   absl::Status s = EvaluateAndReport(step.step);

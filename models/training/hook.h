@@ -66,6 +66,10 @@ struct LoopStart {
 // The step being run.
 struct StepInfo {
   int64_t step = 0;          // the global step at the end of this step (a fresh run's first: 1)
+  // The global step before this step: step - 1, unless other replicas of a
+  // replicated run advanced it too (then `step` is known only after the step;
+  // BeforeStep sees previous_step + 1).
+  int64_t previous_step = 0;
   int64_t last_step = 0;     // as in LoopStart
   double learning_rate = 0;  // fed to this step
   int64_t examples = 0;      // examples this step consumes (the batch size)
@@ -87,6 +91,12 @@ struct StepResult {
   const RunMetadata* metadata = nullptr;
   bool step_stats_collected = false;
 };
+
+// Whether the steps (previous, step] contain a multiple of `every` (> 0): what
+// "every N steps" means when a replicated run's global step may jump.
+inline bool CrossedMultiple(int64_t previous, int64_t step, int64_t every) {
+  return every > 0 && step > previous && (step / every) > (previous / every);
+}
 
 // Lets a hook stop the loop. The first request wins.
 class LoopControl {

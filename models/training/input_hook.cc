@@ -26,7 +26,8 @@ absl::Status RestoreInputPosition(Session* session, const models::InputPipeline&
     state.set_work_finished(epoch);
     state.set_num_records_produced(consumed);
     state.set_current_work(r.file);
-    state.set_position(position);
+    // A sharded reader skips to its next record from there.
+    state.set_position(position * std::max(1, input.num_shards));
     feeds.push_back({r.state_feed, Tensor::Scalar<tstring>(state.SerializeAsString())});
     targets.push_back(r.restore_op);
   }

@@ -26,7 +26,9 @@ namespace training {
 struct InputHookOptions {
   models::InputPipeline train;
   models::InputPipeline eval;  // empty when the run has no evaluation
-  int64_t examples_per_step = 0;  // the training batch size
+  // Examples of this pipeline per global step: the training batch size (a
+  // replica of an async run: its share, batch / workers).
+  int64_t examples_per_step = 0;
 };
 
 class InputHook : public TrainingHook {

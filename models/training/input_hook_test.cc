@@ -95,6 +95,25 @@ TEST_F(InputHookTest, AResumedRunPutsTheReadersWhereTheUninterruptedRunWouldBe) 
   EXPECT_EQ(out_.str(), "input restored to example 120 (exact order)\n");
 }
 
+// A replica reads every 3rd record (its shard of 100, out of a file of 300):
+// example 20 of its shard's epoch is at about record 60 of the file.
+TEST_F(InputHookTest, AShardedReaderIsPutAtItsShardsPositionInTheFile) {
+  InputHookOptions o = Options();
+  o.train.num_shards = 3;
+  InputHook hook(o, &out_);
+  LoopStart start;
+  start.step = 3;  // 120 of the shard's examples: its epoch 1, item 20
+  ASSERT_TRUE(hook.Begin(&session_, start).ok());
+  hook.Close(LoopEnd());
+  std::vector<FakeSession::Call> restores = session_.CallsWithTarget("input/train/restore");
+  ASSERT_EQ(restores.size(), 1u);
+  ReaderState state;
+  const tstring& bytes = restores[0].feeds[0].second.scalar<tstring>();
+  ASSERT_TRUE(state.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
+  EXPECT_EQ(state.work_started(), 2);
+  EXPECT_EQ(state.position(), 60);
+}
+
 TEST_F(InputHookTest, ARunnerErrorBecomesThePipelinesStatus) {
   enqueue_error_ = absl::DataLossError("corrupt record at offset 16");
   InputHook hook(Options(), &out_);

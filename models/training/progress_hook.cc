@@ -20,9 +20,9 @@ absl::Status ProgressHook::AfterStep(const StepInfo& step, const StepResult& res
   step_seconds_ += result.seconds;
   ++steps_;
   if (options_.print_losses) *out_ << absl::StrFormat("loss at step %d: %.9g\n", step.step, result.loss);
-  const bool last = step.step == step.last_step;
+  const bool last = step.step >= step.last_step;
   const bool print = options_.tty ? (now - last_print_ > absl::Milliseconds(250) || last)
-                                  : (step.step % options_.log_every_steps == 0 || last);
+                                  : (CrossedMultiple(step.previous_step, step.step, options_.log_every_steps) || last);
   if (print) {
     *out_ << (options_.tty ? "\r" : "") << progress_->ToString() << (options_.tty ? "\033[K" : "\n");
     out_->flush();

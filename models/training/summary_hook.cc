@@ -119,6 +119,7 @@ void SummaryHook::Warn(const std::string& message) {
 
 absl::Status SummaryHook::Begin(Session* session, const LoopStart& start) {
   rate_ = std::make_unique<ProgressTracker>(start.last_step);
+  last_summary_step_ = start.step;
   if (summary_graph_.node_size() > 0) {
     absl::Status s = session->Extend(summary_graph_);
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat("starting monitoring: adding the summary nodes: ", s.message()));
@@ -144,7 +145,9 @@ absl::Status SummaryHook::Begin(Session* session, const LoopStart& start) {
 void SummaryHook::BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* control) {
   summary_step_ = -1;
   merged_index_ = -1;
-  if (events_ == nullptr || options_.every_steps <= 0 || step.step % options_.every_steps != 0) return;
+  // The step ends at step.step, or later when other replicas advance the
+  // global step too: summarize at the first step past each multiple.
+  if (events_ == nullptr || !CrossedMultiple(last_summary_step_, step.step, options_.every_steps)) return;
   summary_step_ = step.step;
   args->fetches.push_back(global_norm_);
   for (const auto& [name, tensor] : train_metrics_) args->fetches.push_back(tensor);
@@ -156,7 +159,8 @@ void SummaryHook::BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* 
 
 absl::Status SummaryHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
   rate_->OnStep(step.step, step.examples, result.loss, step.learning_rate, result.end_time);
-  if (summary_step_ != step.step || events_ == nullptr) return absl::OkStatus();
+  if (summary_step_ < 0 || events_ == nullptr) return absl::OkStatus();
+  last_summary_step_ = step.step;
   const std::vector<Tensor>& fetched = result.fetched;
   Summary summary;
   if (merged_index_ >= 0 && static_cast<size_t>(merged_index_) < fetched.size() &&

@@ -81,6 +81,7 @@ class SummaryHook : public TrainingHook, public EvalListener {
   std::unique_ptr<ProgressTracker> rate_;  // examples per second, as the progress line has it
   // Where this step's fetches are (BeforeStep -> AfterStep); -1: not fetched.
   int64_t summary_step_ = -1;
+  int64_t last_summary_step_ = 0;  // the step of the last summary (or the start)
   int merged_index_ = -1;
 };
 

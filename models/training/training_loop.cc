@@ -43,6 +43,7 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
   while (step < start.last_step) {
     StepInfo info;
     info.step = step + 1;
+    info.previous_step = step;
     info.last_step = start.last_step;
     info.learning_rate = options.learning_rate ? options.learning_rate(step) : 0;
     info.examples = options.examples_per_step;

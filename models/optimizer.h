@@ -42,6 +42,7 @@ struct TrainingOps {
     Node* local_init = nullptr;
     Node* local_step = nullptr;  // int64 variable on the worker
     std::vector<Node*> accumulators;
+    std::vector<Node*> stale;  // AccumulatorNumStale of each accumulator
   } sync;
 };
 

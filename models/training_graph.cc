@@ -136,6 +136,9 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
       out->chief_init_op = ops.sync.chief_init->name();
       out->local_init_op = ops.sync.local_init->name();
       out->local_step = ops.sync.local_step->name();
+      for (Node* n : ops.sync.stale) {
+        if (n != nullptr) out->stale_gradients.push_back(n->name());
+      }
     } else {
       // The increment after this worker's update: the global step then.
       for (const Edge* e : ops.train_op->in_edges()) {

@@ -61,6 +61,8 @@ struct TrainingGraph {
   std::string chief_init_op;
   std::string local_init_op;
   std::string local_step;
+  // Sync: each accumulator's count of stale gradients (int64 scalars).
+  std::vector<std::string> stale_gradients;
 };
 
 // One worker's part of a between-graph replicated run (OSDI §4.4).

@@ -64,6 +64,9 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
     m->learning_rate_ = gauge("sluice_learning_rate", "Learning rate of the latest step.");
     m->queue_size_ = gauge("sluice_input_queue_size", "Examples waiting in the input queue.");
     m->queue_capacity_ = gauge("sluice_input_queue_capacity", "Capacity of the input queue.");
+    m->recoveries_ = gauge("sluice_recoveries", "Times this task restarted itself to recover from a lost peer.");
+    m->stale_gradients_ = gauge("sluice_stale_gradients",
+                                "Gradients the sync accumulators dropped as stale, over all variables.");
     m->checkpoint_duration_ =
         &prometheus::BuildHistogram()
              .Name("sluice_checkpoint_save_duration_seconds")
@@ -118,6 +121,10 @@ void TrainingMetrics::OnStep(int64_t examples, double duration_seconds, double l
   loss_->Set(loss);
   learning_rate_->Set(learning_rate);
 }
+
+void TrainingMetrics::SetRecoveries(int64_t recoveries) { recoveries_->Set(static_cast<double>(recoveries)); }
+
+void TrainingMetrics::SetStaleGradients(int64_t stale) { stale_gradients_->Set(static_cast<double>(stale)); }
 
 void TrainingMetrics::SetInputQueue(int64_t size, int64_t capacity) {
   queue_size_->Set(static_cast<double>(size));

@@ -102,6 +102,12 @@ class TrainingMetrics {
   // sluice_run_last_success_timestamp_seconds, what a batch scheduler's alert watches in the
   // Pushgateway. They are absent before, so a push never reports a success that did not happen.
   void OnRunSucceeded(double duration_seconds, absl::Time finished);
+  // A replicated run: sluice_recoveries, the times this task restarted itself
+  // after losing a peer; sluice_stale_gradients, the gradients the sync
+  // accumulators dropped as stale (from backup workers, or computed for an
+  // older step), summed over the variables (it restarts from 0 with a ps).
+  void SetRecoveries(int64_t recoveries);
+  void SetStaleGradients(int64_t stale);
 
   // The text exposition format, as /metrics serves it.
   std::string Scrape() const;
@@ -128,6 +134,8 @@ class TrainingMetrics {
   prometheus::Gauge* queue_capacity_ = nullptr;
   prometheus::Histogram* checkpoint_duration_ = nullptr;
   prometheus::Gauge* checkpoint_last_success_ = nullptr;
+  prometheus::Gauge* recoveries_ = nullptr;
+  prometheus::Gauge* stale_gradients_ = nullptr;
   prometheus::Family<prometheus::Counter>* kernel_seconds_ = nullptr;
   prometheus::Gauge* run_duration_ ABSL_GUARDED_BY(mu_) = nullptr;
   prometheus::Gauge* run_last_success_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -60,6 +60,8 @@ void Exercise(TrainingMetrics* m) {
   m->OnStep(128, 0.02, 0.75, 0.05);
   m->OnStep(128, 0.3, 0.5, 0.05);
   m->SetInputQueue(900, 20000);
+  m->SetRecoveries(2);
+  m->SetStaleGradients(17);
   m->OnCheckpointSaved(1.5, absl::FromUnixSeconds(1700000000));
   std::vector<NodeExecStats> stats(3);
   stats[0] = {"a", "MatMul", 0, 0, 1000, 2001000, 1};
@@ -92,6 +94,8 @@ TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
       {"sluice_learning_rate", "gauge"},
       {"sluice_input_queue_size", "gauge"},
       {"sluice_input_queue_capacity", "gauge"},
+      {"sluice_recoveries", "gauge"},
+      {"sluice_stale_gradients", "gauge"},
       {"sluice_checkpoint_save_duration_seconds", "histogram"},
       {"sluice_checkpoint_last_success_timestamp_seconds", "gauge"},
       {"sluice_kernel_seconds_total", "counter"},
@@ -111,6 +115,8 @@ TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
   EXPECT_EQ(Sample(text, "sluice_learning_rate{" + id + "}"), 0.05);
   EXPECT_EQ(Sample(text, "sluice_input_queue_size{" + id + "}"), 900);
   EXPECT_EQ(Sample(text, "sluice_input_queue_capacity{" + id + "}"), 20000);
+  EXPECT_EQ(Sample(text, "sluice_recoveries{" + id + "}"), 2);
+  EXPECT_EQ(Sample(text, "sluice_stale_gradients{" + id + "}"), 17);
   EXPECT_EQ(Sample(text, "sluice_step_duration_seconds_count{" + id + "}"), 2);
   EXPECT_DOUBLE_EQ(Sample(text, "sluice_step_duration_seconds_sum{" + id + "}"), 0.32);
   EXPECT_EQ(Sample(text, "sluice_step_duration_seconds_bucket{" + id + ",le=\"0.025\"}"), 1);

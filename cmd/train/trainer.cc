@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "monitoring/metrics.h"
 #include "monitoring/progress.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -202,6 +203,8 @@ absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& 
     mo.pushgateway_url = pushgateway_url;
     mo.queue_size = tg.train_input.queue_size;
     mo.queue_capacity = tg.train_input.queue_capacity;
+    if (const char* n = std::getenv(kRecoveriesEnv)) mo.recoveries = std::atoll(n);
+    if (chief) mo.stale_gradients = tg.stale_gradients;
     mo.run_dir = e.run_dir();
     auto metrics = training::MetricsHook::Create(mo, &out, &err);
     if (!metrics.ok()) return absl::InvalidArgumentError(absl::StrCat("monitoring.", metrics.status().message()));
@@ -305,9 +308,23 @@ int RecoverOrGiveUp(const absl::Status& why, bool chief, const config::Cluster& 
 }
 
 // A task other than the chief: serve until the chief says stop.
-// `restart_after_freeze`: see ClusterRuntime::ServeUntilShutdown.
+// `restart_after_freeze`: see ClusterRuntime::ServeUntilShutdown. With
+// `metrics` (a replicated run whose monitoring.metrics_port is 0), the task
+// serves /metrics on a free port: its build and its recoveries.
 int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::ostream& err,
-                     absl::Duration restart_after_freeze) {
+                     absl::Duration restart_after_freeze, const MetricsOptions* metrics) {
+  std::unique_ptr<TrainingMetrics> served;
+  if (metrics != nullptr) {
+    auto m = TrainingMetrics::Create(*metrics);
+    if (!m.ok()) {
+      err << "error: " << m.status().message() << "\n";
+      return ExitCodeForStatus(m.status());
+    }
+    served = std::move(m).value();
+    if (const char* n = std::getenv(kRecoveriesEnv)) served->SetRecoveries(std::atoll(n));
+    out << "metrics: http://" << metrics->bind_address << ":" << served->port() << "/metrics\n";
+    out.flush();
+  }
   auto runtime = ClusterRuntime::Start(options, err);
   if (!runtime.ok()) {
     err << "error: " << runtime.status().message() << "\n";
@@ -428,7 +445,15 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     if (options.dry_run) return kExitDone;
     // A replicated run's ps restarts itself after a freeze longer than twice
     // the health check (keepalive: 2 s), which its peers noticed.
-    return ServeClusterTask(cluster_options, out, err, replicated ? absl::Seconds(5) : absl::InfiniteDuration());
+    MetricsOptions ps_metrics;
+    ps_metrics.role = identity->task.job;
+    ps_metrics.task = identity->task.index;
+    ps_metrics.version = kVersion;
+    ps_metrics.port = 0;
+    ps_metrics.bind_address = e.monitoring().metrics_address().empty() ? "127.0.0.1" : e.monitoring().metrics_address();
+    const bool serve_metrics = replicated && e.has_monitoring() && e.monitoring().metrics_port() == 0;
+    return ServeClusterTask(cluster_options, out, err, replicated ? absl::Seconds(5) : absl::InfiniteDuration(),
+                            serve_metrics ? &ps_metrics : nullptr);
   }
   models::TrainingGraph tg;
   models::ReplicaOptions replica_options;

@@ -53,6 +53,7 @@ absl::Status MetricsHook::Begin(Session* session, const LoopStart& start) {
   if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat("starting monitoring: ", m.status().message()));
   metrics_ = std::move(m).value();
   metrics_->SetInputQueue(0, options_.queue_capacity);
+  metrics_->SetRecoveries(options_.recoveries);
   if (options_.metrics.serve) {
     const std::string host = options_.metrics.bind_address == "0.0.0.0" ? "127.0.0.1" : options_.metrics.bind_address;
     *out_ << "metrics: http://" << host << ":" << metrics_->port() << "/metrics\n";
@@ -64,6 +65,7 @@ absl::Status MetricsHook::Begin(Session* session, const LoopStart& start) {
 void MetricsHook::BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* control) {
   fetch_queue_size_ = !options_.queue_size.empty();
   if (fetch_queue_size_) args->fetches.push_back(options_.queue_size);
+  args->fetches.insert(args->fetches.end(), options_.stale_gradients.begin(), options_.stale_gradients.end());
 }
 
 absl::Status MetricsHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
@@ -74,6 +76,15 @@ absl::Status MetricsHook::AfterStep(const StepInfo& step, const StepResult& resu
                          : q.dtype() == DT_INT64 ? q.scalar<int64_t>()
                                                  : 0;
     metrics_->SetInputQueue(size, options_.queue_capacity);
+  }
+  const size_t first_stale = fetch_queue_size_ ? 1 : 0;
+  if (!options_.stale_gradients.empty() && result.fetched.size() == first_stale + options_.stale_gradients.size()) {
+    int64_t stale = 0;
+    for (size_t i = first_stale; i < result.fetched.size(); ++i) {
+      const Tensor& t = result.fetched[i];
+      if (t.dtype() == DT_INT64 && t.NumElements() == 1) stale += t.scalar<int64_t>();
+    }
+    metrics_->SetStaleGradients(stale);
   }
   if (result.step_stats_collected && result.metadata != nullptr) metrics_->AddStepStats(result.metadata->step_stats);
   // Accelerators' memory (the CPU allocator's figures are the process's, not a device's).

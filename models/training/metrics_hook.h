@@ -40,6 +40,10 @@ struct MetricsHookOptions {
   std::string queue_size;       // scalar int32 tensor of the batch queue's size; "": not fetched
   int64_t queue_capacity = 0;
   std::string run_dir;          // whose checkpoints/ the periodic saves appear in
+  // A replicated run: this task's recoveries so far, and int64 scalar tensors
+  // whose sum is the stale gradients (the sync chief's accumulators).
+  int64_t recoveries = 0;
+  std::vector<std::string> stale_gradients;
 };
 
 class MetricsHook : public TrainingHook, public CheckpointListener {

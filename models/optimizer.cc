@@ -129,6 +129,7 @@ absl::Status BuildSyncOps(const config::Optimizer& o, const std::vector<Variable
     if (acc == nullptr) return vb.status();
     ops.accumulators.push_back(acc);
     ops.stale.push_back(vb.AddNode("stale", "AccumulatorNumStale", {Output{acc, 0}}));
+    if (ops.aggregated == nullptr) ops.aggregated = vb.AddNode("aggregated", "AccumulatorLastTaken", {Output{acc, 0}});
     Node* apply = vb.AddNode("apply_gradient", "AccumulatorApplyGradient", {Output{acc, 0}, local_step, dense[i]},
                              {{"dtype", MakeAttr(DT_FLOAT)}});
     if (apply == nullptr) return vb.status();

@@ -43,6 +43,7 @@ struct TrainingOps {
     Node* local_step = nullptr;  // int64 variable on the worker
     std::vector<Node*> accumulators;
     std::vector<Node*> stale;  // AccumulatorNumStale of each accumulator
+    Node* aggregated = nullptr;  // AccumulatorLastTaken of the first one
   } sync;
 };
 

@@ -136,6 +136,7 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
       out->chief_init_op = ops.sync.chief_init->name();
       out->local_init_op = ops.sync.local_init->name();
       out->local_step = ops.sync.local_step->name();
+      if (ops.sync.aggregated != nullptr) out->aggregated_gradients = ops.sync.aggregated->name();
       for (Node* n : ops.sync.stale) {
         if (n != nullptr) out->stale_gradients.push_back(n->name());
       }

@@ -63,6 +63,8 @@ struct TrainingGraph {
   std::string local_step;
   // Sync: each accumulator's count of stale gradients (int64 scalars).
   std::vector<std::string> stale_gradients;
+  // Sync: how many gradients the last step averaged (int32 scalar).
+  std::string aggregated_gradients;
 };
 
 // One worker's part of a between-graph replicated run (OSDI §4.4).

@@ -67,6 +67,9 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
     m->recoveries_ = gauge("sluice_recoveries", "Times this task restarted itself to recover from a lost peer.");
     m->stale_gradients_ = gauge("sluice_stale_gradients",
                                 "Gradients the sync accumulators dropped as stale, over all variables.");
+    m->peers_alive_ = gauge("sluice_peers_alive", "Other tasks of the cluster that answered the last health check.");
+    m->aggregated_gradients_ =
+        gauge("sluice_aggregated_gradients", "Workers' gradients the last synchronous step averaged.");
     m->checkpoint_duration_ =
         &prometheus::BuildHistogram()
              .Name("sluice_checkpoint_save_duration_seconds")
@@ -125,6 +128,12 @@ void TrainingMetrics::OnStep(int64_t examples, double duration_seconds, double l
 void TrainingMetrics::SetRecoveries(int64_t recoveries) { recoveries_->Set(static_cast<double>(recoveries)); }
 
 void TrainingMetrics::SetStaleGradients(int64_t stale) { stale_gradients_->Set(static_cast<double>(stale)); }
+
+void TrainingMetrics::SetPeersAlive(int64_t peers) { peers_alive_->Set(static_cast<double>(peers)); }
+
+void TrainingMetrics::SetAggregatedGradients(int64_t gradients) {
+  aggregated_gradients_->Set(static_cast<double>(gradients));
+}
 
 void TrainingMetrics::SetInputQueue(int64_t size, int64_t capacity) {
   queue_size_->Set(static_cast<double>(size));

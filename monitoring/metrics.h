@@ -108,6 +108,12 @@ class TrainingMetrics {
   // older step), summed over the variables (it restarts from 0 with a ps).
   void SetRecoveries(int64_t recoveries);
   void SetStaleGradients(int64_t stale);
+  // sluice_peers_alive: the other tasks of the cluster that answered the last
+  // health check.
+  void SetPeersAlive(int64_t peers);
+  // sluice_aggregated_gradients: how many workers' gradients the last sync
+  // step averaged (replicas_to_aggregate, or more when they came together).
+  void SetAggregatedGradients(int64_t gradients);
 
   // The text exposition format, as /metrics serves it.
   std::string Scrape() const;
@@ -136,6 +142,8 @@ class TrainingMetrics {
   prometheus::Gauge* checkpoint_last_success_ = nullptr;
   prometheus::Gauge* recoveries_ = nullptr;
   prometheus::Gauge* stale_gradients_ = nullptr;
+  prometheus::Gauge* peers_alive_ = nullptr;
+  prometheus::Gauge* aggregated_gradients_ = nullptr;
   prometheus::Family<prometheus::Counter>* kernel_seconds_ = nullptr;
   prometheus::Gauge* run_duration_ ABSL_GUARDED_BY(mu_) = nullptr;
   prometheus::Gauge* run_last_success_ ABSL_GUARDED_BY(mu_) = nullptr;

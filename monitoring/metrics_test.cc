@@ -62,6 +62,8 @@ void Exercise(TrainingMetrics* m) {
   m->SetInputQueue(900, 20000);
   m->SetRecoveries(2);
   m->SetStaleGradients(17);
+  m->SetPeersAlive(3);
+  m->SetAggregatedGradients(2);
   m->OnCheckpointSaved(1.5, absl::FromUnixSeconds(1700000000));
   std::vector<NodeExecStats> stats(3);
   stats[0] = {"a", "MatMul", 0, 0, 1000, 2001000, 1};
@@ -96,6 +98,8 @@ TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
       {"sluice_input_queue_capacity", "gauge"},
       {"sluice_recoveries", "gauge"},
       {"sluice_stale_gradients", "gauge"},
+      {"sluice_peers_alive", "gauge"},
+      {"sluice_aggregated_gradients", "gauge"},
       {"sluice_checkpoint_save_duration_seconds", "histogram"},
       {"sluice_checkpoint_last_success_timestamp_seconds", "gauge"},
       {"sluice_kernel_seconds_total", "counter"},
@@ -117,6 +121,8 @@ TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
   EXPECT_EQ(Sample(text, "sluice_input_queue_capacity{" + id + "}"), 20000);
   EXPECT_EQ(Sample(text, "sluice_recoveries{" + id + "}"), 2);
   EXPECT_EQ(Sample(text, "sluice_stale_gradients{" + id + "}"), 17);
+  EXPECT_EQ(Sample(text, "sluice_peers_alive{" + id + "}"), 3);
+  EXPECT_EQ(Sample(text, "sluice_aggregated_gradients{" + id + "}"), 2);
   EXPECT_EQ(Sample(text, "sluice_step_duration_seconds_count{" + id + "}"), 2);
   EXPECT_DOUBLE_EQ(Sample(text, "sluice_step_duration_seconds_sum{" + id + "}"), 0.32);
   EXPECT_EQ(Sample(text, "sluice_step_duration_seconds_bucket{" + id + ",le=\"0.025\"}"), 1);

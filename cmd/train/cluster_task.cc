@@ -104,7 +104,53 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
   return runtime;
 }
 
+void ClusterRuntime::StartHealthChecks(absl::Duration interval) {
+  if (health_.joinable()) return;
+  health_ = std::thread([this, interval] {
+    std::vector<std::string> peers = ClusterTaskNames(*options_.identity);
+    peers.erase(peers.begin());  // this task
+    do {
+      struct Round {
+        absl::Mutex mu;
+        int pending ABSL_GUARDED_BY(mu) = 0;
+        int alive ABSL_GUARDED_BY(mu) = 0;
+        std::vector<distributed::GetStatusRequest> requests;
+        std::vector<distributed::GetStatusResponse> responses;
+      };
+      auto round = std::make_shared<Round>();
+      round->requests.resize(peers.size());
+      round->responses.resize(peers.size());
+      {
+        absl::MutexLock lock(&round->mu);
+        round->pending = static_cast<int>(peers.size());
+      }
+      for (size_t i = 0; i < peers.size(); ++i) {
+        distributed::WorkerInterface* worker = workers_->GetWorker(peers[i]);
+        if (worker == nullptr) {
+          absl::MutexLock lock(&round->mu);
+          --round->pending;
+          continue;
+        }
+        round->requests[i].set_caller_task(task_);
+        round->requests[i].set_config_hash(options_.config_hash);
+        worker->GetStatusAsync(&round->requests[i], &round->responses[i], [round](const absl::Status& s) {
+          absl::MutexLock lock(&round->mu);
+          if (s.ok() || absl::IsFailedPrecondition(s)) ++round->alive;
+          --round->pending;
+        });
+      }
+      absl::MutexLock lock(&round->mu);
+      round->mu.Await(absl::Condition(+[](int* n) { return *n == 0; }, &round->pending));
+      peers_alive_.store(round->alive);
+    } while (!stop_health_.WaitForNotificationWithTimeout(interval));
+  });
+}
+
 ClusterRuntime::~ClusterRuntime() {
+  if (health_.joinable()) {
+    stop_health_.Notify();
+    health_.join();
+  }
   if (IsChief(*options_.identity) && workers_ != nullptr && stop_peers_on_exit_) {
     // Every other task serves until told; one that is gone is not waited for
     // longer than the call's deadline. Workers first: a replica whose step

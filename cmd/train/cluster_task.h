@@ -13,6 +13,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -89,6 +90,12 @@ class ClusterRuntime {
   // Whether the chief said stop; waits up to `timeout` for it.
   bool WaitForShutdown(absl::Duration timeout) { return shutdown_.WaitForNotificationWithTimeout(timeout); }
   void set_exit_reason(std::string reason) { exit_reason_ = std::move(reason); }
+  // Health checks (a replicated run's workers): every `interval`, GetStatus
+  // to every other task at once; peers_alive() is how many answered the last
+  // round (a refusal for another config counts: the task is there). The
+  // connections' keepalive is what fails a step; this feeds /metrics.
+  void StartHealthChecks(absl::Duration interval);
+  int peers_alive() const { return peers_alive_.load(); }
   // A chief that restarts itself to recover leaves the other tasks running.
   void set_stop_peers_on_exit(bool stop) { stop_peers_on_exit_ = stop; }
 
@@ -109,6 +116,9 @@ class ClusterRuntime {
   std::unique_ptr<distributed::Worker> worker_;
   std::unique_ptr<distributed::GrpcWorkerServer> server_;
   std::unique_ptr<distributed::GrpcWorkerCache> workers_;
+  std::atomic<int> peers_alive_{0};
+  absl::Notification stop_health_;
+  std::thread health_;
 };
 
 }  // namespace sluice

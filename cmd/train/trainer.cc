@@ -204,7 +204,10 @@ absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& 
     mo.queue_size = tg.train_input.queue_size;
     mo.queue_capacity = tg.train_input.queue_capacity;
     if (const char* n = std::getenv(kRecoveriesEnv)) mo.recoveries = std::atoll(n);
-    if (chief) mo.stale_gradients = tg.stale_gradients;
+    if (chief) {
+      mo.stale_gradients = tg.stale_gradients;
+      mo.aggregated_gradients = tg.aggregated_gradients;
+    }
     mo.run_dir = e.run_dir();
     auto metrics = training::MetricsHook::Create(mo, &out, &err);
     if (!metrics.ok()) return absl::InvalidArgumentError(absl::StrCat("monitoring.", metrics.status().message()));
@@ -569,39 +572,39 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   Env* env = Env::Default();
   // The chief owns the run directory; another replica writes nothing there.
   if (chief) {
-  if (absl::Status made = env->CreateDirs(run_dir); !made.ok()) {
-    err << "error: cannot create run directory " << run_dir << ": " << made.message() << "\n";
-    return kExitPermanentError;
-  }
-  const std::string config_copy = JoinPath(run_dir, "config.pbtxt");
-  // The resolved config of an earlier run here (a regular file of bounded
-  // size; anything else is not a previous run's copy).
-  constexpr uint64_t kMaxConfigCopyBytes = 64 << 20;
-  auto previous_or = ReadRegularFile(env, config_copy, kMaxConfigCopyBytes);
-  const std::string previous = previous_or.ok() ? *previous_or : "";
-  if (previous_or.ok() && previous != config_text) {
-    if (!options.allow_drift) {
-      err << run_dir << "/config.pbtxt: error: the run directory holds a run of a different config; "
-          << "pass --allow-drift to resume it anyway, or use another --run_dir. Differences:\n"
-          << LineDiff(previous, config_text);
-      return kExitBadConfig;
+    if (absl::Status made = env->CreateDirs(run_dir); !made.ok()) {
+      err << "error: cannot create run directory " << run_dir << ": " << made.message() << "\n";
+      return kExitPermanentError;
     }
-    out << "resuming with a changed config (--allow-drift):\n" << LineDiff(previous, config_text);
+    const std::string config_copy = JoinPath(run_dir, "config.pbtxt");
+    // The resolved config of an earlier run here (a regular file of bounded
+    // size; anything else is not a previous run's copy).
+    constexpr uint64_t kMaxConfigCopyBytes = 64 << 20;
+    auto previous_or = ReadRegularFile(env, config_copy, kMaxConfigCopyBytes);
+    const std::string previous = previous_or.ok() ? *previous_or : "";
+    if (previous_or.ok() && previous != config_text) {
+      if (!options.allow_drift) {
+        err << run_dir << "/config.pbtxt: error: the run directory holds a run of a different config; "
+            << "pass --allow-drift to resume it anyway, or use another --run_dir. Differences:\n"
+            << LineDiff(previous, config_text);
+        return kExitBadConfig;
+      }
+      out << "resuming with a changed config (--allow-drift):\n" << LineDiff(previous, config_text);
+    }
+    char host[256] = {0};
+    ::gethostname(host, sizeof(host) - 1);
+    s = WriteFileAtomically(env, config_copy, config_text);
+    if (s.ok()) {
+      s = WriteFileAtomically(env, JoinPath(run_dir, "provenance.txt"),
+                    absl::StrCat("version: ", kVersion, "\nconfig: ", options.config_path, "\nconfig_hash: ", config_hash,
+                                 "\nhost: ", host, "\nstart_time: ", absl::FormatTime(absl::Now(), absl::UTCTimeZone()),
+                                 "\n"));
+    }
+    if (!s.ok()) {
+      err << "error: " << s.message() << "\n";
+      return ExitCodeForStatus(s);
+    }
   }
-  char host[256] = {0};
-  ::gethostname(host, sizeof(host) - 1);
-  s = WriteFileAtomically(env, config_copy, config_text);
-  if (s.ok()) {
-    s = WriteFileAtomically(env, JoinPath(run_dir, "provenance.txt"),
-                  absl::StrCat("version: ", kVersion, "\nconfig: ", options.config_path, "\nconfig_hash: ", config_hash,
-                               "\nhost: ", host, "\nstart_time: ", absl::FormatTime(absl::Now(), absl::UTCTimeZone()),
-                               "\n"));
-  }
-  if (!s.ok()) {
-    err << "error: " << s.message() << "\n";
-    return ExitCodeForStatus(s);
-  }
-  }  // chief
 
   SessionOptions session_options;
   session_options.allow_soft_placement = e.devices().allow_soft_placement();
@@ -630,6 +633,11 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
                                                                      : ExitCodeForStatus(cluster_devices_or.status());
     }
     out << "every task answered: " << cluster_devices_or->size() << " devices\n";
+    if (replicated) {
+      cluster->StartHealthChecks(absl::Seconds(1));
+      ClusterRuntime* runtime = cluster.get();
+      if (monitoring->metrics) monitoring->metrics->set_peers_alive([runtime] { return runtime->peers_alive(); });
+    }
     std::vector<distributed::DeviceAttributes> session_devices = std::move(cluster_devices_or).value();
     if (replicated) {
       // A replica's session spans this task and the ps tasks only.

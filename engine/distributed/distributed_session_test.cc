@@ -12,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "engine/distributed/distributed_session.h"
 #include "engine/distributed/worker.h"
+#include "engine/framework/device_set.h"
 #include "engine/framework/local_devices.h"
 #include "engine/framework/op_def.h"
 #include "engine/framework/op_kernel.h"
@@ -311,6 +312,22 @@ TEST(Worker, RefusesUnknownHandlesForeignDevicesAndMalformedTensors) {
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   n->set_op("NoOp");
   ASSERT_TRUE(tasks.ps->RegisterGraph(reg, &reg_response).ok());
+  // The handle carries this process's incarnation: a session of the task's
+  // previous life (same address, restarted) cannot deregister it by number.
+  EXPECT_TRUE(absl::StrContains(reg_response.graph_handle(), absl::StrCat(absl::Hex(ProcessIncarnation()))))
+      << reg_response.graph_handle();
+  {
+    DeregisterGraphRequest stale;
+    stale.set_graph_handle("graph_1");
+    DeregisterGraphResponse stale_response;
+    tasks.ps->DeregisterGraph(stale, &stale_response).IgnoreError();
+    RunGraphRequest probe;
+    probe.set_graph_handle(reg_response.graph_handle());
+    probe.set_step_id(12345);
+    RunGraphResponse probe_response;
+    const absl::Status still = tasks.ps->RunGraph(probe, &probe_response);
+    EXPECT_FALSE(absl::IsNotFound(still)) << "the old-style handle removed the graph: " << still;
+  }
 
   // A tensor whose shape claims more values than its bytes hold.
   run.set_graph_handle(reg_response.graph_handle());

@@ -182,7 +182,10 @@ void Worker::RegisterGraphAsync(const RegisterGraphRequest* request, RegisterGra
   std::string handle;
   {
     absl::MutexLock lock(&mu_);
-    handle = absl::StrCat("graph_", next_graph_++);
+    // The process's incarnation in the handle: a handle of this task's
+    // previous life (a session that registered there and deregisters late,
+    // after the task restarted at the same address) never names a graph here.
+    handle = absl::StrCat("graph_", absl::Hex(ProcessIncarnation()), "_", next_graph_++);
     graphs_.emplace(handle, std::move(graph).value());
   }
   response->set_graph_handle(handle);

@@ -1,8 +1,9 @@
 // The conditional accumulator's ops (TensorFlow's names and signatures, the
 // V1 form whose handle is a Ref(string)): ConditionalAccumulator,
 // AccumulatorApplyGradient, AccumulatorTakeGradient, AccumulatorSetGlobalStep,
-// AccumulatorNumAccumulated; plus AccumulatorNumStale (ours: the gradients
-// dropped as stale, for /metrics). CPU kernels beside them; the accumulator
+// AccumulatorNumAccumulated; plus AccumulatorNumStale and AccumulatorLastTaken
+// (ours: the gradients dropped as stale, and how many the last take averaged,
+// for /metrics). CPU kernels beside them; the accumulator
 // itself is conditional_accumulator.h.
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_def.h"
@@ -58,6 +59,11 @@ REGISTER_OP("AccumulatorNumAccumulated")
 REGISTER_OP("AccumulatorNumStale")
     .Input("handle: Ref(string)")
     .Output("num_stale: int64")
+    .SetShapeFn(shape_fns::Scalar);
+
+REGISTER_OP("AccumulatorLastTaken")
+    .Input("handle: Ref(string)")
+    .Output("last_taken: int32")
     .SetShapeFn(shape_fns::Scalar);
 
 namespace {
@@ -178,7 +184,10 @@ class SetGlobalStepOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
-class NumAccumulatedOp : public OpKernel {
+// AccumulatorNumAccumulated and AccumulatorNumStale: one scalar the
+// accumulator keeps.
+template <typename T, T (ConditionalAccumulator::*kRead)() const>
+class AccumulatorScalarOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
@@ -186,23 +195,13 @@ class NumAccumulatedOp : public OpKernel {
     OP_REQUIRES_OK(ctx, a.status());
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
-    out->data<int32_t>()[0] = (*a)->num_accumulated();
+    out->data<T>()[0] = ((**a).*kRead)();
   }
   bool IsExpensive() const override { return false; }
 };
-
-class NumStaleOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    auto a = LookupAccumulator(ctx);
-    OP_REQUIRES_OK(ctx, a.status());
-    Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
-    out->data<int64_t>()[0] = (*a)->num_stale();
-  }
-  bool IsExpensive() const override { return false; }
-};
+using NumAccumulatedOp = AccumulatorScalarOp<int32_t, &ConditionalAccumulator::num_accumulated>;
+using NumStaleOp = AccumulatorScalarOp<int64_t, &ConditionalAccumulator::num_stale>;
+using LastTakenOp = AccumulatorScalarOp<int32_t, &ConditionalAccumulator::last_taken>;
 
 REGISTER_KERNEL_BUILDER(Name("ConditionalAccumulator").Device(kDeviceCpu), ConditionalAccumulatorOp);
 REGISTER_KERNEL_BUILDER(Name("AccumulatorApplyGradient").Device(kDeviceCpu), ApplyGradientOp);
@@ -210,6 +209,7 @@ REGISTER_KERNEL_BUILDER(Name("AccumulatorTakeGradient").Device(kDeviceCpu), Take
 REGISTER_KERNEL_BUILDER(Name("AccumulatorSetGlobalStep").Device(kDeviceCpu), SetGlobalStepOp);
 REGISTER_KERNEL_BUILDER(Name("AccumulatorNumAccumulated").Device(kDeviceCpu), NumAccumulatedOp);
 REGISTER_KERNEL_BUILDER(Name("AccumulatorNumStale").Device(kDeviceCpu), NumStaleOp);
+REGISTER_KERNEL_BUILDER(Name("AccumulatorLastTaken").Device(kDeviceCpu), LastTakenOp);
 
 }  // namespace
 }  // namespace sluice

@@ -148,6 +148,7 @@ void ConditionalAccumulator::ServeTakersLocked(std::vector<std::function<void()>
     }
   }
   sum_ = Tensor();
+  last_taken_ = count_;
   count_ = 0;
   ++step_;
   ready->push_back([taker, result = std::move(result)]() mutable {
@@ -192,6 +193,11 @@ int32_t ConditionalAccumulator::num_accumulated() const {
 int64_t ConditionalAccumulator::global_step() const {
   absl::MutexLock lock(&mu_);
   return step_;
+}
+
+int32_t ConditionalAccumulator::last_taken() const {
+  absl::MutexLock lock(&mu_);
+  return last_taken_;
 }
 
 int64_t ConditionalAccumulator::num_stale() const {

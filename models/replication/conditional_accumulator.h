@@ -59,6 +59,8 @@ class ConditionalAccumulator : public ResourceBase, public std::enable_shared_fr
   int64_t global_step() const;
   // Gradients dropped as stale since creation.
   int64_t num_stale() const;
+  // How many gradients the last take averaged (0 before the first).
+  int32_t last_taken() const;
   const std::string& name() const { return name_; }
   DataType dtype() const { return dtype_; }
   std::string DebugString() const override;
@@ -90,6 +92,7 @@ class ConditionalAccumulator : public ResourceBase, public std::enable_shared_fr
   int64_t sum_max_step_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t step_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t stale_ ABSL_GUARDED_BY(mu_) = 0;
+  int32_t last_taken_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t next_taker_ ABSL_GUARDED_BY(mu_) = 1;
   std::deque<std::shared_ptr<Taker>> takers_ ABSL_GUARDED_BY(mu_);
 };

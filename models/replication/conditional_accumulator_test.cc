@@ -40,6 +40,7 @@ TEST(ConditionalAccumulator, AveragesTheGradientsOfAStep) {
   EXPECT_FLOAT_EQ(taken.value.data<float>()[1], 4);
   EXPECT_EQ(a->global_step(), 1);
   EXPECT_EQ(a->num_accumulated(), 0);
+  EXPECT_EQ(a->last_taken(), 2);
 }
 
 TEST(ConditionalAccumulator, SumsInEitherOrderToTheSameBits) {

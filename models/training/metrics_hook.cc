@@ -66,6 +66,7 @@ void MetricsHook::BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* 
   fetch_queue_size_ = !options_.queue_size.empty();
   if (fetch_queue_size_) args->fetches.push_back(options_.queue_size);
   args->fetches.insert(args->fetches.end(), options_.stale_gradients.begin(), options_.stale_gradients.end());
+  if (!options_.aggregated_gradients.empty()) args->fetches.push_back(options_.aggregated_gradients);
 }
 
 absl::Status MetricsHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
@@ -78,14 +79,23 @@ absl::Status MetricsHook::AfterStep(const StepInfo& step, const StepResult& resu
     metrics_->SetInputQueue(size, options_.queue_capacity);
   }
   const size_t first_stale = fetch_queue_size_ ? 1 : 0;
-  if (!options_.stale_gradients.empty() && result.fetched.size() == first_stale + options_.stale_gradients.size()) {
+  const size_t aggregated = options_.aggregated_gradients.empty() ? 0 : 1;
+  if (result.fetched.size() == first_stale + options_.stale_gradients.size() + aggregated) {
+    if (aggregated == 1) {
+      const Tensor& t = result.fetched.back();
+      if (t.dtype() == DT_INT32 && t.NumElements() == 1) metrics_->SetAggregatedGradients(t.scalar<int32_t>());
+    }
+  }
+  if (!options_.stale_gradients.empty() &&
+      result.fetched.size() == first_stale + options_.stale_gradients.size() + aggregated) {
     int64_t stale = 0;
-    for (size_t i = first_stale; i < result.fetched.size(); ++i) {
+    for (size_t i = first_stale; i < first_stale + options_.stale_gradients.size(); ++i) {
       const Tensor& t = result.fetched[i];
       if (t.dtype() == DT_INT64 && t.NumElements() == 1) stale += t.scalar<int64_t>();
     }
     metrics_->SetStaleGradients(stale);
   }
+  if (peers_alive_) metrics_->SetPeersAlive(peers_alive_());
   if (result.step_stats_collected && result.metadata != nullptr) metrics_->AddStepStats(result.metadata->step_stats);
   // Accelerators' memory (the CPU allocator's figures are the process's, not a device's).
   for (const auto& d : DeviceMgr::Local()->devices()) {

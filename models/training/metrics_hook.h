@@ -14,6 +14,7 @@
 #define SLUICE_MODELS_TRAINING_METRICS_HOOK_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -44,6 +45,7 @@ struct MetricsHookOptions {
   // whose sum is the stale gradients (the sync chief's accumulators).
   int64_t recoveries = 0;
   std::vector<std::string> stale_gradients;
+  std::string aggregated_gradients;  // int32 scalar tensor; "": not fetched
 };
 
 class MetricsHook : public TrainingHook, public CheckpointListener {
@@ -59,6 +61,10 @@ class MetricsHook : public TrainingHook, public CheckpointListener {
   absl::Status AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) override;
   // When the run succeeded: the run gauges, and the push (prints "metrics: pushed to URL").
   void Close(const LoopEnd& end) override;
+
+  // A cluster task: how many peers answered the last health check, read
+  // after every step (sluice_peers_alive).
+  void set_peers_alive(std::function<int()> peers_alive) { peers_alive_ = std::move(peers_alive); }
 
   void BeforeSave(int64_t step, bool final) override;
   void AfterFinalSave(int64_t step) override;
@@ -79,6 +85,7 @@ class MetricsHook : public TrainingHook, public CheckpointListener {
   std::unique_ptr<TrainingMetrics> metrics_;
   absl::Time started_;
   bool fetch_queue_size_ = false;  // this step fetches the queue size
+  std::function<int()> peers_alive_;
   // A save in flight: its step (-1: none) and when it started.
   int64_t pending_save_step_ = -1;
   absl::Time pending_save_start_;

@@ -234,6 +234,7 @@ absl::Status BuildTrainingOps(const config::Optimizer& o, const std::vector<Vari
   GraphBuilder after = b.WithControlDependencies(updates);
   Node* increment = after.AddNode("increment_step", "AssignAdd", {Output{step, 0}, after.Scalar<int64_t>("one", 1)});
   if (increment == nullptr) return after.status();
+  out->increment = increment;
   out->train_op = b.WithControlDependencies({increment}).AddNode("step", "NoOp", {});
   if (out->train_op == nullptr) return b.status();
   return b.status();

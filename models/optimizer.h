@@ -21,6 +21,7 @@ namespace models {
 struct TrainingOps {
   Node* train_op = nullptr;           // run once per step
   Node* global_step = nullptr;        // VariableV2 int64 scalar
+  Node* increment = nullptr;          // global_step += 1 after the updates (not with SyncReplicas)
   Output learning_rate;               // the placeholder to feed
   Output global_norm;                 // of the (unclipped) gradients
   std::vector<VariableInfo> slots;    // optimizer state, initialized with the model

@@ -142,10 +142,7 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
       }
     } else {
       // The increment after this worker's update: the global step then.
-      for (const Edge* e : ops.train_op->in_edges()) {
-        if (e->IsControlEdge() && e->src->type_string() == "AssignAdd") out->step_tensor = absl::StrCat(e->src->name(), ":0");
-      }
-      if (out->step_tensor.empty()) return absl::InternalError("the train op does not follow the global step's increment");
+      out->step_tensor = absl::StrCat(ops.increment->name(), ":0");
     }
     if (!b.ok()) return b.status();
   }

@@ -4,6 +4,8 @@
 #ifndef SLUICE_CMD_TRAIN_EXIT_CODES_H_
 #define SLUICE_CMD_TRAIN_EXIT_CODES_H_
 
+#include <cstdlib>
+
 #include "absl/status/status.h"
 
 namespace sluice {
@@ -19,6 +21,12 @@ constexpr int kExitPreempted = 143;
 // the environment's SLUICE_RECOVERIES counts how often).
 constexpr int kRestartThisTask = -1;
 constexpr char kRecoveriesEnv[] = "SLUICE_RECOVERIES";
+
+// How many times this task has restarted itself so far (0 at first).
+inline int RecoveriesSoFar() {
+  const char* count = std::getenv(kRecoveriesEnv);
+  return count != nullptr ? std::atoi(count) : 0;
+}
 
 // Unavailable, Aborted, DeadlineExceeded and ResourceExhausted may pass on a
 // retry; everything else is permanent.

@@ -173,8 +173,7 @@ int main(int argc, char** argv) {
   if (code != sluice::kRestartThisTask) return code;
   // Recovery (cmd/train/trainer.cc): everything of this run is torn down;
   // start the same command again in this process (same pid, same output).
-  const char* before = std::getenv(sluice::kRecoveriesEnv);
-  const int recoveries = (before != nullptr ? std::atoi(before) : 0) + 1;
+  const int recoveries = sluice::RecoveriesSoFar() + 1;
   setenv(sluice::kRecoveriesEnv, std::to_string(recoveries).c_str(), 1);
   std::cout.flush();
   std::cerr.flush();

@@ -203,7 +203,7 @@ absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& 
     mo.pushgateway_url = pushgateway_url;
     mo.queue_size = tg.train_input.queue_size;
     mo.queue_capacity = tg.train_input.queue_capacity;
-    if (const char* n = std::getenv(kRecoveriesEnv)) mo.recoveries = std::atoll(n);
+    mo.recoveries = RecoveriesSoFar();
     if (chief) {
       mo.stale_gradients = tg.stale_gradients;
       mo.aggregated_gradients = tg.aggregated_gradients;
@@ -293,8 +293,7 @@ absl::Status WaitForChiefInit(Session* session, const models::TrainingGraph& tg,
 // environment across the restarts); then exit 129.
 int RecoverOrGiveUp(const absl::Status& why, bool chief, const config::Cluster& cluster_config,
                     ClusterRuntime* cluster, std::ostream& err) {
-  const char* count = std::getenv(kRecoveriesEnv);
-  const int done = count != nullptr ? std::atoi(count) : 0;
+  const int done = RecoveriesSoFar();
   const int most = cluster_config.max_recoveries() > 0 ? cluster_config.max_recoveries() : 5;
   if (done >= most) {
     err << "\nerror: " << why.message() << "\nerror: giving up after " << most
@@ -324,7 +323,7 @@ int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::
       return ExitCodeForStatus(m.status());
     }
     served = std::move(m).value();
-    if (const char* n = std::getenv(kRecoveriesEnv)) served->SetRecoveries(std::atoll(n));
+    served->SetRecoveries(RecoveriesSoFar());
     out << "metrics: http://" << metrics->bind_address << ":" << served->port() << "/metrics\n";
     out.flush();
   }

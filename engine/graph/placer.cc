@@ -416,16 +416,6 @@ class Placer {
     size_[ra] += size_[rb];
   }
 
-  // The resource a stateful node with a shared_name attr names, or "".
-  static std::string ResourceKey(const Node* node) {
-    if (!node->IsStateful()) return "";
-    const AttrValue* shared = FindAttr(node->def(), "shared_name");
-    if (shared == nullptr || shared->value_case() != AttrValue::kS) return "";
-    const AttrValue* container = FindAttr(node->def(), "container");
-    std::string family = node->type_string() == "Variable" ? "VariableV2" : node->type_string();
-    return absl::StrCat(family, "|", container != nullptr ? container->s() : "", "|",
-                        shared->s().empty() ? node->name() : shared->s());
-  }
   static std::string ResourceName(const Node* node) {
     const AttrValue* shared = FindAttr(node->def(), "shared_name");
     const AttrValue* container = FindAttr(node->def(), "container");
@@ -488,7 +478,7 @@ class Placer {
         }
       }
       // Shared resources.
-      std::string key = ResourceKey(node);
+      std::string key = SharedResourceKey(*node);
       if (!key.empty()) {
         auto [it, inserted] = first_of_resource.emplace(key, id);
         if (!inserted) Union(it->second, id, LinkKind::kSharedName);
@@ -796,6 +786,16 @@ class Placer {
 };
 
 }  // namespace
+
+std::string SharedResourceKey(const Node& node) {
+  if (!node.IsStateful()) return "";
+  const AttrValue* shared = FindAttr(node.def(), "shared_name");
+  if (shared == nullptr || shared->value_case() != AttrValue::kS) return "";
+  const AttrValue* container = FindAttr(node.def(), "container");
+  std::string family = node.type_string() == "Variable" ? "VariableV2" : node.type_string();
+  return absl::StrCat(family, "|", container != nullptr ? container->s() : "", "|",
+                      shared->s().empty() ? node.name() : shared->s());
+}
 
 absl::Status Place(const PlacementOptions& options, Graph* graph, PlacementConflict* conflict) {
   if (options.devices == nullptr) return absl::InvalidArgumentError("Place: PlacementOptions.devices is not set");

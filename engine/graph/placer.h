@@ -115,6 +115,12 @@ struct PlacementConflict {
 // Assigns every node of `graph` a device: node->set_assigned_device(full name).
 absl::Status Place(const PlacementOptions& options, Graph* graph, PlacementConflict* conflict = nullptr);
 
+// The resource a stateful node with a shared_name attr names (its op family,
+// container, and shared_name or else its own name), or "": nodes with the
+// same key share one resource and so one device (an eval tower's variable
+// and the training one).
+std::string SharedResourceKey(const Node& node);
+
 }  // namespace sluice
 
 #endif  // SLUICE_ENGINE_GRAPH_PLACER_H_

@@ -10,20 +10,13 @@
 #include "absl/strings/str_cat.h"
 #include "engine/framework/device_name.h"
 #include "engine/graph/graph_constructor.h"
+#include "engine/graph/placer.h"
 
 namespace sluice {
 namespace models {
 namespace {
 
 bool IsVariable(const Node* n) { return n->type_string() == "VariableV2" || n->type_string() == "Variable"; }
-
-// The resource a variable node names: container and shared_name (or its own name).
-std::string ResourceKey(const Node* n) {
-  std::string container, shared;
-  if (const AttrValue* c = FindAttr(n->def(), "container")) container = c->s();
-  if (const AttrValue* s = FindAttr(n->def(), "shared_name")) shared = s->s();
-  return absl::StrCat(container, "/", shared.empty() ? n->name() : shared);
-}
 
 int64_t VariableBytes(const Node* n) {
   const AttrValue* shape = FindAttr(n->def(), "shape");
@@ -75,7 +68,7 @@ absl::StatusOr<ReplicaDevices> AssignReplicaDevices(const ReplicaDeviceOptions& 
       }
     }
     if (IsVariable(n)) {
-      auto [it, fresh] = first_of_resource.emplace(ResourceKey(n), n->id());
+      auto [it, fresh] = first_of_resource.emplace(SharedResourceKey(*n), n->id());
       if (!fresh) groups.Union(it->second, n->id());
     }
   }
@@ -87,13 +80,11 @@ absl::StatusOr<ReplicaDevices> AssignReplicaDevices(const ReplicaDeviceOptions& 
     bool has_variable = false;
     bool worker_local = false;
     int64_t bytes = 0;
-    int first_variable = -1;  // graph order of its first variable
     std::string device;
   };
   absl::flat_hash_map<int, Group> by_root;
   std::vector<int> variable_roots;  // in graph order, each once
   std::set<std::string> counted;     // resources whose bytes are counted
-  int order = 0;
   for (const Node* n : g.nodes()) {
     Group& group = by_root[groups.Find(n->id())];
     if (!n->requested_device().empty()) {
@@ -110,12 +101,9 @@ absl::StatusOr<ReplicaDevices> AssignReplicaDevices(const ReplicaDeviceOptions& 
       }
     }
     if (IsVariable(n)) {
-      if (!group.has_variable) {
-        group.first_variable = order++;
-        variable_roots.push_back(groups.Find(n->id()));
-      }
+      if (!group.has_variable) variable_roots.push_back(groups.Find(n->id()));
       group.has_variable = true;
-      if (counted.insert(ResourceKey(n)).second) group.bytes += VariableBytes(n);
+      if (counted.insert(SharedResourceKey(*n)).second) group.bytes += VariableBytes(n);
       for (const std::string& local : options.worker_local) group.worker_local |= n->name() == local;
     }
   }

@@ -2,6 +2,7 @@
 // FakeWorker, called through NewGrpcRemoteWorker, GrpcWorkerCache and a raw
 // generic stub (for bytes no well-behaved client sends). Every wait is
 // bounded: a hang fails the test instead of blocking it.
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -477,6 +478,45 @@ TEST_F(GrpcWorkerTest, GetStatusHasADeadline) {
   EXPECT_THAT(std::string(s.message()), StartsWith(absl::StrCat("GetStatus from ", kTask, " (", address_, ")")));
   fake_.hold_get_status = false;
   fake_.ReleaseHeld(absl::OkStatus());
+}
+
+// Deadlines that expire at every moment of a call (before the server reads
+// the request, while the worker holds it, as the worker answers) while
+// another thread answers held calls: every call completes, none crashes.
+TEST_F(GrpcWorkerTest, DeadlinesRacingAnswersAllComplete) {
+  fake_.hold_get_status = true;
+  std::atomic<bool> stop{false};
+  std::thread releaser([&] {
+    while (!stop.load()) {
+      fake_.ReleaseHeld(absl::OkStatus());
+      absl::SleepFor(absl::Microseconds(200));
+    }
+  });
+  constexpr int kCalls = 300;
+  std::vector<std::shared_ptr<Outcome>> outcomes;
+  std::vector<GetStatusRequest> requests(kCalls);
+  std::vector<GetStatusResponse> responses(kCalls);
+  std::mt19937 rng(7);
+  for (int i = 0; i < kCalls; ++i) {
+    GrpcChannelOptions options = TestChannelOptions();
+    options.get_status_timeout = absl::Microseconds(std::uniform_int_distribution<int>(1, 3000)(rng));
+    // Its own channel, dropped while the call is in flight (the call keeps
+    // what it needs alive).
+    auto impatient = NewGrpcRemoteWorker(kTask, address_, options);
+    outcomes.push_back(Begin([&](auto done) { impatient->GetStatusAsync(&requests[i], &responses[i], done); }));
+  }
+  int deadline_exceeded = 0;
+  for (auto& outcome : outcomes) {
+    ASSERT_TRUE(outcome->done.WaitForNotificationWithTimeout(kPatience)) << "a call without an answer";
+    EXPECT_THAT(outcome->status.code(), AnyOf(absl::StatusCode::kOk, absl::StatusCode::kDeadlineExceeded))
+        << outcome->status;
+    deadline_exceeded += outcome->status.code() == absl::StatusCode::kDeadlineExceeded;
+  }
+  stop = true;
+  releaser.join();
+  fake_.hold_get_status = false;
+  fake_.ReleaseHeld(absl::OkStatus());
+  EXPECT_GT(deadline_exceeded, 0);
 }
 
 TEST_F(GrpcWorkerTest, RecvTensorHasNoDeadline) {

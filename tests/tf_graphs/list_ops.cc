@@ -1,0 +1,20 @@
+// Prints every op type that `train` registers, one per line, as
+// "<op>\t<kernel|no_kernel>" (whether some device has a kernel for it): the
+// Sluice side of the op census (census.py). Links the same op libraries as
+// cmd/train.
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/framework/op_def.h"
+#include "engine/framework/op_kernel.h"
+
+int main() {
+  const std::vector<std::string> kernels = sluice::KernelRegistry::Global()->RegisteredOps();
+  const std::set<std::string> with_kernel(kernels.begin(), kernels.end());
+  for (const std::string& op : sluice::OpRegistry::Global()->ListOpNames()) {
+    std::cout << op << '\t' << (with_kernel.count(op) ? "kernel" : "no_kernel") << '\n';
+  }
+  return 0;
+}

@@ -1,5 +1,5 @@
 // CPU kernels for the broadcasting arithmetic ops: Add, AddV2, Sub, Mul, Div,
-// RealDiv, FloorDiv, FloorMod, Maximum, Minimum, Pow, SquaredDifference.
+// RealDiv, DivNoNan, FloorDiv, FloorMod, Maximum, Minimum, Pow, SquaredDifference.
 // Integer division by zero (and negative integer powers) fail with
 // InvalidArgument before anything is computed; INT_MIN / -1 wraps instead of
 // trapping.
@@ -68,6 +68,11 @@ struct FloorModScalar {
       return static_cast<T>(r);
     }
   }
+};
+// x / y, or 0 where y is 0.
+template <typename T>
+struct DivNoNanScalar {
+  T operator()(const T& a, const T& b) const { return b == T(0) ? T(0) : static_cast<T>(a / b); }
 };
 template <typename Scalar>
 struct WrapScalarFunctor {
@@ -172,6 +177,7 @@ SLUICE_REG_ARITH_(uint16_t);
 #define SLUICE_REG_FLOAT_(T)                                         \
   SLUICE_REG_("Div", T, (BinaryOp<T, DivF>));                        \
   SLUICE_REG_("RealDiv", T, (BinaryOp<T, DivF>));                    \
+  SLUICE_REG_("DivNoNan", T, (BinaryOp<T, WrapScalarFunctor<DivNoNanScalar<T>>>)); \
   SLUICE_REG_("FloorDiv", T, (BinaryOp<T, FloorDivFloatF>));         \
   SLUICE_REG_("FloorMod", T, (BinaryOp<T, WrapScalarFunctor<FloorModScalar<T>>>)); \
   SLUICE_REG_("SquaredDifference", T, (BinaryOp<T, SquaredDifferenceF>)); \

@@ -1,5 +1,6 @@
 // CPU kernels for the elementwise unary math ops (Neg, Abs, Sign, Square,
-// Sqrt, Rsqrt, Exp, Log, Log1p, Tanh, Sigmoid, Reciprocal, Sin, Cos, Erfc)
+// Sqrt, Rsqrt, Exp, Log, Log1p, Tanh, Sigmoid, Reciprocal, Sin, Cos, Erfc,
+// Floor, Ceil, Round)
 // and the gradient helper ops TensorFlow's gradients use (TanhGrad,
 // SigmoidGrad, SqrtGrad, RsqrtGrad: inputs y and dy of the same shape). Vectorized Eigen expressions evaluated
 // in parallel chunks. Thread safety: kernels are stateless.
@@ -14,6 +15,7 @@ namespace {
     template <typename A>                                \
     auto operator()(const A& a) const { return EXPR; }   \
   }
+SLUICE_UNARY_FUNCTOR_(IdentityF, a);
 SLUICE_UNARY_FUNCTOR_(NegF, -a);
 SLUICE_UNARY_FUNCTOR_(AbsF, a.abs());
 SLUICE_UNARY_FUNCTOR_(SquareF, a.square());
@@ -27,6 +29,9 @@ SLUICE_UNARY_FUNCTOR_(SigmoidF, a.sigmoid());
 SLUICE_UNARY_FUNCTOR_(ReciprocalF, a.inverse());
 SLUICE_UNARY_FUNCTOR_(SignF, a.sign());
 SLUICE_UNARY_FUNCTOR_(ErfcF, a.erfc());
+SLUICE_UNARY_FUNCTOR_(FloorF, a.floor());
+SLUICE_UNARY_FUNCTOR_(CeilF, a.ceil());
+SLUICE_UNARY_FUNCTOR_(RintF, a.rint());  // half to even, as TensorFlow's Round
 #undef SLUICE_UNARY_FUNCTOR_
 
 // Eigen's Tensor has no sin()/cos() members; its scalar functors vectorize
@@ -108,6 +113,9 @@ class UnaryGradOp : public OpKernel {
   SLUICE_REG_("Sin", T, UnaryOp<T, SinF<T>, 8>);                   \
   SLUICE_REG_("Cos", T, UnaryOp<T, CosF<T>, 8>);                   \
   SLUICE_REG_("Erfc", T, UnaryOp<T, ErfcF, 16>);                   \
+  SLUICE_REG_("Floor", T, UnaryOp<T, FloorF, 1>);                  \
+  SLUICE_REG_("Ceil", T, UnaryOp<T, CeilF, 1>);                    \
+  SLUICE_REG_("Round", T, UnaryOp<T, RintF, 1>);                   \
   SLUICE_REG_("TanhGrad", T, UnaryGradOp<T, TanhGradF<T>>);        \
   SLUICE_REG_("SigmoidGrad", T, UnaryGradOp<T, SigmoidGradF<T>>);  \
   SLUICE_REG_("SqrtGrad", T, UnaryGradOp<T, SqrtGradF<T>>);        \
@@ -120,6 +128,11 @@ SLUICE_REG_SIGNED_(int8_t);
 SLUICE_REG_SIGNED_(int16_t);
 SLUICE_REG_SIGNED_(int32_t);
 SLUICE_REG_SIGNED_(int64_t);
+// Integers are already round.
+SLUICE_REG_("Round", int8_t, UnaryOp<int8_t, IdentityF, 1>);
+SLUICE_REG_("Round", int16_t, UnaryOp<int16_t, IdentityF, 1>);
+SLUICE_REG_("Round", int32_t, UnaryOp<int32_t, IdentityF, 1>);
+SLUICE_REG_("Round", int64_t, UnaryOp<int64_t, IdentityF, 1>);
 #undef SLUICE_REG_FLOAT_
 #undef SLUICE_REG_SIGNED_
 #undef SLUICE_REG_

@@ -1,5 +1,6 @@
-// CPU kernels for the reductions Sum, Mean, Prod, Max, Min (axes from an
-// int32/int64 input, negative axes allowed, keep_dims) and ArgMax / ArgMin.
+// CPU kernels for the reductions Sum, Mean, Prod, Max, Min, All, Any (axes
+// from an int32/int64 input, negative axes allowed, keep_dims) and ArgMax /
+// ArgMin.
 // The input is viewed as alternating groups of kept and reduced dims; each
 // reduced group is folded away as a [A, R, B] -> [A, B] pass with vectorized
 // Eigen expressions in parallel chunks. half and bfloat16 accumulate in float.
@@ -7,6 +8,7 @@
 // Thread safety: kernels are stateless.
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -65,6 +67,28 @@ struct MinR {
   static T Scalar(T a, T b) { return b < a ? b : a; }
 };
 
+// Logical reductions of bool tensors.
+struct AllR {
+  template <typename T>
+  static T Identity() { return true; }
+  template <typename M>
+  static auto All(const M& m) { return m.all(); }
+  template <typename A, typename B>
+  static auto Combine(const A& a, const B& b) { return a && b; }
+  template <typename T>
+  static T Scalar(T a, T b) { return a && b; }
+};
+struct AnyR {
+  template <typename T>
+  static T Identity() { return false; }
+  template <typename M>
+  static auto All(const M& m) { return m.any(); }
+  template <typename A, typename B>
+  static auto Combine(const A& a, const B& b) { return a || b; }
+  template <typename T>
+  static T Scalar(T a, T b) { return a || b; }
+};
+
 // out[a, b] = reduce_r in[a, r, b].
 template <typename T, typename R>
 void Reduce3(OpKernelContext* ctx, const T* in, T* out, int64_t A, int64_t Rn, int64_t B) {
@@ -78,7 +102,8 @@ void Reduce3(OpKernelContext* ctx, const T* in, T* out, int64_t A, int64_t Rn, i
       // One long row: partial results per chunk, combined serially.
       const int64_t chunk = cwise::kParallelThreshold;
       const int64_t parts = (Rn + chunk - 1) / chunk;
-      std::vector<T> partial(parts);
+      // Not std::vector: vector<bool> packs bits that chunks would share.
+      std::unique_ptr<T[]> partial(new T[parts]);
       cwise::ParallelFor(ctx, parts, chunk, [&](int64_t lo, int64_t hi) {
         for (int64_t p = lo; p < hi; ++p) {
           const int64_t first = p * chunk, len = std::min(chunk, Rn - first);
@@ -309,6 +334,8 @@ SLUICE_REG_ALL_(int64_t);
 SLUICE_REG_ALL_(uint8_t);
 SLUICE_REG_ALL_(uint16_t);
 #undef SLUICE_REG_ALL_
+REGISTER_KERNEL_BUILDER(Name("All").Device(kDeviceCpu), ReductionOp<bool, AllR, false>);
+REGISTER_KERNEL_BUILDER(Name("Any").Device(kDeviceCpu), ReductionOp<bool, AnyR, false>);
 #undef SLUICE_REG_RED_
 
 }  // namespace

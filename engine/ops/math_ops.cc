@@ -228,6 +228,16 @@ static absl::Status DivGrad(GradientBuilder* g) {
 SLUICE_BINARY_OP_("Div", SLUICE_ARITH_TYPES_, "T").SetGradient(DivGrad);
 SLUICE_BINARY_OP_("RealDiv", SLUICE_ARITH_TYPES_, "T").SetGradient(DivGrad);
 SLUICE_BINARY_OP_("FloorDiv", SLUICE_ARITH_TYPES_, "T").SetNotDifferentiable();
+// x / y, and 0 where y == 0 (TensorFlow's _DivNoNanGrad: the same rule in
+// both partials, so no NaN flows back from a zero divisor either).
+SLUICE_BINARY_OP_("DivNoNan", "{bfloat16, half, float, double}", "T").SetGradient([](GradientBuilder* g) {
+  Output x = g->input(0), y = g->input(1), dz = g->grad(0);
+  Output dx = Bin(g, "DivNoNan", dz, y);
+  Output dy = Bin(g, "Mul", dz, Bin(g, "DivNoNan", Bin(g, "DivNoNan", Un(g, "Neg", x), y), y));
+  SetBroadcastGrads(g, dx, dy);
+  return absl::OkStatus();
+});
+
 // TensorFlow's FloorMod also takes uint32 and uint64, which Sluice has not.
 SLUICE_BINARY_OP_("FloorMod", "{int8, int16, int32, int64, uint8, uint16, bfloat16, half, float, double}", "T")
     .SetGradient([](GradientBuilder* g) {
@@ -371,6 +381,11 @@ SLUICE_UNARY_OP_("Sign", "{bfloat16, half, float, double, int8, int16, int32, in
       g->SetInputGrad(0, Un(g, "ZerosLike", g->input(0)));
       return absl::OkStatus();
     });
+// Rounding: their gradient is None in TensorFlow (_FloorGrad, _CeilGrad,
+// _RoundGrad): nothing flows through them. Round rounds half to even.
+SLUICE_UNARY_OP_("Floor", "{bfloat16, half, float, double}").SetNotDifferentiable();
+SLUICE_UNARY_OP_("Ceil", "{bfloat16, half, float, double}").SetNotDifferentiable();
+SLUICE_UNARY_OP_("Round", "{bfloat16, half, float, double, int8, int16, int32, int64}").SetNotDifferentiable();
 // d erfc(x)/dx = -2 / sqrt(pi) * exp(-x^2).
 SLUICE_UNARY_OP_("Erfc", "{bfloat16, half, float, double}").SetGradient([](GradientBuilder* g) {
   Output x = g->input(0);

@@ -185,6 +185,20 @@ SLUICE_REDUCTION_OP_("Max").SetGradient(MaxMinGrad);
 SLUICE_REDUCTION_OP_("Min").SetGradient(MaxMinGrad);
 #undef SLUICE_REDUCTION_OP_
 
+// Logical AND / OR over the axes (tf.reduce_all, tf.reduce_any).
+#define SLUICE_LOGICAL_REDUCTION_OP_(NAME)              \
+  REGISTER_OP(NAME)                                     \
+      .Input("input: bool")                             \
+      .Input("reduction_indices: Tidx")                 \
+      .Output("output: bool")                           \
+      .Attr("keep_dims: bool = false")                  \
+      .Attr("Tidx: {int32, int64} = DT_INT32")          \
+      .SetShapeFn(ReductionShape)                       \
+      .SetNotDifferentiable()
+SLUICE_LOGICAL_REDUCTION_OP_("All");
+SLUICE_LOGICAL_REDUCTION_OP_("Any");
+#undef SLUICE_LOGICAL_REDUCTION_OP_
+
 #define SLUICE_ARG_OP_(NAME)                                                                      \
   REGISTER_OP(NAME)                                                                               \
       .Input("input: T")                                                                          \

@@ -1,5 +1,6 @@
 // Harness entries for the array ops (engine/ops/array_ops*.cc), BroadcastTo,
-// InvertPermutation, ConcatOffset, Unique and SparseToDense included: values
+// InvertPermutation, ConcatOffset, Unique, SparseToDense, ReverseV2 and
+// MatrixBandPart included: values
 // against index-mapping references (so every dtype, strings included, is
 // checked the same way), bad-input errors, and finite-difference gradient
 // checks in float64.
@@ -9,6 +10,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <tuple>
 
 #include "engine/kernels/harness/op_harness.h"
 
@@ -906,6 +908,62 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"InvertPermutation", {DT_INT32, DT_INT64}, []
   cases.push_back(ErrorCase("negative", {Ints(dt, {0, -1, 1})}, {}, "is not in [0, 3)"));
   cases.push_back(ErrorCase("duplicate", {Ints(dt, {0, 2, 2})}, {}, "2 is duplicated"));
   cases.push_back(ErrorCase("matrix", {Ints(dt, {0, 1}, S({1, 2}))}, {}, "vector"));
+  return cases;
+}});
+
+REGISTER_OP_HARNESS(OpHarnessEntry{"ReverseV2", AllTypes(), [](DataType dt, Rng* rng) {
+  std::vector<OpCase> cases;
+  auto reverse = [](const Tensor& x, const Index& axes) {
+    return Remap(x, x.shape(), [&](const Index& idx) {
+      Index src = idx;
+      for (int64_t a : axes) {
+        const int d = static_cast<int>(a < 0 ? a + x.dims() : a);
+        src[d] = x.dim_size(d) - 1 - idx[d];
+      }
+      return Ravel(src, x.shape());
+    });
+  };
+  const std::vector<std::pair<TensorShape, Index>> layouts = {
+      {S({5}), {0}},          {S({3, 4}), {1}},       {S({3, 4}), {0}},          {S({3, 4}), {0, 1}},
+      {S({2, 3, 4}), {-2}},   {S({2, 3, 4}), {0, 2}}, {S({2, 3, 4}), {}},        {S({4, 0, 2}), {1}},
+      {S({2, 1, 3, 2}), {1, 3}}};
+  int k = 0;
+  for (const auto& [shape, axes] : layouts) {
+    Tensor x = Rand(dt, shape, rng);
+    const bool int64 = k++ % 2 == 1;
+    cases.push_back(Case(shape.DebugString() + " axes " + std::to_string(axes.size()) + (int64 ? " int64" : ""),
+                         {x, Ints(int64 ? DT_INT64 : DT_INT32, axes)}, {}, {reverse(x, axes)}, true));
+  }
+  cases.push_back(ErrorCase("axis out of range", {Rand(dt, S({2, 3}), rng), I32({2})}, {}, "out of range"));
+  cases.push_back(ErrorCase("repeated axis", {Rand(dt, S({2, 3}), rng), I32({1, -1})}, {}, "more than once"));
+  cases.push_back(ErrorCase("scalar axis", {Rand(dt, S({2, 3}), rng), I32Scalar(0)}, {}, "vector"));
+  return cases;
+}});
+
+REGISTER_OP_HARNESS(OpHarnessEntry{"MatrixBandPart", AllTypes(), [](DataType dt, Rng* rng) {
+  std::vector<OpCase> cases;
+  auto band = [](const Tensor& x, int64_t lower, int64_t upper) {
+    return Remap(x, x.shape(), [&](const Index& idx) -> int64_t {
+      const int64_t i = idx[idx.size() - 2], j = idx[idx.size() - 1];
+      const bool in = (lower < 0 || i - j <= lower) && (upper < 0 || j - i <= upper);
+      return in ? Ravel(idx, x.shape()) : -1;
+    });
+  };
+  const std::vector<std::tuple<TensorShape, int64_t, int64_t>> layouts = {
+      {S({4, 4}), -1, 0}, {S({4, 4}), 0, -1}, {S({3, 5}), 1, 2},  {S({5, 3}), 0, 0},
+      {S({2, 3, 4}), -1, -1}, {S({2, 4, 3}), 2, 0}, {S({0, 3}), 0, 1}, {S({2, 2, 3, 3}), 1, 1}};
+  int k = 0;
+  for (const auto& [shape, lower, upper] : layouts) {
+    Tensor x = Rand(dt, shape, rng);
+    const DataType index_type = k++ % 2 == 1 ? DT_INT64 : DT_INT32;
+    cases.push_back(Case(shape.DebugString() + " lower " + std::to_string(lower) + " upper " + std::to_string(upper),
+                         {x, Ints(index_type, {lower}, TensorShape()), Ints(index_type, {upper}, TensorShape())}, {},
+                         {band(x, lower, upper)}, true));
+  }
+  cases.push_back(ErrorCase("vector input", {Rand(dt, S({3}), rng), I32Scalar(0), I32Scalar(0)}, {}, "at least a matrix"));
+  cases.push_back(ErrorCase("num_lower too big", {Rand(dt, S({2, 3}), rng), I32Scalar(3), I32Scalar(0)}, {}, "num_lower"));
+  cases.push_back(ErrorCase("num_upper too big", {Rand(dt, S({2, 3}), rng), I32Scalar(0), I32Scalar(4)}, {}, "num_upper"));
+  cases.push_back(ErrorCase("vector bound", {Rand(dt, S({2, 3}), rng), I32({0, 1}), I32Scalar(0)}, {}, "scalar"));
   return cases;
 }});
 

@@ -228,6 +228,11 @@ std::vector<OpCase> ReduceCases(DataType dtype, Rng* rng, const ReduceSpec& spec
       {TensorShape({2, 0, 3}), {0}, false},
       {TensorShape({0}), {0}, false},
   };
+  if (dtype == DT_BOOL) {
+    // The parallel paths (one long row in chunks; many rows).
+    layouts.push_back({TensorShape({70000}), {0}, true});
+    layouts.push_back({TensorShape({300, 200}), {0}, false});
+  }
   if (dtype == DT_FLOAT) {
     layouts.push_back({TensorShape({70000}), {0}, true});
     layouts.push_back({TensorShape({300, 200}), {1}, false});
@@ -648,6 +653,37 @@ struct Registrations {
     // Integers in [-3, 3] include 0; the float64 gradient check (zero) stays
     // away from the jump at 0.
     RegisterUnary("Sign", kSignedTypes, UnarySpec{[](double v) { return double((v > 0) - (v < 0)); }, true, -3, 3, 0.01, 0});
+    // Not differentiable (TensorFlow registers None); Round is half to even.
+    RegisterUnary("Floor", FloatTypes(), UnarySpec{[](double v) { return std::floor(v); }, false, -4, 4});
+    RegisterUnary("Ceil", FloatTypes(), UnarySpec{[](double v) { return std::ceil(v); }, false, -4, 4});
+    std::vector<DataType> round_types = FloatTypes();
+    for (DataType t : {DT_INT8, DT_INT16, DT_INT32, DT_INT64}) round_types.push_back(t);
+    Entries().push_back(OpHarnessEntry{"Round", round_types, [](DataType dtype, Rng* rng) {
+                                         UnarySpec s{[](double v) { return std::nearbyint(v); }, false, -4, 4};
+                                         std::vector<OpCase> cases = UnaryCases("Round", dtype, rng, s);
+                                         if (!DataTypeIsInteger(dtype)) {
+                                           OpCase c;
+                                           c.description = "halves go to the even neighbour";
+                                           c.inputs = {FromDoubles(dtype, TensorShape({6}), {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5})};
+                                           c.expected = {FromDoubles(dtype, TensorShape({6}), {-2, -2, -0, 0, 2, 2})};
+                                           cases.push_back(std::move(c));
+                                         }
+                                         return cases;
+                                       }});
+    Entries().push_back(OpHarnessEntry{"DivNoNan", FloatTypes(), [](DataType dtype, Rng* rng) {
+                                         BinarySpec s;
+                                         s.fn = [](double a, double b) { return b == 0 ? 0 : a / b; };
+                                         s.differentiable = true;
+                                         s.y_min_abs = 0.5;
+                                         std::vector<OpCase> cases = BinaryCases(dtype, rng, s);
+                                         OpCase c;
+                                         c.description = "zero divisors give 0, not inf or NaN";
+                                         c.inputs = {FromDoubles(dtype, TensorShape({4}), {1, -2, 0, 3}),
+                                                     FromDoubles(dtype, TensorShape({4}), {0, 2, 0, -0.0})};
+                                         c.expected = {FromDoubles(dtype, TensorShape({4}), {0, -1, 0, 0})};
+                                         cases.push_back(std::move(c));
+                                         return cases;
+                                       }});
     std::vector<DataType> select_v2_types = kArithTypes;
     select_v2_types.push_back(DT_BOOL);
     Entries().push_back(OpHarnessEntry{"SelectV2", select_v2_types, SelectV2Cases});
@@ -658,6 +694,8 @@ struct Registrations {
     RegisterUnaryGrad("RsqrtGrad", [](double y, double dy) { return -0.5 * dy * y * y * y; }, 0.5, 2);
 
     auto sum = [](double a, double b) { return a + b; };
+    RegisterReduction("All", {DT_BOOL}, ReduceSpec{1, [](double a, double b) { return double(a != 0 && b != 0); }});
+    RegisterReduction("Any", {DT_BOOL}, ReduceSpec{0, [](double a, double b) { return double(a != 0 || b != 0); }});
     RegisterReduction("Sum", kArithTypes, ReduceSpec{0, sum});
     ReduceSpec mean{0, sum};
     mean.finish = [](double a, int64_t n) { return n == 0 ? NAN : a / n; };

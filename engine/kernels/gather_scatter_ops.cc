@@ -197,6 +197,7 @@ class DynamicStitchOp : public OpKernel {
   }
 };
 REGISTER_KERNEL_BUILDER(Name("DynamicStitch").Device(kDeviceCpu), DynamicStitchOp);
+REGISTER_KERNEL_BUILDER(Name("ParallelDynamicStitch").Device(kDeviceCpu), DynamicStitchOp);
 
 // Sums rows of `data` ([n, inner]) into rows `ids[i]` of `out` ([rows, inner]).
 template <typename T>

@@ -170,19 +170,26 @@ REGISTER_OP("DynamicPartition")
       return absl::OkStatus();
     });
 
-REGISTER_OP("DynamicStitch")
-    .Input("indices: N * int32")
-    .Input("data: N * T")
-    .Output("merged: T")
-    .Attr("N : int >= 1")
-    .Attr("T : type")
-    .SetGradient([](GradientBuilder* g) {
-      const int n = g->num_inputs() / 2;
-      for (int i = 0; i < n; ++i) {
-        g->SetInputGrad(n + i, g->b().Op("gather", "Gather", {g->grad(0), g->input(i)}));
-      }
-      return absl::OkStatus();
-    });
+// ParallelDynamicStitch is DynamicStitch whose order among repeated indices
+// TensorFlow leaves open (tf.nn.embedding_lookup builds it); ours is the same:
+// the later one wins.
+#define SLUICE_DYNAMIC_STITCH_OP_(NAME)                                                     \
+  REGISTER_OP(NAME)                                                                         \
+      .Input("indices: N * int32")                                                          \
+      .Input("data: N * T")                                                                 \
+      .Output("merged: T")                                                                  \
+      .Attr("N : int >= 1")                                                                 \
+      .Attr("T : type")                                                                     \
+      .SetGradient([](GradientBuilder* g) {                                                 \
+        const int n = g->num_inputs() / 2;                                                  \
+        for (int i = 0; i < n; ++i) {                                                       \
+          g->SetInputGrad(n + i, g->b().Op("gather", "Gather", {g->grad(0), g->input(i)})); \
+        }                                                                                   \
+        return absl::OkStatus();                                                            \
+      })
+SLUICE_DYNAMIC_STITCH_OP_("DynamicStitch");
+SLUICE_DYNAMIC_STITCH_OP_("ParallelDynamicStitch");
+#undef SLUICE_DYNAMIC_STITCH_OP_
 
 REGISTER_OP("UnsortedSegmentSum")
     .Input("data: T")

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <tuple>
@@ -775,7 +776,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"DynamicPartition", AllTypes(), [](DataType d
   };
 }});
 
-REGISTER_OP_HARNESS(OpHarnessEntry{"DynamicStitch", AllTypes(), [](DataType dt, Rng* rng) {
+std::vector<OpCase> DynamicStitchCases(DataType dt, Rng* rng) {
   auto ref = [](const std::vector<Index>& indices, const std::vector<Tensor>& data, const Index& row_dims) {
     int64_t rows = 0;
     for (const Index& idx : indices) {
@@ -808,7 +809,65 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"DynamicStitch", AllTypes(), [](DataType dt, 
       Case("empty rows of 2^62", {I32({}), Rand(dt, S({0, int64_t{1} << 62}), rng)}, n(1),
            {Zeros(dt, S({0, int64_t{1} << 62}))}, false),
   };
-}});
+}
+REGISTER_OP_HARNESS(OpHarnessEntry{"DynamicStitch", AllTypes(), DynamicStitchCases});
+REGISTER_OP_HARNESS(OpHarnessEntry{"ParallelDynamicStitch", AllTypes(), DynamicStitchCases});
+
+// SparseSegmentSum/Mean: out[ids[i]] += data[indices[i]] (Mean: / count);
+// the Grad ops: out[indices[i]] += grad[ids[i]] (Mean: / count of ids[i]).
+Tensor SparseSegmentRef(const Tensor& in, const Index& indices, const Index& ids, int64_t out_rows, bool mean,
+                        bool grad) {
+  std::vector<int64_t> dims(in.shape().dim_sizes().begin(), in.shape().dim_sizes().end());
+  dims[0] = out_rows;
+  const int64_t inner = TensorShape(Index(dims.begin() + 1, dims.end())).num_elements();
+  std::vector<double> v = ToDoubles(in), out(out_rows * inner, 0.0);
+  std::map<int64_t, int64_t> count;
+  for (int64_t id : ids) ++count[id];
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const double scale = mean ? 1.0 / count[ids[i]] : 1.0;
+    const int64_t src = grad ? ids[i] : indices[i], dst = grad ? indices[i] : ids[i];
+    for (int64_t e = 0; e < inner; ++e) out[dst * inner + e] += v[src * inner + e] * scale;
+  }
+  return FromDoubles(in.dtype(), TensorShape(dims), out);
+}
+
+std::vector<OpCase> SparseSegmentCases(DataType dt, Rng* rng, bool mean) {
+  Tensor a = Rand(dt, S({5, 3}), rng), b = Rand(dt, S({4}), rng), c = Rand(dt, S({3, 2, 2}), rng);
+  const Index ia = {0, 4, 1, 1, 3}, sa = {0, 0, 1, 3, 3};
+  return {
+      Case("rows, a gap segment", {a, I32(ia), I32(sa)}, {}, {SparseSegmentRef(a, ia, sa, 4, mean, false)}, true),
+      Case("vector data, int64 ids", {b, I64({3, 2, 3}), I64({0, 1, 1})}, {},
+           {SparseSegmentRef(b, {3, 2, 3}, {0, 1, 1}, 2, mean, false)}, true),
+      Case("3-d data", {c, I32({2, 0}), I32({1, 1})}, {}, {SparseSegmentRef(c, {2, 0}, {1, 1}, 2, mean, false)}, true),
+      Case("no rows", {a, I32({}), I32({})}, {}, {Zeros(dt, S({0, 3}))}, false),
+      ErrorCase("unsorted ids", {a, I32({0, 1}), I32({1, 0})}, {}, "sorted"),
+      ErrorCase("negative id", {a, I32({0}), I32({-1})}, {}, "sorted and non-negative"),
+      ErrorCase("index out of range", {a, I32({5}), I32({0})}, {}, "indices[0] = 5 is not in [0, 5)"),
+      ErrorCase("lengths differ", {a, I32({0, 1}), I32({0})}, {}, "one length"),
+  };
+}
+
+std::vector<OpCase> SparseSegmentGradCases(DataType dt, Rng* rng, bool mean) {
+  Tensor g = Rand(dt, S({4, 3}), rng);
+  const Index ia = {0, 4, 1, 1, 3}, sa = {0, 0, 1, 3, 3};
+  return {
+      Case("rows", {g, I32(ia), I32(sa), I32Scalar(6)}, {}, {SparseSegmentRef(g, ia, sa, 6, mean, true)}, false),
+      Case("int64 indices", {g, I64({2, 2}), I64({1, 2}), I32Scalar(3)}, {},
+           {SparseSegmentRef(g, {2, 2}, {1, 2}, 3, mean, true)}, false),
+      ErrorCase("id past the gradient", {g, I32({0}), I32({4}), I32Scalar(2)}, {}, "is not below"),
+      ErrorCase("index past output_dim0", {g, I32({2}), I32({0}), I32Scalar(2)}, {}, "is not in [0, 2)"),
+      ErrorCase("negative output_dim0", {g, I32({}), I32({}), I32Scalar(-1)}, {}, "negative"),
+  };
+}
+
+REGISTER_OP_HARNESS(OpHarnessEntry{"SparseSegmentSum", {DT_FLOAT, DT_DOUBLE, DT_HALF, DT_BFLOAT16, DT_INT32, DT_INT64},
+                                   [](DataType dt, Rng* rng) { return SparseSegmentCases(dt, rng, false); }});
+REGISTER_OP_HARNESS(OpHarnessEntry{"SparseSegmentMean", FloatTypes(),
+                                   [](DataType dt, Rng* rng) { return SparseSegmentCases(dt, rng, true); }});
+REGISTER_OP_HARNESS(OpHarnessEntry{"SparseSegmentSumGrad", FloatTypes(),
+                                   [](DataType dt, Rng* rng) { return SparseSegmentGradCases(dt, rng, false); }});
+REGISTER_OP_HARNESS(OpHarnessEntry{"SparseSegmentMeanGrad", FloatTypes(),
+                                   [](DataType dt, Rng* rng) { return SparseSegmentGradCases(dt, rng, true); }});
 
 REGISTER_OP_HARNESS(OpHarnessEntry{"UnsortedSegmentSum", NumericTypes(), [](DataType dt, Rng* rng) {
   auto ref = [&](const Tensor& data, const Index& ids, int ids_rank, int64_t num) {

@@ -2,7 +2,8 @@
 mode, variables frozen to constants), runs them in Sluice with run_graphdef, and
 compares the outputs with TensorFlow's own.
 
-Cases: MLP 784-512-512-10 (relu, softmax) and the Fashion-MNIST CNN (conv 5x5x32
+Cases: FusedBatchNormV3 and its gradient (training and inference, NHWC and
+NCHW); MLP 784-512-512-10 (relu, softmax) and the Fashion-MNIST CNN (conv 5x5x32
 SAME relu, maxpool 2x2, conv 5x5x64 relu, maxpool, fc 1024 relu, fc 10, softmax),
 each as an inference graph and as a training-gradient graph (tf.gradients of the
 mean softmax cross-entropy w.r.t. the input and every weight). Gradients are
@@ -218,6 +219,38 @@ def check_model(name, builder, x_shape, run_graphdef, workdir, batch=8):
     return results
 
 
+def check_batch_norm(run_graphdef, workdir):
+    """tf.compat.v1.nn.fused_batch_norm (FusedBatchNormV3) in training mode
+    (NHWC and NCHW, running averages blended by exponential_avg_factor) and
+    inference mode, with tf.gradients (FusedBatchNormGradV3) for x, scale and
+    offset: Sluice's outputs against TensorFlow's."""
+    rng = np.random.RandomState(5)
+    results = []
+    for fmt, training in [("NHWC", True), ("NCHW", True), ("NHWC", False)]:
+        graph = tf.Graph()
+        shape = [2, 3, 4, 5]
+        channels = shape[3] if fmt == "NHWC" else shape[1]
+        with graph.as_default():
+            x = tf1.placeholder(tf.float32, shape, name="x")
+            params = [tf.constant(rng.uniform(lo, hi, channels).astype(np.float32))
+                      for lo, hi in [(0.5, 2), (-1, 1), (-1, 1), (0.5, 2)]]
+            y, mean, var = tf1.nn.fused_batch_norm(
+                x, params[0], params[1], mean=params[2], variance=params[3], epsilon=1e-3, data_format=fmt,
+                is_training=training, exponential_avg_factor=0.7 if training else 1.0)
+            weights = tf.constant(rng.uniform(-1, 1, shape).astype(np.float32))
+            grads = tf.gradients(tf.reduce_sum(y * weights), [x, params[0], params[1]])
+            fetches = [y, mean, var] + grads
+            x_value = rng.uniform(-2, 3, shape).astype(np.float32)
+            with tf1.Session(graph=graph) as sess:
+                want = sess.run(fetches, {x: x_value})
+        tag = "batch_norm_%s_%s" % (fmt, "train" if training else "infer")
+        got, _ = run_sluice(run_graphdef, workdir, tag, graph.as_graph_def(), {"x:0": x_value},
+                            [t.name for t in fetches])
+        for label, g, w in zip(["y", "batch_mean", "batch_variance", "dx", "dscale", "doffset"], got, want):
+            results.append(("%s %s" % (tag, label), rel_error(g, w)))
+    return results
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run_graphdef", required=True)
@@ -239,6 +272,10 @@ def main():
             ok = err <= RTOL
             failed += 0 if ok else 1
             print("%s %-50s rel_err=%.2e" % ("ok  " if ok else "FAIL", check, err))
+    for check, err in check_batch_norm(args.run_graphdef, workdir):
+        ok = err <= RTOL
+        failed += 0 if ok else 1
+        print("%s %-50s rel_err=%.2e" % ("ok  " if ok else "FAIL", check, err))
     print("%d failed" % failed)
     return 1 if failed else 0
 

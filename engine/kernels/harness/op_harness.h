@@ -50,6 +50,9 @@ struct OpCase {
   // (all floating inputs when empty). Only for DT_DOUBLE cases.
   bool check_gradient = false;
   std::vector<int> grad_inputs;
+  // The outputs whose gradients flow back (all floating outputs when empty):
+  // TensorFlow's FusedBatchNorm gradient, e.g., ignores the batch statistics.
+  std::vector<int> grad_outputs;
   // Custom check of the outputs (random ops); returns an error to fail.
   std::function<absl::Status(const std::vector<Tensor>& outputs)> check;
 };

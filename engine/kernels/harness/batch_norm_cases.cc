@@ -1,0 +1,187 @@
+// Harness entries for FusedBatchNormV3 and FusedBatchNormGradV3: outputs
+// against a float64 reference (training and inference, NHWC and NCHW, rank 4
+// and 5, running averages), bad-input errors, and float64 finite-difference
+// checks of the gradient of y (the batch statistics pass no gradient, as in
+// TensorFlow).
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/harness/op_harness.h"
+
+namespace sluice {
+namespace harness {
+namespace {
+
+struct Norm {
+  TensorShape shape;
+  bool channels_first = false;
+  bool training = true;
+  // float, as the attrs hold them.
+  double epsilon = static_cast<float>(1e-3);
+  double factor = 1.0;
+};
+
+// channel of flat element k, and the count of elements per channel.
+int64_t ChannelOf(const Norm& n, int64_t k, int64_t* per_channel) {
+  const int c_dim = n.channels_first ? 1 : n.shape.dims() - 1;
+  int64_t inner = 1;
+  for (int d = c_dim + 1; d < n.shape.dims(); ++d) inner *= n.shape.dim_size(d);
+  const int64_t channels = n.shape.dim_size(c_dim);
+  *per_channel = n.shape.num_elements() / channels;
+  return (k / inner) % channels;
+}
+
+AttrList NormAttrs(const Norm& n, bool forward) {
+  AttrList attrs = {{"epsilon", MakeAttr(static_cast<float>(n.epsilon))},
+                    {"is_training", MakeAttr(n.training)},
+                    {"data_format", MakeAttr(std::string(n.shape.dims() == 5 ? (n.channels_first ? "NCDHW" : "NDHWC")
+                                                                             : (n.channels_first ? "NCHW" : "NHWC")))}};
+  if (forward) attrs["exponential_avg_factor"] = MakeAttr(static_cast<float>(n.factor));
+  return attrs;
+}
+
+// Per-channel mean and biased variance of x.
+void Moments(const Norm& n, const std::vector<double>& x, int64_t channels, std::vector<double>* mean,
+             std::vector<double>* var) {
+  mean->assign(channels, 0.0);
+  var->assign(channels, 0.0);
+  int64_t per = 1;
+  for (size_t k = 0; k < x.size(); ++k) (*mean)[ChannelOf(n, k, &per)] += x[k];
+  for (double& m : *mean) m /= per;
+  for (size_t k = 0; k < x.size(); ++k) {
+    const int64_t c = ChannelOf(n, k, &per);
+    (*var)[c] += (x[k] - (*mean)[c]) * (x[k] - (*mean)[c]);
+  }
+  for (double& v : *var) v /= per;
+}
+
+DataType StatType(DataType t) { return t == DT_DOUBLE ? DT_DOUBLE : DT_FLOAT; }
+
+OpCase ForwardCase(DataType dt, Rng* rng, const Norm& n) {
+  const int64_t C = n.shape.dim_size(n.channels_first ? 1 : n.shape.dims() - 1);
+  const DataType u = StatType(dt);
+  Tensor x = RandomTensor(dt, n.shape, rng, -2, 3);
+  Tensor scale = RandomTensor(u, TensorShape({C}), rng, 0.5, 2);
+  Tensor offset = RandomTensor(u, TensorShape({C}), rng, -1, 1);
+  Tensor run_mean = RandomTensor(u, TensorShape({C}), rng, -1, 1);
+  Tensor run_var = RandomTensor(u, TensorShape({C}), rng, 0.5, 2);
+  std::vector<double> xv = ToDoubles(x), sv = ToDoubles(scale), ov = ToDoubles(offset), rm = ToDoubles(run_mean),
+                      rv = ToDoubles(run_var), mean, var;
+  if (n.training) {
+    Moments(n, xv, C, &mean, &var);
+  } else {
+    mean = rm;
+    var = rv;
+  }
+  std::vector<double> y(xv.size()), batch_mean(C), batch_var(C);
+  int64_t per = 1;
+  for (size_t k = 0; k < xv.size(); ++k) {
+    const int64_t c = ChannelOf(n, k, &per);
+    y[k] = (xv[k] - mean[c]) / std::sqrt(var[c] + n.epsilon) * sv[c] + ov[c];
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    batch_mean[c] = mean[c];
+    batch_var[c] = var[c];
+    if (n.training) {
+      batch_var[c] = per > 1 ? var[c] * per / (per - 1) : var[c];
+      batch_mean[c] = (1 - n.factor) * rm[c] + n.factor * batch_mean[c];
+      batch_var[c] = (1 - n.factor) * rv[c] + n.factor * batch_var[c];
+    }
+  }
+  OpCase c;
+  c.description = n.shape.DebugString() + (n.channels_first ? " channels first" : " channels last") +
+                  (n.training ? " training" : " inference") + " factor " + std::to_string(n.factor);
+  c.inputs = {x, scale, offset, run_mean, run_var};
+  c.attrs = NormAttrs(n, true);
+  c.expected = {FromDoubles(dt, n.shape, y),       FromDoubles(u, TensorShape({C}), batch_mean),
+                FromDoubles(u, TensorShape({C}), batch_var), FromDoubles(u, TensorShape({C}), mean),
+                FromDoubles(u, TensorShape({C}), var),       FromDoubles(u, TensorShape({0}), {})};
+  if (dt == DT_FLOAT) c.tolerance = 1e-4;
+  c.check_gradient = dt == DT_DOUBLE;
+  c.grad_inputs = {0, 1, 2};
+  c.grad_outputs = {0};
+  return c;
+}
+
+std::vector<Norm> Layouts() {
+  std::vector<Norm> layouts = {
+      {TensorShape({2, 3, 3, 4}), false, true},  {TensorShape({2, 4, 3, 3}), true, true},
+      {TensorShape({3, 2, 2, 2}), false, false}, {TensorShape({2, 3, 2, 2}), true, false},
+      {TensorShape({1, 2, 2, 3, 2}), false, true}, {TensorShape({2, 2, 3, 1, 2}), true, true},
+  };
+  Norm blended{TensorShape({2, 2, 2, 3}), false, true};
+  blended.factor = static_cast<float>(0.3);
+  layouts.push_back(blended);
+  return layouts;
+}
+
+std::vector<OpCase> ForwardCases(DataType dt, Rng* rng) {
+  std::vector<OpCase> cases;
+  for (const Norm& n : Layouts()) cases.push_back(ForwardCase(dt, rng, n));
+  const DataType u = StatType(dt);
+  Tensor v3 = RandomTensor(u, TensorShape({3}), rng, 0.5, 1);
+  Tensor v2 = RandomTensor(u, TensorShape({2}), rng, 0.5, 1);
+  cases.push_back(ErrorCase("rank 3 x", {RandomTensor(dt, TensorShape({2, 2, 3}), rng), v3, v3, v3, v3},
+                            NormAttrs(Norm{TensorShape({2, 2, 3})}, true), "rank 4 or 5"));
+  cases.push_back(ErrorCase("scale of the wrong size", {RandomTensor(dt, TensorShape({1, 2, 2, 3}), rng), v2, v3, v3, v3},
+                            NormAttrs(Norm{TensorShape({1, 2, 2, 3})}, true), "scale must be a vector of the 3 channels"));
+  AttrList bad = NormAttrs(Norm{TensorShape({1, 2, 2, 3})}, true);
+  bad["data_format"] = MakeAttr(std::string("HWCN"));
+  cases.push_back(ErrorCase("unknown data_format", {RandomTensor(dt, TensorShape({1, 2, 2, 3}), rng), v3, v3, v3, v3},
+                            bad, "data_format"));
+  return cases;
+}
+
+std::vector<OpCase> GradCases(DataType dt, Rng* rng) {
+  std::vector<OpCase> cases;
+  const DataType u = StatType(dt);
+  for (const Norm& n : Layouts()) {
+    if (n.factor != 1.0) continue;
+    const int64_t C = n.shape.dim_size(n.channels_first ? 1 : n.shape.dims() - 1);
+    Tensor dy = RandomTensor(dt, n.shape, rng, -1, 1), x = RandomTensor(dt, n.shape, rng, -2, 3);
+    Tensor scale = RandomTensor(u, TensorShape({C}), rng, 0.5, 2);
+    std::vector<double> xv = ToDoubles(x), g = ToDoubles(dy), sv = ToDoubles(scale), mean, var;
+    Moments(n, xv, C, &mean, &var);
+    if (!n.training) {  // population statistics, unrelated to x
+      mean = ToDoubles(RandomTensor(u, TensorShape({C}), rng, -1, 1));
+      var = ToDoubles(RandomTensor(u, TensorShape({C}), rng, 0.5, 2));
+    }
+    std::vector<double> sum_dy(C, 0.0), sum_dy_xhat(C, 0.0), dx(xv.size());
+    int64_t per = 1;
+    for (size_t k = 0; k < xv.size(); ++k) {
+      const int64_t c = ChannelOf(n, k, &per);
+      sum_dy[c] += g[k];
+      sum_dy_xhat[c] += g[k] * (xv[k] - mean[c]) / std::sqrt(var[c] + n.epsilon);
+    }
+    for (size_t k = 0; k < xv.size(); ++k) {
+      const int64_t c = ChannelOf(n, k, &per);
+      const double inv = 1 / std::sqrt(var[c] + n.epsilon), xhat = (xv[k] - mean[c]) * inv;
+      dx[k] = n.training ? sv[c] * inv * (g[k] - (sum_dy[c] + xhat * sum_dy_xhat[c]) / per) : g[k] * sv[c] * inv;
+    }
+    OpCase c;
+    c.description = n.shape.DebugString() + (n.channels_first ? " channels first" : " channels last") +
+                    (n.training ? " training" : " inference");
+    c.inputs = {dy, x, scale, FromDoubles(u, TensorShape({C}), mean), FromDoubles(u, TensorShape({C}), var),
+                FromDoubles(u, TensorShape({0}), {})};
+    c.attrs = NormAttrs(n, false);
+    c.expected = {FromDoubles(dt, n.shape, dx), FromDoubles(u, TensorShape({C}), sum_dy_xhat),
+                  FromDoubles(u, TensorShape({C}), sum_dy), FromDoubles(u, TensorShape({0}), {}),
+                  FromDoubles(u, TensorShape({0}), {})};
+    if (dt == DT_FLOAT) c.tolerance = 1e-4;
+    cases.push_back(std::move(c));
+  }
+  Tensor v3 = RandomTensor(u, TensorShape({3}), rng, 0.5, 1);
+  cases.push_back(ErrorCase("dy and x differ",
+                            {RandomTensor(dt, TensorShape({1, 2, 2, 3}), rng), RandomTensor(dt, TensorShape({1, 2, 1, 3}), rng),
+                             v3, v3, v3, FromDoubles(u, TensorShape({0}), {})},
+                            NormAttrs(Norm{TensorShape({1, 2, 2, 3})}, false), "one shape"));
+  return cases;
+}
+
+REGISTER_OP_HARNESS(OpHarnessEntry{"FusedBatchNormV3", FloatTypes(), ForwardCases});
+REGISTER_OP_HARNESS(OpHarnessEntry{"FusedBatchNormGradV3", FloatTypes(), GradCases});
+
+}  // namespace
+}  // namespace harness
+}  // namespace sluice

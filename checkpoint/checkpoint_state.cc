@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/store_format.h"
@@ -42,6 +43,25 @@ absl::StatusOr<CheckpointState> ReadCheckpointState(Env* env, const std::string&
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(text, &state)) {
     return absl::DataLossError(absl::StrCat("state file ", path, ":", errors.first));
+  }
+  // What a Saver writes: at least one checkpoint, each in ckpt-<its step>, listed once, the
+  // last one `latest`. A file cut short or bit-flipped can still parse (an empty file, a
+  // comment, the first entries only): trusting it would hide committed checkpoints, so it is
+  // DataLoss, and the lookup scans the directories instead.
+  if (state.checkpoints_size() == 0) {
+    return absl::DataLossError(absl::StrCat("state file ", path, ": lists no checkpoints"));
+  }
+  std::set<std::string> dirs;
+  for (const CheckpointRecord& r : state.checkpoints()) {
+    int64_t step = -1;
+    if (!ParseCheckpointDirName(r.dir(), &step) || step != r.step() || !dirs.insert(r.dir()).second) {
+      return absl::DataLossError(absl::StrCat("state file ", path, ": bad entry dir \"", absl::CEscape(r.dir()),
+                                              "\" step ", r.step()));
+    }
+  }
+  if (state.latest() != state.checkpoints(state.checkpoints_size() - 1).dir()) {
+    return absl::DataLossError(absl::StrCat("state file ", path, ": latest \"", absl::CEscape(state.latest()),
+                                            "\" is not the last checkpoint listed"));
   }
   return state;
 }

@@ -50,6 +50,37 @@ TEST(CheckpointState, GarbageIsDataLossNotACrash) {
   EXPECT_EQ(ReadCheckpointState(Env::Default(), dir).status().code(), absl::StatusCode::kDataLoss);
 }
 
+// Found by tests/corruption_sweep_test: a state file cut short or bit-flipped that still
+// parses listed fewer checkpoints (or none), and the lookup trusted it (a fresh start, or an
+// older checkpoint than the newest whole one). Such a file is now DataLoss.
+TEST(CheckpointState, ParsableButInconsistentIsDataLoss) {
+  const std::string dir = TempDir("state_inconsistent");
+  const std::string good = "latest: \"ckpt-2\"\ncheckpoints { dir: \"ckpt-1\" step: 1 }\n"
+                           "checkpoints { dir: \"ckpt-2\" step: 2 }\n";
+  for (const std::string& text : {
+           std::string(""),                                                  // cut to nothing
+           std::string("# Sluice checkpoint state"),                         // cut in the comment
+           std::string("latest: \"ckpt-2\"\n"),                              // no checkpoints
+           good.substr(0, good.find("checkpoints { dir: \"ckpt-2")),         // the newest cut off
+           std::string("latest: \"ckpt-3\"\ncheckpoints { dir: \"ckpt-2\" step: 2 }\n"),  // latest unlisted
+           std::string("latest: \"ckpt-2\"\ncheckpoints { dir: \"ckpt-2\" step: 3 }\n"),  // dir and step differ
+           std::string("latest: \"ckpt/2\"\ncheckpoints { dir: \"ckpt/2\" step: 2 }\n"),  // not a ckpt-<step>
+           std::string("latest: \"ckpt-2\"\ncheckpoints { dir: \"ckpt-2\" step: 2 }\n"
+                       "checkpoints { dir: \"ckpt-2\" step: 2 }\n"),                      // listed twice
+       }) {
+    FILE* f = fopen(JoinPath(dir, kStateFileName).c_str(), "w");
+    fputs(text.c_str(), f);
+    fclose(f);
+    auto state = ReadCheckpointState(Env::Default(), dir);
+    EXPECT_EQ(state.status().code(), absl::StatusCode::kDataLoss) << text;
+    EXPECT_NE(state.status().message().find(JoinPath(dir, kStateFileName)), std::string::npos) << state.status();
+  }
+  FILE* f = fopen(JoinPath(dir, kStateFileName).c_str(), "w");
+  fputs(good.c_str(), f);
+  fclose(f);
+  EXPECT_TRUE(ReadCheckpointState(Env::Default(), dir).ok());
+}
+
 // Crash at every operation of a state-file update, with and without a short
 // write and with unsynced data dropped: the file always parses and is either
 // the old or the new state.

@@ -87,7 +87,12 @@ inline DecodedFile DecodeBytes(const std::string& bytes) {
   return out;
 }
 
-inline DecodedFile DecodeFile(const std::string& path) { return DecodeBytes(ReadWholeFile(path)); }
+// As DecodeBytes; an error names the file ("<path>: bad data crc at offset 40").
+inline DecodedFile DecodeFile(const std::string& path) {
+  DecodedFile out = DecodeBytes(ReadWholeFile(path));
+  if (!out.error.empty()) out.error = absl::StrCat(path, ": ", out.error);
+  return out;
+}
 
 }  // namespace testing_events
 }  // namespace sluice

@@ -4,8 +4,12 @@
 // must be one of the outcomes the rule of its format allows (stated per test); counts are printed
 // (docs/RELIABILITY.md records them). A crash fails the test by itself; a read that takes over
 // 30 s fails it through the watchdog.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 

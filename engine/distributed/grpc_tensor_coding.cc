@@ -307,6 +307,10 @@ grpc::ByteBuffer EncodeRecvTensorResponse(const absl::Status& status, const Recv
       return RecvTensorErrorBuffer(absl::InternalError("RecvTensor: the worker produced an uninitialized tensor"));
     }
     header.set_dtype(DT_INVALID);
+  } else if (value.dtype() == DT_RESOURCE) {
+    // Handles are process-local; the placer keeps their consumers beside them.
+    return RecvTensorErrorBuffer(absl::InvalidArgumentError(
+        "RecvTensor: a resource handle cannot cross tasks (colocate its consumers with the VarHandleOp)"));
   } else {
     header.set_dtype(value.dtype());
     value.shape().AsProto(header.mutable_shape());

@@ -13,8 +13,16 @@ namespace {
 // The bytes `num_elements` elements of `dtype` occupy in a buffer, or false
 // when that count does not fit in int64 (a shape may hold 2^62 elements, but
 // 2^62 8-byte or 32-byte elements do not fit in 64-bit byte counts).
+// Bytes per element in a buffer: strings and resource handles are objects
+// constructed in place.
+uint64_t ElementBytes(DataType dtype) {
+  if (dtype == DT_STRING) return sizeof(tstring);
+  if (dtype == DT_RESOURCE) return sizeof(ResourceHandle);
+  return static_cast<uint64_t>(DataTypeSize(dtype));
+}
+
 bool BufferBytes(DataType dtype, int64_t num_elements, size_t* bytes) {
-  const uint64_t element = dtype == DT_STRING ? sizeof(tstring) : static_cast<uint64_t>(DataTypeSize(dtype));
+  const uint64_t element = ElementBytes(dtype);
   if (num_elements < 0) return false;
   if (element != 0 &&
       static_cast<uint64_t>(num_elements) > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / element) {
@@ -40,6 +48,9 @@ std::shared_ptr<TensorBuffer> TensorBuffer::Allocate(Allocator* allocator, DataT
   if (dtype == DT_STRING) {
     tstring* strings = static_cast<tstring*>(data);
     for (int64_t i = 0; i < num_elements; ++i) new (strings + i) tstring();
+  } else if (dtype == DT_RESOURCE) {
+    ResourceHandle* handles = static_cast<ResourceHandle*>(data);
+    for (int64_t i = 0; i < num_elements; ++i) new (handles + i) ResourceHandle();
   }
   return std::shared_ptr<TensorBuffer>(new TensorBuffer(allocator, dtype, num_elements, data, bytes));
 }
@@ -48,6 +59,9 @@ TensorBuffer::~TensorBuffer() {
   if (dtype_ == DT_STRING) {
     tstring* strings = static_cast<tstring*>(data_);
     for (int64_t i = 0; i < num_elements_; ++i) strings[i].~tstring();
+  } else if (dtype_ == DT_RESOURCE) {
+    ResourceHandle* handles = static_cast<ResourceHandle*>(data_);
+    for (int64_t i = 0; i < num_elements_; ++i) handles[i].~ResourceHandle();
   }
   allocator_->DeallocateRaw(data_, bytes_);
 }
@@ -62,7 +76,7 @@ Tensor::Tensor(Allocator* allocator, DataType dtype, const TensorShape& shape) {
 
 absl::StatusOr<Tensor> Tensor::Allocate(Allocator* allocator, DataType dtype,
                                         const TensorShape& shape) {
-  if (!DataTypeIsSupported(dtype)) {
+  if (!DataTypeCanFlow(dtype)) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot allocate a tensor of type ", DataTypeString(dtype)));
   }
@@ -81,8 +95,7 @@ absl::StatusOr<Tensor> Tensor::Allocate(Allocator* allocator, DataType dtype,
 }
 
 size_t Tensor::TotalBytes() const {
-  if (dtype_ == DT_STRING) return NumElements() * sizeof(tstring);
-  return NumElements() * DataTypeSize(dtype_);
+  return NumElements() * ElementBytes(dtype_);
 }
 
 absl::StatusOr<Tensor> Tensor::Reshaped(const TensorShape& shape) const {
@@ -100,6 +113,8 @@ Tensor Tensor::Clone() const {
   Tensor t(CpuAllocator(), dtype_, shape_);
   if (dtype_ == DT_STRING) {
     std::copy(data<tstring>(), data<tstring>() + NumElements(), t.data<tstring>());
+  } else if (dtype_ == DT_RESOURCE) {
+    std::copy(data<ResourceHandle>(), data<ResourceHandle>() + NumElements(), t.data<ResourceHandle>());
   } else {
     std::memcpy(t.raw_data(), raw_data(), TotalBytes());
   }
@@ -273,6 +288,7 @@ void Tensor::AsProtoTensorContent(TensorProto* proto) const {
     for (int64_t i = 0; i < NumElements(); ++i) proto->add_string_val(data<tstring>()[i]);
     return;
   }
+  if (dtype_ == DT_RESOURCE) return;  // handles are process-local: dtype and shape only
   if (TotalBytes() > 0) {
     proto->set_tensor_content(static_cast<const char*>(raw_data()), TotalBytes());
   }
@@ -303,6 +319,14 @@ std::string Tensor::SummarizeValue(int max_entries) const {
   if (!IsInitialized()) return "<uninitialized>";
   std::string out;
   int64_t limit = std::min<int64_t>(max_entries, NumElements());
+  if (dtype_ == DT_RESOURCE) {
+    for (int64_t i = 0; i < limit; ++i) {
+      if (i > 0) out += " ";
+      out += data<ResourceHandle>()[i].DebugString();
+    }
+    if (limit < NumElements()) out += "...";
+    return out;
+  }
   SLUICE_SWITCH_ALL_TYPES(dtype_, return "<unsupported>", {
     const T* values = data<T>();
     for (int64_t i = 0; i < limit; ++i) {

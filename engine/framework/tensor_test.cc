@@ -86,6 +86,36 @@ TEST(DataType, StringRoundTripsForEverySupportedType) {
   }
 }
 
+TEST(DataType, ResourceFlowsButIsNotAValueType) {
+  EXPECT_EQ(DataTypeString(DT_RESOURCE), "resource");
+  EXPECT_EQ(DataTypeFromString("resource").value(), DT_RESOURCE);
+  EXPECT_TRUE(DataTypeCanFlow(DT_RESOURCE));
+  EXPECT_TRUE(DataTypeCanFlow(DT_FLOAT));
+  EXPECT_FALSE(DataTypeCanFlow(DT_VARIANT));
+  EXPECT_FALSE(DataTypeIsSupported(DT_RESOURCE));
+}
+
+TEST(Tensor, ResourceHandlesAreObjectsThatCopyAndPrint) {
+  Tensor t(DT_RESOURCE, TensorShape({2}));
+  ASSERT_TRUE(t.IsInitialized());
+  EXPECT_EQ(t.data<ResourceHandle>()[1].name, "");
+  ResourceHandle h;
+  h.container = "localhost";
+  h.name = std::string(100, 'w');  // longer than any small-string buffer
+  h.type_name = "ResourceVariable";
+  h.dtype = DT_FLOAT;
+  t.data<ResourceHandle>()[0] = h;
+  Tensor c = t.Clone();
+  EXPECT_FALSE(c.SharesBufferWith(t));
+  EXPECT_EQ(c.data<ResourceHandle>()[0], h);
+  EXPECT_THAT(t.DebugString(), HasSubstr("localhost/www"));
+  TensorProto p;
+  t.AsProtoTensorContent(&p);
+  EXPECT_EQ(p.dtype(), DT_RESOURCE);
+  EXPECT_TRUE(p.tensor_content().empty());
+  EXPECT_FALSE(Tensor::FromProto(p).ok());  // handles are never decoded from bytes
+}
+
 TEST(DataType, NamesAreTensorFlowSpellings) {
   EXPECT_EQ(DataTypeString(DT_FLOAT), "float");
   EXPECT_EQ(DataTypeString(DT_INT32), "int32");

@@ -44,6 +44,7 @@ std::string DataTypeString(DataType dtype) {
   }
   if (const TypeInfo* info = Find(dtype)) return info->name;
   if (dtype == DT_INVALID) return "invalid";
+  if (dtype == DT_RESOURCE) return "resource";
   return absl::StrCat("unsupported_dtype(", static_cast<int>(dtype), ")");
 }
 
@@ -54,6 +55,7 @@ absl::StatusOr<DataType> DataTypeFromString(absl::string_view name) {
   if (name == "float32") return DT_FLOAT;
   if (name == "float64") return DT_DOUBLE;
   if (name == "float16") return DT_HALF;
+  if (name == "resource") return DT_RESOURCE;
   return absl::InvalidArgumentError(absl::StrCat("unknown data type '", name, "'"));
 }
 

@@ -12,6 +12,7 @@
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/framework/resource_handle.h"
 #include "engine/framework/types.pb.h"
 
 namespace sluice {
@@ -39,8 +40,12 @@ absl::StatusOr<DataType> DataTypeFromString(absl::string_view name);
 
 // Bytes per element of a fixed-size type; 0 for DT_STRING and unsupported types.
 int DataTypeSize(DataType dtype);
-// True for the value types Sluice can hold in a Tensor.
+// True for the value types Sluice can hold in a Tensor (numbers and strings:
+// what protos, checkpoints and the wire carry). DT_RESOURCE is not one.
 bool DataTypeIsSupported(DataType dtype);
+// The types a graph edge may carry and a Tensor may hold: the supported
+// value types and DT_RESOURCE (handles, ResourceHandle, process-local).
+inline bool DataTypeCanFlow(DataType dtype) { return dtype == DT_RESOURCE || DataTypeIsSupported(dtype); }
 // Every value type Sluice supports, in enum order.
 const std::vector<DataType>& AllSupportedTypes();
 bool DataTypeIsFloating(DataType dtype);
@@ -67,6 +72,7 @@ SLUICE_MATCH_TYPE_AND_ENUM(int64_t, DT_INT64);
 SLUICE_MATCH_TYPE_AND_ENUM(bool, DT_BOOL);
 SLUICE_MATCH_TYPE_AND_ENUM(bfloat16, DT_BFLOAT16);
 SLUICE_MATCH_TYPE_AND_ENUM(half, DT_HALF);
+SLUICE_MATCH_TYPE_AND_ENUM(ResourceHandle, DT_RESOURCE);
 #undef SLUICE_MATCH_TYPE_AND_ENUM
 
 // Calls `fn.template operator()<T>()`-style visitors: SLUICE_SWITCH_TYPE(dtype, T, body)

@@ -35,12 +35,12 @@ absl::StatusOr<Node*> Graph::AddNode(NodeDef def, bool internal) {
   s = InOutTypesForNode(def, **op_def, &node->input_types_, &node->output_types_);
   if (!s.ok()) return s;
   for (DataType t : node->input_types_) {
-    if (!DataTypeIsSupported(BaseType(t))) {
+    if (!DataTypeCanFlow(BaseType(t))) {
       return absl::InvalidArgumentError(absl::StrCat(NodeContext(def), "unsupported input type ", DataTypeString(t)));
     }
   }
   for (DataType t : node->output_types_) {
-    if (!DataTypeIsSupported(BaseType(t))) {
+    if (!DataTypeCanFlow(BaseType(t))) {
       return absl::InvalidArgumentError(absl::StrCat(NodeContext(def), "unsupported output type ", DataTypeString(t)));
     }
   }

@@ -29,6 +29,21 @@ absl::StatusOr<std::shared_ptr<ResourceBase>> ResourceMgr::DoLookupOrCreate(
   return *made;
 }
 
+absl::Status ResourceMgr::DoDelete(const std::string& container, const std::string& name, std::type_index type) {
+  std::shared_ptr<ResourceBase> doomed;  // destroyed outside the lock
+  absl::MutexLock lock(&mu_);
+  auto c = containers_.find(container);
+  if (c != containers_.end()) {
+    auto it = c->second.find(name);
+    if (it != c->second.end() && it->second.type == type) {
+      doomed = std::move(it->second.resource);
+      c->second.erase(it);
+      return absl::OkStatus();
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("resource ", container, "/", name, " does not exist"));
+}
+
 void ResourceMgr::Cleanup(const std::string& container) {
   absl::flat_hash_map<std::string, Entry> doomed;
   {

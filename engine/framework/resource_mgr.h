@@ -59,6 +59,13 @@ class ResourceMgr {
   template <typename T>
   absl::StatusOr<std::shared_ptr<T>> Lookup(const std::string& container, const std::string& name) const;
 
+  // Removes one resource of type T (its users keep it alive until they let
+  // go). NotFound when there is none of that name and type.
+  template <typename T>
+  absl::Status Delete(const std::string& container, const std::string& name) {
+    return DoDelete(container, name, std::type_index(typeid(T)));
+  }
+
   // Drops every resource of `container` (resources in use stay alive until
   // their last user lets go). Unknown containers are fine.
   void Cleanup(const std::string& container);
@@ -74,6 +81,8 @@ class ResourceMgr {
   absl::StatusOr<std::shared_ptr<ResourceBase>> DoLookupOrCreate(
       const std::string& container, const std::string& name, std::type_index type,
       const std::function<absl::StatusOr<std::shared_ptr<ResourceBase>>()>& creator);
+
+  absl::Status DoDelete(const std::string& container, const std::string& name, std::type_index type);
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, absl::flat_hash_map<std::string, Entry>> containers_ ABSL_GUARDED_BY(mu_);

@@ -106,6 +106,11 @@ class Tensor {
     return reinterpret_cast<T*>(raw_data());
   }
   void* raw_data() const { return buffer_ ? buffer_->data() : nullptr; }
+  // True when this Tensor object is the only holder of its buffer. A
+  // resource variable's writer, holding the variable's mutex (under which
+  // every reader takes its copy), updates in place only then, else it first
+  // gives the variable a private copy (copy-on-write).
+  bool RefCountIsOne() const { return buffer_ != nullptr && buffer_.use_count() == 1; }
 
   template <typename T>
   TensorMapT<T, 1> flat() const {

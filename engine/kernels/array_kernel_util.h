@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "engine/framework/op_kernel.h"
 #include "engine/framework/tensor.h"
 
 namespace sluice {
@@ -135,6 +136,13 @@ inline absl::StatusOr<Tensor> MakeIndexTensor(DataType dtype, const std::vector<
   }
   return t;
 }
+
+// Gathers slices `indices` of `params` along `axis` (negative counts from
+// the end) into a new output 0 of ctx: Gather's, GatherV2's and
+// ResourceGather's kernel. InvalidArgument for a scalar params, a bad axis or
+// an index out of range (checked before anything is written). Defined in
+// gather_scatter_ops.cc.
+absl::Status GatherToOutput(OpKernelContext* ctx, const Tensor& params, const Tensor& indices, int64_t axis);
 
 }  // namespace array_util
 }  // namespace sluice

@@ -8,6 +8,43 @@
 #include "engine/kernels/array_kernel_util.h"
 
 namespace sluice {
+
+namespace array_util {
+
+absl::Status GatherToOutput(OpKernelContext* ctx, const Tensor& params, const Tensor& indices, int64_t axis_value) {
+  if (params.dims() < 1) return absl::InvalidArgumentError("params must be at least 1 dimensional");
+  auto axis = CanonicalAxis(axis_value, params.dims(), "axis");
+  if (!axis.ok()) return axis.status();
+  const int64_t limit = params.dim_size(*axis);
+  const int64_t n = indices.NumElements();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = IndexAt(indices, i);
+    if (v < 0 || v >= limit) {
+      return absl::InvalidArgumentError(absl::StrCat("indices[", i, "] = ", v, " is not in [0, ", limit, ")"));
+    }
+  }
+  std::vector<int64_t> dims;
+  for (int d = 0; d < *axis; ++d) dims.push_back(params.dim_size(d));
+  for (int d = 0; d < indices.dims(); ++d) dims.push_back(indices.dim_size(d));
+  for (int d = *axis + 1; d < params.dims(); ++d) dims.push_back(params.dim_size(d));
+  auto shape = TensorShape::Build(dims);
+  if (!shape.ok()) return shape.status();
+  Tensor* out = nullptr;
+  absl::Status s = ctx->allocate_output(0, *shape, &out);
+  if (!s.ok()) return s;
+  if (out->NumElements() == 0) return absl::OkStatus();
+  const int64_t outer = DimProduct(params.shape(), 0, *axis);
+  const int64_t inner = DimProduct(params.shape(), *axis + 1, params.dims());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < n; ++i) {
+      CopyElements(params, (o * limit + IndexAt(indices, i)) * inner, *out, (o * n + i) * inner, inner);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace array_util
+
 namespace {
 
 using array_util::CopyElements;
@@ -33,32 +70,7 @@ class GatherOp : public OpKernel {
       OP_REQUIRES_OK(ctx, a.status());
       axis_value = *a;
     }
-    OP_REQUIRES(ctx, params.dims() >= 1, absl::InvalidArgumentError("params must be at least 1 dimensional"));
-    auto axis = array_util::CanonicalAxis(axis_value, params.dims(), "axis");
-    OP_REQUIRES_OK(ctx, axis.status());
-    const int64_t limit = params.dim_size(*axis);
-    const int64_t n = indices.NumElements();
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t v = IndexAt(indices, i);
-      OP_REQUIRES(ctx, v >= 0 && v < limit,
-                  absl::InvalidArgumentError(absl::StrCat("indices[", i, "] = ", v, " is not in [0, ", limit, ")")));
-    }
-    std::vector<int64_t> dims;
-    for (int d = 0; d < *axis; ++d) dims.push_back(params.dim_size(d));
-    for (int d = 0; d < indices.dims(); ++d) dims.push_back(indices.dim_size(d));
-    for (int d = *axis + 1; d < params.dims(); ++d) dims.push_back(params.dim_size(d));
-    auto shape = TensorShape::Build(dims);
-    OP_REQUIRES_OK(ctx, shape.status());
-    Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
-    if (out->NumElements() == 0) return;
-    const int64_t outer = DimProduct(params.shape(), 0, *axis);
-    const int64_t inner = DimProduct(params.shape(), *axis + 1, params.dims());
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t i = 0; i < n; ++i) {
-        CopyElements(params, (o * limit + IndexAt(indices, i)) * inner, *out, (o * n + i) * inner, inner);
-      }
-    }
+    OP_REQUIRES_OK(ctx, array_util::GatherToOutput(ctx, params, indices, axis_value));
   }
 };
 REGISTER_KERNEL_BUILDER(Name("Gather").Device(kDeviceCpu), GatherOp);

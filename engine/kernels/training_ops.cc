@@ -1,6 +1,8 @@
 // CPU kernels for the training ops (engine/ops/training_ops.cc states each
 // update rule): the Apply* optimizers, their sparse forms and
-// ScatterAdd/ScatterSub. Each locks the mutexes of its ref inputs (always,
+// ScatterAdd/ScatterSub; the same kernels, with kResource, serve
+// ResourceApplyGradientDescent/Momentum/Adam and ResourceSparseApplyMomentum
+// (variables behind handles, TrainingVars; no output). Each locks the mutexes of its ref inputs (always,
 // whatever use_locking says; in address order, so two kernels sharing
 // variables cannot deadlock), checks shapes and initialization (both with
 // training_ops_util.h, shared with the GPU kernels), updates the
@@ -91,27 +93,28 @@ void ForEach(OpKernelContext* ctx, int64_t n, int cost, const Fn& fn) {
   }
 }
 
-template <typename T>
+template <typename T, bool kResource>
 class ApplyGradientDescentOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     using Acc = typename AccumulatorType<T>::type;
     {
-      RefInputLocks locks(ctx, 1);
-      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, 1, {2}, {1}));
-      T* var = Ref<T>(ctx, 0);
+      TrainingVars vars(ctx, 1, kResource, DataTypeToEnum<T>::value);
+      OP_REQUIRES_OK(ctx, vars.status());
+      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, vars, {2}, {1}));
+      T* var = vars.data<T>(0);
       const T* delta = ctx->input(2).data<T>();
       const Acc alpha = Scalar<T>(ctx, 1);
-      ForEach(ctx, ctx->mutable_input(0)->NumElements(), 2, [&](int64_t i) {
+      ForEach(ctx, vars.var(0)->NumElements(), 2, [&](int64_t i) {
         var[i] = static_cast<T>(static_cast<Acc>(var[i]) - alpha * static_cast<Acc>(delta[i]));
       });
     }
-    ctx->forward_ref_input_to_ref_output(0, 0);
+    if (!kResource) ctx->forward_ref_input_to_ref_output(0, 0);
   }
 };
 
-template <typename T>
+template <typename T, bool kResource>
 class ApplyMomentumOp : public OpKernel {
  public:
   explicit ApplyMomentumOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -120,15 +123,16 @@ class ApplyMomentumOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     using Acc = typename AccumulatorType<T>::type;
     {
-      RefInputLocks locks(ctx, 2);
-      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, 2, {3}, {2, 4}));
-      T* var = Ref<T>(ctx, 0);
-      T* accum = Ref<T>(ctx, 1);
+      TrainingVars vars(ctx, 2, kResource, DataTypeToEnum<T>::value);
+      OP_REQUIRES_OK(ctx, vars.status());
+      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, vars, {3}, {2, 4}));
+      T* var = vars.data<T>(0);
+      T* accum = vars.data<T>(1);
       const T* grad = ctx->input(3).data<T>();
       const Acc lr = Scalar<T>(ctx, 2), momentum = Scalar<T>(ctx, 4);
       const bool nesterov = nesterov_;
       if constexpr (std::is_same<T, float>::value && std::is_same<Acc, float>::value) {
-        ForEachRange(ctx, ctx->mutable_input(0)->NumElements(), 5, [&](int64_t first, int64_t last) {
+        ForEachRange(ctx, vars.var(0)->NumElements(), 5, [&](int64_t first, int64_t last) {
           if (nesterov) {
             MomentumRange<true>(var + first, accum + first, grad + first, lr, momentum, last - first);
           } else {
@@ -136,7 +140,7 @@ class ApplyMomentumOp : public OpKernel {
           }
         });
       } else {
-        ForEach(ctx, ctx->mutable_input(0)->NumElements(), 5, [&](int64_t i) {
+        ForEach(ctx, vars.var(0)->NumElements(), 5, [&](int64_t i) {
           const Acc g = static_cast<Acc>(grad[i]);
           const Acc a = static_cast<Acc>(accum[i]) * momentum + g;
           accum[i] = static_cast<T>(a);
@@ -145,7 +149,7 @@ class ApplyMomentumOp : public OpKernel {
         });
       }
     }
-    ctx->forward_ref_input_to_ref_output(0, 0);
+    if (!kResource) ctx->forward_ref_input_to_ref_output(0, 0);
   }
 
  private:
@@ -213,7 +217,7 @@ class ApplyRMSPropOp : public OpKernel {
   }
 };
 
-template <typename T>
+template <typename T, bool kResource>
 class ApplyAdamOp : public OpKernel {
  public:
   explicit ApplyAdamOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -222,18 +226,19 @@ class ApplyAdamOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     using Acc = typename AccumulatorType<T>::type;
     {
-      RefInputLocks locks(ctx, 3);
-      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, 3, {9}, {3, 4, 5, 6, 7, 8}));
-      T* var = Ref<T>(ctx, 0);
-      T* m = Ref<T>(ctx, 1);
-      T* v = Ref<T>(ctx, 2);
+      TrainingVars vars(ctx, 3, kResource, DataTypeToEnum<T>::value);
+      OP_REQUIRES_OK(ctx, vars.status());
+      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, vars, {9}, {3, 4, 5, 6, 7, 8}));
+      T* var = vars.data<T>(0);
+      T* m = vars.data<T>(1);
+      T* v = vars.data<T>(2);
       const T* grad = ctx->input(9).data<T>();
       const Acc beta1_power = Scalar<T>(ctx, 3), beta2_power = Scalar<T>(ctx, 4), lr = Scalar<T>(ctx, 5),
                 beta1 = Scalar<T>(ctx, 6), beta2 = Scalar<T>(ctx, 7), epsilon = Scalar<T>(ctx, 8);
       const Acc lr_t = lr * std::sqrt(Acc(1) - beta2_power) / (Acc(1) - beta1_power);
       const bool nesterov = nesterov_;
       if constexpr (std::is_same<T, float>::value && std::is_same<Acc, float>::value) {
-        ForEachRange(ctx, ctx->mutable_input(0)->NumElements(), 30, [&](int64_t first, int64_t last) {
+        ForEachRange(ctx, vars.var(0)->NumElements(), 30, [&](int64_t first, int64_t last) {
           if (nesterov) {
             AdamRange<true>(var + first, m + first, v + first, grad + first, lr_t, beta1, beta2, epsilon,
                             last - first);
@@ -243,7 +248,7 @@ class ApplyAdamOp : public OpKernel {
           }
         });
       } else {
-        ForEach(ctx, ctx->mutable_input(0)->NumElements(), 30, [&](int64_t i) {
+        ForEach(ctx, vars.var(0)->NumElements(), 30, [&](int64_t i) {
           const Acc g = static_cast<Acc>(grad[i]);
           const Acc mi = static_cast<Acc>(m[i]) + (g - static_cast<Acc>(m[i])) * (Acc(1) - beta1);
           const Acc vi = static_cast<Acc>(v[i]) + (g * g - static_cast<Acc>(v[i])) * (Acc(1) - beta2);
@@ -254,7 +259,7 @@ class ApplyAdamOp : public OpKernel {
         });
       }
     }
-    ctx->forward_ref_input_to_ref_output(0, 0);
+    if (!kResource) ctx->forward_ref_input_to_ref_output(0, 0);
   }
 
  private:
@@ -264,8 +269,8 @@ class ApplyAdamOp : public OpKernel {
 // Checks a sparse update: var at least 1-D, indices a vector, grad of shape
 // [len(indices)] + var.shape[1:], every index in [0, var.dim(0)).
 template <typename Index>
-absl::Status CheckSparse(OpKernelContext* ctx, int grad_input, int indices_input, int64_t* row) {
-  const TensorShape& var = ctx->mutable_input(0)->shape();
+absl::Status CheckSparse(OpKernelContext* ctx, const TensorShape& var, int grad_input, int indices_input,
+                         int64_t* row) {
   const Tensor& grad = ctx->input(grad_input);
   const Tensor& indices = ctx->input(indices_input);
   if (var.dims() < 1) return absl::InvalidArgumentError("the variable must be at least 1-D");
@@ -290,7 +295,7 @@ absl::Status CheckSparse(OpKernelContext* ctx, int grad_input, int indices_input
   return absl::OkStatus();
 }
 
-template <typename T, typename Index>
+template <typename T, typename Index, bool kResource>
 class SparseApplyMomentumOp : public OpKernel {
  public:
   explicit SparseApplyMomentumOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -299,12 +304,13 @@ class SparseApplyMomentumOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     using Acc = typename AccumulatorType<T>::type;
     {
-      RefInputLocks locks(ctx, 2);
-      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, 2, {}, {2, 5}));
+      TrainingVars vars(ctx, 2, kResource, DataTypeToEnum<T>::value);
+      OP_REQUIRES_OK(ctx, vars.status());
+      OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, vars, {}, {2, 5}));
       int64_t row;
-      OP_REQUIRES_OK(ctx, CheckSparse<Index>(ctx, 3, 4, &row));
-      T* var = Ref<T>(ctx, 0);
-      T* accum = Ref<T>(ctx, 1);
+      OP_REQUIRES_OK(ctx, CheckSparse<Index>(ctx, vars.var(0)->shape(), 3, 4, &row));
+      T* var = vars.data<T>(0);
+      T* accum = vars.data<T>(1);
       const T* grad = ctx->input(3).data<T>();
       const Index* idx = ctx->input(4).data<Index>();
       const Acc lr = Scalar<T>(ctx, 2), momentum = Scalar<T>(ctx, 5);
@@ -319,7 +325,7 @@ class SparseApplyMomentumOp : public OpKernel {
         }
       }
     }
-    ctx->forward_ref_input_to_ref_output(0, 0);
+    if (!kResource) ctx->forward_ref_input_to_ref_output(0, 0);
   }
 
  private:
@@ -338,7 +344,7 @@ class SparseApplyAdagradOp : public OpKernel {
       RefInputLocks locks(ctx, 2);
       OP_REQUIRES_OK(ctx, CheckTrainingInputs(ctx, 2, {}, {2}));
       int64_t row;
-      OP_REQUIRES_OK(ctx, CheckSparse<Index>(ctx, 3, 4, &row));
+      OP_REQUIRES_OK(ctx, CheckSparse<Index>(ctx, ctx->mutable_input(0)->shape(), 3, 4, &row));
       T* var = Ref<T>(ctx, 0);
       T* accum = Ref<T>(ctx, 1);
       const T* grad = ctx->input(3).data<T>();
@@ -411,7 +417,12 @@ class ScatterUpdateOp : public OpKernel {
 #define SLUICE_REGISTER_SPARSE_(T, Index)                                                                          \
   REGISTER_KERNEL_BUILDER(                                                                                         \
       Name("SparseApplyMomentum").Device(kDeviceCpu).TypeConstraint<T>("T").TypeConstraint<Index>("Tindices"),     \
-      SparseApplyMomentumOp<T, Index>);                                                                            \
+      SparseApplyMomentumOp<T, Index, false>);                                                                     \
+  REGISTER_KERNEL_BUILDER(Name("ResourceSparseApplyMomentum")                                                      \
+                              .Device(kDeviceCpu)                                                                  \
+                              .TypeConstraint<T>("T")                                                              \
+                              .TypeConstraint<Index>("Tindices"),                                                  \
+                          SparseApplyMomentumOp<T, Index, true>);                                                  \
   REGISTER_KERNEL_BUILDER(                                                                                         \
       Name("SparseApplyAdagrad").Device(kDeviceCpu).TypeConstraint<T>("T").TypeConstraint<Index>("Tindices"),      \
       SparseApplyAdagradOp<T, Index>)
@@ -424,11 +435,17 @@ class ScatterUpdateOp : public OpKernel {
       ScatterUpdateOp<T, Index, false>)
 #define SLUICE_REGISTER_TRAINING_(T)                                                                           \
   REGISTER_KERNEL_BUILDER(Name("ApplyGradientDescent").Device(kDeviceCpu).TypeConstraint<T>("T"),              \
-                          ApplyGradientDescentOp<T>);                                                          \
-  REGISTER_KERNEL_BUILDER(Name("ApplyMomentum").Device(kDeviceCpu).TypeConstraint<T>("T"), ApplyMomentumOp<T>); \
+                          ApplyGradientDescentOp<T, false>);                                                   \
+  REGISTER_KERNEL_BUILDER(Name("ApplyMomentum").Device(kDeviceCpu).TypeConstraint<T>("T"), ApplyMomentumOp<T, false>); \
   REGISTER_KERNEL_BUILDER(Name("ApplyAdagrad").Device(kDeviceCpu).TypeConstraint<T>("T"), ApplyAdagradOp<T>);   \
   REGISTER_KERNEL_BUILDER(Name("ApplyRMSProp").Device(kDeviceCpu).TypeConstraint<T>("T"), ApplyRMSPropOp<T>);   \
-  REGISTER_KERNEL_BUILDER(Name("ApplyAdam").Device(kDeviceCpu).TypeConstraint<T>("T"), ApplyAdamOp<T>);         \
+  REGISTER_KERNEL_BUILDER(Name("ApplyAdam").Device(kDeviceCpu).TypeConstraint<T>("T"), ApplyAdamOp<T, false>);  \
+  REGISTER_KERNEL_BUILDER(Name("ResourceApplyGradientDescent").Device(kDeviceCpu).TypeConstraint<T>("T"),      \
+                          ApplyGradientDescentOp<T, true>);                                                    \
+  REGISTER_KERNEL_BUILDER(Name("ResourceApplyMomentum").Device(kDeviceCpu).TypeConstraint<T>("T"),             \
+                          ApplyMomentumOp<T, true>);                                                           \
+  REGISTER_KERNEL_BUILDER(Name("ResourceApplyAdam").Device(kDeviceCpu).TypeConstraint<T>("T"),                 \
+                          ApplyAdamOp<T, true>);                                                               \
   SLUICE_REGISTER_SPARSE_(T, int32_t);                                                                         \
   SLUICE_REGISTER_SPARSE_(T, int64_t);                                                                         \
   SLUICE_REGISTER_SCATTER_(T, int32_t);                                                                        \

@@ -2,7 +2,9 @@
 // made with VariableV2 and initialized by Assign, three update steps with
 // fresh gradients fed each step, and after every step the op's output (the
 // forwarded ref) and every variable and slot compared with a float64
-// reference of the update rule. Also: concurrent updates lose nothing (the
+// reference of the update rule. Ops with a resource form (ResourceApply*)
+// run the same cases on resource variables (VarHandleOp, AssignVariableOp,
+// ReadVariableOp; no output to check). Also: concurrent updates lose nothing (the
 // kernels lock), and bad input (uninitialized variables, mismatched shapes,
 // out-of-range indices, non-scalar hyperparameters) fails with the node named.
 #include <atomic>
@@ -61,6 +63,7 @@ struct ApplyCase {
   std::map<std::string, AttrValue> attrs;
   // Applies one step to `state` in float64; `scalars` in input order.
   std::function<void(State*, const std::vector<double>& grad, const std::vector<double>& scalars)> reference;
+  bool has_resource_form = false;  // "Resource" + op exists with the same inputs
 };
 
 std::unique_ptr<Session> NewTestSession(const GraphDef& graph) {
@@ -83,8 +86,9 @@ void ExpectNear(const std::vector<double>& actual, const std::vector<double>& ex
 
 int g_container = 0;
 
-void RunApplyCase(const ApplyCase& c, DataType dtype) {
-  const std::string where = absl::StrCat(c.op, " ", DataTypeString(dtype));
+void RunApplyCase(const ApplyCase& c, DataType dtype, bool resource = false) {
+  const std::string op = resource ? "Resource" + c.op : c.op;
+  const std::string where = absl::StrCat(op, " ", DataTypeString(dtype));
   const std::string container = absl::StrCat("training_ops_test_", g_container++);
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<double> uniform(-1, 1);
@@ -97,10 +101,18 @@ void RunApplyCase(const ApplyCase& c, DataType dtype) {
     std::vector<double>& v = state[i];
     v.resize(c.shape.num_elements());
     for (double& x : v) x = Stored(dtype, i == 0 ? uniform(rng) : c.slot_init[i - 1]);
-    refs.push_back(b.Variable(absl::StrCat("v", i), dtype, c.shape, container));
-    inits.push_back(b.Assign(absl::StrCat("init", i), refs.back(),
-                             b.Const(absl::StrCat("init_value", i), Make(dtype, c.shape, v)), dtype));
-    reads.push_back(b.Identity(absl::StrCat("read", i), refs.back(), dtype));
+    const std::string init_value = b.Const(absl::StrCat("init_value", i), Make(dtype, c.shape, v));
+    if (resource) {
+      refs.push_back(b.Node(absl::StrCat("v", i), "VarHandleOp", {},
+                            {{"dtype", MakeAttr(dtype)}, {"shape", MakeAttr(c.shape)}, {"container", MakeAttr(container)}}));
+      inits.push_back(
+          b.Node(absl::StrCat("init", i), "AssignVariableOp", {refs.back(), init_value}, {{"dtype", MakeAttr(dtype)}}));
+      reads.push_back(b.Node(absl::StrCat("read", i), "ReadVariableOp", {refs.back()}, {{"dtype", MakeAttr(dtype)}}));
+    } else {
+      refs.push_back(b.Variable(absl::StrCat("v", i), dtype, c.shape, container));
+      inits.push_back(b.Assign(absl::StrCat("init", i), refs.back(), init_value, dtype));
+      reads.push_back(b.Identity(absl::StrCat("read", i), refs.back(), dtype));
+    }
   }
   std::vector<std::string> inputs = refs;
   std::vector<double> scalars;
@@ -123,7 +135,7 @@ void RunApplyCase(const ApplyCase& c, DataType dtype) {
   std::map<std::string, AttrValue> attrs = c.attrs;
   attrs["T"] = MakeAttr(dtype);
   if (!c.indices.empty()) attrs["Tindices"] = MakeAttr(c.index_type);
-  const std::string apply = b.Node("apply", c.op, inputs, attrs);
+  const std::string apply = b.Node("apply", op, inputs, attrs);
 
   auto session = NewTestSession(b.graph());
   std::vector<Tensor> out;
@@ -132,9 +144,21 @@ void RunApplyCase(const ApplyCase& c, DataType dtype) {
     std::vector<double> grad(grad_shape.num_elements());
     for (double& g : grad) g = Stored(dtype, uniform(rng));
     c.reference(&state, grad, scalars);
-    absl::Status s = session->Run({{"grad", Make(dtype, grad_shape, grad)}}, {apply}, {}, &out);
+    // A resource variable's value read before the step keeps its value
+    // (copy-on-write); a ref variable's reader aliases it, as in TensorFlow.
+    std::vector<Tensor> before;
+    absl::Status s = session->Run({}, {reads[0]}, {}, &before);
     ASSERT_TRUE(s.ok()) << where << ": " << s;
-    ExpectNear(Values(out[0]), state[0], dtype, absl::StrCat(where, " step ", step, " output"));
+    const std::vector<double> before_values = Values(before[0]);
+    if (resource) {
+      s = session->Run({{"grad", Make(dtype, grad_shape, grad)}}, {}, {apply}, &out);
+      ASSERT_TRUE(s.ok()) << where << ": " << s;
+    } else {
+      s = session->Run({{"grad", Make(dtype, grad_shape, grad)}}, {apply}, {}, &out);
+      ASSERT_TRUE(s.ok()) << where << ": " << s;
+      ExpectNear(Values(out[0]), state[0], dtype, absl::StrCat(where, " step ", step, " output"));
+    }
+    if (resource) EXPECT_EQ(Values(before[0]), before_values) << where << " step " << step;
     s = session->Run({}, reads, {}, &out);
     ASSERT_TRUE(s.ok()) << where << ": " << s;
     for (int i = 0; i < c.num_refs; ++i) {
@@ -145,8 +169,11 @@ void RunApplyCase(const ApplyCase& c, DataType dtype) {
 }
 
 void RunBothTypes(const ApplyCase& c) {
-  RunApplyCase(c, DT_FLOAT);
-  RunApplyCase(c, DT_DOUBLE);
+  for (bool resource : {false, true}) {
+    if (resource && !c.has_resource_form) continue;
+    RunApplyCase(c, DT_FLOAT, resource);
+    RunApplyCase(c, DT_DOUBLE, resource);
+  }
 }
 
 const TensorShape kShape({3, 4});
@@ -154,6 +181,7 @@ const TensorShape kShape({3, 4});
 TEST(TrainingOps, ApplyGradientDescent) {
   ApplyCase c;
   c.op = "ApplyGradientDescent";
+  c.has_resource_form = true;
   c.shape = kShape;
   c.inputs = {Scalar(0.1), Grad()};
   c.reference = [](State* s, const std::vector<double>& g, const std::vector<double>& k) {
@@ -186,6 +214,7 @@ TEST(TrainingOps, ApplyMomentumPlainAndNesterov) {
   for (bool nesterov : {false, true}) {
     ApplyCase c;
     c.op = "ApplyMomentum";
+    c.has_resource_form = true;
     c.num_refs = 2;
     c.shape = kShape;
     c.slot_init = {0.3};
@@ -252,6 +281,7 @@ TEST(TrainingOps, ApplyAdamPlainAndNesterov) {
   for (bool nesterov : {false, true}) {
     ApplyCase c;
     c.op = "ApplyAdam";
+    c.has_resource_form = true;
     c.num_refs = 3;
     c.shape = kShape;
     c.slot_init = {0.1, 0.2};
@@ -282,6 +312,7 @@ TEST(TrainingOps, SparseApplyMomentum) {
     for (bool nesterov : {false, true}) {
       ApplyCase c;
       c.op = "SparseApplyMomentum";
+      c.has_resource_form = true;
       c.num_refs = 2;
       c.shape = TensorShape({4, 3});
       c.grad_shape = TensorShape({3, 3});

@@ -43,6 +43,12 @@ inline std::optional<Tensor> ConstValue(Output o) {
   return std::move(t).value();
 }
 
+// The sparse gradient (IndexedSlices) of gathering rows g->input(1) of a
+// tensor whose shape is `params_shape` (a vector of the indices' type):
+// Gather's and GatherV2's on axis 0, and ResourceGather's, whose params are a
+// variable behind a handle. Defined in array_ops_indexing.cc.
+absl::Status GatherRowsGrad(GradientBuilder* g, Output params_shape);
+
 }  // namespace array_grad
 }  // namespace sluice
 

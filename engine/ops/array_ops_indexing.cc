@@ -28,10 +28,17 @@ Output SliceVector(GraphBuilder& b, const std::string& name, Output v, Output be
 
 // The sparse gradient of gathering rows `indices` of `params` (axis 0).
 absl::Status GatherAxis0Grad(GradientBuilder* g) {
+  return array_grad::GatherRowsGrad(g, ShapeOf(g->b(), g->input(0), g->input(1).dtype()));
+}
+
+}  // namespace
+
+namespace array_grad {
+
+absl::Status GatherRowsGrad(GradientBuilder* g, Output params_shape) {
   GraphBuilder& b = g->b();
   Output indices = g->input(1);
   const DataType t = indices.dtype();
-  Output params_shape = ShapeOf(b, g->input(0), t);
   Output size = b.Op("size", "Size", {indices}, {{"out_type", MakeAttr(t)}});
   Output size_vec = b.Op("size_vec", "Reshape", {size, IndexConst(b, "one", DT_INT32, {1})});
   Output one = IndexConst(b, "begin1", t, {1});
@@ -44,6 +51,10 @@ absl::Status GatherAxis0Grad(GradientBuilder* g) {
   g->SetInputGradSparse(0, slices);
   return absl::OkStatus();
 }
+
+}  // namespace array_grad
+
+namespace {
 
 // The dense gradient of GatherV2 along any axis (TensorFlow's _GatherV2Grad):
 // move the gathered axis to the front, segment-sum, move it back.

@@ -1,0 +1,211 @@
+// Resource variables (engine/ops/resource_variable_ops.cc) through a Session:
+// a handle flows from VarHandleOp to the readers and writers; assign, add,
+// subtract, read, gather, shape, is-initialized and destroy behave as
+// TensorFlow's; a value once read never changes; the gradients of
+// ReadVariableOp and ResourceGather reach the handle; and bad input (an
+// uninitialized or destroyed variable, a dtype or shape mismatch, an index out
+// of range) fails naming the node or the variable, never crashing. The
+// ResourceApply* optimizers are tested with the Apply* ones
+// (training_ops_test.cc).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/graph/gradients.h"
+#include "engine/graph/graph.h"
+#include "engine/graph/graph_builder.h"
+#include "engine/graph/graph_constructor.h"
+#include "engine/graph/graph_def_builder.h"
+#include "engine/runtime/session.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice {
+namespace {
+
+using ::testing::HasSubstr;
+
+int g_container = 0;
+
+class ResourceVariableTest : public ::testing::Test {
+ protected:
+  ResourceVariableTest() : container_(absl::StrCat("resource_variable_ops_test_", g_container++)) {}
+  ~ResourceVariableTest() override { Session::Reset({container_}); }
+
+  std::string Handle(const std::string& name, DataType dtype = DT_FLOAT) {
+    AttrValue unknown_shape;
+    unknown_shape.mutable_shape()->set_unknown_rank(true);
+    return b_.Node(name, "VarHandleOp", {},
+                   {{"dtype", MakeAttr(dtype)}, {"shape", unknown_shape}, {"container", MakeAttr(container_)}});
+  }
+  std::string Op(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
+                 DataType dtype = DT_FLOAT) {
+    return b_.Node(name, op, inputs, {{"dtype", MakeAttr(dtype)}});
+  }
+  void Start() {
+    auto session = NewSession(SessionOptions());
+    ASSERT_TRUE(session.ok()) << session.status();
+    session_ = std::move(session).value();
+    absl::Status s = session_->Create(b_.graph());
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  absl::Status Run(const std::vector<std::string>& fetches, const std::vector<std::string>& targets = {}) {
+    out_.clear();
+    return session_->Run({}, fetches, targets, &out_);
+  }
+  std::vector<float> Floats(int i) const {
+    return std::vector<float>(out_[i].data<float>(), out_[i].data<float>() + out_[i].NumElements());
+  }
+
+  std::string container_;
+  GraphDefBuilder b_;
+  std::unique_ptr<Session> session_;
+  std::vector<Tensor> out_;
+};
+
+TEST_F(ResourceVariableTest, AssignReadAddSubtract) {
+  Handle("v");
+  Op("assign", "AssignVariableOp", {"v", b_.Const("init", Tensor::FromVector<float>({1, 2, 3}))});
+  Op("add", "AssignAddVariableOp", {"v", b_.Const("ten", Tensor::FromVector<float>({10, 10, 10}))});
+  Op("sub", "AssignSubVariableOp", {"v", b_.Const("one", Tensor::FromVector<float>({1, 1, 1}))});
+  Op("read", "ReadVariableOp", {"v"});
+  b_.Node("initialized", "VarIsInitializedOp", {"v"});
+  b_.Node("shape", "VariableShape", {"v"});
+  Start();
+  ASSERT_TRUE(Run({"initialized"}).ok());
+  EXPECT_FALSE(out_[0].data<bool>()[0]);
+  ASSERT_TRUE(Run({}, {"assign"}).ok());
+  ASSERT_TRUE(Run({"initialized", "read", "shape"}).ok());
+  EXPECT_TRUE(out_[0].data<bool>()[0]);
+  EXPECT_EQ(Floats(1), (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(out_[2].dtype(), DT_INT32);
+  EXPECT_EQ(out_[2].data<int32_t>()[0], 3);
+  const Tensor before = out_[1];
+  ASSERT_TRUE(Run({}, {"add"}).ok());
+  ASSERT_TRUE(Run({}, {"sub"}).ok());
+  ASSERT_TRUE(Run({"read"}).ok());
+  EXPECT_EQ(Floats(0), (std::vector<float>{10, 11, 12}));
+  // The value read before the updates is unchanged (copy-on-write).
+  EXPECT_EQ(std::vector<float>(before.data<float>(), before.data<float>() + 3), (std::vector<float>{1, 2, 3}));
+}
+
+TEST_F(ResourceVariableTest, TwoHandlesOfOneSharedNameShareTheVariable) {
+  b_.Node("a", "VarHandleOp", {},
+          {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(TensorShape({}))}, {"shared_name", MakeAttr("w")},
+           {"container", MakeAttr(container_)}});
+  b_.Node("b", "VarHandleOp", {},
+          {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(TensorShape({}))}, {"shared_name", MakeAttr("w")},
+           {"container", MakeAttr(container_)}});
+  Op("assign", "AssignVariableOp", {"a", b_.Const("seven", Tensor::Scalar<float>(7))});
+  Op("read", "ReadVariableOp", {"b"});
+  Start();
+  ASSERT_TRUE(Run({}, {"assign"}).ok());
+  ASSERT_TRUE(Run({"read"}).ok());
+  EXPECT_EQ(Floats(0), (std::vector<float>{7}));
+}
+
+TEST_F(ResourceVariableTest, GatherRows) {
+  Handle("v");
+  Tensor init = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({3, 2}));
+  Op("assign", "AssignVariableOp", {"v", b_.Const("init", init)});
+  b_.Node("gather", "ResourceGather", {"v", b_.Const("idx", Tensor::FromVector<int64_t>({2, 0}))},
+          {{"dtype", MakeAttr(DT_FLOAT)}, {"Tindices", MakeAttr(DT_INT64)}});
+  b_.Node("bad", "ResourceGather", {"v", b_.Const("bad_idx", Tensor::FromVector<int32_t>({3}))},
+          {{"dtype", MakeAttr(DT_FLOAT)}, {"Tindices", MakeAttr(DT_INT32)}});
+  Start();
+  ASSERT_TRUE(Run({}, {"assign"}).ok());
+  ASSERT_TRUE(Run({"gather"}).ok());
+  EXPECT_EQ(out_[0].shape(), TensorShape({2, 2}));
+  EXPECT_EQ(Floats(0), (std::vector<float>{5, 6, 1, 2}));
+  absl::Status s = Run({"bad"});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("bad"));
+}
+
+TEST_F(ResourceVariableTest, ReadingAnUninitializedOrDestroyedVariableNamesIt) {
+  Handle("weights");
+  Op("read", "ReadVariableOp", {"weights"});
+  Op("assign", "AssignVariableOp", {"weights", b_.Const("one", Tensor::Scalar<float>(1))});
+  b_.Node("destroy", "DestroyResourceOp", {"weights"});
+  b_.Node("destroy_strict", "DestroyResourceOp", {"weights"}, {{"ignore_lookup_error", MakeAttr(false)}});
+  Start();
+  absl::Status s = Run({"read"});
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("weights"));
+  ASSERT_TRUE(Run({}, {"assign"}).ok());
+  ASSERT_TRUE(Run({"read"}).ok());
+  ASSERT_TRUE(Run({}, {"destroy"}).ok());
+  s = Run({"read"});
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  ASSERT_TRUE(Run({}, {"destroy"}).ok());  // ignore_lookup_error
+  EXPECT_EQ(Run({}, {"destroy_strict"}).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ResourceVariableTest, DtypeAndShapeMismatchesNameTheNode) {
+  Handle("v");
+  Op("assign", "AssignVariableOp", {"v", b_.Const("init", Tensor::FromVector<float>({1, 2}))});
+  Op("read_as_double", "ReadVariableOp", {"v"}, DT_DOUBLE);
+  Op("add_wrong_shape", "AssignAddVariableOp", {"v", b_.Const("three", Tensor::FromVector<float>({1, 2, 3}))});
+  b_.Node("assign_validated", "AssignVariableOp", {"v", b_.Const("other", Tensor::FromVector<float>({1, 2, 3}))},
+          {{"dtype", MakeAttr(DT_FLOAT)}, {"validate_shape", MakeAttr(true)}});
+  b_.Node("apply_wrong_type", "ResourceApplyGradientDescent",
+          {"v", b_.Const("lr", Tensor::Scalar<double>(0.1)), b_.Const("g", Tensor::FromVector<double>({1, 1}))},
+          {{"T", MakeAttr(DT_DOUBLE)}});
+  Start();
+  ASSERT_TRUE(Run({}, {"assign"}).ok());
+  for (const char* node : {"read_as_double", "add_wrong_shape", "assign_validated", "apply_wrong_type"}) {
+    absl::Status s = Run({}, {node});
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << node << ": " << s;
+    EXPECT_THAT(s.message(), HasSubstr(node));
+  }
+}
+
+TEST_F(ResourceVariableTest, ApplyOnAnUninitializedVariableIsAFailedPrecondition) {
+  Handle("v");
+  b_.Node("apply", "ResourceApplyGradientDescent",
+          {"v", b_.Const("lr", Tensor::Scalar<float>(0.1f)), b_.Const("g", Tensor::FromVector<float>({1}))},
+          {{"T", MakeAttr(DT_FLOAT)}});
+  Start();
+  absl::Status s = Run({}, {"apply"});
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("v"));
+}
+
+// d(sum(read * c))/d(handle) = c, through ReadVariableOp's pass-through
+// gradient; d(sum(gather(v, [2, 0, 2])))/d(handle) counts each row's uses.
+TEST_F(ResourceVariableTest, GradientsReachTheHandle) {
+  Handle("v");
+  Op("assign", "AssignVariableOp",
+     {"v", b_.Const("init", Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({3, 2})))});
+  Op("read", "ReadVariableOp", {"v"});
+  b_.Node("gather", "ResourceGather", {"v", b_.Const("idx", Tensor::FromVector<int32_t>({2, 0, 2}))},
+          {{"dtype", MakeAttr(DT_FLOAT)}, {"Tindices", MakeAttr(DT_INT32)}});
+  auto graph = GraphFromGraphDef(b_.graph());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  Graph* g = graph->get();
+  Output handle{g->FindNode("v"), 0};
+  std::vector<Gradient> read_grads, gather_grads;
+  ASSERT_TRUE(AddSymbolicGradients(g, {Output{g->FindNode("read"), 0}}, {handle}, {}, &read_grads, "gr").ok());
+  ASSERT_TRUE(AddSymbolicGradients(g, {Output{g->FindNode("gather"), 0}}, {handle}, {}, &gather_grads, "gg").ok());
+  ASSERT_TRUE(gather_grads[0].is_sparse);
+  GraphBuilder builder(g, "dense");
+  const std::string read_grad = DenseGradient(&builder, read_grads[0]).name();
+  const std::string gather_grad = DenseGradient(&builder, gather_grads[0]).name();
+  ASSERT_TRUE(builder.ok()) << builder.status();
+  GraphDef def;
+  g->ToGraphDef(&def);
+  auto session = NewSession(SessionOptions());
+  ASSERT_TRUE(session.ok());
+  session_ = std::move(session).value();
+  ASSERT_TRUE(session_->Create(def).ok());
+  ASSERT_TRUE(Run({}, {"assign"}).ok());
+  absl::Status s = Run({read_grad, gather_grad});
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(Floats(0), (std::vector<float>{1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(out_[1].shape(), TensorShape({3, 2}));
+  EXPECT_EQ(Floats(1), (std::vector<float>{1, 1, 0, 0, 2, 2}));
+}
+
+}  // namespace
+}  // namespace sluice

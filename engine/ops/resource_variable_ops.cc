@@ -1,0 +1,186 @@
+// Resource variables (TensorFlow's tensorflow/core/ops/resource_variable_ops.cc
+// and the ResourceApply* half of training_ops.cc, same signatures): a
+// VarHandleOp outputs a DT_RESOURCE handle naming a variable in its device's
+// ResourceMgr; ReadVariableOp, Assign*VariableOp, ResourceGather and the
+// ResourceApply* optimizers take that handle and read or mutate the variable
+// behind it. They live beside the reference variables (VariableV2,
+// state_ops.cc) but are distinct resources: a VariableV2 and a VarHandleOp of
+// one name clash instead of sharing. Handles carry no shape here, so the
+// shapes of values read from a handle are unknown until run time.
+// Gradients (TensorFlow's): ReadVariableOp passes its gradient through to the
+// handle (_ReadGrad); ResourceGather's is sparse (IndexedSlices) with the
+// variable's shape from VariableShape; state updates are not differentiable.
+// The update rules of the ResourceApply* ops are the Apply* ops' (see
+// training_ops.cc), with the variables behind handles and no output.
+// Thread safety: registrations run at static initialization.
+#include "absl/strings/str_cat.h"
+#include "engine/framework/op_def.h"
+#include "engine/framework/shape_inference.h"
+#include "engine/graph/gradients.h"
+#include "engine/ops/array_grad_util.h"
+
+namespace sluice {
+namespace {
+
+// Ops without outputs: nothing to infer.
+absl::Status NoOutputs(InferenceContext*) { return absl::OkStatus(); }
+
+}  // namespace
+
+REGISTER_OP("VarHandleOp")
+    .Output("resource: resource")
+    .Attr("container: string = ''")
+    .Attr("shared_name: string = ''")
+    .Attr("debug_name: string = ''")
+    .Attr("dtype: type")
+    .Attr("shape: shape")
+    .Attr("allowed_devices: list(string) = []")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(shape_fns::Scalar);
+
+REGISTER_OP("ReadVariableOp")
+    .Input("resource: resource")
+    .Output("value: dtype")
+    .Attr("dtype: type")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::Unknown)
+    .SetGradient([](GradientBuilder* g) {
+      g->SetInputGrad(0, g->grad(0));
+      return absl::OkStatus();
+    });
+
+REGISTER_OP("AssignVariableOp")
+    .Input("resource: resource")
+    .Input("value: dtype")
+    .Attr("dtype: type")
+    .Attr("validate_shape: bool = false")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+REGISTER_OP("AssignAddVariableOp")
+    .Input("resource: resource")
+    .Input("value: dtype")
+    .Attr("dtype: type")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+REGISTER_OP("AssignSubVariableOp")
+    .Input("resource: resource")
+    .Input("value: dtype")
+    .Attr("dtype: type")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+REGISTER_OP("VarIsInitializedOp")
+    .Input("resource: resource")
+    .Output("is_initialized: bool")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(shape_fns::Scalar);
+
+REGISTER_OP("DestroyResourceOp")
+    .Input("resource: resource")
+    .Attr("ignore_lookup_error: bool = true")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+REGISTER_OP("VariableShape")
+    .Input("input: resource")
+    .Output("output: out_type")
+    .Attr("out_type: {int32, int64} = DT_INT32")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn([](InferenceContext* c) {
+      c->set_output(0, PartialShape::FromDims({-1}));
+      return absl::OkStatus();
+    });
+
+REGISTER_OP("ResourceGather")
+    .Input("resource: resource")
+    .Input("indices: Tindices")
+    .Output("output: dtype")
+    .Attr("batch_dims: int = 0")
+    .Attr("validate_indices: bool = true")
+    .Attr("dtype: type")
+    .Attr("Tindices: {int32, int64}")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::Unknown)
+    .SetGradient([](GradientBuilder* g) {
+      int64_t batch_dims = 0;
+      absl::Status s = g->GetAttr("batch_dims", &batch_dims);
+      if (!s.ok()) return s;
+      if (batch_dims != 0) {
+        return absl::UnimplementedError(absl::StrCat("the gradient of ResourceGather '", g->node().name(),
+                                                     "' with batch_dims ", batch_dims, " (only 0)"));
+      }
+      Output shape = g->b().Op("shape", "VariableShape", {g->input(0)},
+                               {{"out_type", MakeAttr(g->input(1).dtype())}});
+      return array_grad::GatherRowsGrad(g, shape);
+    });
+
+#define SLUICE_RESOURCE_TRAINING_TYPES "T: {bfloat16, half, float, double}"
+
+REGISTER_OP("ResourceApplyGradientDescent")
+    .Input("var: resource")
+    .Input("alpha: T")
+    .Input("delta: T")
+    .Attr(SLUICE_RESOURCE_TRAINING_TYPES)
+    .Attr("use_locking: bool = false")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+REGISTER_OP("ResourceApplyMomentum")
+    .Input("var: resource")
+    .Input("accum: resource")
+    .Input("lr: T")
+    .Input("grad: T")
+    .Input("momentum: T")
+    .Attr(SLUICE_RESOURCE_TRAINING_TYPES)
+    .Attr("use_locking: bool = false")
+    .Attr("use_nesterov: bool = false")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+REGISTER_OP("ResourceApplyAdam")
+    .Input("var: resource")
+    .Input("m: resource")
+    .Input("v: resource")
+    .Input("beta1_power: T")
+    .Input("beta2_power: T")
+    .Input("lr: T")
+    .Input("beta1: T")
+    .Input("beta2: T")
+    .Input("epsilon: T")
+    .Input("grad: T")
+    .Attr(SLUICE_RESOURCE_TRAINING_TYPES)
+    .Attr("use_locking: bool = false")
+    .Attr("use_nesterov: bool = false")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+REGISTER_OP("ResourceSparseApplyMomentum")
+    .Input("var: resource")
+    .Input("accum: resource")
+    .Input("lr: T")
+    .Input("grad: T")
+    .Input("indices: Tindices")
+    .Input("momentum: T")
+    .Attr(SLUICE_RESOURCE_TRAINING_TYPES)
+    .Attr("Tindices: {int32, int64}")
+    .Attr("use_locking: bool = false")
+    .Attr("use_nesterov: bool = false")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+#undef SLUICE_RESOURCE_TRAINING_TYPES
+
+}  // namespace sluice

@@ -23,9 +23,9 @@
 namespace sluice {
 namespace {
 
-enum class LinkKind { kRef, kClass, kSharedName, kFrame };
+enum class LinkKind { kRef, kResource, kClass, kSharedName, kFrame };
 
-// A colocation link between two nodes (ids). kRef: a is the edge's source;
+// A colocation link between two nodes (ids). kRef, kResource: a is the edge's source;
 // kClass: a has the _class entry naming b.
 struct Link {
   int a;
@@ -447,6 +447,11 @@ class Placer {
         if (e->IsControlEdge()) continue;
         if (IsRefType(node->input_type(e->dst_input))) {
           Union(e->src->id(), id, LinkKind::kRef);
+        } else if (node->input_type(e->dst_input) == DT_RESOURCE) {
+          // Resource edges, likewise (TensorFlow colocates a resource's
+          // consumers with its handle): ReadVariableOp, AssignVariableOp,
+          // ResourceApply* run where the VarHandleOp's ResourceMgr is.
+          Union(e->src->id(), id, LinkKind::kResource);
         }
       }
       // _class.
@@ -522,6 +527,8 @@ class Placer {
     switch (link.kind) {
       case LinkKind::kRef:
         return "(ref edge)";
+      case LinkKind::kResource:
+        return "(resource edge)";
       case LinkKind::kClass:
         return "(_class)";
       case LinkKind::kSharedName:
@@ -537,6 +544,8 @@ class Placer {
     switch (link.kind) {
       case LinkKind::kRef:
         return absl::StrCat("'", a->name(), "' -> '", b->name(), "' is a ref edge");
+      case LinkKind::kResource:
+        return absl::StrCat("'", a->name(), "' -> '", b->name(), "' is a resource edge");
       case LinkKind::kClass:
         return absl::StrCat("'", a->name(), "' has _class 'loc:@", b->name(), "'");
       case LinkKind::kSharedName:

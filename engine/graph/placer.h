@@ -13,6 +13,9 @@
 // intersection of its members' sets:
 //   - a data edge whose destination input or source output is a ref type
 //     (VariableV2 -> Assign / ApplyGradientDescent / Identity of the ref);
+//   - a data edge into a DT_RESOURCE input (VarHandleOp -> ReadVariableOp /
+//     AssignVariableOp / ResourceApply*: a handle is used where its resource
+//     lives, as in TensorFlow);
 //   - `_class` entries "loc:@<node>" (list(string), TensorFlow's form, or a
 //     single string; entries without the "loc:@" prefix are ignored);
 //   - stateful ops with a `shared_name` attr that name the same resource:
@@ -32,7 +35,7 @@
 // kernel for it and is not a CPU where a GPU is feasible, else the preferred
 // device as above. So unconstrained chains
 // follow their producers, and a layer pinned to CPU:1 drags along the nodes it
-// is colocated with (ref edges, _class, shared_name) but nothing else.
+// is colocated with (ref and resource edges, _class, shared_name) but nothing else.
 //
 // With a cost model (PlacementOptions::cost_model; whitepaper §3.2.1) the
 // choice comes from a simulated execution instead: nodes are visited in

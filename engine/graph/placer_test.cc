@@ -272,6 +272,33 @@ TEST_F(PlacerTest, AReaderOfAVariableMayRunOnAnotherDevice) {
   for (const char* n : {"v", "init", "apply"}) EXPECT_EQ(DeviceOf(n), kCpu1) << n;
 }
 
+// h = VarHandleOp; init = AssignVariableOp(h, init_value); read =
+// ReadVariableOp(h); apply = ResourceApplyGradientDescent(h, lr, grad).
+void ResourceVariableAndUsers(GraphDefBuilder& b) {
+  b.Node("h", "VarHandleOp", {}, {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(TensorShape({}))}});
+  b.Const("init_value", Tensor::Scalar<float>(1));
+  b.Node("init", "AssignVariableOp", {"h", "init_value"}, {{"dtype", MakeAttr(DT_FLOAT)}});
+  b.Node("read", "ReadVariableOp", {"h"}, {{"dtype", MakeAttr(DT_FLOAT)}});
+  b.Const("lr", Tensor::Scalar<float>(0.1f));
+  b.Const("grad", Tensor::Scalar<float>(2));
+  b.Node("apply", "ResourceApplyGradientDescent", {"h", "lr", "grad"}, {{"T", MakeAttr(DT_FLOAT)}});
+}
+
+TEST_F(PlacerTest, ResourceEdgesKeepAHandleWithItsReadersAndWriters) {
+  ResourceVariableAndUsers(b_);
+  SetDevice("h", "/device:CPU:1");
+  ASSERT_TRUE(Run().ok());
+  for (const char* n : {"h", "init", "read", "apply"}) EXPECT_EQ(DeviceOf(n), kCpu1) << n;
+  for (const char* n : {"init_value", "lr", "grad"}) EXPECT_EQ(DeviceOf(n), kCpu0) << n;
+}
+
+TEST_F(PlacerTest, ARequestOnAResourceConsumerMovesTheHandle) {
+  ResourceVariableAndUsers(b_);
+  SetDevice("read", "/device:CPU:1");
+  ASSERT_TRUE(Run().ok());
+  for (const char* n : {"h", "init", "read", "apply"}) EXPECT_EQ(DeviceOf(n), kCpu1) << n;
+}
+
 TEST_F(PlacerTest, ClassColocatesWithTheNamedNode) {
   b_.Const("anchor", Tensor::Scalar<float>(1));
   SetDevice("anchor", "/device:CPU:1");
@@ -470,6 +497,15 @@ TEST_F(PlacerErrorTest, RefEdgeConflictNamesBothDevices) {
   EXPECT_EQ(conflict_.other_node, "v");
   EXPECT_EQ(conflict_.other_constraint, "device '/device:CPU:0'");
   EXPECT_EQ(conflict_.colocation, "colocation with 'v' (ref edge)");
+}
+
+TEST_F(PlacerErrorTest, ResourceEdgeConflictNamesBothDevices) {
+  ResourceVariableAndUsers(b_);
+  SetDevice("h", "/device:CPU:0");
+  SetDevice("apply", "/device:CPU:1");
+  absl::Status s = RunExpectingError(/*soft=*/true);
+  EXPECT_THAT(s.message(), HasSubstr("'h' -> 'apply' is a resource edge"));
+  EXPECT_EQ(conflict_.colocation, "colocation with 'h' (resource edge)");
 }
 
 TEST_F(PlacerErrorTest, RefConflictThroughAChainNamesEveryLink) {

@@ -5,6 +5,7 @@
 //   run_graphdef --graph=G.pb [--feed=NAME=FILE]... [--fetch=NAME=FILE]...
 //                [--grad_y=NAME --grad_x=NAME... [--grad_dy=NAME]]
 //                [--iters=N] [--warmup=W] [--max_seconds=S]
+//                [--init=NODE] [--train=NODE --steps=N]
 //
 // Files are serialized TensorProtos (TensorFlow's field numbers, so
 // tf.make_tensor_proto(...).SerializeToString() writes a feed and
@@ -16,6 +17,10 @@
 // N times timed (or fewer, at least 3, once the timed runs took --max_seconds),
 // and one line is printed on stdout:
 //   timing: iters=N mean_us=... min_us=... median_us=...
+// --init runs NODE once as a target before anything else (no feeds: an
+// initializer); --train runs NODE as a target N times with the feeds before
+// the fetches are run, so a training graph's variables can be fetched after
+// N steps.
 // Every failure (unreadable file, malformed proto, graph rejected, kernel
 // error) prints the status on stderr and exits 1; nothing crashes.
 #include <algorithm>
@@ -56,6 +61,9 @@ struct Args {
   int iters = 0;
   int warmup = 2;
   double max_seconds = 0;  // 0: no limit
+  std::string init;        // run once first, as a target
+  std::string train;       // run `steps` times, as a target, before the fetches
+  int steps = 0;
 };
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -107,12 +115,16 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
       args.grad_xs.push_back(value);
     } else if (flag == "grad_dy") {
       args.grad_dy = value;
-    } else if (flag == "iters" || flag == "warmup") {
+    } else if (flag == "iters" || flag == "warmup" || flag == "steps") {
       int n = 0;
       if (!absl::SimpleAtoi(value, &n) || n < 0) {
         return absl::InvalidArgumentError(absl::StrCat("--", flag, " needs a count >= 0, got '", value, "'"));
       }
-      (flag == "iters" ? args.iters : args.warmup) = n;
+      (flag == "iters" ? args.iters : flag == "warmup" ? args.warmup : args.steps) = n;
+    } else if (flag == "init") {
+      args.init = value;
+    } else if (flag == "train") {
+      args.train = value;
     } else if (flag == "max_seconds") {
       if (!absl::SimpleAtod(value, &args.max_seconds) || !(args.max_seconds >= 0)) {
         return absl::InvalidArgumentError(absl::StrCat("--max_seconds needs seconds >= 0, got '", value, "'"));
@@ -123,6 +135,9 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
   }
   if (args.graph.empty()) return absl::InvalidArgumentError("--graph is required");
   if (args.fetches.empty()) return absl::InvalidArgumentError("at least one --fetch is required");
+  if (args.train.empty() != (args.steps == 0)) {
+    return absl::InvalidArgumentError("--train and --steps (> 0) go together");
+  }
   if (args.grad_y.empty() != args.grad_xs.empty()) {
     return absl::InvalidArgumentError("--grad_y and --grad_x go together");
   }
@@ -225,6 +240,14 @@ absl::Status Main(int argc, char** argv) {
   if (!s.ok()) return s;
 
   std::vector<Tensor> outputs;
+  if (!args.init.empty()) {
+    s = session->Run({}, {}, {args.init}, &outputs);
+    if (!s.ok()) return s;
+  }
+  for (int i = 0; i < args.steps; ++i) {
+    s = session->Run(feeds, {}, {args.train}, &outputs);
+    if (!s.ok()) return s;
+  }
   s = session->Run(feeds, fetches, {}, &outputs);
   if (!s.ok()) return s;
   for (size_t i = 0; i < fetches.size(); ++i) {

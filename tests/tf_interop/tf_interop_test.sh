@@ -2,8 +2,10 @@
 # TensorFlow GraphDefs run unchanged in Sluice: MLP and CNN inference graphs and
 # their gradient graphs, exported from TensorFlow with variables frozen to
 # constants, give TensorFlow's outputs within 1e-5 relative (tf_models.py does
-# the export and the checks); a malformed GraphDef or feed is an error, not a
-# crash. Needs a python with tensorflow in SLUICE_PEERS_PYTHON (tools/test.sh
+# the export and the checks); training graphs on resource variables
+# (VarHandleOp, ResourceApply*), run from TensorFlow's initializer for 20 train
+# steps, end with TensorFlow's variables within 1e-4; a malformed GraphDef or
+# feed is an error, not a crash. Needs a python with tensorflow in SLUICE_PEERS_PYTHON (tools/test.sh
 # sets it from tools/peers.sh); prints SKIP and passes when it is unset.
 set -u
 BIN="$TEST_SRCDIR/sluice/tests/tf_interop/run_graphdef"
@@ -28,6 +30,8 @@ msg=$("$BIN" --graph="$W/empty.pb" --feed=x="$W/garbage.pb" --fetch=x 2>&1); rc=
 [ $rc -eq 1 ] || fail "garbage feed should exit 1, got $rc: $msg"
 msg=$("$BIN" --graph="$W/empty.pb" --fetch=x --iters=-3 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "negative --iters should exit 1, got $rc: $msg"
+msg=$("$BIN" --graph="$W/empty.pb" --fetch=x --train=t 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "--train without --steps should exit 1, got $rc: $msg"
 echo "ok   malformed GraphDefs, feeds and flags are errors, not crashes"
 
 if [ -z "${SLUICE_PEERS_PYTHON:-}" ]; then

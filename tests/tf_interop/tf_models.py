@@ -10,6 +10,13 @@ mean softmax cross-entropy w.r.t. the input and every weight). Gradients are
 checked twice: TensorFlow's gradient graph run by Sluice, and Sluice's own
 symbolic gradients (run_graphdef --grad_y/--grad_x) of the frozen forward graph.
 
+Training parity with resource variables (use_resource=True, not frozen): small
+training graphs (logistic regression with GradientDescent and with Adam; an
+embedding lookup plus a dense layer with Momentum, whose embedding update is
+sparse) exported with their initializer and train op; Sluice runs the
+initializer, then TRAIN_STEPS train steps on fixed fed inputs, and every
+variable must match TensorFlow's after the same steps within TRAIN_RTOL.
+
 Usage: python tf_models.py --run_graphdef=PATH [--workdir=DIR]
 Exit status 0 iff every comparison is within tolerance. Also imported by
 tests/bench/ops_vs_peers for its TensorProto and run_graphdef helpers.
@@ -50,7 +57,8 @@ def read_tensor(path):
 
 
 def run_sluice(run_graphdef, workdir, tag, graph_def, feeds, fetches, grad_y=None, grad_xs=(), grad_dy=None,
-               iters=0, warmup=2, max_seconds=0, write_outputs=True, env=None, prefix=()):
+               iters=0, warmup=2, max_seconds=0, write_outputs=True, env=None, prefix=(), init=None, train=None,
+               steps=0):
     """Runs `graph_def` in Sluice; returns (outputs list, timing dict or None).
 
     feeds: {tensor name: ndarray}; fetches: tensor names (or "@grad:i").
@@ -77,6 +85,10 @@ def run_sluice(run_graphdef, workdir, tag, graph_def, feeds, fetches, grad_y=Non
         cmd += ["--grad_x=" + x for x in grad_xs]
         if grad_dy:
             cmd.append("--grad_dy=" + grad_dy)
+    if init:
+        cmd.append("--init=" + init)
+    if train:
+        cmd += ["--train=" + train, "--steps=%d" % steps]
     if iters:
         cmd += ["--iters=%d" % iters, "--warmup=%d" % warmup]
         if max_seconds:
@@ -251,6 +263,73 @@ def check_batch_norm(run_graphdef, workdir):
     return results
 
 
+# ---------------------------------------------------------------- training parity
+
+TRAIN_STEPS = 20
+TRAIN_RTOL = 1e-4
+
+
+def build_logreg(rng, optimizer):
+    """Logistic regression 20 -> 5 on resource variables; returns (feeds, train_op)."""
+    x = tf1.placeholder(tf.float32, [16, 20], name="x")
+    labels = tf1.placeholder(tf.float32, [16, 5], name="labels")
+    w = tf1.get_variable("w", initializer=(0.1 * rng.standard_normal((20, 5))).astype(np.float32),
+                         use_resource=True)
+    b = tf1.get_variable("b", initializer=np.zeros(5, np.float32), use_resource=True)
+    logits = tf.matmul(x, w) + b
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits), name="loss")
+    train = optimizer.minimize(loss, name="train")
+    feeds = {x: rng.standard_normal((16, 20)).astype(np.float32),
+             labels: np.eye(5, dtype=np.float32)[rng.integers(0, 5, size=16)]}
+    return feeds, train
+
+
+def build_embedding(rng, optimizer):
+    """Embedding 50 x 8 (gathered, so its gradient is sparse) + dense 8 -> 3."""
+    ids = tf1.placeholder(tf.int32, [12], name="ids")
+    labels = tf1.placeholder(tf.float32, [12, 3], name="labels")
+    emb = tf1.get_variable("emb", initializer=rng.standard_normal((50, 8)).astype(np.float32), use_resource=True)
+    w = tf1.get_variable("w", initializer=(0.3 * rng.standard_normal((8, 3))).astype(np.float32), use_resource=True)
+    h = tf.nn.embedding_lookup(emb, ids)
+    logits = tf.matmul(h, w)
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits), name="loss")
+    train = optimizer.minimize(loss, name="train")
+    feeds = {ids: rng.integers(0, 50, size=12).astype(np.int32),  # repeats: duplicate rows
+             labels: np.eye(3, dtype=np.float32)[rng.integers(0, 3, size=12)]}
+    return feeds, train
+
+
+def check_training(name, builder, make_optimizer, run_graphdef, workdir):
+    """Trains `builder`'s model TRAIN_STEPS steps in TensorFlow and in Sluice;
+    returns [(check name, rel error)] per variable (and slot)."""
+    rng = np.random.default_rng(77)
+    graph = tf.Graph()
+    with graph.as_default():
+        feeds, train = builder(rng, make_optimizer())
+        init = tf1.global_variables_initializer()
+        variables = tf1.global_variables()  # model variables and optimizer slots
+        reads = [tf.identity(v.read_value(), name="final_%d" % i) for i, v in enumerate(variables)]
+        ops = sorted({n.op for n in graph.as_graph_def().node})
+        with tf1.Session(graph=graph) as sess:
+            sess.run(init)
+            for _ in range(TRAIN_STEPS):
+                sess.run(train, feeds)
+            want = sess.run(reads)
+        got, _ = run_sluice(run_graphdef, workdir, name, graph.as_graph_def(),
+                            {t.name: v for t, v in feeds.items()}, [r.name for r in reads],
+                            init=init.name, train=train.name, steps=TRAIN_STEPS)
+    print("     %s uses %s" % (name, " ".join(ops)))
+    return [("%s after %d steps: %s" % (name, TRAIN_STEPS, v.op.name), rel_error(g, w_))
+            for v, g, w_ in zip(variables, got, want)]
+
+
+TRAINING_CASES = [
+    ("logreg_sgd", build_logreg, lambda: tf1.train.GradientDescentOptimizer(0.5)),
+    ("logreg_adam", build_logreg, lambda: tf1.train.AdamOptimizer(0.05)),
+    ("embedding_momentum", build_embedding, lambda: tf1.train.MomentumOptimizer(0.2, 0.9)),
+]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run_graphdef", required=True)
@@ -276,6 +355,19 @@ def main():
         ok = err <= RTOL
         failed += 0 if ok else 1
         print("%s %-50s rel_err=%.2e" % ("ok  " if ok else "FAIL", check, err))
+    for name, builder, make_optimizer in TRAINING_CASES:
+        try:
+            results = check_training(name, builder, make_optimizer, args.run_graphdef, workdir)
+        except Exception as e:
+            print("FAIL %s: %s" % (name, e))
+            failed += 1
+            continue
+        worst = max(err for _, err in results)
+        for check, err in results:
+            ok = err <= TRAIN_RTOL
+            failed += 0 if ok else 1
+            print("%s %-50s rel_err=%.2e" % ("ok  " if ok else "FAIL", check, err))
+        print("     %s worst rel_err=%.2e" % (name, worst))
     print("%d failed" % failed)
     return 1 if failed else 0
 

@@ -75,6 +75,21 @@ TEST(ResourceMgr, LookupOrCreateCreatesOnce) {
   EXPECT_EQ(looked_up->get(), first->get());
 }
 
+TEST(ResourceMgr, DeleteRemovesOneResourceItsUsersKeepAlive) {
+  ResourceMgr rm;
+  std::atomic<int> calls{0};
+  auto held = rm.LookupOrCreate<Counter>("c", "v", MakeCounter("first", &calls));
+  ASSERT_TRUE(held.ok()) << held.status();
+  ASSERT_TRUE(rm.LookupOrCreate<Counter>("c", "w", MakeCounter("other", &calls)).ok());
+  EXPECT_EQ(rm.Delete<VariableResource>("c", "v").code(), absl::StatusCode::kNotFound);  // another type
+  ASSERT_TRUE(rm.Delete<Counter>("c", "v").ok());
+  EXPECT_EQ(rm.Lookup<Counter>("c", "v").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ((*held)->label(), "first");  // still alive for its holder
+  EXPECT_EQ(rm.NumResources(), 1);
+  EXPECT_EQ(rm.Delete<Counter>("c", "v").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(rm.Delete<Counter>("nowhere", "v").code(), absl::StatusCode::kNotFound);
+}
+
 TEST(ResourceMgr, ConcurrentLookupOrCreateCallsTheCreatorOnce) {
   constexpr int kThreads = 8;
   for (int round = 0; round < 20; ++round) {

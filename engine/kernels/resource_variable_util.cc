@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/framework/device.h"
 
 namespace sluice {
 
@@ -19,6 +20,12 @@ absl::StatusOr<ResourceHandle> HandleFromInput(OpKernelContext* ctx, int i) {
                                                    t.shape().DebugString()));
   }
   const ResourceHandle& h = t.data<ResourceHandle>()[0];
+  if (!h.device.empty() && h.device != ctx->device()->name()) {
+    // Its resource lives in another device's ResourceMgr (the placer keeps
+    // consumers beside their VarHandleOp; a hand-placed graph may not).
+    return absl::InvalidArgumentError(absl::StrCat("input ", i, " is a handle to ", h.DebugString(),
+                                                   ", used on device ", ctx->device()->name()));
+  }
   if (h.type_name != ResourceVariable::kTypeName) {
     return absl::InvalidArgumentError(absl::StrCat("input ", i, " is a handle to ", h.DebugString(),
                                                    ", not to a resource variable"));

@@ -30,7 +30,7 @@ class ResourceVariable : public VariableResource {
 };
 
 // The handle input `i` holds. InvalidArgument unless it is a scalar
-// DT_RESOURCE tensor naming a ResourceVariable.
+// DT_RESOURCE tensor naming a ResourceVariable on this kernel's device.
 absl::StatusOr<ResourceHandle> HandleFromInput(OpKernelContext* ctx, int i);
 
 // The variable behind input `i`'s handle. FailedPrecondition naming the

@@ -111,6 +111,39 @@ TEST(MultiDeviceSession, SplitGraphGivesTheOneDeviceResultsWithFeedsAndFetchesOn
   // The 1-device session runs no Send/Recv pair beyond the feeds and fetches.
 }
 
+// A resource variable's handle on CPU:1: its readers and writers run there
+// (resource edges), and a consumer of the value read on CPU:0 receives it
+// through Send/Recv.
+TEST(MultiDeviceSession, AResourceVariableIsUsedWhereItsHandleLives) {
+  auto two = NewCpuDeviceMgr(2, 1);
+  GraphDefBuilder b;
+  b.Node("h", "VarHandleOp", {}, {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(TensorShape({}))}});
+  b.Node("init", "AssignVariableOp", {"h", b.Const("three", Tensor::Scalar<float>(3))}, {{"dtype", MakeAttr(DT_FLOAT)}});
+  b.Node("add", "AssignAddVariableOp", {"h", b.Const("one", Tensor::Scalar<float>(1))}, {{"dtype", MakeAttr(DT_FLOAT)}});
+  b.Node("read", "ReadVariableOp", {"h"}, {{"dtype", MakeAttr(DT_FLOAT)}});
+  b.Binary("Mul", "twice", "read", b.Const("two", Tensor::Scalar<float>(2)), DT_FLOAT);
+  GraphDef g = b.graph();
+  SetDevice(&g, "h", "/device:CPU:1");
+  SetDevice(&g, "twice", "/device:CPU:0");
+  auto session = MakeSession(two.get(), g);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, &out).ok());
+  ASSERT_TRUE(session->Run({}, {}, {"add"}, &out).ok());
+  RunOptions options;
+  options.collect_step_stats = true;
+  RunMetadata md;
+  absl::Status s = session->Run(options, {}, {"twice"}, {}, &out, &md);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out[0].scalar<float>(), 8.0f);
+  std::map<std::string, std::set<std::string>> ran;
+  for (const DeviceStepStats& d : md.device_step_stats) {
+    for (const NodeExecStats& n : d.nodes) ran[d.device].insert(n.node_name);
+  }
+  EXPECT_EQ(ran[kCpu1].count("h"), 1u);
+  EXPECT_EQ(ran[kCpu1].count("read"), 1u);
+  EXPECT_EQ(ran[kCpu0].count("twice"), 1u);
+}
+
 TEST(MultiDeviceSession, AVariableStaysOnItsDeviceAcrossSignaturesAndExtend) {
   auto two = NewCpuDeviceMgr(2, 1);
   GraphDefBuilder b;

@@ -1,8 +1,10 @@
 // Helpers shared by the array-op kernels (shape, concat/split, slicing,
 // gather/scatter): dtype-generic element copies (memcpy for fixed-size types,
 // assignment for strings), reading int32/int64 index tensors, and index
-// validation. Everything here is a pure function of its arguments; callers
-// own the tensors and synchronize as usual for kernels.
+// validation, and the gather shared by Gather and ResourceGather. Everything
+// here is a pure function of its arguments (GatherToOutput also allocates the
+// kernel's output); callers own the tensors and synchronize as usual for
+// kernels.
 #ifndef SLUICE_ENGINE_KERNELS_ARRAY_KERNEL_UTIL_H_
 #define SLUICE_ENGINE_KERNELS_ARRAY_KERNEL_UTIL_H_
 

@@ -1,6 +1,8 @@
 // CPU kernels for the indexing array ops: Gather, GatherV2, OneHot,
 // DynamicPartition, DynamicStitch (dtype-generic row copies) and the summing
 // scatters UnsortedSegmentSum and _IndexedSlicesToDense (numeric types).
+// Gather's body, array_util::GatherToOutput, also serves ResourceGather
+// (resource_variable_ops.cc).
 // Every index is range-checked before anything is written. Stateless; Compute
 // is safe to run concurrently.
 #include "absl/strings/str_cat.h"

@@ -5,7 +5,8 @@
 // while they read or write it. Readers output a shallow copy of the value;
 // writers replace it (Assign) or update it in place after copy-on-write
 // (AssignAdd/AssignSub), so a value once read never changes. The
-// ResourceApply* kernels live with the Apply* ones in training_ops.cc.
+// ResourceApply* and ResourceScatter* kernels live with the Apply* and
+// Scatter* ones in training_ops.cc. DisableCopyOnRead is a no-op.
 // Thread safety: Compute is safe to run concurrently; the variables' mutexes
 // order writers.
 #include "absl/strings/str_cat.h"
@@ -192,7 +193,17 @@ class ResourceGatherOp : public OpKernel {
   DataType dtype_ = DT_INVALID;
 };
 
+// See DisableCopyOnRead in engine/ops/resource_variable_ops.cc: our variables
+// always copy on write, so this only checks that the handle is one.
+class DisableCopyOnReadOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override { OP_REQUIRES_OK(ctx, HandleFromInput(ctx, 0).status()); }
+  bool IsExpensive() const override { return false; }
+};
+
 REGISTER_KERNEL_BUILDER(Name("VarHandleOp").Device(kDeviceCpu), VarHandleOp);
+REGISTER_KERNEL_BUILDER(Name("DisableCopyOnRead").Device(kDeviceCpu), DisableCopyOnReadOp);
 REGISTER_KERNEL_BUILDER(Name("ReadVariableOp").Device(kDeviceCpu), ReadVariableOp);
 REGISTER_KERNEL_BUILDER(Name("AssignVariableOp").Device(kDeviceCpu), AssignVariableOp);
 REGISTER_KERNEL_BUILDER(Name("VarIsInitializedOp").Device(kDeviceCpu), VarIsInitializedOp);

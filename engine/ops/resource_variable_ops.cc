@@ -181,6 +181,160 @@ REGISTER_OP("ResourceSparseApplyMomentum")
     .SetNotDifferentiable()
     .SetShapeFn(NoOutputs);
 
+REGISTER_OP("ResourceApplyAdagrad")
+    .Input("var: resource")
+    .Input("accum: resource")
+    .Input("lr: T")
+    .Input("grad: T")
+    .Attr(SLUICE_RESOURCE_TRAINING_TYPES)
+    .Attr("use_locking: bool = false")
+    .Attr("update_slots: bool = true")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+REGISTER_OP("ResourceApplyRMSProp")
+    .Input("var: resource")
+    .Input("ms: resource")
+    .Input("mom: resource")
+    .Input("lr: T")
+    .Input("rho: T")
+    .Input("momentum: T")
+    .Input("epsilon: T")
+    .Input("grad: T")
+    .Attr(SLUICE_RESOURCE_TRAINING_TYPES)
+    .Attr("use_locking: bool = false")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+REGISTER_OP("ResourceSparseApplyAdagrad")
+    .Input("var: resource")
+    .Input("accum: resource")
+    .Input("lr: T")
+    .Input("grad: T")
+    .Input("indices: Tindices")
+    .Attr(SLUICE_RESOURCE_TRAINING_TYPES)
+    .Attr("Tindices: {int32, int64}")
+    .Attr("use_locking: bool = false")
+    .Attr("update_slots: bool = true")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+REGISTER_OP("ResourceApplyFtrl")
+    .Input("var: resource")
+    .Input("accum: resource")
+    .Input("linear: resource")
+    .Input("grad: T")
+    .Input("lr: T")
+    .Input("l1: T")
+    .Input("l2: T")
+    .Input("lr_power: T")
+    .Attr(SLUICE_RESOURCE_TRAINING_TYPES)
+    .Attr("use_locking: bool = false")
+    .Attr("multiply_linear_by_lr: bool = false")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+REGISTER_OP("ResourceApplyFtrlV2")
+    .Input("var: resource")
+    .Input("accum: resource")
+    .Input("linear: resource")
+    .Input("grad: T")
+    .Input("lr: T")
+    .Input("l1: T")
+    .Input("l2: T")
+    .Input("l2_shrinkage: T")
+    .Input("lr_power: T")
+    .Attr(SLUICE_RESOURCE_TRAINING_TYPES)
+    .Attr("use_locking: bool = false")
+    .Attr("multiply_linear_by_lr: bool = false")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+REGISTER_OP("ResourceSparseApplyFtrl")
+    .Input("var: resource")
+    .Input("accum: resource")
+    .Input("linear: resource")
+    .Input("grad: T")
+    .Input("indices: Tindices")
+    .Input("lr: T")
+    .Input("l1: T")
+    .Input("l2: T")
+    .Input("lr_power: T")
+    .Attr(SLUICE_RESOURCE_TRAINING_TYPES)
+    .Attr("Tindices: {int32, int64}")
+    .Attr("use_locking: bool = false")
+    .Attr("multiply_linear_by_lr: bool = false")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+REGISTER_OP("ResourceSparseApplyFtrlV2")
+    .Input("var: resource")
+    .Input("accum: resource")
+    .Input("linear: resource")
+    .Input("grad: T")
+    .Input("indices: Tindices")
+    .Input("lr: T")
+    .Input("l1: T")
+    .Input("l2: T")
+    .Input("l2_shrinkage: T")
+    .Input("lr_power: T")
+    .Attr(SLUICE_RESOURCE_TRAINING_TYPES)
+    .Attr("Tindices: {int32, int64}")
+    .Attr("use_locking: bool = false")
+    .Attr("multiply_linear_by_lr: bool = false")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+// var[indices[i], ...] += updates[i, ...] (or the scalar updates), rows in order.
+REGISTER_OP("ResourceScatterAdd")
+    .Input("resource: resource")
+    .Input("indices: Tindices")
+    .Input("updates: dtype")
+    .Attr("dtype: {bfloat16, half, float, double, int32, int64}")
+    .Attr("Tindices: {int32, int64}")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+// var[indices[i], ...] -= updates[i, ...] (or the scalar updates), rows in order.
+REGISTER_OP("ResourceScatterSub")
+    .Input("resource: resource")
+    .Input("indices: Tindices")
+    .Input("updates: dtype")
+    .Attr("dtype: {bfloat16, half, float, double, int32, int64}")
+    .Attr("Tindices: {int32, int64}")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+// var[indices[i], ...] = updates[i, ...] (or the scalar updates), rows in order.
+REGISTER_OP("ResourceScatterUpdate")
+    .Input("resource: resource")
+    .Input("indices: Tindices")
+    .Input("updates: dtype")
+    .Attr("dtype: {bfloat16, half, float, double, int32, int64}")
+    .Attr("Tindices: {int32, int64}")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
+// TensorFlow's variables share their buffer with readers until this op says
+// otherwise; ours always copy on write (a writer gives itself a buffer of its
+// own when a reader still holds the old one, PrepareToUpdate), so there is
+// nothing to disable: a stateful no-op that checks its handle.
+REGISTER_OP("DisableCopyOnRead")
+    .Input("resource: resource")
+    .SetIsStateful()
+    .SetNotDifferentiable()
+    .SetShapeFn(NoOutputs);
+
 #undef SLUICE_RESOURCE_TRAINING_TYPES
 
 }  // namespace sluice

@@ -1,6 +1,7 @@
 // Training ops: the optimizers' in-place updates (ApplyGradientDescent,
-// ApplyMomentum, ApplyAdagrad, ApplyRMSProp, ApplyAdam), their sparse forms
-// (SparseApplyMomentum, SparseApplyAdagrad) and ScatterAdd/ScatterSub, with
+// ApplyMomentum, ApplyAdagrad, ApplyRMSProp, ApplyAdam, ApplyFtrl(V2)), their
+// sparse forms (SparseApplyMomentum, SparseApplyAdagrad, SparseApplyFtrl(V2))
+// and ScatterAdd/ScatterSub, with
 // TensorFlow's signatures (tensorflow/core/ops/training_ops.cc, state_ops.cc).
 // Each takes its variable (and slots) as ref inputs, mutates them under the
 // variables' mutexes, and outputs the variable's ref. Updates (TensorFlow's):
@@ -14,6 +15,14 @@
 //                    m += (grad - m) * (1 - beta1); v += (grad^2 - v) * (1 - beta2)
 //                    var -= lr_t * m / (sqrt(v) + epsilon)
 //                    (nesterov: lr_t * (m * beta1 + (1 - beta1) * grad) / (sqrt(v) + epsilon))
+//   Ftrl             (FTRL-proximal; p = -lr_power; V2: g' = grad + 2 * l2_shrinkage * var, V1: g' = grad)
+//                    new_accum = accum + grad^2
+//                    linear += g' - (new_accum^p - accum^p) / lr * var
+//                    var = |linear| > l1 ? (sign(linear) * l1 - linear) / (new_accum^p / lr + 2 * l2) : 0
+//                    accum = new_accum
+//                    (multiply_linear_by_lr: linear += g' * lr - (new_accum^p - accum^p) * var, and
+//                     l1 * lr for l1, new_accum^p + 2 * l2 * lr for the denominator)
+//                    lr > 0, l1, l2, l2_shrinkage >= 0, lr_power <= 0 are checked at run time
 // Sparse forms apply the same rule to the rows named by `indices`, in order.
 // Not differentiable (state updates).
 // Thread safety: registrations run at static initialization.
@@ -140,7 +149,78 @@ REGISTER_OP("SparseApplyAdagrad")
     .SetNotDifferentiable()
     .SetShapeFn([](InferenceContext* c) { return ApplyShape(c, {1}); });
 
-// ref[indices[i], ...] += updates[i, ...] (duplicates accumulate).
+REGISTER_OP("ApplyFtrl")
+    .Input("var: Ref(T)")
+    .Input("accum: Ref(T)")
+    .Input("linear: Ref(T)")
+    .Input("grad: T")
+    .Input("lr: T")
+    .Input("l1: T")
+    .Input("l2: T")
+    .Input("lr_power: T")
+    .Output("out: Ref(T)")
+    .Attr(SLUICE_TRAINING_TYPES)
+    .Attr("use_locking: bool = false")
+    .Attr("multiply_linear_by_lr: bool = false")
+    .SetNotDifferentiable()
+    .SetShapeFn([](InferenceContext* c) { return ApplyShape(c, {1, 2, 3}); });
+
+REGISTER_OP("ApplyFtrlV2")
+    .Input("var: Ref(T)")
+    .Input("accum: Ref(T)")
+    .Input("linear: Ref(T)")
+    .Input("grad: T")
+    .Input("lr: T")
+    .Input("l1: T")
+    .Input("l2: T")
+    .Input("l2_shrinkage: T")
+    .Input("lr_power: T")
+    .Output("out: Ref(T)")
+    .Attr(SLUICE_TRAINING_TYPES)
+    .Attr("use_locking: bool = false")
+    .Attr("multiply_linear_by_lr: bool = false")
+    .SetNotDifferentiable()
+    .SetShapeFn([](InferenceContext* c) { return ApplyShape(c, {1, 2, 3}); });
+
+REGISTER_OP("SparseApplyFtrl")
+    .Input("var: Ref(T)")
+    .Input("accum: Ref(T)")
+    .Input("linear: Ref(T)")
+    .Input("grad: T")
+    .Input("indices: Tindices")
+    .Input("lr: T")
+    .Input("l1: T")
+    .Input("l2: T")
+    .Input("lr_power: T")
+    .Output("out: Ref(T)")
+    .Attr(SLUICE_TRAINING_TYPES)
+    .Attr("Tindices: {int32, int64}")
+    .Attr("use_locking: bool = false")
+    .Attr("multiply_linear_by_lr: bool = false")
+    .SetNotDifferentiable()
+    .SetShapeFn([](InferenceContext* c) { return ApplyShape(c, {1, 2}); });
+
+REGISTER_OP("SparseApplyFtrlV2")
+    .Input("var: Ref(T)")
+    .Input("accum: Ref(T)")
+    .Input("linear: Ref(T)")
+    .Input("grad: T")
+    .Input("indices: Tindices")
+    .Input("lr: T")
+    .Input("l1: T")
+    .Input("l2: T")
+    .Input("l2_shrinkage: T")
+    .Input("lr_power: T")
+    .Output("out: Ref(T)")
+    .Attr(SLUICE_TRAINING_TYPES)
+    .Attr("Tindices: {int32, int64}")
+    .Attr("use_locking: bool = false")
+    .Attr("multiply_linear_by_lr: bool = false")
+    .SetNotDifferentiable()
+    .SetShapeFn([](InferenceContext* c) { return ApplyShape(c, {1, 2}); });
+
+// ref[indices[i], ...] += updates[i, ...] (duplicates accumulate; a scalar
+// update applies to every element of the named rows).
 REGISTER_OP("ScatterAdd")
     .Input("ref: Ref(T)")
     .Input("indices: Tindices")

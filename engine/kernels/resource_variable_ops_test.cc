@@ -5,8 +5,8 @@
 // ReadVariableOp and ResourceGather reach the handle; and bad input (an
 // uninitialized or destroyed variable, a dtype or shape mismatch, an index out
 // of range) fails naming the node or the variable, never crashing. The
-// ResourceApply* optimizers are tested with the Apply* ones
-// (training_ops_test.cc).
+// ResourceApply* optimizers and ResourceScatter* are tested with the Apply*
+// and Scatter* ones (training_ops_test.cc); DisableCopyOnRead is a no-op here.
 #include <memory>
 #include <string>
 #include <vector>
@@ -170,6 +170,31 @@ TEST_F(ResourceVariableTest, ApplyOnAnUninitializedVariableIsAFailedPrecondition
   absl::Status s = Run({}, {"apply"});
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("v"));
+}
+
+// Our variables always copy on write, so DisableCopyOnRead changes nothing:
+// a value read before an update keeps its value after it; a handle to no
+// variable yet is fine; a non-handle input is refused when the graph is built.
+TEST_F(ResourceVariableTest, DisableCopyOnReadIsANoOp) {
+  Handle("v");
+  b_.Node("disable", "DisableCopyOnRead", {"v"});
+  Op("assign", "AssignVariableOp", {"v", b_.Const("init", Tensor::FromVector<float>({1, 2}))});
+  Op("add", "AssignAddVariableOp", {"v", b_.Const("one", Tensor::FromVector<float>({1, 1}))});
+  Op("read", "ReadVariableOp", {"v"});
+  b_.Node("scatter", "ResourceScatterAdd",
+          {"v", b_.Const("row", Tensor::FromVector<int32_t>({1})), b_.Const("ten", Tensor::FromVector<float>({10}))},
+          {{"dtype", MakeAttr(DT_FLOAT)}, {"Tindices", MakeAttr(DT_INT32)}});
+  Start();
+  ASSERT_TRUE(Run({}, {"disable"}).ok());
+  ASSERT_TRUE(Run({}, {"assign"}).ok());
+  ASSERT_TRUE(Run({}, {"disable"}).ok());
+  ASSERT_TRUE(Run({"read"}).ok());
+  const Tensor before = out_[0];
+  ASSERT_TRUE(Run({}, {"add"}).ok());
+  ASSERT_TRUE(Run({}, {"scatter"}).ok());
+  ASSERT_TRUE(Run({"read"}).ok());
+  EXPECT_EQ(Floats(0), (std::vector<float>{2, 13}));
+  EXPECT_EQ(std::vector<float>(before.data<float>(), before.data<float>() + 2), (std::vector<float>{1, 2}));
 }
 
 // d(sum(read * c))/d(handle) = c, through ReadVariableOp's pass-through

@@ -4,9 +4,12 @@
 // forwarded ref) and every variable and slot compared with a float64
 // reference of the update rule. Ops with a resource form (ResourceApply*)
 // run the same cases on resource variables (VarHandleOp, AssignVariableOp,
-// ReadVariableOp; no output to check). Also: concurrent updates lose nothing (the
+// ReadVariableOp; no output to check); ResourceScatterUpdate has only that
+// form. FTRL (V1 and V2, multiply_linear_by_lr, lr_power -0.5 and not) is
+// checked against TensorFlow's FTRL-proximal rule in float64. Also: concurrent updates lose nothing (the
 // kernels lock), and bad input (uninitialized variables, mismatched shapes,
 // out-of-range indices, non-scalar hyperparameters) fails with the node named.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <functional>
@@ -58,12 +61,15 @@ struct ApplyCase {
   std::vector<double> slot_init;       // initial value of every slot (var is random)
   std::vector<Input> inputs;           // after the refs, in the op's order
   TensorShape grad_shape;              // defaults to `shape`
+  bool scalar_grad = false;            // a scalar grad (scatter's scalar updates)
   std::vector<int64_t> indices;        // for sparse ops
   DataType index_type = DT_INT32;
   std::map<std::string, AttrValue> attrs;
   // Applies one step to `state` in float64; `scalars` in input order.
   std::function<void(State*, const std::vector<double>& grad, const std::vector<double>& scalars)> reference;
   bool has_resource_form = false;  // "Resource" + op exists with the same inputs
+  bool resource_only = false;      // no ref form (ResourceScatterUpdate)
+  std::string resource_type_attr = "T";  // "dtype" for ResourceScatter*
 };
 
 std::unique_ptr<Session> NewTestSession(const GraphDef& graph) {
@@ -92,7 +98,7 @@ void RunApplyCase(const ApplyCase& c, DataType dtype, bool resource = false) {
   const std::string container = absl::StrCat("training_ops_test_", g_container++);
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<double> uniform(-1, 1);
-  const TensorShape grad_shape = c.grad_shape.dims() > 0 ? c.grad_shape : c.shape;
+  const TensorShape grad_shape = c.scalar_grad ? TensorShape({}) : c.grad_shape.dims() > 0 ? c.grad_shape : c.shape;
 
   GraphDefBuilder b;
   State state(c.num_refs);
@@ -133,7 +139,7 @@ void RunApplyCase(const ApplyCase& c, DataType dtype, bool resource = false) {
     }
   }
   std::map<std::string, AttrValue> attrs = c.attrs;
-  attrs["T"] = MakeAttr(dtype);
+  attrs[resource ? c.resource_type_attr : "T"] = MakeAttr(dtype);
   if (!c.indices.empty()) attrs["Tindices"] = MakeAttr(c.index_type);
   const std::string apply = b.Node("apply", op, inputs, attrs);
 
@@ -171,6 +177,7 @@ void RunApplyCase(const ApplyCase& c, DataType dtype, bool resource = false) {
 void RunBothTypes(const ApplyCase& c) {
   for (bool resource : {false, true}) {
     if (resource && !c.has_resource_form) continue;
+    if (!resource && c.resource_only) continue;
     RunApplyCase(c, DT_FLOAT, resource);
     RunApplyCase(c, DT_DOUBLE, resource);
   }
@@ -245,6 +252,7 @@ TEST(TrainingOps, ApplyAdagrad) {
   for (bool update_slots : {true, false}) {
     ApplyCase c;
     c.op = "ApplyAdagrad";
+    c.has_resource_form = true;
     c.num_refs = 2;
     c.shape = kShape;
     c.slot_init = {0.1};
@@ -260,6 +268,7 @@ TEST(TrainingOps, ApplyAdagrad) {
 TEST(TrainingOps, ApplyRMSProp) {
   ApplyCase c;
   c.op = "ApplyRMSProp";
+  c.has_resource_form = true;
   c.num_refs = 3;
   c.shape = kShape;
   c.slot_init = {0.5, 0.1};
@@ -333,6 +342,7 @@ TEST(TrainingOps, SparseApplyAdagrad) {
   for (DataType index_type : {DT_INT32, DT_INT64}) {
     ApplyCase c;
     c.op = "SparseApplyAdagrad";
+    c.has_resource_form = true;
     c.num_refs = 2;
     c.shape = TensorShape({4, 3});
     c.grad_shape = TensorShape({3, 3});
@@ -353,6 +363,8 @@ TEST(TrainingOps, ScatterAddAndSub) {
       const double sign = std::string(op) == "ScatterAdd" ? 1 : -1;
       ApplyCase c;
       c.op = op;
+      c.has_resource_form = true;
+      c.resource_type_attr = "dtype";
       c.shape = TensorShape({4, 3});
       c.grad_shape = TensorShape({3, 3});
       c.indices = kRows;
@@ -364,6 +376,108 @@ TEST(TrainingOps, ScatterAddAndSub) {
         }
       };
       RunBothTypes(c);
+    }
+  }
+}
+
+TEST(TrainingOps, ResourceScatterUpdateTensorAndScalar) {
+  for (bool scalar : {false, true}) {
+    ApplyCase c;
+    c.op = "ScatterUpdate";
+    c.has_resource_form = true;
+    c.resource_only = true;
+    c.resource_type_attr = "dtype";
+    c.shape = TensorShape({4, 3});
+    c.grad_shape = TensorShape({3, 3});
+    c.scalar_grad = scalar;
+    c.indices = kRows;
+    c.inputs = {Indices(), Grad()};
+    c.reference = [scalar](State* s, const std::vector<double>& g, const std::vector<double>&) {
+      for (size_t r = 0; r < kRows.size(); ++r) {
+        for (int j = 0; j < 3; ++j) (*s)[0][kRows[r] * 3 + j] = scalar ? g[0] : g[r * 3 + j];
+      }
+    };
+    RunBothTypes(c);
+  }
+}
+
+// FTRL-proximal in float64, as TensorFlow defines it (training_ops.cc there),
+// on `rows` of `row_size` elements: state is var, accum, linear.
+void FtrlReference(State* s, const std::vector<double>& g, double lr, double l1, double l2, double shrinkage,
+                   double lr_power, bool multiply_linear_by_lr, const std::vector<int64_t>& rows, int64_t row_size) {
+  auto& var = (*s)[0];
+  auto& accum = (*s)[1];
+  auto& linear = (*s)[2];
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (int64_t j = 0; j < row_size; ++j) {
+      const int64_t i = rows[r] * row_size + j;
+      const double gi = g[r * row_size + j];
+      const double g_shrunk = gi + 2 * shrinkage * var[i];
+      const double new_accum = accum[i] + gi * gi;
+      const double sigma = std::pow(new_accum, -lr_power) - std::pow(accum[i], -lr_power);
+      double l1_eff, quadratic;
+      if (multiply_linear_by_lr) {
+        linear[i] += g_shrunk * lr - sigma * var[i];
+        l1_eff = l1 * lr;
+        quadratic = std::pow(new_accum, -lr_power) + 2 * l2 * lr;
+      } else {
+        linear[i] += g_shrunk - sigma / lr * var[i];
+        l1_eff = l1;
+        quadratic = std::pow(new_accum, -lr_power) / lr + 2 * l2;
+      }
+      var[i] = std::abs(linear[i]) > l1_eff ? (std::clamp(linear[i], -l1_eff, l1_eff) - linear[i]) / quadratic : 0;
+      accum[i] = new_accum;
+    }
+  }
+}
+
+TEST(TrainingOps, ApplyFtrlAndV2) {
+  for (bool v2 : {false, true}) {
+    for (bool multiply : {false, true}) {
+      for (double lr_power : {-0.5, -0.6}) {
+        ApplyCase c;
+        c.op = v2 ? "ApplyFtrlV2" : "ApplyFtrl";
+        c.has_resource_form = true;
+        c.num_refs = 3;
+        c.shape = kShape;
+        c.slot_init = {0.1, 0.0};
+        const double shrinkage = v2 ? 0.05 : 0.0;
+        c.inputs = {Grad(), Scalar(0.3), Scalar(0.01), Scalar(0.02)};
+        if (v2) c.inputs.push_back(Scalar(shrinkage));
+        c.inputs.push_back(Scalar(lr_power));
+        c.attrs = {{"multiply_linear_by_lr", MakeAttr(multiply)}};
+        c.reference = [v2, multiply](State* s, const std::vector<double>& g, const std::vector<double>& k) {
+          FtrlReference(s, g, k[0], k[1], k[2], v2 ? k[3] : 0.0, v2 ? k[4] : k[3], multiply,
+                        AllRows(static_cast<int64_t>(g.size())), 1);
+        };
+        RunBothTypes(c);
+      }
+    }
+  }
+}
+
+TEST(TrainingOps, SparseApplyFtrlAndV2) {
+  for (DataType index_type : {DT_INT32, DT_INT64}) {
+    for (bool v2 : {false, true}) {
+      for (bool multiply : {false, true}) {
+        ApplyCase c;
+        c.op = v2 ? "SparseApplyFtrlV2" : "SparseApplyFtrl";
+        c.has_resource_form = true;
+        c.num_refs = 3;
+        c.shape = TensorShape({4, 3});
+        c.grad_shape = TensorShape({3, 3});
+        c.indices = kRows;
+        c.index_type = index_type;
+        c.slot_init = {0.1, 0.0};
+        c.inputs = {Grad(), Indices(), Scalar(0.3), Scalar(0.01), Scalar(0.02)};
+        if (v2) c.inputs.push_back(Scalar(0.05));
+        c.inputs.push_back(Scalar(v2 ? -0.6 : -0.5));
+        c.attrs = {{"multiply_linear_by_lr", MakeAttr(multiply)}};
+        c.reference = [v2, multiply](State* s, const std::vector<double>& g, const std::vector<double>& k) {
+          FtrlReference(s, g, k[0], k[1], k[2], v2 ? k[3] : 0.0, v2 ? k[4] : k[3], multiply, kRows, 3);
+        };
+        RunBothTypes(c);
+      }
     }
   }
 }
@@ -454,6 +568,18 @@ TEST(TrainingOps, BadInputFailsNamingTheNode) {
   ExpectInvalid(RunOnce("SparseApplyAdagrad", 2, v,
                         {{"lr", F({})}, {"g", F({2, 2})}, {"i", Tensor::FromVector<int32_t>({1, 0})}}),
                 "do not match");
+  ExpectInvalid(RunOnce("ApplyFtrl", 3, v,
+                        {{"g", F(v)}, {"lr", F({})}, {"l1", F({})}, {"l2", F({})},
+                         {"p", Make(DT_FLOAT, TensorShape({}), {0.5})}}),
+                "lr_power");
+  ExpectInvalid(RunOnce("SparseApplyFtrl", 3, v,
+                        {{"g", F({1, 3})}, {"i", Tensor::FromVector<int32_t>({4})}, {"lr", F({})}, {"l1", F({})},
+                         {"l2", F({})}, {"p", F({})}}),
+                "out of range");
+  ExpectInvalid(RunOnce("ApplyFtrlV2", 3, v,
+                        {{"g", F(v)}, {"lr", Make(DT_FLOAT, TensorShape({}), {0})}, {"l1", F({})}, {"l2", F({})},
+                         {"s", F({})}, {"p", F({})}}),
+                "lr is not a positive");
   ExpectInvalid(RunOnce("ScatterAdd", 1, v, {{"i", Tensor::FromVector<int32_t>({7})}, {"u", F({1, 3})}}),
                 "out of range");
   ExpectInvalid(RunOnce("ScatterSub", 1, v, {{"i", Tensor::FromVector<int32_t>({1})}, {"u", F({1, 4})}}),

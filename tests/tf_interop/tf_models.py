@@ -11,9 +11,10 @@ checked twice: TensorFlow's gradient graph run by Sluice, and Sluice's own
 symbolic gradients (run_graphdef --grad_y/--grad_x) of the frozen forward graph.
 
 Training parity with resource variables (use_resource=True, not frozen): small
-training graphs (logistic regression with GradientDescent and with Adam; an
-embedding lookup plus a dense layer with Momentum, whose embedding update is
-sparse) exported with their initializer and train op; Sluice runs the
+training graphs (logistic regression with GradientDescent, Adam, Adagrad,
+RMSProp and FTRL; an embedding lookup plus a dense layer with Momentum, Adagrad
+and FTRL, whose embedding update is sparse; FTRL also as FtrlV2 with
+l2_shrinkage and lr_power -0.6) exported with their initializer and train op; Sluice runs the
 initializer, then TRAIN_STEPS train steps on fixed fed inputs, and every
 variable must match TensorFlow's after the same steps within TRAIN_RTOL.
 
@@ -327,6 +328,18 @@ TRAINING_CASES = [
     ("logreg_sgd", build_logreg, lambda: tf1.train.GradientDescentOptimizer(0.5)),
     ("logreg_adam", build_logreg, lambda: tf1.train.AdamOptimizer(0.05)),
     ("embedding_momentum", build_embedding, lambda: tf1.train.MomentumOptimizer(0.2, 0.9)),
+    ("logreg_adagrad", build_logreg, lambda: tf1.train.AdagradOptimizer(0.5)),
+    ("embedding_adagrad", build_embedding, lambda: tf1.train.AdagradOptimizer(0.3)),
+    ("logreg_rmsprop", build_logreg, lambda: tf1.train.RMSPropOptimizer(0.02, decay=0.9, momentum=0.5)),
+    ("logreg_ftrl", build_logreg, lambda: tf1.train.FtrlOptimizer(0.3, l1_regularization_strength=0.001,
+                                                                  l2_regularization_strength=0.01)),
+    ("embedding_ftrl", build_embedding, lambda: tf1.train.FtrlOptimizer(0.3, l1_regularization_strength=0.01)),
+    # l2_shrinkage makes these FtrlV2; lr_power -0.6 takes the pow path.
+    ("logreg_ftrl_v2", build_logreg, lambda: tf1.train.FtrlOptimizer(
+        0.3, learning_rate_power=-0.6, l1_regularization_strength=0.001, l2_regularization_strength=0.01,
+        l2_shrinkage_regularization_strength=0.02)),
+    ("embedding_ftrl_v2", build_embedding, lambda: tf1.train.FtrlOptimizer(
+        0.3, learning_rate_power=-0.6, l1_regularization_strength=0.01, l2_shrinkage_regularization_strength=0.02)),
 ]
 
 

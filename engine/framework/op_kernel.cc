@@ -10,6 +10,15 @@
 
 namespace sluice {
 
+StepContainer::StepContainer(ResourceMgr* resource_mgr) : resource_mgr_(resource_mgr) {
+  static std::atomic<int64_t> next_id{0};
+  name_ = absl::StrCat("__per_step_", next_id.fetch_add(1, std::memory_order_relaxed));
+}
+
+StepContainer::~StepContainer() {
+  if (used_.load(std::memory_order_relaxed)) resource_mgr_->Cleanup(name_);
+}
+
 OpKernel::OpKernel(OpKernelConstruction* ctx)
     : def_(ctx->def()), input_types_(ctx->input_types()), output_types_(ctx->output_types()) {}
 

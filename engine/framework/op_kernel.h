@@ -12,6 +12,7 @@
 #ifndef SLUICE_ENGINE_FRAMEWORK_OP_KERNEL_H_
 #define SLUICE_ENGINE_FRAMEWORK_OP_KERNEL_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,6 +33,29 @@ namespace sluice {
 
 class AsyncOpKernel;
 class OpKernelContext;
+
+// A step's own container in a device's ResourceMgr (TensorFlow's per-step
+// container): resources that live for one step of one executor (TensorArrays,
+// stacks) go under name(), unique in the process, and are dropped when the
+// StepContainer is destroyed at the end of the step (only when name() was
+// asked for, so steps without such resources pay nothing more).
+// Thread safety: name() may be called concurrently.
+class StepContainer {
+ public:
+  explicit StepContainer(ResourceMgr* resource_mgr);
+  ~StepContainer();
+  StepContainer(const StepContainer&) = delete;
+  StepContainer& operator=(const StepContainer&) = delete;
+  const std::string& name() const {
+    used_.store(true, std::memory_order_relaxed);
+    return name_;
+  }
+
+ private:
+  ResourceMgr* resource_mgr_;
+  std::string name_;
+  mutable std::atomic<bool> used_{false};
+};
 
 class OpKernelConstruction {
  public:
@@ -137,6 +161,8 @@ class OpKernelContext {
     bool is_input_dead = false;
     // Runs a closure on the inter-op pool.
     const std::function<void(std::function<void()>)>* runner = nullptr;
+    // The step's own container on `device` (null outside an executor).
+    const StepContainer* step_container = nullptr;
   };
 
   explicit OpKernelContext(const Params* params);
@@ -150,6 +176,8 @@ class OpKernelContext {
   const Eigen::ThreadPoolDevice& eigen_cpu_device() const { return *params_->device->eigen_cpu_device(); }
   Rendezvous* rendezvous() const { return params_->rendezvous; }
   CancellationManager* cancellation_manager() const { return params_->cancellation_manager; }
+  // Null when the kernel runs outside an executor.
+  const StepContainer* step_container() const { return params_->step_container; }
 
   int num_inputs() const { return static_cast<int>(params_->inputs.size()); }
   bool has_input(int i) const { return params_->inputs[i].tensor != nullptr; }

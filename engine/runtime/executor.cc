@@ -80,6 +80,9 @@ class ExecutorState {
   std::unique_ptr<CancellationManager> owned_cancellation_;
   CancellationManager* cancellation_;
   OpKernelContext::Params base_params_;
+  // Per-step resources (TensorArrays, stacks) on this executor's device,
+  // dropped when the step's state is deleted, before `done` runs.
+  StepContainer step_container_;
 
   std::atomic<int64_t> num_outstanding_ops_{0};
   std::atomic<bool> aborted_{false};
@@ -124,7 +127,11 @@ class ExecutorImpl : public Executor {
 };
 
 ExecutorState::ExecutorState(const ExecutorImpl* impl, const Executor::Args& args, Executor::DoneCallback done)
-    : impl_(impl), graph_(impl->graph()), args_(args), done_(std::move(done)) {
+    : impl_(impl),
+      graph_(impl->graph()),
+      args_(args),
+      done_(std::move(done)),
+      step_container_(impl->params().device->resource_manager()) {
   if (args.cancellation_manager == nullptr) {
     owned_cancellation_ = std::make_unique<CancellationManager>();
     cancellation_ = owned_cancellation_.get();
@@ -136,6 +143,7 @@ ExecutorState::ExecutorState(const ExecutorImpl* impl, const Executor::Args& arg
   base_params_.rendezvous = args.rendezvous;
   base_params_.cancellation_manager = cancellation_;
   base_params_.runner = &impl->params().runner;
+  base_params_.step_container = &step_container_;
   root_frame_ = new FrameState(&graph_.frames[0], "", 0, nullptr, 0, 1);
 }
 

@@ -232,8 +232,10 @@ absl::Status ValidateAttrValue(const AttrValue& value, const AttrDef& def) {
     return absl::InvalidArgumentError(absl::StrCat("attr '", def.name, "' expects a value of type ",
                                                    def.type, " but got ", kind));
   }
+  // Any type an edge may carry: resource handles too (an Enter, Switch or
+  // Identity forwarding a TensorArray's handle through a loop has T=resource).
   auto check_type = [&](DataType dt) -> absl::Status {
-    if (!DataTypeIsSupported(dt)) {
+    if (!DataTypeCanFlow(dt)) {
       return absl::InvalidArgumentError(absl::StrCat("attr '", def.name, "' has unsupported type ",
                                                      DataTypeString(dt)));
     }

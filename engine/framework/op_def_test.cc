@@ -331,8 +331,15 @@ TEST(ValidateAttrValue, UnsupportedTypesAreRejectedEvenWithoutAnAllowedList) {
   EXPECT_THAT(s.message(), HasSubstr("unsupported type"));
   s = ValidateAttrValue(MakeAttr(DT_FLOAT_REF), AttrDefOf("T: type"));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  s = ValidateAttrValue(MakeAttr(std::vector<DataType>{DT_FLOAT, DT_RESOURCE}), AttrDefOf("T: list(type)"));
+  s = ValidateAttrValue(MakeAttr(std::vector<DataType>{DT_FLOAT, DT_QINT8}), AttrDefOf("T: list(type)"));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ValidateAttrValue, ResourceHandlesAreATypeAnEdgeMayCarry) {
+  // TensorFlow's while loops pass TensorArray handles through Enter/Switch/Merge.
+  EXPECT_TRUE(ValidateAttrValue(MakeAttr(DT_RESOURCE), AttrDefOf("T: type")).ok());
+  EXPECT_TRUE(ValidateAttrValue(MakeAttr(std::vector<DataType>{DT_FLOAT, DT_RESOURCE}), AttrDefOf("T: list(type)")).ok());
+  EXPECT_FALSE(ValidateAttrValue(MakeAttr(DT_RESOURCE), AttrDefOf("T: {float, int32}")).ok());
 }
 
 TEST(ValidateAttrValue, BelowMinimum) {

@@ -5,7 +5,8 @@
 # the export and the checks); training graphs on resource variables
 # (VarHandleOp, ResourceApply*), run from TensorFlow's initializer for 20 train
 # steps, end with TensorFlow's variables within 1e-4; a malformed GraphDef or
-# feed is an error, not a crash. Needs a python with tensorflow in SLUICE_PEERS_PYTHON (tools/test.sh
+# feed is an error, not a crash; a v1 while_loop RNN over TensorArrays and
+# its tf.gradients graph match TensorFlow within 1e-5. Needs a python with tensorflow in SLUICE_PEERS_PYTHON (tools/test.sh
 # sets it from tools/peers.sh); prints SKIP and passes when it is unset.
 set -u
 BIN="$TEST_SRCDIR/sluice/tests/tf_interop/run_graphdef"
@@ -41,4 +42,7 @@ fi
 if ! "$SLUICE_PEERS_PYTHON" -c "import tensorflow" >/dev/null 2>&1; then
   fail "SLUICE_PEERS_PYTHON=$SLUICE_PEERS_PYTHON cannot import tensorflow (run bash tools/peers.sh)"
 fi
-exec "$SLUICE_PEERS_PYTHON" "$DIR/tf_models.py" --run_graphdef="$BIN" --workdir="$TEST_TMPDIR/work"
+"$SLUICE_PEERS_PYTHON" "$DIR/tf_models.py" --run_graphdef="$BIN" --workdir="$TEST_TMPDIR/work" || exit 1
+# TensorFlow's v1 while_loop over TensorArrays and its gradient graph (stacks,
+# gradient arrays) give TensorFlow's outputs within 1e-5 (tf_control_flow.py).
+exec "$SLUICE_PEERS_PYTHON" "$DIR/tf_control_flow.py" --run_graphdef="$BIN" --workdir="$TEST_TMPDIR/work"

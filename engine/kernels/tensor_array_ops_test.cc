@@ -3,7 +3,9 @@
 // the arrays and stacks live for one step (the step's container); every bad
 // input (an index out of range, an unwritten or already-read element, a
 // second write, a dtype or shape mismatch, an empty or full stack, use after
-// close) fails naming the node, never crashing; and the symbolic gradients of
+// close) fails naming the node, never crashing; a stack filled in one loop
+// frame is emptied in reverse by another (what TensorFlow's while_loop
+// gradients do); and the symbolic gradients of
 // Read/Write/Gather/Scatter/Split/Concat chains (TensorFlow's
 // tensor_array_grad.py: a gradient array per source) give the right values,
 // zeros for elements nothing read.
@@ -11,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "engine/framework/device.h"
 #include "engine/graph/gradients.h"
 #include "engine/graph/graph.h"
 #include "engine/graph/graph_builder.h"
@@ -210,6 +214,69 @@ TEST_F(TensorArrayTest, StacksPushPopAndFailNamingTheNode) {
   ExpectInvalid("push_beyond_max", "max_size");
   ExpectInvalid("push_wrong_dtype", "int32");
   ExpectInvalid("push_closed", "closed");
+}
+
+// No per-step container outlives its step.
+TEST_F(TensorArrayTest, ArraysAndStacksLiveForOneStep) {
+  Array("ta", 1);
+  Write("w", "ta", 0, Floats("x", {1}, {1}), "ta:1");
+  b_.Node("stack", "StackV2", {b_.Const("max", Tensor::Scalar<int32_t>(-1))}, {{"elem_type", MakeAttr(DT_FLOAT)}});
+  b_.Node("push", "StackPushV2", {"stack", "x"}, {{"T", MakeAttr(DT_FLOAT)}});
+  Start();
+  for (int step = 0; step < 3; ++step) ASSERT_TRUE(Run({"w", "push"}).ok());
+  for (const auto& device : DeviceMgr::Local()->devices()) {
+    for (const std::string& c : device->resource_manager()->Containers()) {
+      EXPECT_FALSE(absl::StartsWith(c, "__per_step_")) << c << " outlived its step on " << device->name();
+    }
+  }
+}
+
+// Loop 1 pushes i = 1, 2, 3 onto a stack whose handle enters its frame as an
+// invariant; loop 2, which runs after loop 1's exit, pops three times and
+// accumulates s = 10 * s + pop, so the order of pops shows: 321.
+TEST_F(TensorArrayTest, AStackFilledInOneLoopIsEmptiedInReverseByAnother) {
+  b_.Node("stack", "StackV2", {b_.Const("max", Tensor::Scalar<int32_t>(-1))}, {{"elem_type", MakeAttr(DT_INT32)}});
+  const std::string one = b_.Const("one", Tensor::Scalar<int32_t>(1));
+  const std::string zero = b_.Const("zero", Tensor::Scalar<int32_t>(0));
+  const std::string ten = b_.Const("ten", Tensor::Scalar<int32_t>(10));
+  const std::string limit = b_.Const("limit", Tensor::Scalar<int32_t>(4));
+  // The counter of a loop "p": i from `start` while i < `lim` (invariant); returns i in the body.
+  auto counter = [&](const std::string& p, const std::string& start, const std::string& lim) {
+    std::string lim_e = b_.Enter(p + "lim_e", lim, DT_INT32, p, true, 1);
+    std::string i_e = b_.Enter(p + "i_e", start, DT_INT32, p, false, 1);
+    std::string i_m = b_.Merge(p + "i_m", {i_e, p + "i_next"}, DT_INT32);
+    std::string cond = b_.LoopCond(p + "cond", b_.Binary("Less", p + "less", i_m, lim_e, DT_INT32));
+    std::string i_sw = b_.Switch(p + "i_sw", i_m, cond, DT_INT32);
+    b_.Exit(p + "i_exit", i_sw + ":0", DT_INT32);
+    return std::make_pair(cond, b_.Identity(p + "i_body", i_sw + ":1", DT_INT32));
+  };
+  // Loop 1 ("fwd"): push i; the next i waits for the push.
+  auto [fwd_cond, fwd_i] = counter("fwd", one, limit);
+  std::string fwd_stack = b_.Enter("fwdstack_e", "stack", DT_RESOURCE, "fwd", true, 1);
+  std::string push = b_.Node("push", "StackPushV2", {fwd_stack, fwd_i}, {{"T", MakeAttr(DT_INT32)}});
+  std::string fwd_one = b_.Enter("fwdone_e", one, DT_INT32, "fwd", true, 1);
+  b_.NextIteration("fwdi_next", b_.Binary("Add", "fwdi_new", push, fwd_one, DT_INT32), DT_INT32);
+  // Loop 2 ("bwd"): from 1 to loop 1's final i (4), pop and accumulate.
+  auto [bwd_cond, bwd_i] = counter("bwd", one, "fwdi_exit");
+  std::string bwd_stack = b_.Enter("bwdstack_e", "stack", DT_RESOURCE, "bwd", true, 1);
+  std::string bwd_one = b_.Enter("bwdone_e", one, DT_INT32, "bwd", true, 1);
+  std::string bwd_ten = b_.Enter("bwdten_e", ten, DT_INT32, "bwd", true, 1);
+  std::string s_e = b_.Enter("bwds_e", zero, DT_INT32, "bwd", false, 1);
+  std::string s_m = b_.Merge("bwds_m", {s_e, "bwds_next"}, DT_INT32);
+  std::string s_sw = b_.Switch("bwds_sw", s_m, bwd_cond, DT_INT32);
+  b_.Exit("result", s_sw + ":0", DT_INT32);
+  std::string s_body = b_.Identity("bwds_body", s_sw + ":1", DT_INT32);
+  std::string pop = b_.Node("pop", "StackPopV2", {bwd_stack, "^" + bwd_i}, {{"elem_type", MakeAttr(DT_INT32)}});
+  std::string s_new =
+      b_.Binary("Add", "bwds_new", b_.Binary("Mul", "bwds_times10", s_body, bwd_ten, DT_INT32), pop, DT_INT32);
+  b_.NextIteration("bwds_next", s_new, DT_INT32);
+  b_.NextIteration("bwdi_next", b_.Binary("Add", "bwdi_new", bwd_i, bwd_one, DT_INT32), DT_INT32);
+  Start();
+  for (int step = 0; step < 2; ++step) {
+    absl::Status s = Run({"result"});
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(out_[0].data<int32_t>()[0], 321);
+  }
 }
 
 // ys = {read(0), gather([3, 1, 2])} of an array filled by write(0, x0),

@@ -66,6 +66,24 @@ absl::StatusOr<CheckpointState> ReadCheckpointState(Env* env, const std::string&
   return state;
 }
 
+absl::StatusOr<CheckpointState> StateFromDirectories(Env* env, const std::string& checkpoints_dir) {
+  auto children = env->GetChildren(checkpoints_dir);
+  if (!children.ok()) return children.status();
+  std::map<int64_t, std::string> by_step;
+  for (const std::string& c : *children) {
+    int64_t step = -1;
+    if (ParseCheckpointDirName(c, &step)) by_step[step] = c;
+  }
+  CheckpointState state;
+  for (const auto& [step, dir] : by_step) {
+    CheckpointRecord* r = state.add_checkpoints();
+    r->set_dir(dir);
+    r->set_step(step);
+  }
+  if (!by_step.empty()) state.set_latest(by_step.rbegin()->second);
+  return state;
+}
+
 absl::Status WriteCheckpointState(Env* env, const std::string& checkpoints_dir, const CheckpointState& state) {
   std::string text;
   if (!google::protobuf::TextFormat::PrintToString(state, &text)) {

@@ -28,6 +28,11 @@ std::string CheckpointsDir(const std::string& run_dir);
 // NotFound when there is no state file; DataLoss when it does not parse.
 absl::StatusOr<CheckpointState> ReadCheckpointState(Env* env, const std::string& checkpoints_dir);
 absl::Status WriteCheckpointState(Env* env, const std::string& checkpoints_dir, const CheckpointState& state);
+// A state listing every committed ckpt-<step> directory under
+// `checkpoints_dir`, oldest step first (unix_seconds 0: unknown), for when the
+// state file is lost or damaged: retention then still sees (and in time
+// deletes) the checkpoints the damaged file listed.
+absl::StatusOr<CheckpointState> StateFromDirectories(Env* env, const std::string& checkpoints_dir);
 
 struct RetentionOptions {
   // Most recent checkpoints kept (>= 1); 0 keeps all.

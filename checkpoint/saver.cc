@@ -73,7 +73,13 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(SaverOptions options, std::
   if (state.ok()) {
     saver->state_ = *std::move(state);
   } else if (state.status().code() != absl::StatusCode::kNotFound) {
-    LOG(WARNING) << state.status().message() << "; starting a new state file";
+    // Damaged: list what is on disk instead, so retention keeps counting the
+    // checkpoints the file listed (and the lookup, which scans, finds them).
+    auto rebuilt = StateFromDirectories(o.env, ckpts);
+    if (!rebuilt.ok()) return rebuilt.status();
+    LOG(WARNING) << state.status().message() << "; rebuilt the state from " << rebuilt->checkpoints_size()
+                 << " checkpoint directories";
+    saver->state_ = *std::move(rebuilt);
   }
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> children, o.env->GetChildren(ckpts));
   for (const std::string& c : children) {

@@ -145,6 +145,36 @@ TEST(Saver, EveryNStepsWithRetention) {
   EXPECT_EQ(*children, (std::vector<std::string>{"checkpoint", "ckpt-10", "ckpt-8"}));
 }
 
+// A damaged state file is rebuilt from the directories on disk, so the
+// checkpoints it listed stay under retention instead of being orphaned.
+TEST(Saver, DamagedStateFileIsRebuiltFromTheDirectories) {
+  Model model("saver_rebuild");
+  SaverOptions o;
+  o.run_dir = FreshTestDir("run_rebuild");
+  o.retention.keep = 2;
+  auto saver = Saver::Create(o, model.variables);
+  ASSERT_TRUE(saver.ok());
+  auto session = model.NewSessionWith(**saver);
+  RunTarget(session.get(), "init");
+  for (int step : {1, 2, 3}) ASSERT_TRUE((*saver)->Save(session.get(), step).ok());
+  ASSERT_TRUE((*saver)->Wait().ok());
+  const std::string ckpts = CheckpointsDir(o.run_dir);
+  // Parses, but is not what a Saver writes: latest names no listed checkpoint.
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), JoinPath(ckpts, "checkpoint"), "latest: \"ckpt-9\"\n").ok());
+  auto again = Saver::Create(o, model.variables);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_TRUE((*again)->Save(session.get(), 4).ok());
+  ASSERT_TRUE((*again)->Wait().ok());
+  auto children = Env::Default()->GetChildren(ckpts);
+  ASSERT_TRUE(children.ok());
+  EXPECT_EQ(*children, (std::vector<std::string>{"checkpoint", "ckpt-3", "ckpt-4"}));
+  auto state = ReadCheckpointState(Env::Default(), ckpts);
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_EQ(state->checkpoints_size(), 2);
+  EXPECT_EQ(state->checkpoints(0).dir(), "ckpt-3");
+  EXPECT_EQ(state->latest(), "ckpt-4");
+}
+
 TEST(Saver, EveryTSecondsWithAFakeClock) {
   Model model("saver_seconds");
   double now = 1000;

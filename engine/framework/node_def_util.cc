@@ -58,6 +58,32 @@ absl::Status ValidateNodeName(absl::string_view name) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Resource handles are not values: an op whose type attr admits any type may
+// take them only if it just forwards its input (TensorFlow's v1 loops pass a
+// TensorArray's handle through Enter, Switch, Merge, NextIteration, Exit and
+// Identity). Kernels of other ops copy elements by size or fill them with
+// zero bytes, which a handle is not.
+absl::Status CheckResourceTypeAttr(const OpDef& op_def, const AttrDef& def, const AttrValue& value) {
+  if (!def.allowed_types.empty()) return absl::OkStatus();  // a declared list says itself
+  bool resource = false;
+  if (def.type == "type") resource = value.type() == DT_RESOURCE;
+  if (def.type == "list(type)") {
+    for (int t : value.list().type()) resource |= t == DT_RESOURCE;
+  }
+  if (!resource) return absl::OkStatus();
+  static const char* const kForwarding[] = {"Identity", "IdentityN", "Enter",     "Exit",  "Switch",
+                                            "Merge",    "NextIteration", "Placeholder", "_Send", "_Recv"};
+  for (const char* op : kForwarding) {
+    if (op_def.name == op) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("attr '", def.name, "' is resource, but op ", op_def.name,
+                                                 " takes no resource handles (only ops that forward a tensor do)"));
+}
+
+}  // namespace
+
 std::string NodeContext(const NodeDef& node_def) {
   return absl::StrCat("node '", node_def.name(), "' (op ", node_def.op(), "): ");
 }
@@ -87,6 +113,8 @@ absl::Status AddDefaultsAndValidateAttrs(const OpDef& op_def, NodeDef* node_def)
       continue;
     }
     absl::Status s = ValidateAttrValue(it->second, def);
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(NodeContext(*node_def), s.message()));
+    s = CheckResourceTypeAttr(op_def, def, it->second);
     if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(NodeContext(*node_def), s.message()));
   }
   return absl::OkStatus();

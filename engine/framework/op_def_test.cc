@@ -395,6 +395,25 @@ TEST(AddDefaultsAndValidateAttrs, FillsDefaults) {
   EXPECT_EQ(n.attr().at("T").type(), DT_INT32);
 }
 
+// A handle may pass through an op that forwards its input, not into one whose
+// kernel would copy or zero its elements by size.
+TEST(AddDefaultsAndValidateAttrs, ResourceTypeOnlyForForwardingOps) {
+  auto make = [](const std::string& name) {
+    auto def = OpDefBuilder(name).Input("x: T").Output("y: T").Attr("T: type").Finalize();
+    EXPECT_TRUE(def.ok()) << def.status();
+    return *def;
+  };
+  NodeDef forward = NodeOf("f", "Identity", {{"T", MakeAttr(DT_RESOURCE)}});
+  EXPECT_TRUE(AddDefaultsAndValidateAttrs(make("Identity"), &forward).ok());
+  NodeDef other = NodeOf("z", "ZerosLike", {{"T", MakeAttr(DT_RESOURCE)}});
+  absl::Status s = AddDefaultsAndValidateAttrs(make("ZerosLike"), &other);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("node 'z'"));
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("takes no resource handles"));
+  NodeDef values = NodeOf("v", "ZerosLike", {{"T", MakeAttr(DT_FLOAT)}});
+  EXPECT_TRUE(AddDefaultsAndValidateAttrs(make("ZerosLike"), &values).ok());
+}
+
 TEST(AddDefaultsAndValidateAttrs, KeepsGivenValuesOverDefaults) {
   NodeDef n = NodeOf("n", "TestOpDefNode", {{"T", MakeAttr(DT_FLOAT)}, {"alpha", MakeAttr(2.0f)}});
   ASSERT_TRUE(AddDefaultsAndValidateAttrs(TestOp(), &n).ok());

@@ -84,8 +84,9 @@ class FusedBatchNormOp : public OpKernel {
     OP_REQUIRES_OK(ctx, MakeLayout(x, channels_first_, &l));
     const char* names[] = {"scale", "offset", "mean", "variance"};
     for (int i = 1; i <= 4; ++i) {
-      // Training mode ignores empty running statistics (TensorFlow allows them).
-      if (is_training_ && i >= 3 && ctx->input(i).NumElements() == 0) continue;
+      // Training with exponential_avg_factor 1 ignores the running statistics
+      // (TensorFlow allows them empty); a blend needs them.
+      if (is_training_ && avg_factor_ == 1.0f && i >= 3) continue;
       OP_REQUIRES_OK(ctx, CheckChannelVector(ctx->input(i), names[i - 1], l.channels));
     }
     const int64_t C = l.channels, n = l.count();
@@ -120,8 +121,7 @@ class FusedBatchNormOp : public OpKernel {
     Tensor* outs[5];
     for (int i = 1; i <= 4; ++i) OP_REQUIRES_OK(ctx, ctx->allocate_output(i, TensorShape({C}), &outs[i - 1]));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(5, TensorShape({0}), &outs[4]));
-    const bool blend = is_training_ && avg_factor_ != 1.0f && ctx->input(3).NumElements() == C &&
-                       ctx->input(4).NumElements() == C;
+    const bool blend = is_training_ && avg_factor_ != 1.0f;
     for (int64_t c = 0; c < C; ++c) {
       double batch_mean = mean[c], batch_var = var[c];
       if (is_training_) {

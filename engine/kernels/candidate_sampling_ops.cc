@@ -5,7 +5,8 @@
 // log(range_max + 1). With unique, it draws until num_sampled distinct
 // classes came up, and an expected count is 1 - (1 - p)^tries; otherwise
 // p * num_sampled. ComputeAccidentalHits lists (row, position) pairs in row
-// order, positions ascending, so SparseToDense accepts them as sorted.
+// order, then in the order of the row's true classes, as TensorFlow does
+// (sampled_softmax_loss scatters them with validate_indices=False).
 // Thread safety: Compute may run concurrently; the run counter is atomic.
 #include <algorithm>
 #include <atomic>
@@ -54,9 +55,11 @@ class LogUniformCandidateSamplerOp : public OpKernel {
     OP_REQUIRES_OK(ctx, CheckTrueClasses(true_classes, num_true_));
     const int64_t* classes = true_classes.data<int64_t>();
     for (int64_t i = 0; i < true_classes.NumElements(); ++i) {
-      OP_REQUIRES(ctx, classes[i] >= 0 && classes[i] < range_max_,
+      // TensorFlow computes counts for classes >= range_max too (never
+      // sampled); a negative class has no probability.
+      OP_REQUIRES(ctx, classes[i] >= 0,
                   absl::InvalidArgumentError(absl::StrCat("true class ", classes[i], " (element ", i,
-                                                          ") is not in [0, range_max = ", range_max_, ")")));
+                                                          ") is negative")));
     }
     Tensor *sampled, *true_expected, *sampled_expected;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({num_sampled_}), &sampled));
@@ -113,23 +116,20 @@ class ComputeAccidentalHitsOp : public OpKernel {
     OP_REQUIRES(ctx, sampled.dims() == 1,
                 absl::InvalidArgumentError(absl::StrCat("sampled_candidates must be a vector, got shape ",
                                                         sampled.shape().DebugString())));
-    std::unordered_map<int64_t, std::vector<int64_t>> positions;
-    for (int64_t j = 0; j < sampled.NumElements(); ++j) positions[sampled.data<int64_t>()[j]].push_back(j);
+    // As TensorFlow: a class sampled more than once counts at its last
+    // position only (candidates are presumed unique).
+    std::unordered_map<int64_t, int64_t> position;
+    for (int64_t j = 0; j < sampled.NumElements(); ++j) position[sampled.data<int64_t>()[j]] = j;
     std::vector<int32_t> rows;
     std::vector<int64_t> ids;
     const int64_t batch = true_classes.dim_size(0);
     OP_REQUIRES(ctx, batch <= INT32_MAX, absl::InvalidArgumentError("more than 2^31 - 1 rows of true_classes"));
     for (int64_t i = 0; i < batch; ++i) {
-      std::vector<int64_t> hits;
       for (int64_t k = 0; k < num_true_; ++k) {
-        auto it = positions.find(true_classes.data<int64_t>()[i * num_true_ + k]);
-        if (it != positions.end()) hits.insert(hits.end(), it->second.begin(), it->second.end());
-      }
-      std::sort(hits.begin(), hits.end());
-      hits.erase(std::unique(hits.begin(), hits.end()), hits.end());
-      for (int64_t j : hits) {
+        auto it = position.find(true_classes.data<int64_t>()[i * num_true_ + k]);
+        if (it == position.end()) continue;
         rows.push_back(static_cast<int32_t>(i));
-        ids.push_back(j);
+        ids.push_back(it->second);
       }
     }
     const int64_t n = static_cast<int64_t>(rows.size());

@@ -79,23 +79,28 @@ class SparseSegmentReductionOp : public OpKernel {
     OP_REQUIRES(ctx, data.dims() >= 1, absl::InvalidArgumentError("data must have at least one dimension"));
     OP_REQUIRES_OK(ctx, CheckSegments(indices, ids, data.dim_size(0), -1));
     const int64_t n = ids.NumElements();
-    const int64_t segments = n == 0 ? 0 : IndexAt(ids, n - 1) + 1;
+    const int64_t last = n == 0 ? -1 : IndexAt(ids, n - 1);
+    OP_REQUIRES(ctx, last < INT64_MAX, absl::InvalidArgumentError("segment_ids reach the largest int64"));
+    const int64_t segments = last + 1;
     std::vector<int64_t> dims(data.shape().dim_sizes().begin(), data.shape().dim_sizes().end());
     dims[0] = segments;
     auto shape = TensorShape::Build(dims);
     OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    // Rows of no elements: nothing to add (and no per-segment storage for
+    // ids that may be huge).
+    if (out->NumElements() == 0) return;
     const int64_t inner = DimProduct(data.shape(), 1, data.dims());
     std::vector<A> acc(static_cast<size_t>(segments * inner), A(0));
-    std::vector<int64_t> count(segments, 0);
+    std::vector<int64_t> count(kMean ? segments : 0, 0);
     const T* in = data.data<T>();
     for (int64_t i = 0; i < n; ++i) {
       const int64_t id = IndexAt(ids, i);
       const T* row = in + IndexAt(indices, i) * inner;
       A* dst = acc.data() + id * inner;
       for (int64_t e = 0; e < inner; ++e) dst[e] += static_cast<A>(row[e]);
-      ++count[id];
+      if (kMean) ++count[id];
     }
     T* o = out->data<T>();
     for (int64_t s = 0; s < segments; ++s) {

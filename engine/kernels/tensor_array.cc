@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,9 +12,22 @@
 namespace sluice {
 namespace {
 
+// One sum; integers wrap (in unsigned arithmetic: no signed-overflow UB).
+template <typename T>
+T Add(T x, T y) {
+  if constexpr (std::is_integral<T>::value) {
+    using U = typename std::make_unsigned<T>::type;
+    return static_cast<T>(static_cast<U>(x) + static_cast<U>(y));
+  } else {
+    return static_cast<T>(x + y);
+  }
+}
+
 // `a + b` elementwise, a fresh tensor (neither input changes).
 absl::StatusOr<Tensor> AddTensors(const Tensor& a, const Tensor& b) {
-  Tensor sum(a.dtype(), a.shape());
+  auto allocated = Tensor::Allocate(CpuAllocator(), a.dtype(), a.shape());
+  if (!allocated.ok()) return allocated.status();
+  Tensor sum = *std::move(allocated);
   const int64_t n = a.NumElements();
   switch (a.dtype()) {
 #define SLUICE_TA_ADD_(ENUM, TYPE)                                                       \
@@ -21,7 +35,7 @@ absl::StatusOr<Tensor> AddTensors(const Tensor& a, const Tensor& b) {
     const TYPE* x = a.data<TYPE>();                                                      \
     const TYPE* y = b.data<TYPE>();                                                      \
     TYPE* z = sum.data<TYPE>();                                                          \
-    for (int64_t i = 0; i < n; ++i) z[i] = static_cast<TYPE>(x[i] + y[i]);               \
+    for (int64_t i = 0; i < n; ++i) z[i] = Add(x[i], y[i]);                              \
     return sum;                                                                          \
   }
     SLUICE_TA_ADD_(DT_FLOAT, float)
@@ -52,9 +66,10 @@ void CopyElements(const Tensor& src, int64_t src_offset, int64_t count, Tensor* 
               static_cast<const char*>(src.raw_data()) + src_offset * bytes, count * bytes);
 }
 
-Tensor ZerosTensor(DataType dtype, const TensorShape& shape) {
-  Tensor t(dtype, shape);
-  if (dtype != DT_STRING && t.TotalBytes() > 0) std::memset(t.raw_data(), 0, t.TotalBytes());
+absl::StatusOr<Tensor> ZerosTensor(DataType dtype, const TensorShape& shape) {
+  auto t = Tensor::Allocate(CpuAllocator(), dtype, shape);
+  if (!t.ok()) return t.status();
+  if (dtype != DT_STRING && t->TotalBytes() > 0) std::memset(t->raw_data(), 0, t->TotalBytes());
   return t;
 }
 
@@ -99,6 +114,11 @@ absl::Status TensorArray::LockedWrite(int64_t index, const Tensor& value) {
     if (!options_.dynamic_size || size_frozen_) {
       return absl::InvalidArgumentError(absl::StrCat(Where(-1), "Tried to write to index ", index,
                                                      " but array is not resizeable and size is: ", elements_.size()));
+    }
+    if (index >= kMaxTensorArraySize) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(-1), "Tried to write to index ", index,
+                                                     " but the largest TensorArray has ", kMaxTensorArraySize,
+                                                     " elements"));
     }
     elements_.resize(static_cast<size_t>(index) + 1);
   }
@@ -161,8 +181,15 @@ absl::StatusOr<Tensor> TensorArray::LockedRead(int64_t index) {
   if (e.written) {
     value = e.value;
   } else if (options_.is_grad && (e.has_shape || element_shape_.IsFullyDefined())) {
-    TensorShape shape = e.has_shape ? e.shape : TensorShape(element_shape_.dims());
-    value = ZerosTensor(options_.dtype, shape);
+    TensorShape shape = e.shape;
+    if (!e.has_shape) {
+      auto built = TensorShape::Build(element_shape_.dims());
+      if (!built.ok()) return absl::Status(built.status().code(), Where(index) + std::string(built.status().message()));
+      shape = *built;
+    }
+    auto zeros = ZerosTensor(options_.dtype, shape);
+    if (!zeros.ok()) return absl::Status(zeros.status().code(), Where(index) + std::string(zeros.status().message()));
+    value = *std::move(zeros);
   } else {
     return absl::InvalidArgumentError(absl::StrCat(Where(-1), "Could not read from TensorArray index ", index,
                                                    " because it has not yet been written to."));

@@ -28,6 +28,10 @@
 
 namespace sluice {
 
+// The most elements an array may have (creation or a dynamic write past the
+// end): more is InvalidArgument, not an allocation that kills the process.
+inline constexpr int64_t kMaxTensorArraySize = int64_t{1} << 24;
+
 class TensorArray : public ResourceBase {
  public:
   static constexpr char kTypeName[] = "TensorArray";
@@ -94,8 +98,9 @@ class TensorArray : public ResourceBase {
 // at flat offset `dst_offset`. REQUIRES: same dtype; both ranges in bounds.
 void CopyElements(const Tensor& src, int64_t src_offset, int64_t count, Tensor* dst, int64_t dst_offset);
 
-// A tensor of zeros (empty strings) of `dtype` and `shape`.
-Tensor ZerosTensor(DataType dtype, const TensorShape& shape);
+// A tensor of zeros (empty strings) of `dtype` and `shape`; ResourceExhausted
+// when it cannot be allocated.
+absl::StatusOr<Tensor> ZerosTensor(DataType dtype, const TensorShape& shape);
 
 }  // namespace sluice
 

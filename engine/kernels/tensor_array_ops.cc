@@ -113,6 +113,9 @@ class TensorArrayOp : public OpKernel {
     auto size = ScalarInt32(ctx, 0, "size");
     OP_REQUIRES_OK(ctx, size.status());
     OP_REQUIRES(ctx, *size >= 0, absl::InvalidArgumentError(absl::StrCat("Size should be >= 0, got ", *size)));
+    OP_REQUIRES(ctx, *size <= kMaxTensorArraySize,
+                absl::InvalidArgumentError(absl::StrCat("Size ", *size, " exceeds the largest TensorArray, ",
+                                                        kMaxTensorArraySize)));
     auto container = StepContainerName(ctx);
     OP_REQUIRES_OK(ctx, container.status());
     static std::atomic<int64_t> counter{0};
@@ -316,6 +319,10 @@ class TensorArraySplitOp : public OpKernel {
     for (int64_t i = 0; i < lengths.NumElements(); ++i) {
       const int64_t len = lengths.data<int64_t>()[i];
       OP_REQUIRES(ctx, len >= 0, absl::InvalidArgumentError(absl::StrCat("lengths[", i, "] is negative: ", len)));
+      OP_REQUIRES(ctx, len <= value.dim_size(0) - total,
+                  absl::InvalidArgumentError(absl::StrCat("Expected sum of lengths to be equal to values.shape[0], "
+                                                          "but the lengths up to lengths[", i, "] already exceed ",
+                                                          value.dim_size(0))));
       total += len;
     }
     OP_REQUIRES(ctx, total == value.dim_size(0),

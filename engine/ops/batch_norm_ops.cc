@@ -75,7 +75,13 @@ REGISTER_OP("FusedBatchNormV3")
     .Attr("data_format: string = 'NHWC'")  // NHWC, NCHW, NDHWC or NCDHW
     .Attr("is_training: bool = true")
     .SetShapeFn([](InferenceContext* c) {
-      absl::Status s = BatchNormShape(c, 0, 1, 4, 5);
+      // Training with exponential_avg_factor 1 ignores mean and variance
+      // (tf.nn.fused_batch_norm passes empty ones), as in TensorFlow.
+      bool is_training = true;
+      float factor = 1.0f;
+      c->GetAttr("is_training", &is_training).IgnoreError();
+      c->GetAttr("exponential_avg_factor", &factor).IgnoreError();
+      absl::Status s = BatchNormShape(c, 0, 1, is_training && factor == 1.0f ? 2 : 4, 5);
       if (!s.ok()) return s;
       c->set_output(5, PartialShape::FromDims({0}));
       return absl::OkStatus();

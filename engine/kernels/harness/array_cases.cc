@@ -840,6 +840,8 @@ std::vector<OpCase> SparseSegmentCases(DataType dt, Rng* rng, bool mean) {
            {SparseSegmentRef(b, {3, 2, 3}, {0, 1, 1}, 2, mean, false)}, true),
       Case("3-d data", {c, I32({2, 0}), I32({1, 1})}, {}, {SparseSegmentRef(c, {2, 0}, {1, 1}, 2, mean, false)}, true),
       Case("no rows", {a, I32({}), I32({})}, {}, {Zeros(dt, S({0, 3}))}, false),
+      Case("empty rows, an id of 2^40", {Rand(dt, S({2, 0}), rng), I32({1}), I64({int64_t{1} << 40})}, {},
+           {Zeros(dt, S({(int64_t{1} << 40) + 1, 0}))}, false),
       ErrorCase("unsorted ids", {a, I32({0, 1}), I32({1, 0})}, {}, "sorted"),
       ErrorCase("negative id", {a, I32({0}), I32({-1})}, {}, "sorted and non-negative"),
       ErrorCase("index out of range", {a, I32({5}), I32({0})}, {}, "indices[0] = 5 is not in [0, 5)"),

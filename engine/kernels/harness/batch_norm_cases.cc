@@ -120,6 +120,19 @@ std::vector<OpCase> ForwardCases(DataType dt, Rng* rng) {
   std::vector<OpCase> cases;
   for (const Norm& n : Layouts()) cases.push_back(ForwardCase(dt, rng, n));
   const DataType u = StatType(dt);
+  // tf.nn.fused_batch_norm in training passes empty mean and variance.
+  OpCase empty = ForwardCase(dt, rng, Norm{TensorShape({2, 2, 2, 3}), false, true});
+  empty.description += " empty running statistics";
+  empty.inputs[3] = FromDoubles(u, TensorShape({0}), {});
+  empty.inputs[4] = FromDoubles(u, TensorShape({0}), {});
+  cases.push_back(std::move(empty));
+  Norm blended{TensorShape({2, 2, 2, 3}), false, true};
+  blended.factor = static_cast<float>(0.5);
+  Tensor c3 = RandomTensor(u, TensorShape({3}), rng, 0.5, 1);
+  cases.push_back(ErrorCase("a blend without running statistics",
+                            {RandomTensor(dt, blended.shape, rng), c3, c3, FromDoubles(u, TensorShape({0}), {}),
+                             FromDoubles(u, TensorShape({0}), {})},
+                            NormAttrs(blended, true), "3 channels"));
   Tensor v3 = RandomTensor(u, TensorShape({3}), rng, 0.5, 1);
   Tensor v2 = RandomTensor(u, TensorShape({2}), rng, 0.5, 1);
   cases.push_back(ErrorCase("rank 3 x", {RandomTensor(dt, TensorShape({2, 2, 3}), rng), v3, v3, v3, v3},

@@ -103,8 +103,8 @@ std::vector<OpCase> SamplerCases(DataType, Rng*) {
     };
     cases.push_back(std::move(c));
   }
-  cases.push_back(ErrorCase("true class out of range", {Int64s({3, 10}, TensorShape({1, 2}))},
-                            SamplerAttrs(2, 4, false, 10), "is not in [0, range_max = 10)"));
+  cases.push_back(ErrorCase("negative true class", {Int64s({3, -1}, TensorShape({1, 2}))},
+                            SamplerAttrs(2, 4, false, 10), "true class -1 (element 1) is negative"));
   cases.push_back(ErrorCase("num_true mismatch", {Int64s({3, 1}, TensorShape({1, 2}))}, SamplerAttrs(1, 4, false, 10),
                             "num_true"));
   cases.push_back(ErrorCase("unique beyond the range", {Int64s({3}, TensorShape({1, 1}))}, SamplerAttrs(1, 11, true, 10),
@@ -127,16 +127,21 @@ std::vector<OpCase> AccidentalHitsCases(DataType, Rng*) {
   a.attrs = one;
   a.expected = hits({0, 2}, {2, 0});
   OpCase b;
-  b.description = "two true classes, positions ascending";
+  b.description = "two true classes, in the row's order";
   b.inputs = {Int64s({3, 1, 8, 8}, TensorShape({2, 2})), Int64s({1, 9, 3, 8}, TensorShape({4}))};
   b.attrs = two;
-  b.expected = hits({0, 0, 1}, {0, 2, 3});
+  b.expected = hits({0, 0, 1, 1}, {2, 0, 3, 3});
+  OpCase dup;
+  dup.description = "a class sampled twice counts at its last position";
+  dup.inputs = {Int64s({4, 2}, TensorShape({2, 1})), Int64s({4, 1, 4}, TensorShape({3}))};
+  dup.attrs = one;
+  dup.expected = hits({0}, {2});
   OpCase none;
   none.description = "no hits";
   none.inputs = {Int64s({5}, TensorShape({1, 1})), Int64s({1, 2}, TensorShape({2}))};
   none.attrs = one;
   none.expected = hits({}, {});
-  return {a, b, none,
+  return {a, b, dup, none,
           ErrorCase("num_true mismatch", {Int64s({5, 6}, TensorShape({1, 2})), Int64s({1}, TensorShape({1}))}, one,
                     "num_true"),
           ErrorCase("matrix candidates", {Int64s({5}, TensorShape({1, 1})), Int64s({1, 2}, TensorShape({1, 2}))}, one,

@@ -16,7 +16,7 @@ source tests/train_testlib.sh
 skip_without_data
 
 KILLS=${1:-${KILL_SWEEP_KILLS:-30}}
-STEPS=1200
+STEPS=2000
 # fashion_mlp with 64-unit hidden layers: fast steps, so most of the time is starts and saves.
 FLAGS="$(mlp_flags $STEPS 5 3) --set devices.intra_op_threads=1 --set devices.inter_op_threads=1
   --set model.layer[1].dense.units=64 --set model.layer[2].dense.units=64"
@@ -86,8 +86,13 @@ for attempt in $(seq 1 "$KILLS"); do
         compgen -G "$dir/checkpoints/ckpt-*.tmp" > /dev/null && break
         sleep 0.005
       done ;;
-    5)  # a random moment of the start: 0 to 1.5 s after exec
-      sleep "$((RANDOM % 2)).$(printf '%03d' $((RANDOM % 1000)))" ;;
+    5)  # a random moment of the start: 0 to 2 s after exec, or the first progress line if
+        # training starts sooner (an unloaded machine starts in well under a second, and a
+        # late kill would let this run use up the steps the later kills need)
+      for _ in $(seq 1 $((RANDOM % 200))); do
+        grep -q "^step [0-9]*/" "$log" 2>/dev/null && break
+        sleep 0.01
+      done ;;
     *)  # a random moment of training: 5 to 34 steps after the resume point, plus 0-49 ms
       wait_for_step "$log" $pid $((${expected:-0} + 5 + RANDOM % 30))
       sleep "0.0$(printf '%02d' $((RANDOM % 50)))" ;;

@@ -22,6 +22,15 @@ Output GradientBuilder::grad(int i) {
   return grads_[i];
 }
 
+AttrList GradientBuilder::ForwardAttrs(std::initializer_list<const char*> names) const {
+  AttrList attrs;
+  for (const char* name : names) {
+    auto it = node_->def().attr().find(name);
+    if (it != node_->def().attr().end()) attrs[name] = it->second;
+  }
+  return attrs;
+}
+
 void GradientBuilder::SetInputGrad(int i, Output grad) {
   input_grads_[i].dense = grad;
   input_grads_[i].is_sparse = false;

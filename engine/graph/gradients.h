@@ -11,6 +11,7 @@
 #ifndef SLUICE_ENGINE_GRAPH_GRADIENTS_H_
 #define SLUICE_ENGINE_GRAPH_GRADIENTS_H_
 
+#include <initializer_list>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -54,6 +55,9 @@ class GradientBuilder {
     return GetNodeAttr(node_->def(), name, value);
   }
   GraphBuilder& b() { return builder_; }
+  // The listed attrs of the forward node (those it has), for a gradient op
+  // that takes the same settings (data_format, epsilon, ...).
+  AttrList ForwardAttrs(std::initializer_list<const char*> names) const;
 
   // Results: the gradient for each input (unset inputs get none).
   void SetInputGrad(int i, Output grad);

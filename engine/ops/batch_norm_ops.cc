@@ -87,11 +87,7 @@ REGISTER_OP("FusedBatchNormV3")
       return absl::OkStatus();
     })
     .SetGradient([](GradientBuilder* g) {
-      AttrList attrs;
-      for (const char* name : {"epsilon", "data_format", "is_training"}) {
-        auto it = g->node().def().attr().find(name);
-        if (it != g->node().def().attr().end()) attrs[name] = it->second;
-      }
+      AttrList attrs = g->ForwardAttrs({"epsilon", "data_format", "is_training"});
       Node* grad = g->b().AddNode("batch_norm_grad", "FusedBatchNormGradV3",
                                   {g->grad(0), g->input(0), g->input(1), g->output(3), g->output(4), g->output(5)},
                                   attrs);

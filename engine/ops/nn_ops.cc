@@ -260,16 +260,6 @@ absl::Status SameShapeBinary(InferenceContext* c) {
 
 // ---- Gradient helpers ----
 
-// Copies the listed attrs of the forward node.
-AttrList CopyAttrs(GradientBuilder* g, std::initializer_list<const char*> names) {
-  AttrList attrs;
-  for (const char* name : names) {
-    auto it = g->node().def().attr().find(name);
-    if (it != g->node().def().attr().end()) attrs[name] = it->second;
-  }
-  return attrs;
-}
-
 Output IntShape(GradientBuilder* g, Output x) {
   return g->b().Op("shape", "Shape", {x}, {{"out_type", MakeAttr(DT_INT32)}});
 }
@@ -388,7 +378,7 @@ REGISTER_OP("LeakyRelu")
     .SetShapeFn(shape_fns::Unchanged)
     .SetGradient([](GradientBuilder* g) {
       g->SetInputGrad(0, g->b().Op("leaky_relu_grad", "LeakyReluGrad", {g->grad(0), g->input(0)},
-                                   CopyAttrs(g, {"alpha"})));
+                                   g->ForwardAttrs({"alpha"})));
       return absl::OkStatus();
     });
 
@@ -402,7 +392,7 @@ REGISTER_OP("LeakyReluGrad")
     .SetShapeFn(SameShapeBinary)
     .SetGradient([](GradientBuilder* g) {
       GraphBuilder& b = g->b();
-      g->SetInputGrad(0, b.Op("leaky_relu_grad", "LeakyReluGrad", {g->grad(0), g->input(1)}, CopyAttrs(g, {"alpha"})));
+      g->SetInputGrad(0, b.Op("leaky_relu_grad", "LeakyReluGrad", {g->grad(0), g->input(1)}, g->ForwardAttrs({"alpha"})));
       g->SetInputGrad(1, b.Op("zeros", "ZerosLike", {g->input(1)}));
       return absl::OkStatus();
     });
@@ -563,7 +553,7 @@ REGISTER_OP("BiasAdd")
     .SetShapeFn(BiasAddShape)
     .SetGradient([](GradientBuilder* g) {
       g->SetInputGrad(0, g->grad(0));
-      g->SetInputGrad(1, g->b().Op("bias_grad", "BiasAddGrad", {g->grad(0)}, CopyAttrs(g, {"data_format"})));
+      g->SetInputGrad(1, g->b().Op("bias_grad", "BiasAddGrad", {g->grad(0)}, g->ForwardAttrs({"data_format"})));
       return absl::OkStatus();
     });
 
@@ -578,7 +568,7 @@ REGISTER_OP("BiasAddGrad")
     .SetGradient([](GradientBuilder* g) {
       GraphBuilder& b = g->b();
       Output zeros = b.Op("zeros", "ZerosLike", {g->input(0)});
-      g->SetInputGrad(0, b.Op("broadcast", "BiasAdd", {zeros, g->grad(0)}, CopyAttrs(g, {"data_format"})));
+      g->SetInputGrad(0, b.Op("broadcast", "BiasAdd", {zeros, g->grad(0)}, g->ForwardAttrs({"data_format"})));
       return absl::OkStatus();
     });
 
@@ -598,7 +588,7 @@ REGISTER_OP("Conv2D")
     .SetShapeFn(Conv2DShape)
     .SetGradient([](GradientBuilder* g) {
       GraphBuilder& b = g->b();
-      AttrList attrs = CopyAttrs(g, SLUICE_CONV_ATTRS);
+      AttrList attrs = g->ForwardAttrs(SLUICE_CONV_ATTRS);
       g->SetInputGrad(0, b.Op("input_grad", "Conv2DBackpropInput", {IntShape(g, g->input(0)), g->input(1), g->grad(0)},
                               attrs));
       g->SetInputGrad(1, b.Op("filter_grad", "Conv2DBackpropFilter",
@@ -623,7 +613,7 @@ REGISTER_OP("Conv2DBackpropInput")
     .SetShapeFn([](InferenceContext* c) { return ConvBackpropShape(c, 0); })
     .SetGradient([](GradientBuilder* g) {
       GraphBuilder& b = g->b();
-      AttrList attrs = CopyAttrs(g, SLUICE_CONV_ATTRS);
+      AttrList attrs = g->ForwardAttrs(SLUICE_CONV_ATTRS);
       g->SetInputGrad(1, b.Op("filter_grad", "Conv2DBackpropFilter",
                               {g->grad(0), IntShape(g, g->input(1)), g->input(2)}, attrs));
       g->SetInputGrad(2, b.Op("out_backprop_grad", "Conv2D", {g->grad(0), g->input(1)}, attrs));
@@ -646,7 +636,7 @@ REGISTER_OP("Conv2DBackpropFilter")
     .SetShapeFn([](InferenceContext* c) { return ConvBackpropShape(c, 1); })
     .SetGradient([](GradientBuilder* g) {
       GraphBuilder& b = g->b();
-      AttrList attrs = CopyAttrs(g, SLUICE_CONV_ATTRS);
+      AttrList attrs = g->ForwardAttrs(SLUICE_CONV_ATTRS);
       g->SetInputGrad(0, b.Op("input_grad", "Conv2DBackpropInput",
                               {IntShape(g, g->input(0)), g->grad(0), g->input(2)}, attrs));
       g->SetInputGrad(2, b.Op("out_backprop_grad", "Conv2D", {g->input(0), g->grad(0)}, attrs));
@@ -667,7 +657,7 @@ REGISTER_OP("MaxPool")
     .SetShapeFn(PoolShape)
     .SetGradient([](GradientBuilder* g) {
       g->SetInputGrad(0, g->b().Op("max_pool_grad", "MaxPoolGrad", {g->input(0), g->output(0), g->grad(0)},
-                                   CopyAttrs(g, SLUICE_POOL_ATTRS)));
+                                   g->ForwardAttrs(SLUICE_POOL_ATTRS)));
       return absl::OkStatus();
     });
 
@@ -700,7 +690,7 @@ REGISTER_OP("AvgPool")
     .SetShapeFn(PoolShape)
     .SetGradient([](GradientBuilder* g) {
       g->SetInputGrad(0, g->b().Op("avg_pool_grad", "AvgPoolGrad", {IntShape(g, g->input(0)), g->grad(0)},
-                                   CopyAttrs(g, {"ksize", "strides", "padding", "data_format"})));
+                                   g->ForwardAttrs({"ksize", "strides", "padding", "data_format"})));
       return absl::OkStatus();
     });
 
@@ -717,7 +707,7 @@ REGISTER_OP("AvgPoolGrad")
     .SetShapeFn([](InferenceContext* c) { return PoolGradShape(c, true); })
     .SetGradient([](GradientBuilder* g) {
       g->SetInputGrad(1, g->b().Op("avg_pool", "AvgPool", {g->grad(0)},
-                                   CopyAttrs(g, {"ksize", "strides", "padding", "data_format"})));
+                                   g->ForwardAttrs({"ksize", "strides", "padding", "data_format"})));
       return absl::OkStatus();
     });
 

@@ -25,7 +25,8 @@ inline constexpr char kStateFileName[] = "checkpoint";
 // <run_dir>/checkpoints
 std::string CheckpointsDir(const std::string& run_dir);
 
-// NotFound when there is no state file; DataLoss when it does not parse.
+// NotFound when there is no state file; DataLoss when it does not parse or is
+// not what a Saver writes (see FORMAT.md).
 absl::StatusOr<CheckpointState> ReadCheckpointState(Env* env, const std::string& checkpoints_dir);
 absl::Status WriteCheckpointState(Env* env, const std::string& checkpoints_dir, const CheckpointState& state);
 // A state listing every committed ckpt-<step> directory under

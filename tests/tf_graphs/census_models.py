@@ -3,7 +3,8 @@ way a user of TensorFlow 2.21 builds them in graph mode (tf.compat.v1 with eager
 execution off, so variables are resource variables), each with its initializer,
 its train op and a Saver. Nothing here depends on Sluice.
 
-Each builder returns the tf.Graph of one model family; `op_types(graph)` lists
+Each builder adds one model family to the default graph, its train op named
+"train" (census_parity.py runs it); `op_types(graph)` lists
 the op types its GraphDef uses (functions inlined by TensorFlow's graph-mode
 builders are not used: every op here is a node of the top-level GraphDef).
 
@@ -35,7 +36,7 @@ def dense(x, units, name, activation=None):
 def finish(loss, optimizer, var_list=None):
     """Train op with a global step, the initializer and a Saver."""
     global_step = tf1.train.get_or_create_global_step()
-    train = optimizer.minimize(loss, global_step=global_step, var_list=var_list)
+    train = optimizer.minimize(loss, global_step=global_step, var_list=var_list, name="train")
     tf1.global_variables_initializer()
     tf1.local_variables_initializer()
     tf1.train.Saver()
@@ -112,7 +113,7 @@ def lstm_lm():
     grads, variables = zip(*optimizer.compute_gradients(loss))
     grads, _ = tf.clip_by_global_norm(grads, 5.0)
     step = tf1.train.get_or_create_global_step()
-    optimizer.apply_gradients(zip(grads, variables), global_step=step)
+    optimizer.apply_gradients(zip(grads, variables), global_step=step, name="train")
     tf1.global_variables_initializer()
     tf1.train.Saver()
 
@@ -196,7 +197,7 @@ def sgd_clipping():
     optimizer = tf1.train.GradientDescentOptimizer(lr)
     grads_and_vars = [(tf.clip_by_norm(tf.clip_by_value(g, -1.0, 1.0), 0.5), v)
                       for g, v in optimizer.compute_gradients(loss)]
-    optimizer.apply_gradients(grads_and_vars, global_step=step)
+    optimizer.apply_gradients(grads_and_vars, global_step=step, name="train")
     tf1.global_variables_initializer()
     tf1.train.Saver()
 
@@ -246,7 +247,7 @@ def gan():
     step = tf1.train.get_or_create_global_step()
     train_d = tf1.train.AdamOptimizer(2e-4, beta1=0.5).minimize(d_loss, var_list=d_vars)
     with tf.control_dependencies([train_d]):
-        tf1.train.AdamOptimizer(2e-4, beta1=0.5).minimize(g_loss, var_list=g_vars, global_step=step)
+        tf1.train.AdamOptimizer(2e-4, beta1=0.5).minimize(g_loss, var_list=g_vars, global_step=step, name="train")
     tf1.global_variables_initializer()
     tf1.train.Saver()
 

@@ -1,4 +1,6 @@
-// CPU kernels for the checkpoint ops of save_restore_ops.cc. Save writes a
+// CPU kernels for the checkpoint ops of save_restore_ops.cc. SaveV2,
+// RestoreV2 and MergeV2Checkpoints read and write TensorFlow bundles
+// (tensor_bundle_reader.h, tensor_bundle_writer.h). Save writes a
 // one-shard checkpoint directory through WriteCheckpointDir (into a temporary
 // directory that then replaces `filename`); the Restore family reads through
 // CheckpointReader, so corruption surfaces as DataLoss naming the file and
@@ -10,6 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_writer.h"
+#include "checkpoint/tensor_bundle_format.h"
+#include "checkpoint/tensor_bundle_reader.h"
+#include "checkpoint/tensor_bundle_writer.h"
 #include "checkpoint/tensor_slice.h"
 #include "engine/framework/op_kernel.h"
 
@@ -144,6 +149,122 @@ class RestoreSliceOp : public RestoreOp {
   explicit RestoreSliceOp(OpKernelConstruction* ctx) : RestoreOp(ctx, true, true) {}
 };
 
+// The tensor_names and shape_and_slices inputs of SaveV2 / RestoreV2: n
+// strings each, every slice spec "".
+absl::Status NamesAndWholeSlices(OpKernelContext* ctx, int64_t n, std::vector<std::string>* names) {
+  const Tensor& t = ctx->input(1);
+  const Tensor& specs = ctx->input(2);
+  if (t.dtype() != DT_STRING || t.NumElements() != n) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor_names must hold ", n, " strings, got ", t.DebugString(3)));
+  }
+  if (specs.dtype() != DT_STRING || specs.NumElements() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape_and_slices must hold ", n, " strings, got ", specs.DebugString(3)));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    names->push_back(t.data<tstring>()[i]);
+    if (!specs.data<tstring>()[i].empty()) {
+      return absl::UnimplementedError(absl::StrCat("tensor '", (*names)[i], "': shape_and_slice '",
+                                                   specs.data<tstring>()[i],
+                                                   "': partitioned (sliced) tensors in a TensorFlow checkpoint are "
+                                                   "not supported; save the whole variable"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+class SaveV2Op : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    std::string prefix;
+    OP_REQUIRES_OK(ctx, ScalarString(ctx, 0, "prefix", &prefix));
+    const int64_t n = ctx->num_inputs() - 3;
+    std::vector<std::string> names;
+    OP_REQUIRES_OK(ctx, NamesAndWholeSlices(ctx, n, &names));
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (int64_t i = 0; i < n; ++i) tensors.emplace_back(names[i], ctx->input(3 + i));
+    OP_REQUIRES_OK(ctx, WriteTensorBundle(Env::Default(), prefix, tensors));
+  }
+};
+
+class RestoreV2Op : public OpKernel {
+ public:
+  explicit RestoreV2Op(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("dtypes", &dtypes_));
+  }
+  void Compute(OpKernelContext* ctx) override {
+    std::string prefix;
+    OP_REQUIRES_OK(ctx, ScalarString(ctx, 0, "prefix", &prefix));
+    std::vector<std::string> names;
+    OP_REQUIRES_OK(ctx, NamesAndWholeSlices(ctx, static_cast<int64_t>(dtypes_.size()), &names));
+    auto reader = BundleReader::Open(prefix, Env::Default());
+    OP_REQUIRES_OK(ctx, reader.status());
+    for (size_t i = 0; i < names.size(); ++i) {
+      absl::StatusOr<Tensor> value = (*reader)->Read(names[i]);
+      OP_REQUIRES_OK(ctx, value.status());
+      OP_REQUIRES(ctx, value->dtype() == dtypes_[i],
+                  absl::InvalidArgumentError(absl::StrCat("TensorFlow checkpoint ", prefix, ": tensor '", names[i],
+                                                          "' has dtype ", DataTypeString(value->dtype()),
+                                                          ", the op expects ", DataTypeString(dtypes_[i]))));
+      ctx->set_output(static_cast<int>(i), *std::move(value));
+    }
+  }
+
+ private:
+  std::vector<DataType> dtypes_;
+};
+
+class MergeV2CheckpointsOp : public OpKernel {
+ public:
+  explicit MergeV2CheckpointsOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("delete_old_dirs", &delete_old_dirs_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("allow_missing_files", &allow_missing_files_));
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& sources = ctx->input(0);
+    OP_REQUIRES(ctx, sources.dtype() == DT_STRING && sources.dims() <= 1,
+                absl::InvalidArgumentError("checkpoint_prefixes must be a string vector"));
+    std::string destination;
+    OP_REQUIRES_OK(ctx, ScalarString(ctx, 1, "destination_prefix", &destination));
+    Env* env = Env::Default();
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    std::vector<std::string> merged;
+    for (int64_t i = 0; i < sources.NumElements(); ++i) {
+      const std::string prefix = sources.data<tstring>()[i];
+      if (allow_missing_files_ && !IsTensorBundle(env, prefix)) continue;
+      auto reader = BundleReader::Open(prefix, env);
+      OP_REQUIRES_OK(ctx, reader.status());
+      for (const auto& [name, entry] : (*reader)->entries()) {
+        auto value = (*reader)->Read(name);
+        OP_REQUIRES_OK(ctx, value.status());
+        tensors.emplace_back(name, *std::move(value));
+      }
+      merged.push_back(prefix);
+    }
+    OP_REQUIRES(ctx, !merged.empty() || sources.NumElements() == 0,
+                absl::NotFoundError(absl::StrCat("MergeV2Checkpoints: none of the ", sources.NumElements(),
+                                                 " checkpoint prefixes exists")));
+    OP_REQUIRES_OK(ctx, WriteTensorBundle(env, destination, tensors));
+    for (const std::string& prefix : merged) {
+      if (prefix == destination) continue;
+      auto reader = BundleReader::Open(prefix, env);
+      const int shards = reader.ok() ? (*reader)->header().num_shards() : 1;
+      env->DeleteFile(BundleIndexFilename(prefix)).IgnoreError();
+      for (int s = 0; s < shards; ++s) env->DeleteFile(BundleDataFilename(prefix, s, shards)).IgnoreError();
+      if (delete_old_dirs_ && Dirname(prefix) != Dirname(destination)) {
+        // Only an empty directory goes (rmdir semantics).
+        auto children = env->GetChildren(Dirname(prefix));
+        if (children.ok() && children->empty()) env->DeleteRecursively(Dirname(prefix)).IgnoreError();
+      }
+    }
+  }
+
+ private:
+  bool delete_old_dirs_ = true;
+  bool allow_missing_files_ = false;
+};
+
 class SnapshotOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -165,6 +286,9 @@ REGISTER_KERNEL_BUILDER(Name("SaveSlices").Device(kDeviceCpu), SaveSlicesOp);
 REGISTER_KERNEL_BUILDER(Name("Restore").Device(kDeviceCpu), RestorePlainOp);
 REGISTER_KERNEL_BUILDER(Name("RestoreAndCheck").Device(kDeviceCpu), RestoreAndCheckOp);
 REGISTER_KERNEL_BUILDER(Name("RestoreSlice").Device(kDeviceCpu), RestoreSliceOp);
+REGISTER_KERNEL_BUILDER(Name("SaveV2").Device(kDeviceCpu), SaveV2Op);
+REGISTER_KERNEL_BUILDER(Name("RestoreV2").Device(kDeviceCpu), RestoreV2Op);
+REGISTER_KERNEL_BUILDER(Name("MergeV2Checkpoints").Device(kDeviceCpu), MergeV2CheckpointsOp);
 REGISTER_KERNEL_BUILDER(Name("_CheckpointSnapshot").Device(kDeviceCpu), SnapshotOp);
 
 }  // namespace

@@ -16,6 +16,18 @@
 //   _CheckpointSnapshot(ref: Ref(T)) -> T  a copy of a variable's value taken
 //       under its lock (the Saver fetches these, then writes in background).
 // preferred_shard is the shard whose manifest is read first (-1: any).
+//
+// TensorFlow V2 checkpoints (tensor bundles: PREFIX.index and
+// PREFIX.data-00000-of-00001; FORMAT.md "TensorFlow checkpoints"), with
+// TensorFlow's signatures so tf.compat.v1.train.Saver graphs run unchanged:
+//   SaveV2(prefix, tensor_names[N], shape_and_slices[N], tensors: dtypes)
+//       writes the bundle at `prefix` (replaced if it exists).
+//   RestoreV2(prefix, tensor_names[N], shape_and_slices[N]) -> tensors: dtypes
+//       reads tensors from it; CRCs are checked.
+//   MergeV2Checkpoints(checkpoint_prefixes[K], destination_prefix) merges the
+//       bundles of a sharded save into one and deletes the sources.
+// shape_and_slices entries must be "" (whole tensors): a slice spec is
+// Unimplemented naming the tensor.
 #include "engine/framework/op_def.h"
 #include "engine/framework/shape_inference.h"
 
@@ -63,6 +75,32 @@ REGISTER_OP("RestoreSlice")
     .Output("tensor: dt")
     .Attr("dt: type")
     .Attr("preferred_shard: int = -1")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::Unknown);
+
+REGISTER_OP("SaveV2")
+    .Input("prefix: string")
+    .Input("tensor_names: string")
+    .Input("shape_and_slices: string")
+    .Input("tensors: dtypes")
+    .Attr("dtypes: list(type)")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::Unknown);
+
+REGISTER_OP("RestoreV2")
+    .Input("prefix: string")
+    .Input("tensor_names: string")
+    .Input("shape_and_slices: string")
+    .Output("tensors: dtypes")
+    .Attr("dtypes: list(type) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::Unknown);
+
+REGISTER_OP("MergeV2Checkpoints")
+    .Input("checkpoint_prefixes: string")
+    .Input("destination_prefix: string")
+    .Attr("delete_old_dirs: bool = true")
+    .Attr("allow_missing_files: bool = false")
     .SetIsStateful()
     .SetShapeFn(shape_fns::Unknown);
 

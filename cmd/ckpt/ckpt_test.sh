@@ -1,6 +1,7 @@
 #!/bin/bash
 # ckpt: list/inspect/verify on checkpoints written by another process (the
-# Saver in make_test_checkpoints); exit codes 0 ok, 1 corrupt, 2 usage.
+# Saver in make_test_checkpoints); exit codes 0 ok, 1 corrupt, 2 usage; convert
+# to a TensorFlow checkpoint and back.
 set -u
 BIN="$TEST_SRCDIR/sluice/cmd/ckpt/ckpt"
 MAKE="$TEST_SRCDIR/sluice/cmd/ckpt/make_test_checkpoints"
@@ -73,4 +74,36 @@ out=$(timeout 30 "$BIN" verify "$RUN2"); rc=$?
 [ $rc -eq 1 ] || fail "a symlink in the checkpoint: verify should exit 1, got $rc: $out"
 echo "$out" | grep -q "CORRUPT .*$S/CURRENT is a symlink" || fail "should name the symlink: $out"
 echo "$out" | grep -q "^OK .*ckpt-1" || fail "ckpt-1 is still fine: $out"
+# TensorFlow checkpoints: convert the run to a TF bundle (the partitioned
+# embedding assembled whole), list/inspect/verify it, convert it back to a
+# Sluice checkpoint directory with the same values; damage is exit 1.
+TF="$TEST_TMPDIR/tf/model.ckpt"
+out=$("$BIN" convert "$RUN/checkpoints/ckpt-1" "$TF") || fail "convert to a TF bundle failed: $out"
+echo "$out" | grep -q "wrote 3 tensor(s) from .*ckpt-1 to TensorFlow checkpoint $TF" || fail "convert message: $out"
+[ -f "$TF.index" ] && [ -f "$TF.data-00000-of-00001" ] || fail "convert should write $TF.index and .data-00000-of-00001"
+out=$("$BIN" convert "$RUN/checkpoints/ckpt-1" "$TF" 2>&1); [ $? -eq 2 ] || fail "converting over an existing bundle should exit 2: $out"
+out=$("$BIN" list "$TF") || fail "list of a TF bundle failed: $out"
+echo "$out" | grep -q "TensorFlow checkpoint $TF: 1 data shard(s), 3 tensor(s)" || fail "bundle list header: $out"
+echo "$out" | grep -E -q "emb +float +\[2,2\] +16 B" || fail "the partitioned emb should be whole [2,2]: $out"
+out=$("$BIN" inspect "$TF.index") || fail "inspect of PREFIX.index failed: $out"
+echo "$out" | grep -E -q "dense/kernel .*min=-5.5 max=5.5 mean=0" || fail "bundle inspect stats: $out"
+echo "$out" | grep -E -q "emb .*min=1 max=4 mean=2.5" || fail "bundle inspect emb: $out"
+"$BIN" verify "$TF" | grep -q "^OK .*$TF" || fail "verify of a good bundle"
+BACK="$TEST_TMPDIR/back/ckpt-7"
+out=$("$BIN" convert "$TF" "$BACK") || fail "convert back failed: $out"
+out=$("$BIN" inspect "$BACK") || fail "inspect of the converted checkpoint failed: $out"
+echo "$out" | grep -E -q "dense/kernel .*min=-5.5 max=5.5 mean=0" || fail "round trip dense/kernel: $out"
+echo "$out" | grep -E -q "emb +float +\[2,2\] .*min=1 max=4 mean=2.5" || fail "round trip emb: $out"
+echo "$out" | grep -E -q "global_step +int64 .*min=1 max=1" || fail "round trip global_step: $out"
+out=$("$BIN" convert "$TF" "$BACK" 2>&1); [ $? -eq 2 ] || fail "converting onto an existing directory should exit 2: $out"
+out=$("$BIN" convert "$TEST_TMPDIR/nothing" "$TEST_TMPDIR/x" 2>&1); [ $? -eq 2 ] || fail "convert of nothing should exit 2"
+data="$TF.data-00000-of-00001"
+printf '\x55' | dd of="$data" bs=1 seek=3 conv=notrunc 2>/dev/null
+out=$("$BIN" verify "$TF"); rc=$?
+[ $rc -eq 1 ] || fail "verify of a damaged bundle should exit 1, got $rc: $out"
+echo "$out" | grep -q "CORRUPT .*$data: tensor '.*' at offset .*CRC32C mismatch" || fail "should name the data file: $out"
+head -c 20 "$TF.index" > "$TF.index.cut" && mv "$TF.index.cut" "$TF.index"
+out=$("$BIN" list "$TF" 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "list of a truncated index should exit 1, got $rc: $out"
+echo "$out" | grep -q "$TF.index is truncated" || fail "should name the index: $out"
 echo PASS

@@ -1,13 +1,18 @@
-// ckpt: lists, inspects and verifies Sluice checkpoints (checkpoint/FORMAT.md).
+// ckpt: lists, inspects and verifies Sluice checkpoints (checkpoint/FORMAT.md)
+// and TensorFlow V2 checkpoints, and converts between the two.
 //
 //   ckpt list PATH      checkpoints of a run and the tensors of one checkpoint
 //                       (name, dtype, shape, bytes, slice)
 //   ckpt inspect PATH   the same plus value statistics (min, max, mean)
 //   ckpt verify PATH    every CRC and file of the checkpoint(s)
+//   ckpt convert FROM TO  a TensorFlow checkpoint prefix FROM into a new
+//                       Sluice checkpoint directory TO, or a Sluice PATH FROM
+//                       (its newest checkpoint) into a TensorFlow prefix TO
 //
 // PATH is a run directory, its checkpoints/ directory (list and inspect use
 // the newest checkpoint, verify checks all of them), a checkpoint directory
-// (ckpt-<step>), or one shard store inside it.
+// (ckpt-<step>), or one shard store inside it; or a TensorFlow checkpoint
+// prefix (PREFIX.index exists; PREFIX.index itself is accepted too).
 // Exit codes: 0 ok, 1 corrupt or unreadable checkpoint (the message names
 // the file and tensor), 2 usage error (bad arguments, no checkpoint at PATH).
 #include <cmath>
@@ -25,7 +30,11 @@
 #include "absl/strings/str_join.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
+#include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/store_format.h"
+#include "checkpoint/tensor_bundle_format.h"
+#include "checkpoint/tensor_bundle_reader.h"
+#include "checkpoint/tensor_bundle_writer.h"
 
 namespace sluice {
 namespace checkpoint {
@@ -33,10 +42,14 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: ckpt list|inspect|verify PATH\n"
+    "       ckpt convert FROM TO\n"
     "  list     the checkpoints of a run and the tensors (dtype, shape, bytes) of one checkpoint\n"
     "  inspect  like list, with min/max/mean of every tensor\n"
     "  verify   check every CRC and file; exit 0 ok, 1 corrupt\n"
-    "PATH: a run directory, its checkpoints/ directory, a ckpt-<step> directory or a shard store.\n";
+    "  convert  a TensorFlow checkpoint prefix FROM into a new Sluice checkpoint directory TO,\n"
+    "           or a Sluice PATH FROM (its newest checkpoint) into a TensorFlow checkpoint prefix TO\n"
+    "PATH: a run directory, its checkpoints/ directory, a ckpt-<step> directory or a shard store;\n"
+    "      or a TensorFlow checkpoint prefix (PREFIX.index and PREFIX.data-*).\n";
 
 enum Exit { kOk = 0, kCorrupt = 1, kUsage_ = 2 };
 
@@ -199,11 +212,141 @@ int Verify(Env* env, const Target& t) {
   return rc;
 }
 
+// A TensorFlow checkpoint prefix at `path` (or `path` minus ".index").
+bool ResolveBundle(Env* env, std::string path, std::string* prefix) {
+  if (absl::EndsWith(path, ".index")) path.resize(path.size() - 6);
+  if (!IsTensorBundle(env, path)) return false;
+  *prefix = path;
+  return true;
+}
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "ckpt: %s\n", std::string(s.message()).c_str());
+  return kCorrupt;
+}
+
+int ListBundle(Env* env, const std::string& prefix, bool inspect) {
+  auto reader = BundleReader::Open(prefix, env);
+  if (!reader.ok()) return Fail(reader.status());
+  const BundleReader& r = **reader;
+  std::printf("TensorFlow checkpoint %s: %d data shard(s), %zu tensor(s)\n", prefix.c_str(),
+              r.header().num_shards(), r.entries().size());
+  int rc = kOk;
+  uint64_t total = 0;
+  for (const auto& [name, e] : r.entries()) {
+    if (e.slices_size() > 0) {
+      std::printf("  %-40s %-10s partitioned (sliced): not supported\n", absl::CHexEscape(name).c_str(),
+                  DataTypeString(e.dtype()).c_str());
+      continue;
+    }
+    total += static_cast<uint64_t>(e.size());
+    std::string line = absl::StrFormat("  %-40s %-10s %-16s %12llu B", absl::CHexEscape(name), DataTypeString(e.dtype()),
+                                       r.ShapeOf(name).DebugString(), static_cast<unsigned long long>(e.size()));
+    if (inspect) {
+      auto value = r.Read(name);
+      if (value.ok()) {
+        absl::StrAppend(&line, "  ", Stats(*value));
+      } else {
+        absl::StrAppend(&line, "  ERROR");
+        Fail(value.status());
+        rc = kCorrupt;
+      }
+    }
+    std::printf("%s\n", line.c_str());
+  }
+  std::printf("total %llu bytes\n", static_cast<unsigned long long>(total));
+  return rc;
+}
+
+int VerifyBundle(Env* env, const std::string& prefix) {
+  auto reader = BundleReader::Open(prefix, env);
+  absl::Status s = reader.status();
+  if (s.ok()) {
+    for (const auto& [name, e] : (*reader)->entries()) {
+      s = (*reader)->Read(name).status();
+      if (!s.ok()) break;
+    }
+  }
+  if (s.ok()) {
+    std::printf("OK       %s\n", prefix.c_str());
+    return kOk;
+  }
+  std::printf("CORRUPT  %s: %s\n", prefix.c_str(), std::string(s.message()).c_str());
+  return kCorrupt;
+}
+
+// TensorFlow prefix -> new Sluice checkpoint directory.
+int BundleToCheckpoint(Env* env, const std::string& prefix, const std::string& dir) {
+  if (env->FileExists(dir).ok()) {
+    std::fprintf(stderr, "ckpt: %s already exists; convert writes a new checkpoint directory\n", dir.c_str());
+    return kUsage_;
+  }
+  auto reader = BundleReader::Open(prefix, env);
+  if (!reader.ok()) return Fail(reader.status());
+  std::vector<SaveEntry> entries;
+  for (const auto& [name, e] : (*reader)->entries()) {
+    auto value = (*reader)->Read(name);
+    if (!value.ok()) return Fail(value.status());
+    SaveEntry entry;
+    entry.full_name = name;
+    entry.value = *std::move(value);
+    entries.push_back(std::move(entry));
+  }
+  absl::Status s = WriteCheckpointDir(env, dir, entries, WriteOptions());
+  if (!s.ok()) return Fail(s);
+  std::printf("wrote %zu tensor(s) from TensorFlow checkpoint %s to %s\n", entries.size(), prefix.c_str(),
+              dir.c_str());
+  return kOk;
+}
+
+// Newest Sluice checkpoint at `t` -> TensorFlow prefix; partitioned variables
+// are assembled whole.
+int CheckpointToBundle(Env* env, const Target& t, const std::string& prefix) {
+  if (IsTensorBundle(env, prefix)) {
+    std::fprintf(stderr, "ckpt: %s.index already exists; delete it first\n", prefix.c_str());
+    return kUsage_;
+  }
+  const std::string& dir = t.checkpoints.front();
+  auto reader = CheckpointReader::Open(dir, env);
+  if (!reader.ok()) return Fail(reader.status());
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const TensorEntry& e : (*reader)->manifest().tensors()) {
+    if (!tensors.empty() && tensors.back().first == e.full_name()) continue;  // another slice (keys are sorted)
+    absl::StatusOr<Tensor> value;
+    if (e.slice_spec().empty()) {
+      value = (*reader)->ReadTensor(e.key());
+    } else {
+      auto full = TensorShape::FromProto(e.full_shape());
+      if (!full.ok()) return Fail(full.status());
+      value = (*reader)->ReadSlice(e.full_name(), *full, TensorSlice::Full(full->dims()));
+    }
+    if (!value.ok()) return Fail(value.status());
+    tensors.emplace_back(e.full_name(), *std::move(value));
+  }
+  absl::Status s = WriteTensorBundle(env, prefix, tensors);
+  if (!s.ok()) return Fail(s);
+  std::printf("wrote %zu tensor(s) from %s to TensorFlow checkpoint %s\n", tensors.size(), dir.c_str(),
+              prefix.c_str());
+  return kOk;
+}
+
+int Convert(Env* env, const std::string& from, const std::string& to) {
+  std::string prefix;
+  if (ResolveBundle(env, from, &prefix)) return BundleToCheckpoint(env, prefix, to);
+  Target target;
+  if (Resolve(env, from, &target)) return CheckpointToBundle(env, target, to);
+  std::fprintf(stderr, "ckpt: no checkpoint at %s (expected a TensorFlow checkpoint prefix, a run directory, "
+               "checkpoints/, ckpt-<step> or a shard store)\n", from.c_str());
+  return kUsage_;
+}
+
 int Main(int argc, char** argv) {
   if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
     std::fputs(kUsage, stdout);
     return kOk;
   }
+  Env* env = Env::Default();
+  if (argc == 4 && std::string(argv[1]) == "convert") return Convert(env, argv[2], argv[3]);
   if (argc != 3) {
     std::fputs(kUsage, stderr);
     return kUsage_;
@@ -214,10 +357,14 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "ckpt: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return kUsage_;
   }
-  Env* env = Env::Default();
+  std::string prefix;
+  if (ResolveBundle(env, path, &prefix)) {
+    return cmd == "verify" ? VerifyBundle(env, prefix) : ListBundle(env, prefix, cmd == "inspect");
+  }
   Target target;
   if (!Resolve(env, path, &target)) {
-    std::fprintf(stderr, "ckpt: no checkpoint at %s (expected a run directory, checkpoints/, ckpt-<step> or a shard store)\n",
+    std::fprintf(stderr, "ckpt: no checkpoint at %s (expected a run directory, checkpoints/, ckpt-<step>, a shard store "
+                 "or a TensorFlow checkpoint prefix)\n",
                  path.c_str());
     return kUsage_;
   }

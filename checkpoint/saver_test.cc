@@ -10,6 +10,7 @@
 
 #include "checkpoint/checkpoint_reader.h"
 #include "engine/platform/fault_env.h"
+#include "checkpoint/tensor_bundle_writer.h"
 #include "checkpoint/warm_start.h"
 #include "engine/graph/graph_def_builder.h"
 #include "engine/platform/test_dirs.h"
@@ -361,6 +362,42 @@ TEST(WarmStart, MapsNamesAndReportsMissingOnes) {
   EXPECT_NE(s.message().find("decoder/w"), std::string::npos) << s;
   ws.name_map = {{"encoder/w", "global_step"}};
   EXPECT_EQ(WarmStart(target->get(), {{"encoder/w", "", DT_FLOAT}}, ws).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(WarmStart, FromATensorFlowCheckpoint) {
+  const std::string prefix = JoinPath(FreshTestDir("warm_tf"), "model.ckpt");
+  ASSERT_TRUE(WriteTensorBundle(Env::Default(), prefix,
+                                {{"enc/kernel", Tensor::FromVector<float>({7, 8, 9})},
+                                 {"wide", Tensor::FromVector<float>({1, 2, 3, 4})},
+                                 {"step", Tensor::Scalar<int64_t>(3)}})
+                  .ok());
+  const std::string c = "warm_tf_target";
+  GraphDefBuilder b;
+  std::string enc = b.Variable("encoder/w", DT_FLOAT, TensorShape({3}), c);
+  b.Identity("read_enc", enc, DT_FLOAT);
+  b.Assign("init", enc, b.Const("zeros", Tensor::FromVector<float>({0, 0, 0})), DT_FLOAT);
+  Session::Reset({c});
+  auto target = NewSession();
+  ASSERT_TRUE((*target)->Create(b.graph()).ok());
+  RunTarget(target->get(), "init");
+  WarmStartOptions ws;
+  ws.from = prefix;
+  ws.name_map = {{"encoder/w", "enc/kernel"}};
+  absl::Status s = WarmStart(target->get(), {{"encoder/w", "", DT_FLOAT}}, ws);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(Fetch(target->get(), "read_enc"), "7 8 9");
+  ws.name_map = {{"encoder/w", "decoder/w"}};
+  s = WarmStart(target->get(), {{"encoder/w", "", DT_FLOAT}}, ws);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_NE(s.message().find("TensorFlow checkpoint " + prefix + " has no tensor 'decoder/w'"), std::string::npos) << s;
+  ws.name_map = {{"encoder/w", "step"}};
+  s = WarmStart(target->get(), {{"encoder/w", "", DT_FLOAT}}, ws);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("is int64, variable 'encoder/w' is float"), std::string::npos) << s;
+  ws.name_map = {{"encoder/w", "wide"}};
+  s = WarmStart(target->get(), {{"encoder/w", "", DT_FLOAT}}, ws);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(Fetch(target->get(), "read_enc"), "7 8 9");
 }
 
 }  // namespace

@@ -403,11 +403,15 @@ class Validator {
     if (e_.checkpoint().has_warm_start()) {
       const auto& w = e_.checkpoint().warm_start();
       if (w.from().empty()) {
-        Error(e_.checkpoint(), "warm_start", -1, "warm_start needs 'from': a run directory or a ckpt-<step> directory");
+        Error(e_.checkpoint(), "warm_start",
+              -1, "warm_start needs 'from': a run directory, a ckpt-<step> directory or a TensorFlow checkpoint prefix");
       } else if (std::FILE* f = std::fopen(w.from().c_str(), "r")) {
         std::fclose(f);
+      } else if (std::FILE* index = std::fopen((w.from() + ".index").c_str(), "r")) {
+        std::fclose(index);  // a TensorFlow checkpoint prefix
       } else {
-        Error(w, "from", -1, "warm_start.from '" + w.from() + "' does not exist");
+        Error(w, "from", -1, "warm_start.from '" + w.from() + "' does not exist (nor '" + w.from() +
+                                 ".index', a TensorFlow checkpoint)");
       }
     }
     NonNegative(e_.summaries(), "every_steps", e_.summaries().every_steps(), "summaries every_steps");

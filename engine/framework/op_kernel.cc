@@ -94,7 +94,9 @@ const KernelRegistry::Registration* KernelRegistry::Find(absl::string_view devic
         match = false;
         continue;
       }
-      auto ok = [&](DataType t) { return std::find(allowed.begin(), allowed.end(), t) != allowed.end(); };
+      // Captures a named reference: clang 14 (C++17) cannot capture a structured binding.
+      const auto& allowed_types = allowed;
+      auto ok = [&](DataType t) { return std::find(allowed_types.begin(), allowed_types.end(), t) != allowed_types.end(); };
       if (v->value_case() == AttrValue::kType) {
         if (!ok(v->type())) match = false;
       } else if (v->value_case() == AttrValue::kList) {

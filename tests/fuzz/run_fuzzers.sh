@@ -49,6 +49,6 @@ for t in "${targets[@]}"; do
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log")
   rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$dir/log")
   files=$(find "$dir/corpus" -type f | wc -l)
-  bytes=$(du -sk "$dir/corpus" | cut -f1)
-  echo "$t: ${seconds}s, $runs runs, $rate exec/s, corpus $files files ($bytes KiB), peak RSS ${rss} MiB, no crash"
+  bytes=$(find "$dir/corpus" -type f -exec cat {} + | wc -c)
+  echo "$t: ${seconds}s, $runs runs, $rate exec/s, corpus $files files ($bytes bytes), peak RSS ${rss} MiB, no crash"
 done

@@ -2,7 +2,7 @@
 // writers, so the seeds are what the product writes: TFRecord files (RecordWriter), an event
 // file (EventWriter), IDX files (EncodeIdx) and CSV text, checkpoint shard stores
 // (WriteCheckpointDir, dumped as the checkpoint_reader target's key/value pieces) and
-// serialized tf.Examples. The experiment configs are copied by make_seeds.sh. Each seed starts
+// serialized tf.Examples, worker-service bodies (encoded by grpc_tensor_coding) and requests. The experiment configs are copied by make_seeds.sh. Each seed starts
 // with its target's option byte (see each *_fuzzer.cc).
 // Usage: make_seeds OUT_DIR (tests/fuzz/make_seeds.sh runs it).
 #include <cstdio>
@@ -16,6 +16,9 @@
 #include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/rocksdb_util.h"
 #include "checkpoint/store_format.h"
+#include "engine/distributed/grpc_tensor_coding.h"
+#include "engine/distributed/worker.pb.h"
+#include "engine/framework/node_def_util.h"
 #include "engine/framework/tensor.h"
 #include "engine/platform/env.h"
 #include "engine/platform/logging.h"
@@ -116,6 +119,12 @@ void IdxCsvSeeds() {
   Write("idx_csv", "csv_tabs_short_lines", Opt(1 | 2 | 16) + "a\tb\n" + std::string(100, 'z') + "\nc\td\n");
 }
 
+std::string Piece(absl::string_view bytes) {
+  CHECK(bytes.size() < 65536);
+  return std::string(1, static_cast<char>(bytes.size() & 0xff)) + std::string(1, static_cast<char>(bytes.size() >> 8)) +
+         std::string(bytes);
+}
+
 void CheckpointSeeds() {
   Env* env = Env::Default();
   const std::string dir = JoinPath(out_root, "tmp_ckpt");
@@ -143,25 +152,21 @@ void CheckpointSeeds() {
                                      &raw)
             .ok());
   std::unique_ptr<rocksdb::DB> db(raw);
-  auto piece = [](absl::string_view bytes) {
-    CHECK(bytes.size() < 65536);
-    return std::string(1, static_cast<char>(bytes.size() & 0xff)) + std::string(1, static_cast<char>(bytes.size() >> 8)) +
-           std::string(bytes);
-  };
   std::string pairs;
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    pairs += piece(absl::string_view(it->key().data(), it->key().size()));
-    pairs += piece(absl::string_view(it->value().data(), it->value().size()));
+    pairs += Piece(absl::string_view(it->key().data(), it->key().size()));
+    pairs += Piece(absl::string_view(it->value().data(), it->value().size()));
   }
   CHECK(it->status().ok());
   it.reset();
   db.reset();
   CHECK(env->DeleteRecursively(dir).ok());
-  Write("checkpoint_reader", "saved_store", piece("") + pairs);
-  Write("checkpoint_reader", "saved_store_no_files_match", piece("not an inventory\n") + pairs);
+  Write("checkpoint_reader", "saved_store", Piece("") + pairs);
+  Write("checkpoint_reader", "saved_store_no_files_match", Piece("not an inventory\n") + pairs);
 }
 
+// example_parse: option byte 1 = one example (the rest), 0 = a batch of pieces.
 void ExampleSeeds() {
   Example e;
   auto* f = e.mutable_features()->mutable_feature();
@@ -169,10 +174,83 @@ void ExampleSeeds() {
   (*f)["label"].mutable_int64_list()->add_value(3);
   (*f)["weights"].mutable_float_list()->add_value(0.25f);
   (*f)["weights"].mutable_float_list()->add_value(-2.0f);
-  Write("example_parse", "image_label_weights", Opt(0) + e.SerializeAsString());
-  Write("example_parse", "empty_example", Opt(0) + Example().SerializeAsString());
+  const std::string good = e.SerializeAsString();
+  Write("example_parse", "image_label_weights", Opt(1) + good);
+  Write("example_parse", "empty_example", Opt(1) + Example().SerializeAsString());
+  f->erase("label");  // takes its default
+  const std::string no_label = e.SerializeAsString();
+  Write("example_parse", "batch_of_two", Opt(0) + Piece(good) + Piece(no_label));
   (*f)["label"].mutable_float_list()->add_value(1.0f);  // the wrong kind
-  Write("example_parse", "label_wrong_kind", Opt(0) + e.SerializeAsString());
+  Write("example_parse", "label_wrong_kind", Opt(1) + e.SerializeAsString());
+}
+
+// worker_request: option byte 0/2 = a response body to decode (then two chunk offsets);
+// 1/3 = request pieces (RegisterGraph, RunGraph, RecvTensor, CleanupGraph).
+std::string Flatten(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  std::vector<absl::string_view> chunks;
+  CHECK(distributed::ByteBufferChunks(buffer, &slices, &chunks).ok());
+  std::string out;
+  for (absl::string_view c : chunks) out += std::string(c);
+  return out;
+}
+
+void WorkerRequestSeeds() {
+  using namespace distributed;
+  RecvTensorResult floats;
+  floats.value = Tensor::FromVector<float>({1, 2, 3}, TensorShape({3}));
+  Write("worker_request", "recv_float", Opt(0) + "\x05\x09" + Flatten(EncodeRecvTensorResponse(absl::OkStatus(), floats)));
+  RecvTensorResult strings;
+  strings.value = Tensor::Scalar<tstring>("abc");
+  Write("worker_request", "recv_string", Opt(0) + "\x40\x00" + Flatten(EncodeRecvTensorResponse(absl::OkStatus(), strings)));
+  Write("worker_request", "recv_error",
+        Opt(0) + "\x00\x00" + Flatten(EncodeRecvTensorResponse(absl::AbortedError("step aborted"), RecvTensorResult())));
+  RunGraphResponse run;
+  NamedTensor* recv = run.add_recv();
+  recv->set_key("k");
+  Tensor::FromVector<int32_t>({4, 5}, TensorShape({2})).AsProtoTensorContent(recv->mutable_tensor());
+  Write("worker_request", "run_graph_response", Opt(2) + "\x03\x03" + Flatten(EncodeOkResponse(run)));
+  Write("worker_request", "error_envelope", Opt(2) + "\x01\x00" + Flatten(EncodeErrorResponse(absl::NotFoundError("no graph"))));
+
+  const std::string cpu = "/job:worker/replica:0/task:0/device:CPU:0";
+  RegisterGraphRequest reg;
+  reg.set_session_handle("s");
+  NodeDef* c = reg.mutable_graph()->add_node();
+  c->set_name("c");
+  c->set_op("Const");
+  c->set_device(cpu);
+  (*c->mutable_attr())["dtype"] = MakeAttr(DT_FLOAT);
+  Tensor::FromVector<float>({1, 2}, TensorShape({2})).AsProtoTensorContent((*c->mutable_attr())["value"].mutable_tensor());
+  NodeDef* n = reg.mutable_graph()->add_node();
+  n->set_name("neg");
+  n->set_op("Neg");
+  n->set_device(cpu);
+  n->add_input("c");
+  (*n->mutable_attr())["T"] = MakeAttr(DT_FLOAT);
+  RunGraphRequest run_request;
+  run_request.set_session_handle("s");
+  run_request.set_step_id(7);
+  RecvTensorRequest recv_request;
+  recv_request.set_step_id(7);
+  recv_request.set_rendezvous_key("nothing;0;nothing;x;0:0");
+  CleanupGraphRequest cleanup;
+  cleanup.set_step_id(7);
+  const std::string tail = Piece(run_request.SerializeAsString()) + Piece(recv_request.SerializeAsString()) +
+                           Piece(cleanup.SerializeAsString());
+  Write("worker_request", "const_neg", Opt(3) + Piece(reg.SerializeAsString()) + tail);
+  // A _Recv of a tensor the caller should feed but does not: RunGraph waits until CleanupGraph
+  // aborts the step.
+  NodeDef* r = reg.mutable_graph()->add_node();
+  r->set_name("r");
+  r->set_op("_Recv");
+  r->set_device(cpu);
+  (*r->mutable_attr())["tensor_type"] = MakeAttr(DT_FLOAT);
+  (*r->mutable_attr())["tensor_name"] = MakeAttr("x:0");
+  (*r->mutable_attr())["send_device"] = MakeAttr(cpu);
+  (*r->mutable_attr())["client_terminated"] = MakeAttr(true);
+  (*r->mutable_attr())["send_device_incarnation"] = MakeAttr(int64_t{1});
+  (*r->mutable_attr())["recv_device"] = MakeAttr(cpu);
+  Write("worker_request", "recv_from_nobody", Opt(3) + Piece(reg.SerializeAsString()) + tail);
 }
 
 }  // namespace
@@ -189,5 +267,6 @@ int main(int argc, char** argv) {
   sluice::IdxCsvSeeds();
   sluice::CheckpointSeeds();
   sluice::ExampleSeeds();
+  sluice::WorkerRequestSeeds();
   return 0;
 }

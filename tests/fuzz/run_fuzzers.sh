@@ -6,6 +6,7 @@
 # /tmp/sluice_fuzz), never into the tree. Prints one summary line per target (runs, exec/s,
 # corpus size) for docs/RELIABILITY.md.
 # Usage: bash tests/fuzz/run_fuzzers.sh SECONDS [TARGET...]   (TARGET: record_reader, ...)
+# FUZZ_NO_BUILD=1 runs the binaries already in bazel-bin (built with --config=fuzz).
 # A crash: copy the reproducer into tests/fuzz/regressions/<t>/, fix the code, and
 # `bazel test //tests/fuzz:<t>_fuzz_test` replays it from then on.
 set -euo pipefail
@@ -25,7 +26,9 @@ else
 fi
 labels=()
 for t in "${targets[@]}"; do labels+=("//tests/fuzz:${t}_fuzzer"); done
-nice -n 19 bazel build --config=fuzz "${labels[@]}"
+if [[ "${FUZZ_NO_BUILD:-0}" != 1 ]]; then
+  nice -n 19 bazel build --config=fuzz "${labels[@]}"
+fi
 
 for t in "${targets[@]}"; do
   dir="$work/$t"

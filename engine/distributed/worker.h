@@ -105,7 +105,7 @@ class Worker : public WorkerInterface {
   std::atomic<bool> peers_ready_{false};
 
   mutable absl::Mutex mu_;
-  int64_t next_graph_ = 1 ABSL_GUARDED_BY(mu_);
+  int64_t next_graph_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<std::string, std::shared_ptr<RegisteredGraph>> graphs_ ABSL_GUARDED_BY(mu_);
   absl::Mutex log_mu_;
   // RunGraph steps not yet answered (the destructor waits for them).

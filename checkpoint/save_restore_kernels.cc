@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checkpoint_reader.h"
@@ -230,12 +231,16 @@ class MergeV2CheckpointsOp : public OpKernel {
     Env* env = Env::Default();
     std::vector<std::pair<std::string, Tensor>> tensors;
     std::vector<std::string> merged;
+    std::set<std::string> seen;
     for (int64_t i = 0; i < sources.NumElements(); ++i) {
       const std::string prefix = sources.data<tstring>()[i];
       if (allow_missing_files_ && !IsTensorBundle(env, prefix)) continue;
       auto reader = BundleReader::Open(prefix, env);
       OP_REQUIRES_OK(ctx, reader.status());
       for (const auto& [name, entry] : (*reader)->entries()) {
+        OP_REQUIRES(ctx, seen.insert(name).second,
+                    absl::InvalidArgumentError(absl::StrCat("MergeV2Checkpoints: tensor '", name, "' of ", prefix,
+                                                            " is also in an earlier checkpoint prefix")));
         auto value = (*reader)->Read(name);
         OP_REQUIRES_OK(ctx, value.status());
         tensors.emplace_back(name, *std::move(value));

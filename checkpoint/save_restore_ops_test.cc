@@ -160,6 +160,30 @@ TEST(SaveRestoreOps, MergeV2CheckpointsJoinsShardsAndDeletesThem) {
   EXPECT_EQ((*session)->Run({}, {}, {"merge"}, &out).code(), absl::StatusCode::kNotFound);
 }
 
+TEST(SaveRestoreOps, MergeV2CheckpointsRefusesATensorInTwoSources) {
+  const std::string dir = FreshTestDir("ops_merge_duplicate");
+  const std::string p0 = JoinPath(dir, "part-0"), p1 = JoinPath(dir, "part-1");
+  GraphDefBuilder b;
+  std::string x = b.Const("x", Tensor::Scalar<float>(4));
+  std::string whole = b.Const("whole", Strings({""}));
+  std::string nx = b.Const("nx", Strings({"x"}));
+  b.Node("save0", "SaveV2", {b.Const("p0", Tensor::Scalar<tstring>(p0)), nx, whole, x},
+         {{"dtypes", MakeAttr(std::vector<DataType>{DT_FLOAT})}});
+  b.Node("save1", "SaveV2", {b.Const("p1", Tensor::Scalar<tstring>(p1)), nx, whole, x},
+         {{"dtypes", MakeAttr(std::vector<DataType>{DT_FLOAT})}});
+  b.Node("merge", "MergeV2Checkpoints",
+         {b.Const("sources", Strings({p0, p1})), b.Const("dest", Tensor::Scalar<tstring>(JoinPath(dir, "m")))}, {});
+  auto session = NewSession();
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->Create(b.graph()).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*session)->Run({}, {}, {"save0", "save1"}, &out).ok());
+  absl::Status s = (*session)->Run({}, {}, {"merge"}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("tensor 'x' of " + p1 + " is also in an earlier checkpoint prefix"), std::string::npos)
+      << s;
+}
+
 }  // namespace
 }  // namespace checkpoint
 }  // namespace sluice

@@ -148,7 +148,7 @@ chief_light_config() {  # CONFIG NEW_FC1_DEVICE NEW_FC2_DEVICE OUT
   grep -q "name: \"fc1\" input: \"flat\" device: \"$2\"" "$4" &&
     grep -q "name: \"fc2\" input: \"fc1\" device: \"$3\"" "$4" ||
     fail "could not move fc1 and fc2 off the chief in $1"
-  if grep -q 'device: "/job:worker/task:0"' "$4"; then fail "$4 still places a layer on the chief"; fi
+  if grep -q 'layer {.*device: "/job:worker/task:0"' "$4"; then fail "$4 still places a layer on the chief"; fi
 }
 
 # The chief dies: every other task's pending step fails on its RecvTensor from

@@ -170,6 +170,9 @@ absl::StatusOr<EinsumPlan> ResolveEinsum(const EinsumEquation& equation,
   plan.label_size.assign(kFirstEllipsisLabel + max_ellipsis, -1);
   std::vector<int> size_from(plan.label_size.size(), -1);  // the input that set a letter's size
   std::vector<bool> used(plan.label_size.size(), false);
+  // An ellipsis label with an unknown dim in some input: a known size of 1
+  // elsewhere says nothing (the unknown one may be larger).
+  std::vector<bool> unknown_seen(plan.label_size.size(), false);
   for (size_t i = 0; i < input_dims.size(); ++i) {
     std::vector<int>& labels = plan.input_labels.emplace_back();
     std::vector<bool> in_this(kEinsumLetters, false);
@@ -191,7 +194,10 @@ absl::StatusOr<EinsumPlan> ResolveEinsum(const EinsumEquation& equation,
       const int64_t d = input_dims[i][axis];
       used[l] = true;
       int64_t& size = plan.label_size[l];
-      if (d < 0) continue;
+      if (d < 0) {
+        unknown_seen[l] = true;
+        continue;
+      }
       if (l >= kFirstEllipsisLabel) {
         // Broadcast: 1 gives way to anything.
         if (size == -1 || size == 1) {
@@ -211,6 +217,10 @@ absl::StatusOr<EinsumPlan> ResolveEinsum(const EinsumEquation& equation,
                                                        " in input ", size_from[l], " but ", d, " in input ", i));
       }
     }
+  }
+  for (int j = 0; j < max_ellipsis; ++j) {
+    int64_t& size = plan.label_size[kFirstEllipsisLabel + j];
+    if (unknown_seen[kFirstEllipsisLabel + j] && size == 1) size = -1;
   }
   for (int l : equation.output) {
     if (l == kEinsumEllipsis) {

@@ -59,6 +59,14 @@ TEST(EinsumEquationTest, ResolvesSizesAndBroadcastsEllipsis) {
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->output_dims, (std::vector<int64_t>{4, 2}));
   EXPECT_EQ(plan->label_size[1], 3);
+
+  // An unknown "..." dim beside a 1 stays unknown (it may broadcast the 1).
+  plan = ResolveEinsum(*ParseEinsumEquation("...i,...i->...i"), {{-1, 3}, {1, 3}});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->output_dims, (std::vector<int64_t>{-1, 3}));
+  plan = ResolveEinsum(*ParseEinsumEquation("...i,...i->...i"), {{-1, 3}, {5, 3}});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->output_dims, (std::vector<int64_t>{5, 3}));
 }
 
 TEST(EinsumEquationTest, ResolutionErrorsNameTheProblem) {

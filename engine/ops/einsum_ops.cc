@@ -8,7 +8,8 @@
 // (Einsum(dA, OnesLike(A); "A',A->A")). When both inputs have "...", their
 // dims may have broadcast, and dA is summed over the broadcast axes as
 // BatchMatMulV2's gradient does (BroadcastGradientArgs); that needs the "..."
-// at the front of A's term (else the gradient is Unimplemented).
+// at the front of A's term and in the output (else the gradient is
+// Unimplemented).
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -76,6 +77,11 @@ absl::Status EinsumGrad(GradientBuilder* g) {
   const int n = static_cast<int>(eq->inputs.size());
   const bool both_ellipsis =
       n == 2 && Has(eq->inputs[0], kEinsumEllipsis) && Has(eq->inputs[1], kEinsumEllipsis);
+  if (both_ellipsis && !Has(out, kEinsumEllipsis)) {
+    // dA would take the other input's "..." dims, which may be fewer than A's.
+    return absl::UnimplementedError(absl::StrCat("the gradient of einsum '", equation, "' (node '", g->node().name(),
+                                                 "'): both inputs have \"...\" and the output does not"));
+  }
   for (int i = 0; i < n; ++i) {
     const std::vector<int>& term = eq->inputs[i];
     const std::vector<int>* other = n == 2 ? &eq->inputs[1 - i] : nullptr;

@@ -49,6 +49,16 @@ int main(int argc, char** argv) {
     CollectFiles(argv[i], &files);
     std::printf("%s: %zu inputs\n", argv[i], files.size() - before);
   }
+  // The first path is the target's corpus: it must hold seeds (a misspelt or
+  // empty corpus directory would otherwise pass on the reproducers alone).
+  if (argc > 1) {
+    std::vector<std::string> corpus;
+    CollectFiles(argv[1], &corpus);
+    if (corpus.empty()) {
+      std::fprintf(stderr, "replay: no seed files under %s\n", argv[1]);
+      return 1;
+    }
+  }
   if (files.empty()) {
     std::fprintf(stderr, "replay: no input files under the paths given\n");
     return 1;

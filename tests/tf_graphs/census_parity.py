@@ -114,6 +114,8 @@ def check_model(name, run_graphdef, workdir):
             want = sess.run(reads)
         got, _ = run_sluice(run_graphdef, workdir, name, graph.as_graph_def(), {t.name: v for t, v in feeds.items()},
                             [r.name for r in reads], init=parity_init.name, train=train.name, steps=STEPS)
+    if len(got) != len(variables):
+        raise RuntimeError("Sluice returned %d of %d variables" % (len(got), len(variables)))
     fed = ", ".join(sorted(o.name for o in random_ops)) or "none"
     # Of the float variables, other than the optimizers' beta powers (the global
     # step and those move whatever the gradients are).

@@ -8,6 +8,7 @@
 
 #include "absl/base/internal/endian.h"
 #include "absl/strings/str_cat.h"
+#include "engine/platform/string_file.h"
 
 namespace sluice {
 namespace {
@@ -106,21 +107,6 @@ absl::StatusOr<std::string> Gzip(absl::string_view data) {
 }
 
 namespace {
-
-// An in-memory file, so that ParseIdx and ReadIdxFile share one reader.
-class StringFile : public RandomAccessFile {
- public:
-  StringFile(absl::string_view contents, std::string name) : contents_(contents), name_(std::move(name)) {}
-  absl::Status Read(uint64_t offset, size_t n, absl::string_view* result, char* scratch) const override {
-    *result = offset >= contents_.size() ? absl::string_view() : contents_.substr(offset, n);
-    return absl::OkStatus();
-  }
-  const std::string& name() const override { return name_; }
-
- private:
-  absl::string_view contents_;
-  std::string name_;
-};
 
 // The bytes of an IDX file, plain or gunzipped, read front to back on demand:
 // nothing is buffered beyond one 64 KiB chunk of compressed input, so a

@@ -1,5 +1,5 @@
-// Helpers shared by the fuzz targets: an in-memory RandomAccessFile over the fuzzer's bytes,
-// a reader that takes option bytes off the front of an input, and FUZZ_CHECK, which aborts
+// Helpers shared by the fuzz targets: StringFile (engine/platform/string_file.h) over the
+// fuzzer's bytes, a reader that takes option bytes off the front of an input, and FUZZ_CHECK, which aborts
 // (a finding for libFuzzer, a failure for the replay test) when a target's own assertion
 // about the code under test does not hold.
 // Ownership: StringFile views bytes it does not own. Thread safety: none needed (one input
@@ -18,6 +18,7 @@
 #include "absl/base/internal/endian.h"
 #include "engine/platform/crc32c.h"
 #include "engine/platform/env.h"
+#include "engine/platform/string_file.h"
 
 #define FUZZ_CHECK(cond, ...)                                                   \
   do {                                                                          \
@@ -32,26 +33,8 @@
 namespace sluice {
 namespace fuzz {
 
-// A read-only file whose contents are `bytes` (which must outlive it).
-class StringFile : public RandomAccessFile {
- public:
-  StringFile(absl::string_view bytes, std::string name) : bytes_(bytes), name_(std::move(name)) {}
-  absl::Status Read(uint64_t offset, size_t n, absl::string_view* result, char* scratch) const override {
-    if (offset >= bytes_.size()) {
-      *result = absl::string_view();
-      return absl::OkStatus();
-    }
-    const size_t len = std::min<uint64_t>(n, bytes_.size() - offset);
-    std::memcpy(scratch, bytes_.data() + offset, len);  // a copy, as a real file gives
-    *result = absl::string_view(scratch, len);
-    return absl::OkStatus();
-  }
-  const std::string& name() const override { return name_; }
-
- private:
-  absl::string_view bytes_;
-  std::string name_;
-};
+// The in-memory file the targets feed their readers.
+using ::sluice::StringFile;
 
 // Takes small option values off the front of an input; the rest is the payload.
 class InputBytes {

@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "engine/graph/while_gradient.h"
 
 namespace sluice {
 
@@ -181,23 +182,66 @@ absl::Status AddSymbolicGradients(Graph* graph, const std::vector<Output>& ys, c
   }
   auto relevant = [&](const Node* node) { return from_x[node->id()] && to_y[node->id()]; };
 
-  // Contributions still expected per node: relevant consumers plus ys.
-  std::vector<int> pending(n, 0);
+  // Each while loop on a path is one unit: its gradient is built when all its
+  // outputs' gradients are in (engine/graph/while_gradient.h).
+  std::vector<LoopRegion> loops;
+  std::vector<int> loop_of(n, -1);
+  {
+    absl::Status s = FindLoopRegions(*graph, relevant, &loops);
+    if (!s.ok()) return s;
+    for (size_t l = 0; l < loops.size(); ++l) {
+      for (int id : loops[l].members) loop_of[id] = static_cast<int>(l);
+    }
+    for (const Output& o : xs) {
+      if (loop_of[o.node->id()] >= 0) {
+        return absl::UnimplementedError(absl::StrCat("x '", o.name(), "' is inside while loop '",
+                                                     loops[loop_of[o.node->id()]].frame, "'"));
+      }
+    }
+    for (const Output& o : ys) {
+      // A loop's outputs (Exit values, stacked values) may be ys.
+      const bool loop_output = o.node->IsExit() || o.node->type_string() == "TensorArrayGatherV3";
+      if (loop_of[o.node->id()] >= 0 && !loop_output) {
+        return absl::UnimplementedError(absl::StrCat("y '", o.name(), "' is inside while loop '",
+                                                     loops[loop_of[o.node->id()]].frame, "'"));
+      }
+    }
+  }
+
+  // Contributions still expected per node (per loop for loop members):
+  // relevant consumers plus ys.
+  std::vector<int> pending(n, 0), loop_pending(loops.size(), 0);
   for (Node* node : graph->nodes()) {
     if (!relevant(node)) continue;
+    const int loop = loop_of[node->id()];
     for (const Edge* e : node->out_edges()) {
-      if (!e->IsControlEdge() && relevant(e->dst)) ++pending[node->id()];
+      if (e->IsControlEdge() || !relevant(e->dst)) continue;
+      if (loop < 0) {
+        ++pending[node->id()];
+      } else if (loop_of[e->dst->id()] != loop) {
+        ++loop_pending[loop];
+      }
     }
   }
   for (const Output& y : ys) {
-    if (relevant(y.node)) ++pending[y.node->id()];
+    if (!relevant(y.node)) continue;
+    if (loop_of[y.node->id()] >= 0) {
+      ++loop_pending[loop_of[y.node->id()]];
+    } else {
+      ++pending[y.node->id()];
+    }
   }
 
   absl::flat_hash_map<TensorKey, std::vector<Gradient>> contributions;
   std::deque<Node*> ready;
   auto contribute = [&](Node* node, int index, Gradient g) {
     contributions[{node->id(), index}].push_back(std::move(g));
-    if (--pending[node->id()] == 0) ready.push_back(node);
+    const int loop = loop_of[node->id()];
+    if (loop >= 0) {
+      if (--loop_pending[loop] == 0) ready.push_back(loops[loop].loop_cond);
+    } else if (--pending[node->id()] == 0) {
+      ready.push_back(node);
+    }
   };
   for (size_t i = 0; i < ys.size(); ++i) {
     const Output& y = ys[i];
@@ -219,6 +263,22 @@ absl::Status AddSymbolicGradients(Graph* graph, const std::vector<Output>& ys, c
   while (!ready.empty()) {
     Node* node = ready.front();
     ready.pop_front();
+    if (loop_of[node->id()] >= 0) {
+      const LoopRegion& loop = loops[loop_of[node->id()]];
+      GraphBuilder lb = b.WithSubPrefix(loop.frame);
+      auto output_grad = [&](const Node* out, int index) {
+        auto it = contributions.find({out->id(), index});
+        return it == contributions.end() ? Gradient() : Aggregate(&lb, it->second);
+      };
+      std::vector<std::pair<const Edge*, Gradient>> input_grads;
+      absl::Status s = AddWhileLoopGradient(graph, loop, output_grad, lb.prefix(), &input_grads);
+      if (!s.ok()) return s;
+      if (!lb.ok()) return lb.status();
+      for (const auto& [e, g] : input_grads) {
+        if (relevant(e->src) && relevant(e->dst)) contribute(e->src, e->src_output, g);
+      }
+      continue;
+    }
     std::vector<Output> out_grads(node->num_outputs());
     GraphBuilder nb = b.WithSubPrefix(node->name());
     for (int i = 0; i < node->num_outputs(); ++i) {
@@ -238,9 +298,9 @@ absl::Status AddSymbolicGradients(Graph* graph, const std::vector<Output>& ys, c
       any_relevant_input |= relevant(e->src);
     }
     if (!any_relevant_input) continue;
-    if (node->IsControlFlow()) {
-      return absl::UnimplementedError(absl::StrCat(NodeContext(node->def()),
-                                                   "gradients through control flow are not supported yet"));
+    if (node->IsControlFlow() && !node->IsSwitch() && !node->IsMerge()) {
+      return absl::UnimplementedError(absl::StrCat(NodeContext(node->def()), "gradients through ", node->type_string(),
+                                                   " outside a while loop built by BuildWhileLoop are not supported"));
     }
     std::vector<Gradient> input_grads(node->num_inputs());
     if (!node->op_def().not_differentiable) {

@@ -5,8 +5,10 @@
 // contributions of every path with AddN. Gradients of Gather-like ops stay
 // sparse (IndexedSlices) until they meet a dense consumer.
 //
-// Control flow (Switch/Merge/Enter/Exit/NextIteration) between ys and xs is
-// Unimplemented for now; GradientBuilder::frame() leaves room for it.
+// Control flow: conds and while loops built by engine/graph/
+// control_flow_builders.h are differentiated (Switch and Merge have gradients;
+// each loop is differentiated as a unit by engine/graph/while_gradient.h).
+// Other Enter/Exit/NextIteration structures on a path are Unimplemented.
 // Thread safety: mutates the graph; one caller at a time.
 #ifndef SLUICE_ENGINE_GRAPH_GRADIENTS_H_
 #define SLUICE_ENGINE_GRAPH_GRADIENTS_H_

@@ -1,12 +1,16 @@
 // Control-flow primitives (whitepaper §4.4): Switch, Merge, Enter, Exit,
 // NextIteration, LoopCond and ControlTrigger. The executor gives Enter, Exit and
 // NextIteration their frame semantics; Switch and Merge route values and
-// deadness.
+// deadness. Switch and Merge have the gradients of a cond (TensorFlow's: a
+// Switch's gradient merges its outputs' gradients, a Merge's gradient is
+// switched back to the branch that ran); while loops are differentiated as a
+// unit (engine/graph/while_gradient.h).
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_def.h"
 #include "engine/framework/shape_inference.h"
+#include "engine/graph/gradients.h"
 
 namespace sluice {
 namespace {
@@ -53,6 +57,25 @@ absl::Status LoopCondShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// The predicate of the cond whose outputs `merge` joins: BuildCond gives
+// each branch value a control edge from its pivot, Identity(Switch(pred,
+// pred)). Null when the Merge has another shape.
+Output CondPredicate(const Node& merge) {
+  const Edge* in = merge.input_edge(0);
+  if (in == nullptr) return Output();
+  for (const Edge* e : in->src->in_edges()) {
+    if (!e->IsControlEdge() || e->src->type_string() != "Identity") continue;
+    const Edge* from_switch = e->src->input_edge(0);
+    if (from_switch == nullptr || !from_switch->src->IsSwitch()) continue;
+    const Edge* data = from_switch->src->input_edge(0);
+    const Edge* pred = from_switch->src->input_edge(1);
+    if (data != nullptr && pred != nullptr && data->src == pred->src && data->src_output == pred->src_output) {
+      return Output{pred->src, pred->src_output};
+    }
+  }
+  return Output();
+}
+
 }  // namespace
 
 REGISTER_OP("Switch")
@@ -61,7 +84,13 @@ REGISTER_OP("Switch")
     .Output("output_false: T")
     .Output("output_true: T")
     .Attr("T: type")
-    .SetShapeFn(SwitchShape);
+    .SetShapeFn(SwitchShape)
+    .SetGradient([](GradientBuilder* g) {
+      if (!g->has_grad(0) && !g->has_grad(1)) return absl::OkStatus();
+      // The branch that did not run has a dead zeros gradient; Merge takes the live one.
+      g->SetInputGrad(0, g->b().Op("merge", "Merge", {g->grad(0), g->grad(1)}));
+      return absl::OkStatus();
+    });
 
 REGISTER_OP("Merge")
     .Input("inputs: N * T")
@@ -69,7 +98,21 @@ REGISTER_OP("Merge")
     .Output("value_index: int32")
     .Attr("T: type")
     .Attr("N: int >= 1")
-    .SetShapeFn(MergeShape);
+    .SetShapeFn(MergeShape)
+    .SetGradient([](GradientBuilder* g) {
+      Output pred = g->num_inputs() == 2 ? CondPredicate(g->node()) : Output();
+      if (!pred.valid()) {
+        return absl::UnimplementedError(absl::StrCat(NodeContext(g->node().def()),
+                                                     "the gradient of Merge is defined for the outputs of conds built by "
+                                                     "BuildCond (engine/graph/control_flow_builders.h)"));
+      }
+      if (!g->has_grad(0)) return absl::OkStatus();
+      Node* routed = g->b().AddNode("switch", "Switch", {g->grad(0), pred});
+      if (routed == nullptr) return g->b().status();
+      g->SetInputGrad(0, Output{routed, 0});
+      g->SetInputGrad(1, Output{routed, 1});
+      return absl::OkStatus();
+    });
 
 REGISTER_OP("Enter")
     .Input("data: T")

@@ -1,0 +1,541 @@
+// FindLoopRegions and AddWhileLoopGradient: the backward loop of a while
+// loop, recomputing the body from saved loop variables.
+#include "engine/graph/while_gradient.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace sluice {
+namespace {
+
+bool IsFloatLike(DataType t) {
+  t = BaseType(t);
+  return t == DT_FLOAT || t == DT_DOUBLE || t == DT_HALF || t == DT_BFLOAT16;
+}
+
+bool BoolAttr(const Node* n, const char* name) {
+  auto it = n->def().attr().find(name);
+  return it != n->def().attr().end() && it->second.b();
+}
+
+std::string FrameName(const Node* enter) {
+  std::string f;
+  GetNodeAttr(enter->def(), "frame_name", &f).IgnoreError();
+  return f;
+}
+
+Node* InputNode(const Node* n, int i) {
+  const Edge* e = n->input_edge(i);
+  return e == nullptr ? nullptr : e->src;
+}
+
+absl::Status NotOurLoop(const Node* n, const std::string& why) {
+  return absl::UnimplementedError(absl::StrCat(NodeContext(n->def()), "gradients through this loop are not supported: ",
+                                               why, " (only loops built by BuildWhileLoop are differentiated)"));
+}
+
+struct LoopVar {
+  Node* enter = nullptr;
+  Node* merge = nullptr;
+  Node* sw = nullptr;
+  Node* next = nullptr;
+  Node* exit = nullptr;
+  bool counter = false;
+  bool stack_flow = false;
+  DataType dtype() const { return enter->output_type(0); }
+};
+
+struct LoopShape {
+  Node* loop_cond = nullptr;
+  std::string frame;
+  int64_t parallel_iterations = 10;
+  std::vector<LoopVar> vars;
+  int counter = -1;
+};
+
+absl::Status AnalyzeLoop(Node* loop_cond, LoopShape* shape) {
+  shape->loop_cond = loop_cond;
+  std::vector<Node*> switches;
+  for (const Edge* e : loop_cond->out_edges()) {
+    if (!e->IsControlEdge() && e->dst->IsSwitch() && e->dst_input == 1) switches.push_back(e->dst);
+  }
+  std::sort(switches.begin(), switches.end(), [](Node* a, Node* b) { return a->id() < b->id(); });
+  for (Node* sw : switches) {
+    LoopVar v;
+    v.sw = sw;
+    v.merge = InputNode(sw, 0);
+    if (v.merge == nullptr || !v.merge->IsMerge() || v.merge->num_inputs() != 2) {
+      return NotOurLoop(sw, "its Switch is not fed by a two-input Merge");
+    }
+    v.enter = InputNode(v.merge, 0);
+    v.next = InputNode(v.merge, 1);
+    if (v.enter == nullptr || !v.enter->IsEnter() || v.next == nullptr || !v.next->IsNextIteration()) {
+      return NotOurLoop(v.merge, "its Merge is not Merge(Enter, NextIteration)");
+    }
+    for (const Edge* e : sw->out_edges()) {
+      if (!e->IsControlEdge() && e->src_output == 0 && e->dst->IsExit()) v.exit = e->dst;
+    }
+    v.counter = BoolAttr(v.enter, "_loop_counter");
+    v.stack_flow = BoolAttr(v.enter, "_loop_stack_flow");
+    if (v.counter) shape->counter = static_cast<int>(shape->vars.size());
+    shape->vars.push_back(v);
+  }
+  if (shape->vars.empty()) return NotOurLoop(loop_cond, "no Switch reads its LoopCond");
+  if (shape->counter < 0 || shape->vars[shape->counter].exit == nullptr) {
+    return NotOurLoop(loop_cond, "it has no iteration counter");
+  }
+  shape->frame = FrameName(shape->vars[0].enter);
+  GetNodeAttr(shape->vars[0].enter->def(), "parallel_iterations", &shape->parallel_iterations).IgnoreError();
+  return absl::OkStatus();
+}
+
+// The loop's LoopCond, from one of its Exit nodes.
+absl::StatusOr<Node*> LoopCondOfExit(const Node* exit) {
+  Node* sw = InputNode(exit, 0);
+  if (sw == nullptr || !sw->IsSwitch()) return NotOurLoop(exit, "its Exit is not fed by a Switch");
+  Node* lc = InputNode(sw, 1);
+  if (lc == nullptr || !lc->IsLoopCond()) return NotOurLoop(exit, "its Switch is not controlled by a LoopCond");
+  return lc;
+}
+
+absl::Status BuildRegion(const Graph& graph, Node* loop_cond, LoopRegion* region) {
+  LoopShape shape;
+  absl::Status s = AnalyzeLoop(loop_cond, &shape);
+  if (!s.ok()) return s;
+  region->frame = shape.frame;
+  region->loop_cond = loop_cond;
+  std::deque<Node*> q;
+  for (Node* n : graph.nodes()) {
+    if (n->IsEnter() && FrameName(n) == shape.frame) {
+      region->members.insert(n->id());
+      q.push_back(n);
+    }
+  }
+  auto is_own_exit = [&](const Node* n) {
+    if (!n->IsExit()) return false;
+    auto lc = LoopCondOfExit(n);
+    return lc.ok() && *lc == loop_cond;
+  };
+  while (!q.empty()) {
+    Node* n = q.front();
+    q.pop_front();
+    if (is_own_exit(n)) {
+      for (const Edge* e : n->out_edges()) {
+        if (!e->IsControlEdge() && e->dst->type_string() == "TensorArrayGatherV3" && e->dst_input == 2 &&
+            BoolAttr(e->dst, "_loop_stacked")) {
+          region->members.insert(e->dst->id());
+        }
+      }
+      continue;
+    }
+    for (const Edge* e : n->out_edges()) {
+      if (region->members.insert(e->dst->id()).second) q.push_back(e->dst);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status FindLoopRegions(const Graph& graph, const std::function<bool(const Node*)>& relevant,
+                             std::vector<LoopRegion>* loops) {
+  loops->clear();
+  std::vector<Node*> loop_conds;
+  absl::flat_hash_set<int> seen;
+  for (Node* n : graph.nodes()) {
+    if (!n->IsExit() || !relevant(n)) continue;
+    auto lc = LoopCondOfExit(n);
+    if (!lc.ok()) return lc.status();
+    if (seen.insert((*lc)->id()).second) loop_conds.push_back(*lc);
+  }
+  std::vector<LoopRegion> all(loop_conds.size());
+  for (size_t i = 0; i < loop_conds.size(); ++i) {
+    absl::Status s = BuildRegion(graph, loop_conds[i], &all[i]);
+    if (!s.ok()) return s;
+  }
+  std::vector<bool> nested(all.size(), false);
+  for (size_t i = 0; i < all.size(); ++i) {
+    for (size_t j = 0; j < all.size() && !nested[i]; ++j) {
+      nested[i] = i != j && all[j].members.contains(all[i].loop_cond->id());
+    }
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (!nested[i]) loops->push_back(std::move(all[i]));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AddWhileLoopGradient(Graph* graph, const LoopRegion& region,
+                                  const std::function<Gradient(const Node*, int)>& output_grad,
+                                  const std::string& name_prefix,
+                                  std::vector<std::pair<const Edge*, Gradient>>* input_grads) {
+  input_grads->clear();
+  LoopShape shape;
+  absl::Status s = AnalyzeLoop(region.loop_cond, &shape);
+  if (!s.ok()) return s;
+  const LoopVar& counter = shape.vars[shape.counter];
+  const AttrValue pi = MakeAttr(shape.parallel_iterations);
+  auto member = [&](const Node* n) { return region.members.contains(n->id()); };
+
+  absl::flat_hash_map<int, int> var_of_switch;
+  for (size_t i = 0; i < shape.vars.size(); ++i) var_of_switch[shape.vars[i].sw->id()] = static_cast<int>(i);
+  std::vector<bool> differentiable(shape.vars.size());
+  for (size_t i = 0; i < shape.vars.size(); ++i) {
+    const LoopVar& v = shape.vars[i];
+    differentiable[i] = !v.counter && !v.stack_flow && IsFloatLike(v.dtype());
+  }
+
+  // Stacked per-iteration outputs and the in-loop values they stack.
+  struct Stacked {
+    Node* gather;
+    Output y;
+    Gradient grad;
+  };
+  std::vector<Stacked> stacked;
+  std::vector<int> sorted_members(region.members.begin(), region.members.end());
+  std::sort(sorted_members.begin(), sorted_members.end());
+  for (int id : sorted_members) {
+    Node* n = graph->FindNodeId(id);
+    if (n->type_string() != "TensorArrayGatherV3" || !BoolAttr(n, "_loop_stacked")) continue;
+    Gradient grad = output_grad(n, 0);
+    if (!grad.present()) continue;
+    Node* handle = InputNode(n, 0);
+    const Node* write = nullptr;
+    for (const Edge* e : handle->out_edges()) {
+      if (!e->dst->IsEnter() || FrameName(e->dst) != shape.frame) continue;
+      for (const Edge* w : e->dst->out_edges()) {
+        if (w->dst->type_string() == "TensorArrayWriteV3" && w->dst_input == 0) write = w->dst;
+      }
+    }
+    if (write == nullptr) return NotOurLoop(n, "no TensorArrayWriteV3 in the loop fills this stacked output");
+    const Edge* value = write->input_edge(2);
+    stacked.push_back({n, Output{value->src, value->src_output}, grad});
+  }
+
+  // The body nodes to recompute: everything the differentiable next values
+  // and the stacked values depend on inside the loop.
+  std::vector<Output> roots;
+  for (size_t i = 0; i < shape.vars.size(); ++i) {
+    if (!differentiable[i]) continue;
+    const Edge* e = shape.vars[i].next->input_edge(0);
+    roots.push_back(Output{e->src, e->src_output});
+  }
+  for (const Stacked& st : stacked) roots.push_back(st.y);
+  absl::flat_hash_set<int> in_body;
+  std::vector<bool> needed(shape.vars.size(), false);
+  std::vector<Node*> invariants;  // constant Enter nodes of this frame the body reads
+  absl::flat_hash_set<int> invariant_ids;
+  std::deque<Node*> q;
+  auto visit = [&](Node* src, bool data, int port) -> absl::Status {
+    auto v = var_of_switch.find(src->id());
+    if (v != var_of_switch.end()) {
+      if (data && port == 1) needed[v->second] = true;
+      return absl::OkStatus();
+    }
+    if (src->IsEnter() && FrameName(src) == shape.frame) {
+      if (!BoolAttr(src, "is_constant")) return NotOurLoop(src, "the body reads a loop variable's Enter");
+      if (invariant_ids.insert(src->id()).second) invariants.push_back(src);
+      return absl::OkStatus();
+    }
+    if (!member(src)) return NotOurLoop(src, "the body reads a value from outside the loop without an Enter");
+    if (src->IsMerge() && InputNode(src, 1) != nullptr && InputNode(src, 1)->IsNextIteration()) {
+      bool own = false;
+      for (const LoopVar& lv : shape.vars) own |= lv.merge == src;
+      if (own) return NotOurLoop(src, "the body reads a loop variable's Merge");
+    }
+    if (in_body.insert(src->id()).second) q.push_back(src);
+    return absl::OkStatus();
+  };
+  for (const Output& r : roots) {
+    s = visit(r.node, true, r.index);
+    if (!s.ok()) return s;
+  }
+  auto drain = [&]() -> absl::Status {
+  while (!q.empty()) {
+    Node* n = q.front();
+    q.pop_front();
+    if (n->IsStateful() && !absl::StartsWith(n->type_string(), "TensorArray") &&
+        n->type_string() != "ReadVariableOp") {
+      return absl::UnimplementedError(absl::StrCat(
+          NodeContext(n->def()), "op ", n->type_string(), " is stateful, and the gradient of while_loop '", shape.frame,
+          "' recomputes its body; compute it outside the loop and use the value inside"));
+    }
+    for (const Edge* e : n->in_edges()) {
+      absl::Status st = visit(e->src, !e->IsControlEdge(), e->src_output);
+      if (!st.ok()) return st;
+    }
+  }
+  return absl::OkStatus();
+  };
+  s = drain();
+  if (!s.ok()) return s;
+  // A nested loop's copy keeps its iteration counter (its gradient needs the
+  // trip count) and the Exits of the variables it copies.
+  for (bool grew = true; grew;) {
+    grew = false;
+    std::vector<int> ids(in_body.begin(), in_body.end());
+    std::sort(ids.begin(), ids.end());
+    for (int id : ids) {
+      Node* n = graph->FindNodeId(id);
+      if (!n->IsSwitch() || InputNode(n, 1) == nullptr || !InputNode(n, 1)->IsLoopCond()) continue;
+      for (const Edge* e : n->out_edges()) {
+        if (!e->IsControlEdge() && e->dst->IsExit() && member(e->dst)) grew |= in_body.insert(e->dst->id()).second;
+      }
+      if (!n->IsSwitch()) continue;
+      Node* lc = InputNode(n, 1);
+      for (const Edge* e : lc->out_edges()) {
+        Node* sw = e->dst;
+        if (!sw->IsSwitch() || e->dst_input != 1 || in_body.contains(sw->id())) continue;
+        Node* merge = InputNode(sw, 0);
+        Node* enter = merge == nullptr ? nullptr : InputNode(merge, 0);
+        if (enter == nullptr || !BoolAttr(enter, "_loop_counter")) continue;
+        // Copy the counter from its NextIteration back (its Switch included).
+        s = visit(InputNode(merge, 1), true, 0);
+        if (!s.ok()) return s;
+        grew = true;
+      }
+    }
+    s = drain();
+    if (!s.ok()) return s;
+  }
+
+  // Save the variables the body reads: a TensorArray per variable, written
+  // at the counter's index by the forward loop.
+  GraphBuilder b(graph, name_prefix);
+  const std::string frame_leaf = shape.frame.substr(shape.frame.rfind('/') + 1);
+  GraphBuilder fb = b.WithSubPrefix(frame_leaf + "_save");
+  Node* anchor = InputNode(counter.enter, 0);  // the counter's initial value: in the loop's parent frame
+  const Output counter_value{counter.sw, 1};
+  auto enter_attrs = [&](const std::string& frame, bool constant) {
+    return AttrList{{"frame_name", MakeAttr(frame)}, {"is_constant", MakeAttr(constant)}, {"parallel_iterations", pi}};
+  };
+  struct Saved {
+    Output handle, flow;
+  };
+  std::map<int, Saved> saved;
+  for (size_t i = 0; i < shape.vars.size(); ++i) {
+    if (!needed[i] || shape.vars[i].counter) continue;
+    const LoopVar& v = shape.vars[i];
+    Output size = fb.WithControlDependencies({anchor}).Scalar<int32_t>("size", 0);
+    Node* ta = fb.AddNode("saved", "TensorArrayV3", {size}, {{"dtype", MakeAttr(BaseType(v.dtype()))},
+                                                             {"dynamic_size", MakeAttr(true)}});
+    if (ta == nullptr) return fb.status();
+    Output flow_enter = fb.Op("flow_enter", "Enter", {Output{ta, 1}}, enter_attrs(shape.frame, false));
+    Node* flow_merge = fb.AddNode("flow_merge", "Merge", {flow_enter, flow_enter});
+    if (flow_merge == nullptr) return fb.status();
+    Node* flow_switch = fb.AddNode("flow_switch", "Switch", {Output{flow_merge, 0}, Output{shape.loop_cond, 0}});
+    if (flow_switch == nullptr) return fb.status();
+    Output flow_exit = fb.Op("flow_exit", "Exit", {Output{flow_switch, 0}});
+    Output handle = fb.Op("handle", "Enter", {Output{ta, 0}}, enter_attrs(shape.frame, true));
+    Output written = fb.Op("write", "TensorArrayWriteV3", {handle, counter_value, Output{v.sw, 1}, Output{flow_switch, 1}});
+    Output flow_next = fb.Op("flow_next", "NextIteration", {written});
+    if (!fb.ok()) return fb.status();
+    graph->RemoveEdge(flow_merge->input_edge(1));
+    graph->AddEdge(flow_next.node, 0, flow_merge, 1);
+    saved[static_cast<int>(i)] = {Output{ta, 0}, flow_exit};
+  }
+
+  // The backward loop, in its own frame. Its variables: the remaining
+  // iteration count, the gradient of each differentiable variable and the
+  // summed gradient of each float captured tensor.
+  std::string leaf = frame_leaf + "_grad";
+  for (int i = 1; graph->FindNode(absl::StrCat(b.prefix(), "/", leaf, "/pivot")) != nullptr; ++i) {
+    leaf = absl::StrCat(frame_leaf, "_grad_", i);
+  }
+  GraphBuilder gb = b.WithSubPrefix(leaf);
+  const std::string grad_frame = gb.prefix();
+  std::vector<Output> init;
+  init.push_back(Output{counter.exit, 0});
+  std::vector<int> dv_vars;  // loop var index per gradient variable
+  for (size_t i = 0; i < shape.vars.size(); ++i) {
+    if (!differentiable[i]) continue;
+    const LoopVar& v = shape.vars[i];
+    Gradient g = v.exit != nullptr ? output_grad(v.exit, 0) : Gradient();
+    if (g.present()) {
+      init.push_back(DenseGradient(&gb, g));
+    } else {
+      Output like = v.exit != nullptr ? Output{v.exit, 0} : Output{InputNode(v.enter, 0), v.enter->input_edge(0)->src_output};
+      init.push_back(gb.Op("zeros", "ZerosLike", {like}));
+    }
+    dv_vars.push_back(static_cast<int>(i));
+  }
+  std::vector<Node*> float_invariants;
+  for (Node* inv : invariants) {
+    if (!IsFloatLike(inv->output_type(0))) continue;
+    const Edge* e = inv->input_edge(0);
+    init.push_back(gb.Op("acc_zeros", "ZerosLike", {Output{e->src, e->src_output}}));
+    float_invariants.push_back(inv);
+  }
+  std::vector<Output> dys;  // dense gradients of the stacked outputs, outside the loop
+  for (const Stacked& st : stacked) dys.push_back(DenseGradient(&gb, st.grad));
+  if (!gb.ok()) return gb.status();
+
+  const size_t nv = init.size();
+  std::vector<Node*> merges(nv), switches(nv);
+  std::vector<Output> exits(nv), idents(nv);
+  for (size_t i = 0; i < nv; ++i) {
+    Output enter = gb.Op("enter", "Enter", {init[i]}, enter_attrs(grad_frame, false));
+    merges[i] = gb.AddNode("merge", "Merge", {enter, enter});
+    if (!gb.ok()) return gb.status();
+  }
+  Output zero = gb.WithControlDependencies({merges[0]}).Scalar<int32_t>("zero", 0);
+  Output more = gb.Op("more", "Greater", {Output{merges[0], 0}, zero});
+  Output loop_cond = gb.Op("loop_cond", "LoopCond", {more});
+  for (size_t i = 0; i < nv; ++i) {
+    switches[i] = gb.AddNode("switch", "Switch", {Output{merges[i], 0}, loop_cond});
+    if (!gb.ok()) return gb.status();
+    exits[i] = gb.Op("exit", "Exit", {Output{switches[i], 0}});
+    idents[i] = gb.Op(i == 0 ? "pivot" : "value", "Identity", {Output{switches[i], 1}});
+  }
+  if (!gb.ok()) return gb.status();
+  Node* pivot = idents[0].node;
+
+  const int body_start = graph->num_node_ids();
+  GraphBuilder bb = gb.WithSubPrefix("body");
+  Output k = bb.Op("index", "Sub", {idents[0], bb.WithControlDependencies({pivot}).Scalar<int32_t>("one", 1)});
+  std::map<std::pair<int, int>, Output> entered;
+  auto enter_constant = [&](const Output& t) {
+    auto key = std::make_pair(t.node->id(), t.index);
+    auto it = entered.find(key);
+    if (it != entered.end()) return it->second;
+    Output e = bb.Op("captured", "Enter", {t}, enter_attrs(grad_frame, true));
+    entered.emplace(key, e);
+    return e;
+  };
+  std::map<std::pair<int, int>, Output> tensor_map;
+  tensor_map[{counter.sw->id(), 1}] = k;
+  std::map<int, Output> reads;
+  for (const auto& [i, sv] : saved) {
+    const LoopVar& v = shape.vars[i];
+    Output read = bb.Op("saved_value", "TensorArrayReadV3", {enter_constant(sv.handle), k, enter_constant(sv.flow)},
+                        {{"dtype", MakeAttr(BaseType(v.dtype()))}});
+    tensor_map[{v.sw->id(), 1}] = read;
+    reads[i] = read;
+  }
+  for (Node* inv : invariants) {
+    const Edge* e = inv->input_edge(0);
+    tensor_map[{inv->id(), 0}] = enter_constant(Output{e->src, e->src_output});
+  }
+  if (!bb.ok()) return bb.status();
+
+  // Copy the body into the backward frame; nested frames get new names.
+  std::vector<Node*> body_nodes;
+  for (int id : in_body) body_nodes.push_back(graph->FindNodeId(id));
+  std::sort(body_nodes.begin(), body_nodes.end(), [](Node* a, Node* c) { return a->id() < c->id(); });
+  absl::flat_hash_map<int, Node*> clone_of;
+  for (Node* n : body_nodes) {
+    NodeDef def = n->def();
+    def.set_name(absl::StrCat(grad_frame, "/recompute/", n->name()));
+    def.clear_input();
+    if (n->IsEnter()) (*def.mutable_attr())["frame_name"] = MakeAttr(absl::StrCat(grad_frame, "/", FrameName(n)));
+    auto c = graph->AddNodeLike(*n, def);
+    if (!c.ok()) return c.status();
+    clone_of[n->id()] = *c;
+  }
+  auto map_output = [&](const Output& o) -> Output {
+    auto c = clone_of.find(o.node->id());
+    if (c != clone_of.end()) return Output{c->second, o.index};
+    auto t = tensor_map.find({o.node->id(), o.index});
+    return t == tensor_map.end() ? Output() : t->second;
+  };
+  for (Node* n : body_nodes) {
+    Node* c = clone_of[n->id()];
+    for (const Edge* e : n->in_edges()) {
+      if (e->IsControlEdge()) {
+        auto cs = clone_of.find(e->src->id());
+        graph->AddControlEdge(cs != clone_of.end() ? cs->second : pivot, c);
+        continue;
+      }
+      Output src = map_output(Output{e->src, e->src_output});
+      if (!src.valid()) {
+        return absl::InternalError(absl::StrCat("while_loop gradient: no value for input ", e->dst_input, " of '",
+                                                n->name(), "' from '", e->src->name(), "'"));
+      }
+      graph->AddEdge(src.node, src.index, c, e->dst_input);
+    }
+  }
+
+  // Differentiate the recomputed body.
+  std::vector<Output> ys, grad_ys, xs;
+  size_t next_dv = 1;
+  for (int i : dv_vars) {
+    const Edge* e = shape.vars[i].next->input_edge(0);
+    ys.push_back(map_output(Output{e->src, e->src_output}));
+    grad_ys.push_back(idents[next_dv++]);
+  }
+  for (size_t m = 0; m < stacked.size(); ++m) {
+    ys.push_back(map_output(stacked[m].y));
+    grad_ys.push_back(bb.Op("stacked_grad", "Gather", {enter_constant(dys[m]), k}));
+  }
+  std::vector<int> x_of_dv(dv_vars.size(), -1);
+  for (size_t d = 0; d < dv_vars.size(); ++d) {
+    auto r = reads.find(dv_vars[d]);
+    if (r == reads.end()) continue;
+    x_of_dv[d] = static_cast<int>(xs.size());
+    xs.push_back(r->second);
+  }
+  const size_t first_invariant_x = xs.size();
+  for (Node* inv : float_invariants) xs.push_back(tensor_map[{inv->id(), 0}]);
+  for (const Output& y : ys) {
+    if (!y.valid()) return absl::InternalError("while_loop gradient: a recomputed value is missing");
+  }
+  if (!bb.ok()) return bb.status();
+  std::vector<Gradient> grads(xs.size());
+  if (!ys.empty() && !xs.empty()) {
+    s = AddSymbolicGradients(graph, ys, xs, grad_ys, &grads, absl::StrCat(grad_frame, "/body_grad"));
+    if (!s.ok()) return s;
+  }
+
+  std::vector<Output> next(nv);
+  next[0] = k;
+  for (size_t d = 0; d < dv_vars.size(); ++d) {
+    const Output& current = idents[1 + d];
+    if (x_of_dv[d] >= 0 && grads[x_of_dv[d]].present()) {
+      next[1 + d] = DenseGradient(&bb, grads[x_of_dv[d]]);
+    } else {
+      next[1 + d] = bb.Op("zeros", "ZerosLike", {current});
+    }
+  }
+  for (size_t a = 0; a < float_invariants.size(); ++a) {
+    const size_t slot = 1 + dv_vars.size() + a;
+    const Gradient& g = grads[first_invariant_x + a];
+    next[slot] = g.present() ? bb.Op("acc", "Add", {idents[slot], DenseGradient(&bb, g)}) : idents[slot];
+  }
+  for (size_t i = 0; i < nv; ++i) {
+    Output n = bb.Op("next", "NextIteration", {next[i]});
+    if (!bb.ok()) return bb.status();
+    graph->RemoveEdge(merges[i]->input_edge(1));
+    graph->AddEdge(n.node, 0, merges[i], 1);
+  }
+  // Nodes built for the body without inputs (constants of gradient
+  // functions) run in the backward frame: tie them to its pivot.
+  for (int id = body_start; id < graph->num_node_ids(); ++id) {
+    Node* n = graph->FindNodeId(id);
+    if (n != nullptr && n->in_edges().empty()) graph->AddControlEdge(pivot, n);
+  }
+
+  // Gradients of what enters the loop.
+  absl::flat_hash_map<int, Output> grad_of_enter;
+  for (size_t d = 0; d < dv_vars.size(); ++d) grad_of_enter[shape.vars[dv_vars[d]].enter->id()] = exits[1 + d];
+  for (size_t a = 0; a < float_invariants.size(); ++a) {
+    grad_of_enter[float_invariants[a]->id()] = exits[1 + dv_vars.size() + a];
+  }
+  for (int id : sorted_members) {
+    Node* n = graph->FindNodeId(id);
+    for (const Edge* e : n->in_edges()) {
+      if (e->IsControlEdge() || member(e->src)) continue;
+      Gradient g;
+      auto it = grad_of_enter.find(n->id());
+      if (it != grad_of_enter.end()) g.dense = it->second;
+      input_grads->emplace_back(e, g);
+    }
+  }
+  return b.status();
+}
+
+}  // namespace sluice

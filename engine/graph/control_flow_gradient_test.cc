@@ -64,7 +64,7 @@ class ControlFlowGradientTest : public ::testing::Test {
   // central differences. y must be a double scalar.
   void CheckGradients(const Output& y, const std::vector<Output>& xs, const std::vector<Tensor>& values,
                       double tolerance = 1e-6) {
-    std::vector<Gradient> grads;
+    std::vector<Gradient>& grads = last_grads_;
     absl::Status s = AddSymbolicGradients(&graph_, {y}, xs, {}, &grads);
     ASSERT_TRUE(s.ok()) << s;
     session_.reset();  // the graph grew
@@ -99,6 +99,7 @@ class ControlFlowGradientTest : public ::testing::Test {
 
   Graph graph_;
   GraphBuilder b_;
+  std::vector<Gradient> last_grads_;
   std::unique_ptr<Session> session_;
 };
 
@@ -268,6 +269,28 @@ TEST_F(ControlFlowGradientTest, StackedPerIterationOutputs) {
   }
   session_.reset();
   CheckGradients(y, {w, v0, weights}, {wv, v0v, weights_v});
+}
+
+// Rows of a captured table gathered in the body (the same row in several
+// iterations): the table's gradient leaves the loop sparse, rows appended per
+// iteration, and densifies to the finite differences.
+TEST_F(ControlFlowGradientTest, SparseGradientOfCapturedTable) {
+  Output table = Placeholder("table"), v0 = Placeholder("v0");
+  auto loop = BuildWhileLoop(
+      &b_, {b_.Scalar<int32_t>("i0", 0), v0},
+      [](GraphBuilder& b, const std::vector<Output>& v) { return b.Op("less", "Less", {v[0], b.Scalar<int32_t>("n", 5)}); },
+      [&](GraphBuilder& b, const std::vector<Output>& v) {
+        Output row = b.Op("row", "Gather", {table, b.Op("mod", "FloorMod", {v[0], b.Scalar<int32_t>("three", 3)})});
+        return WhileBody{{b.Op("i1", "Add", {v[0], b.Scalar<int32_t>("one", 1)}),
+                          b.Op("t", "Tanh", {b.Op("m", "Mul", {v[1], row})})},
+                         {}};
+      });
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  Output y = b_.Op("y", "Sum", {loop->outputs[1], b_.Scalar<int32_t>("axis", 0)});
+  CheckGradients(y, {table, v0},
+                 {Vec({0.5, -0.8, 1.1, 0.3, -0.4, 0.9, 7, 7}, TensorShape({4, 2})), Vec({0.7, -0.6}, TensorShape({2}))});
+  ASSERT_EQ(last_grads_.size(), 2u);
+  EXPECT_TRUE(last_grads_[0].is_sparse);
 }
 
 // A cond in a loop body, and a loop in a cond branch.

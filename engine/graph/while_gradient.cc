@@ -366,31 +366,39 @@ absl::Status AddWhileLoopGradient(Graph* graph, const LoopRegion& region,
   }
   std::vector<Node*> float_invariants;
   for (Node* inv : invariants) {
-    if (!IsFloatLike(inv->output_type(0))) continue;
-    const Edge* e = inv->input_edge(0);
-    init.push_back(gb.Op("acc_zeros", "ZerosLike", {Output{e->src, e->src_output}}));
-    float_invariants.push_back(inv);
+    if (IsFloatLike(inv->output_type(0))) float_invariants.push_back(inv);
   }
   std::vector<Output> dys;  // dense gradients of the stacked outputs, outside the loop
   for (const Stacked& st : stacked) dys.push_back(DenseGradient(&gb, st.grad));
   if (!gb.ok()) return gb.status();
 
-  const size_t nv = init.size();
-  std::vector<Node*> merges(nv), switches(nv);
-  std::vector<Output> exits(nv), idents(nv);
-  for (size_t i = 0; i < nv; ++i) {
-    Output enter = gb.Op("enter", "Enter", {init[i]}, enter_attrs(grad_frame, false));
-    merges[i] = gb.AddNode("merge", "Merge", {enter, enter});
-    if (!gb.ok()) return gb.status();
-  }
+  // Loop variables are added in two rounds: the count and the variables'
+  // gradients first, the captured tensors' accumulators once the body's
+  // gradient shows which are sparse.
+  std::vector<Node*> merges;
+  std::vector<Output> exits, idents;
+  Output loop_cond;
+  auto add_var = [&](const Output& initial) {
+    Output enter = gb.Op("enter", "Enter", {initial}, enter_attrs(grad_frame, false));
+    Node* merge = gb.AddNode("merge", "Merge", {enter, enter});
+    merges.push_back(merge);
+    if (loop_cond.valid() && merge != nullptr) {
+      Node* sw = gb.AddNode("switch", "Switch", {Output{merge, 0}, loop_cond});
+      if (sw == nullptr) return;
+      exits.push_back(gb.Op("exit", "Exit", {Output{sw, 0}}));
+      idents.push_back(gb.Op(idents.empty() ? "pivot" : "value", "Identity", {Output{sw, 1}}));
+    }
+  };
+  for (const Output& i : init) add_var(i);
+  if (!gb.ok()) return gb.status();
   Output zero = gb.WithControlDependencies({merges[0]}).Scalar<int32_t>("zero", 0);
   Output more = gb.Op("more", "Greater", {Output{merges[0], 0}, zero});
-  Output loop_cond = gb.Op("loop_cond", "LoopCond", {more});
-  for (size_t i = 0; i < nv; ++i) {
-    switches[i] = gb.AddNode("switch", "Switch", {Output{merges[i], 0}, loop_cond});
-    if (!gb.ok()) return gb.status();
-    exits[i] = gb.Op("exit", "Exit", {Output{switches[i], 0}});
-    idents[i] = gb.Op(i == 0 ? "pivot" : "value", "Identity", {Output{switches[i], 1}});
+  loop_cond = gb.Op("loop_cond", "LoopCond", {more});
+  for (Node* merge : merges) {
+    Node* sw = gb.AddNode("switch", "Switch", {Output{merge, 0}, loop_cond});
+    if (sw == nullptr) return gb.status();
+    exits.push_back(gb.Op("exit", "Exit", {Output{sw, 0}}));
+    idents.push_back(gb.Op(idents.empty() ? "pivot" : "value", "Identity", {Output{sw, 1}}));
   }
   if (!gb.ok()) return gb.status();
   Node* pivot = idents[0].node;
@@ -491,7 +499,7 @@ absl::Status AddWhileLoopGradient(Graph* graph, const LoopRegion& region,
     if (!s.ok()) return s;
   }
 
-  std::vector<Output> next(nv);
+  std::vector<Output> next(idents.size());
   next[0] = k;
   for (size_t d = 0; d < dv_vars.size(); ++d) {
     const Output& current = idents[1 + d];
@@ -501,12 +509,60 @@ absl::Status AddWhileLoopGradient(Graph* graph, const LoopRegion& region,
       next[1 + d] = bb.Op("zeros", "ZerosLike", {current});
     }
   }
+  // Captured tensors' gradients, summed over the iterations: dense ones in an
+  // accumulator variable; sparse ones (a Gather of a captured table, say)
+  // appended per iteration to TensorArrays of values and indices that are
+  // concatenated after the loop, so no iteration touches the whole tensor.
+  absl::flat_hash_map<int, Gradient> grad_of_enter;
+  struct SparseSum {
+    int invariant;
+    Output values_ta, indices_ta;
+    size_t values_var, indices_var;
+    Output dense_shape;
+    DataType values_dtype, indices_dtype;
+  };
+  std::vector<SparseSum> sparse_sums;
+  std::vector<std::pair<int, size_t>> dense_sums;  // invariant, loop var
   for (size_t a = 0; a < float_invariants.size(); ++a) {
-    const size_t slot = 1 + dv_vars.size() + a;
     const Gradient& g = grads[first_invariant_x + a];
-    next[slot] = g.present() ? bb.Op("acc", "Add", {idents[slot], DenseGradient(&bb, g)}) : idents[slot];
+    if (!g.present()) continue;
+    Node* inv = float_invariants[a];
+    const Edge* src = inv->input_edge(0);
+    const Output outside{src->src, src->src_output};
+    if (g.is_sparse) {
+      SparseSum sum;
+      sum.invariant = inv->id();
+      sum.values_dtype = BaseType(g.sparse.values.dtype());
+      sum.indices_dtype = BaseType(g.sparse.indices.dtype());
+      Output size = gb.WithControlDependencies({init[0].node}).Scalar<int32_t>("sum_size", 0);
+      Node* values = gb.AddNode("sum_values", "TensorArrayV3", {size},
+                                {{"dtype", MakeAttr(sum.values_dtype)}, {"dynamic_size", MakeAttr(true)}});
+      Node* indices = gb.AddNode("sum_indices", "TensorArrayV3", {size},
+                                 {{"dtype", MakeAttr(sum.indices_dtype)}, {"dynamic_size", MakeAttr(true)}});
+      if (values == nullptr || indices == nullptr) return gb.status();
+      sum.values_ta = Output{values, 0};
+      sum.indices_ta = Output{indices, 0};
+      sum.dense_shape = gb.Op("sum_shape", "Shape", {outside}, {{"out_type", MakeAttr(g.sparse.dense_shape.dtype())}});
+      sum.values_var = idents.size();
+      add_var(Output{values, 1});
+      sum.indices_var = idents.size();
+      add_var(Output{indices, 1});
+      if (!gb.ok()) return gb.status();
+      next.push_back(bb.Op("append_values", "TensorArrayWriteV3",
+                           {enter_constant(sum.values_ta), k, g.sparse.values, idents[sum.values_var]}));
+      next.push_back(bb.Op("append_indices", "TensorArrayWriteV3",
+                           {enter_constant(sum.indices_ta), k, g.sparse.indices, idents[sum.indices_var]}));
+      sparse_sums.push_back(sum);
+    } else {
+      const size_t slot = idents.size();
+      add_var(gb.Op("acc_zeros", "ZerosLike", {outside}));
+      if (!gb.ok()) return gb.status();
+      next.push_back(bb.Op("acc", "Add", {idents[slot], g.dense}));
+      dense_sums.emplace_back(inv->id(), slot);
+    }
   }
-  for (size_t i = 0; i < nv; ++i) {
+  if (!bb.ok()) return bb.status();
+  for (size_t i = 0; i < merges.size(); ++i) {
     Output n = bb.Op("next", "NextIteration", {next[i]});
     if (!bb.ok()) return bb.status();
     graph->RemoveEdge(merges[i]->input_edge(1));
@@ -520,19 +576,23 @@ absl::Status AddWhileLoopGradient(Graph* graph, const LoopRegion& region,
   }
 
   // Gradients of what enters the loop.
-  absl::flat_hash_map<int, Output> grad_of_enter;
-  for (size_t d = 0; d < dv_vars.size(); ++d) grad_of_enter[shape.vars[dv_vars[d]].enter->id()] = exits[1 + d];
-  for (size_t a = 0; a < float_invariants.size(); ++a) {
-    grad_of_enter[float_invariants[a]->id()] = exits[1 + dv_vars.size() + a];
+  for (size_t d = 0; d < dv_vars.size(); ++d) grad_of_enter[shape.vars[dv_vars[d]].enter->id()].dense = exits[1 + d];
+  for (const auto& [inv, slot] : dense_sums) grad_of_enter[inv].dense = exits[slot];
+  for (const SparseSum& sum : sparse_sums) {
+    Gradient& g = grad_of_enter[sum.invariant];
+    g.is_sparse = true;
+    g.sparse.values = gb.Op("summed_values", "TensorArrayConcatV3", {sum.values_ta, exits[sum.values_var]},
+                            {{"dtype", MakeAttr(sum.values_dtype)}});
+    g.sparse.indices = gb.Op("summed_indices", "TensorArrayConcatV3", {sum.indices_ta, exits[sum.indices_var]},
+                             {{"dtype", MakeAttr(sum.indices_dtype)}});
+    g.sparse.dense_shape = sum.dense_shape;
   }
   for (int id : sorted_members) {
     Node* n = graph->FindNodeId(id);
     for (const Edge* e : n->in_edges()) {
       if (e->IsControlEdge() || member(e->src)) continue;
-      Gradient g;
       auto it = grad_of_enter.find(n->id());
-      if (it != grad_of_enter.end()) g.dense = it->second;
-      input_grads->emplace_back(e, g);
+      input_grads->emplace_back(e, it != grad_of_enter.end() ? it->second : Gradient());
     }
   }
   return b.status();

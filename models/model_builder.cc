@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/framework/node_def_util.h"
 #include "engine/graph/graph_constructor.h"
+#include "models/lstm_layer.h"
 
 namespace sluice {
 namespace models {
@@ -251,13 +252,15 @@ class ModelCompiler {
         return true;
       }
       case Layer::kDense: {
-        if (s.rank() != 2) {
+        // [batch, features], or [batch, ..., features] with the product
+        // applied to the last dim at every position (an LSTM's outputs).
+        if (s.rank() < 2) {
           LayerError(l, absl::StrCat("dense needs a [batch, features] input, but '", l.input(0), "' is ",
                                      ShapeString(s), "; add a flatten layer before it"));
           return false;
         }
         const auto& d = l.dense();
-        const int64_t n_in = s.dim(1);
+        const int64_t n_in = s.dim(s.rank() - 1);
         if (n_in < 0) {
           LayerError(l, absl::StrCat("dense needs a known number of features, but '", l.input(0), "' is ",
                                      ShapeString(s)));
@@ -266,15 +269,32 @@ class ModelCompiler {
         if (!CheckFloats(l, "kernel", {n_in, d.units()})) return false;
         Output w = Variable(&b, l.name(), "kernel", TensorShape({n_in, d.units()}), d.kernel_initializer(), true, n_in,
                             d.units(), l.l2_weight());
-        Output y = b.Op("MatMul", "MatMul", {in.tensor, w});
+        Output x = in.tensor;
+        if (s.rank() > 2) x = b.Op("flat", "Reshape", {x, b.Const("flat_shape", ShapeTensor({-1, n_in}))});
+        Output y = b.Op("MatMul", "MatMul", {x, w});
         if (!d.no_bias()) {
           Output bias = Variable(&b, l.name(), "bias", TensorShape({d.units()}), d.bias_initializer(), false, n_in,
                                  d.units(), 0);
           y = b.Op("BiasAdd", "BiasAdd", {y, bias});
         }
-        result->tensor = Activate(&b, y, d.activation());
-        result->shape = PartialShape::FromDims({kUnknownDim, d.units()});
-        AddFlops(2.0 * static_cast<double>(n_in) * static_cast<double>(d.units()));
+        y = Activate(&b, y, d.activation());
+        std::vector<int64_t> dims(s.dims().begin(), s.dims().end());
+        dims.back() = d.units();
+        double positions = 1;
+        if (s.rank() > 2) {
+          Output leading = b.Op("leading", "Slice", {b.Op("in_shape", "Shape", {in.tensor}),
+                                                     b.Const("begin", Tensor::FromVector<int32_t>({0})),
+                                                     b.Const("size", Tensor::FromVector<int32_t>({s.rank() - 1}))});
+          Output shape = b.Op("out_shape", "ConcatV2", {leading, b.Const("units", Tensor::FromVector<int32_t>(
+                                                                                    {static_cast<int32_t>(d.units())})),
+                                                        b.Scalar<int32_t>("axis", 0)});
+          y = b.Op("unflat", "Reshape", {y, shape});
+          for (int i = 1; i + 1 < s.rank(); ++i) positions *= s.dim(i) > 0 ? static_cast<double>(s.dim(i)) : 1.0;
+        }
+        result->tensor = y;
+        dims[0] = kUnknownDim;
+        result->shape = PartialShape::FromDims(dims);
+        AddFlops(positions * 2.0 * static_cast<double>(n_in) * static_cast<double>(d.units()));
         return true;
       }
       case Layer::kConv2D: {
@@ -397,6 +417,47 @@ class ModelCompiler {
         if (unknown_at > 0) out_dims[unknown_at] = per_example / known;
         result->tensor = b.Op("Reshape", "Reshape", {in.tensor, b.Const("shape", ShapeTensor(dims))});
         result->shape = PartialShape::FromDims(out_dims);
+        return true;
+      }
+      case Layer::kLstm: {
+        const auto& lstm = l.lstm();
+        if (s.rank() != 3 || s.dim(2) < 0) {
+          LayerError(l, absl::StrCat("lstm needs a [batch, time, features] input with known features, but '",
+                                     l.input(0), "' is ", ShapeString(s)));
+          return false;
+        }
+        if (lstm.units() <= 0) {
+          LayerError(l, "lstm needs units > 0");
+          return false;
+        }
+        const int64_t n_in = s.dim(2), units = lstm.units();
+        if (!CheckFloats(l, "kernel", {n_in, 4 * units}) || !CheckFloats(l, "recurrent kernel", {units, 4 * units})) {
+          return false;
+        }
+        LstmWeights weights;
+        weights.kernel = Variable(&b, l.name(), "kernel", TensorShape({n_in, 4 * units}), lstm.kernel_initializer(), true,
+                                  n_in, 4 * units, l.l2_weight());
+        weights.recurrent = Variable(&b, l.name(), "recurrent_kernel", TensorShape({units, 4 * units}),
+                                     lstm.recurrent_initializer(), true, units, 4 * units, 0);
+        weights.bias = Variable(&b, l.name(), "bias", TensorShape({4 * units}), lstm.bias_initializer(), false, n_in,
+                                4 * units, 0);
+        LstmOptions options;
+        options.features = n_in;
+        options.units = units;
+        options.forget_bias = lstm.has_forget_bias() ? lstm.forget_bias() : 1.0f;
+        options.last_only = lstm.last_only();
+        options.parallel_iterations = lstm.parallel_iterations() > 0 ? lstm.parallel_iterations() : 1;
+        auto out = BuildLstm(&b, in.tensor, weights, options);
+        if (!out.ok()) {
+          LayerError(l, std::string(out.status().message()));
+          return false;
+        }
+        result->tensor = *out;
+        result->shape = options.last_only ? PartialShape::FromDims({kUnknownDim, units})
+                                          : PartialShape::FromDims({kUnknownDim, s.dim(1), units});
+        // Per example and step: the input and recurrent products and the gates.
+        const double steps = s.dim(1) > 0 ? static_cast<double>(s.dim(1)) : 1.0;
+        AddFlops(steps * (2.0 * static_cast<double>(n_in + units) * static_cast<double>(4 * units) + 10.0 * units));
         return true;
       }
       case Layer::KIND_NOT_SET:
@@ -542,16 +603,18 @@ class ModelCompiler {
       return false;
     }
     const PartialShape& ls = logits.shape;
-    if (ls.rank_known() && ls.rank() != 2) {
-      errors_->Add(loaded_.Where(x, "logits"), absl::StrCat("softmax_cross_entropy: logits '", x.logits(), "' are ",
-                                                             ShapeString(ls), "; they must be [batch, classes]"));
+    if (!ls.rank_known() || ls.rank() < 2 || ls.dim(ls.rank() - 1) < 0) {
+      errors_->Add(loaded_.Where(x, "logits"),
+                   absl::StrCat("softmax_cross_entropy: logits '", x.logits(), "' are ", ShapeString(ls),
+                                "; they must be [batch, classes] (or [batch, ..., classes]) with known classes"));
       return false;
     }
     if (DataTypeIsInteger(yt)) {
-      if (labels.shape.rank_known() && labels.shape.rank() != 1) {
+      if (labels.shape.rank_known() && labels.shape.rank() != ls.rank() - 1) {
         errors_->Add(loaded_.Where(x, "labels"),
                      absl::StrCat("softmax_cross_entropy: integer labels '", x.labels(), "' are ",
-                                  ShapeString(labels.shape), "; they must be [batch] class ids"));
+                                  ShapeString(labels.shape), "; for logits ", ShapeString(ls),
+                                  " they must be class ids of rank ", ls.rank() - 1));
         return false;
       }
       return true;
@@ -603,13 +666,18 @@ class ModelCompiler {
         const Feature& labels = out_->named[x.labels()];
         if (!CheckCrossEntropy(x, logits, labels)) continue;
         label = "cross_entropy";
-        if (DataTypeIsInteger(BaseType(labels.tensor.dtype()))) {
-          Node* n = b.AddNode("xent", "SparseSoftmaxCrossEntropyWithLogits", {logits.tensor, labels.tensor});
-          if (n != nullptr) value = Scalarize(&b, Output{n, 0});
-        } else {
-          Node* n = b.AddNode("xent", "SoftmaxCrossEntropyWithLogits", {logits.tensor, labels.tensor});
-          if (n != nullptr) value = Scalarize(&b, Output{n, 0});
+        // [batch, ..., classes] logits: every position is an example.
+        Output logits_2d = logits.tensor, labels_flat = labels.tensor;
+        const bool sparse = DataTypeIsInteger(BaseType(labels.tensor.dtype()));
+        if (logits.shape.rank() > 2) {
+          const int64_t classes = logits.shape.dim(logits.shape.rank() - 1);
+          logits_2d = b.Op("flat_logits", "Reshape", {logits_2d, b.Const("shape", ShapeTensor({-1, classes}))});
+          labels_flat = b.Op("flat_labels", "Reshape",
+                             {labels_flat, b.Const("shape", sparse ? ShapeTensor({-1}) : ShapeTensor({-1, classes}))});
         }
+        Node* n = b.AddNode("xent", sparse ? "SparseSoftmaxCrossEntropyWithLogits" : "SoftmaxCrossEntropyWithLogits",
+                            {logits_2d, labels_flat});
+        if (n != nullptr) value = Scalarize(&b, Output{n, 0});
       } else if (loss.has_mean_squared_error()) {
         const auto& m = loss.mean_squared_error();
         if (!CheckSameFloatShape(m, "predictions", out_->named[m.predictions()], "targets", out_->named[m.targets()])) {
@@ -634,20 +702,33 @@ class ModelCompiler {
     out_->total_loss = terms.size() == 1 ? b.Op("total", "Identity", {terms[0]}) : b.Op("total", "AddN", terms);
   }
 
+  // Logits [batch, ..., classes] and labels [batch, ...] as [examples,
+  // classes] and [examples]: every position is an example.
+  void FlatClassification(GraphBuilder* b, const std::string& logits_name, const std::string& labels_name,
+                          Output* logits, Output* labels) {
+    const Feature& lf = out_->named[logits_name];
+    *logits = lf.tensor;
+    *labels = out_->named[labels_name].tensor;
+    if (!lf.shape.rank_known() || lf.shape.rank() <= 2 || lf.shape.dim(lf.shape.rank() - 1) < 0) return;
+    *logits = b->Op("flat_logits", "Reshape",
+                    {*logits, b->Const("shape", ShapeTensor({-1, lf.shape.dim(lf.shape.rank() - 1)}))});
+    *labels = b->Op("flat_labels", "Reshape", {*labels, b->Const("shape", ShapeTensor({-1}))});
+  }
+
   void BuildMetrics() {
     GraphBuilder b = root_.WithSubPrefix(options_.tower.empty() ? "metrics" : options_.tower + "/metrics");
     for (const config::Metric& m : e_.model().metric()) {
       if (m.has_accuracy()) {
-        Output logits = out_->named[m.accuracy().logits()].tensor;
-        Output labels = out_->named[m.accuracy().labels()].tensor;
+        Output logits, labels;
+        FlatClassification(&b, m.accuracy().logits(), m.accuracy().labels(), &logits, &labels);
         Output pred = b.Op("argmax", "ArgMax", {logits, b.Scalar<int32_t>("axis", 1)},
                            {{"output_type", MakeAttr(BaseType(labels.dtype()))}});
         Output eq = b.Op("correct", "Equal", {pred, labels});
         Output f = b.Op("as_float", "Cast", {eq}, {{"SrcT", MakeAttr(DT_BOOL)}, {"DstT", MakeAttr(DT_FLOAT)}});
         out_->metrics.push_back({"accuracy", Scalarize(&b, f)});
       } else if (m.has_top_k_accuracy()) {
-        Output logits = out_->named[m.top_k_accuracy().logits()].tensor;
-        Output labels = out_->named[m.top_k_accuracy().labels()].tensor;
+        Output logits, labels;
+        FlatClassification(&b, m.top_k_accuracy().logits(), m.top_k_accuracy().labels(), &logits, &labels);
         Output hit = b.Op("in_top_k", "InTopKV2", {logits, labels, b.ScalarOfType("k", BaseType(labels.dtype()),
                                                                                    static_cast<double>(m.top_k_accuracy().k()))});
         Output f = b.Op("as_float", "Cast", {hit}, {{"SrcT", MakeAttr(DT_BOOL)}, {"DstT", MakeAttr(DT_FLOAT)}});

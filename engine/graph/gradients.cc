@@ -84,6 +84,11 @@ Gradient Aggregate(GraphBuilder* b, const std::vector<Gradient>& parts) {
 
 using TensorKey = std::pair<int, int>;  // (node id, output index)
 
+bool CarriesGradient(const Node* node, int output) {
+  const DataType t = BaseType(node->output_type(output));
+  return t == DT_FLOAT || t == DT_DOUBLE || t == DT_HALF || t == DT_BFLOAT16 || t == DT_COMPLEX64;
+}
+
 }  // namespace
 
 // TensorFlow's GATE_OP: when an op yields gradients for several inputs, none
@@ -218,7 +223,10 @@ absl::Status AddSymbolicGradients(Graph* graph, const std::vector<Output>& ys, c
       if (e->IsControlEdge() || !relevant(e->dst)) continue;
       if (loop < 0) {
         ++pending[node->id()];
-      } else if (loop_of[e->dst->id()] != loop) {
+      } else if (loop_of[e->dst->id()] != loop && CarriesGradient(node, e->src_output)) {
+        // A loop's integer outputs (its trip count, read by the Range of a
+        // stacked output) carry no gradient and are not waited for: the
+        // Range feeds the loop again, and waiting would be a cycle.
         ++loop_pending[loop];
       }
     }
@@ -226,7 +234,7 @@ absl::Status AddSymbolicGradients(Graph* graph, const std::vector<Output>& ys, c
   for (const Output& y : ys) {
     if (!relevant(y.node)) continue;
     if (loop_of[y.node->id()] >= 0) {
-      ++loop_pending[loop_of[y.node->id()]];
+      if (CarriesGradient(y.node, y.index)) ++loop_pending[loop_of[y.node->id()]];
     } else {
       ++pending[y.node->id()];
     }
@@ -238,6 +246,7 @@ absl::Status AddSymbolicGradients(Graph* graph, const std::vector<Output>& ys, c
     contributions[{node->id(), index}].push_back(std::move(g));
     const int loop = loop_of[node->id()];
     if (loop >= 0) {
+      if (!CarriesGradient(node, index)) return;
       if (--loop_pending[loop] == 0) ready.push_back(loops[loop].loop_cond);
     } else if (--pending[node->id()] == 0) {
       ready.push_back(node);

@@ -1,0 +1,73 @@
+// BuildLstm: input projection, time loop, gates.
+#include "models/lstm_layer.h"
+
+#include <vector>
+
+#include "engine/graph/control_flow_builders.h"
+
+namespace sluice {
+
+absl::StatusOr<Output> BuildLstm(GraphBuilder* b, Output x, const LstmWeights& weights, const LstmOptions& options) {
+  const int64_t units = options.units, gates = 4 * options.units;
+  auto ints = [&](const std::string& name, std::vector<int32_t> v) {
+    return b->Const(name, Tensor::FromVector<int32_t>(v, TensorShape({static_cast<int64_t>(v.size())})));
+  };
+  // [batch, time] from the input, as 1-element vectors.
+  Output shape = b->Op("input_shape", "Shape", {x});
+  Output batch = b->Op("batch", "Slice", {shape, ints("batch_begin", {0}), ints("one", {1})});
+  Output time = b->Op("time", "Slice", {shape, ints("time_begin", {1}), ints("one", {1})});
+  Output steps = b->Op("steps", "Reshape", {time, ints("scalar", {})});
+
+  // Every step's input projection at once: [batch * time, 4 units], then
+  // time-major [time, batch, 4 units] so step t reads row t.
+  Output flat = b->Op("flat_input", "Reshape", {x, ints("flat_shape", {-1, static_cast<int32_t>(options.features)})});
+  Output projected = b->Op("projected", "BiasAdd", {b->Op("input_product", "MatMul", {flat, weights.kernel}), weights.bias});
+  Output per_step = b->Op(
+      "per_step", "Reshape",
+      {projected, b->Op("per_step_shape", "ConcatV2",
+                        {batch, time, ints("gates", {static_cast<int32_t>(gates)}), b->Scalar<int32_t>("axis", 0)})});
+  Output time_major = b->Op("time_major", "Transpose", {per_step, ints("swap", {1, 0, 2})});
+
+  Output state_shape =
+      b->Op("state_shape", "ConcatV2", {batch, ints("units", {static_cast<int32_t>(units)}), b->Scalar<int32_t>("axis", 0)});
+  const DataType dtype = BaseType(x.dtype());
+  Output zeros = b->Op("zero_state", "Fill", {state_shape, b->ScalarOfType("zero", dtype, 0.0)});
+  Output recurrent = weights.recurrent;
+  const float forget_bias = options.forget_bias;
+  const bool last_only = options.last_only;
+
+  WhileLoopOptions loop_options;
+  loop_options.name = "time_loop";
+  loop_options.parallel_iterations = options.parallel_iterations;
+  auto loop = BuildWhileLoop(
+      b, {b->Scalar<int32_t>("t0", 0), zeros, zeros},
+      [&](GraphBuilder& cb, const std::vector<Output>& v) { return cb.Op("more_steps", "Less", {v[0], steps}); },
+      [&](GraphBuilder& bb, const std::vector<Output>& v) {
+        const Output& t = v[0];
+        const Output& h = v[1];
+        const Output& c = v[2];
+        Output z = bb.Op("z", "Add", {bb.Op("step_input", "Gather", {time_major, t}),
+                                      bb.Op("recurrent_product", "MatMul", {h, recurrent})});
+        Node* split = bb.AddNode("gates", "Split", {bb.Scalar<int32_t>("gate_axis", 1), z},
+                                 {{"num_split", MakeAttr(int64_t{4})}});
+        if (split == nullptr) return WhileBody{};
+        Output i{split, 0}, f{split, 1}, g{split, 2}, o{split, 3};
+        Output keep = bb.Op("forget", "Sigmoid", {bb.Op("forget_pre", "Add", {f, bb.ScalarOfType("forget_bias", dtype, forget_bias)})});
+        Output c_next = bb.Op("c", "Add", {bb.Op("kept", "Mul", {keep, c}),
+                                           bb.Op("written", "Mul", {bb.Op("input_gate", "Sigmoid", {i}),
+                                                                    bb.Op("candidate", "Tanh", {g})})});
+        Output h_next = bb.Op("h", "Mul", {bb.Op("output_gate", "Sigmoid", {o}), bb.Op("c_tanh", "Tanh", {c_next})});
+        WhileBody body;
+        body.next = {bb.Op("t1", "Add", {t, bb.Scalar<int32_t>("step", 1)}), h_next, c_next};
+        if (!last_only) body.per_iteration = {h_next};
+        return body;
+      },
+      loop_options);
+  if (!loop.ok()) return loop.status();
+  if (!b->ok()) return b->status();
+  if (last_only) return loop->outputs[1];
+  // [time, batch, units] -> [batch, time, units].
+  return b->Op("outputs", "Transpose", {loop->stacked[0], ints("swap_back", {1, 0, 2})});
+}
+
+}  // namespace sluice

@@ -48,15 +48,9 @@ absl::StatusOr<Output> BuildLstm(GraphBuilder* b, Output x, const LstmWeights& w
         const Output& c = v[2];
         Output z = bb.Op("z", "Add", {bb.Op("step_input", "Gather", {time_major, t}),
                                       bb.Op("recurrent_product", "MatMul", {h, recurrent})});
-        Node* split = bb.AddNode("gates", "Split", {bb.Scalar<int32_t>("gate_axis", 1), z},
-                                 {{"num_split", MakeAttr(int64_t{4})}});
-        if (split == nullptr) return WhileBody{};
-        Output i{split, 0}, f{split, 1}, g{split, 2}, o{split, 3};
-        Output keep = bb.Op("forget", "Sigmoid", {bb.Op("forget_pre", "Add", {f, bb.ScalarOfType("forget_bias", dtype, forget_bias)})});
-        Output c_next = bb.Op("c", "Add", {bb.Op("kept", "Mul", {keep, c}),
-                                           bb.Op("written", "Mul", {bb.Op("input_gate", "Sigmoid", {i}),
-                                                                    bb.Op("candidate", "Tanh", {g})})});
-        Output h_next = bb.Op("h", "Mul", {bb.Op("output_gate", "Sigmoid", {o}), bb.Op("c_tanh", "Tanh", {c_next})});
+        Node* cell = bb.AddNode("cell", "LstmGates", {z, c}, {{"forget_bias", MakeAttr(forget_bias)}});
+        if (cell == nullptr) return WhileBody{};
+        Output h_next{cell, 0}, c_next{cell, 1};
         WhileBody body;
         body.next = {bb.Op("t1", "Add", {t, bb.Scalar<int32_t>("step", 1)}), h_next, c_next};
         if (!last_only) body.per_iteration = {h_next};

@@ -316,14 +316,14 @@ absl::Status AddWhileLoopGradient(Graph* graph, const LoopRegion& region,
   };
   struct Saved {
     Output handle, flow;
+    DataType dtype;
   };
-  std::map<int, Saved> saved;
-  for (size_t i = 0; i < shape.vars.size(); ++i) {
-    if (!needed[i] || shape.vars[i].counter) continue;
-    const LoopVar& v = shape.vars[i];
+  // Writes `value` (a tensor of the forward frame) at the counter's index
+  // each iteration; the backward loop reads it back.
+  auto save = [&](const Output& value, Saved* out) -> absl::Status {
+    const DataType dtype = BaseType(value.dtype());
     Output size = fb.WithControlDependencies({anchor}).Scalar<int32_t>("size", 0);
-    Node* ta = fb.AddNode("saved", "TensorArrayV3", {size}, {{"dtype", MakeAttr(BaseType(v.dtype()))},
-                                                             {"dynamic_size", MakeAttr(true)}});
+    Node* ta = fb.AddNode("saved", "TensorArrayV3", {size}, {{"dtype", MakeAttr(dtype)}, {"dynamic_size", MakeAttr(true)}});
     if (ta == nullptr) return fb.status();
     Output flow_enter = fb.Op("flow_enter", "Enter", {Output{ta, 1}}, enter_attrs(shape.frame, false));
     Node* flow_merge = fb.AddNode("flow_merge", "Merge", {flow_enter, flow_enter});
@@ -332,12 +332,78 @@ absl::Status AddWhileLoopGradient(Graph* graph, const LoopRegion& region,
     if (flow_switch == nullptr) return fb.status();
     Output flow_exit = fb.Op("flow_exit", "Exit", {Output{flow_switch, 0}});
     Output handle = fb.Op("handle", "Enter", {Output{ta, 0}}, enter_attrs(shape.frame, true));
-    Output written = fb.Op("write", "TensorArrayWriteV3", {handle, counter_value, Output{v.sw, 1}, Output{flow_switch, 1}});
+    Output written = fb.Op("write", "TensorArrayWriteV3", {handle, counter_value, value, Output{flow_switch, 1}});
     Output flow_next = fb.Op("flow_next", "NextIteration", {written});
     if (!fb.ok()) return fb.status();
     graph->RemoveEdge(flow_merge->input_edge(1));
     graph->AddEdge(flow_next.node, 0, flow_merge, 1);
-    saved[static_cast<int>(i)] = {Output{ta, 0}, flow_exit};
+    *out = {Output{ta, 0}, flow_exit, dtype};
+    return absl::OkStatus();
+  };
+  std::map<int, Saved> saved;
+  for (size_t i = 0; i < shape.vars.size(); ++i) {
+    if (!needed[i] || shape.vars[i].counter) continue;
+    s = save(Output{shape.vars[i].sw, 1}, &saved[static_cast<int>(i)]);
+    if (!s.ok()) return s;
+  }
+  // Matrix products of this loop's own frame (not of loops nested in it) are
+  // saved too rather than recomputed: the backward loop's copy of such a
+  // node keeps its place for the gradient functions, and its uses are then
+  // pointed at the saved value, so the copy never runs. The rest of the body
+  // (element-wise work, mostly) is recomputed.
+  std::vector<Node*> saved_products;
+  std::map<int, Saved> saved_product_values;
+  {
+    // How deep in nested frames each body node's output is (0: this frame),
+    // from the mapped inputs (depth 0) through Enter (+1) and Exit (-1);
+    // NextIteration back edges are ignored.
+    absl::flat_hash_map<int, int> depth;
+    std::vector<Node*> pending_nodes;
+    for (int id : in_body) pending_nodes.push_back(graph->FindNodeId(id));
+    std::sort(pending_nodes.begin(), pending_nodes.end(), [](Node* a, Node* c) { return a->id() < c->id(); });
+    auto input_depth = [&](const Edge* e, int* d) {
+      if (in_body.contains(e->src->id())) {
+        auto it = depth.find(e->src->id());
+        if (it == depth.end()) return false;
+        *d = it->second;
+        return true;
+      }
+      *d = 0;  // a loop variable, a captured tensor or the pivot
+      return true;
+    };
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (Node* n : pending_nodes) {
+        if (depth.contains(n->id())) continue;
+        int d = 0;
+        bool known = false;
+        for (const Edge* e : n->in_edges()) {
+          if (e->src->IsNextIteration()) continue;
+          int di = 0;
+          if (!input_depth(e, &di)) {
+            known = false;
+            break;
+          }
+          if (!known) d = di;
+          known = true;
+        }
+        if (!known) continue;
+        if (n->IsEnter()) ++d;
+        if (n->IsExit()) --d;
+        depth[n->id()] = d;
+        progress = true;
+      }
+    }
+    for (Node* n : pending_nodes) {
+      const std::string& op = n->type_string();
+      auto it = depth.find(n->id());
+      if (it == depth.end() || it->second != 0 || n->num_outputs() != 1 || !IsFloatLike(n->output_type(0))) continue;
+      if (op == "MatMul" || op == "BatchMatMul" || op == "BatchMatMulV2" || op == "Conv2D" || op == "Einsum") {
+        saved_products.push_back(n);
+        s = save(Output{n, 0}, &saved_product_values[n->id()]);
+        if (!s.ok()) return s;
+      }
+    }
   }
 
   // The backward loop, in its own frame. Its variables: the remaining
@@ -421,9 +487,14 @@ absl::Status AddWhileLoopGradient(Graph* graph, const LoopRegion& region,
   for (const auto& [i, sv] : saved) {
     const LoopVar& v = shape.vars[i];
     Output read = bb.Op("saved_value", "TensorArrayReadV3", {enter_constant(sv.handle), k, enter_constant(sv.flow)},
-                        {{"dtype", MakeAttr(BaseType(v.dtype()))}});
+                        {{"dtype", MakeAttr(sv.dtype)}});
     tensor_map[{v.sw->id(), 1}] = read;
     reads[i] = read;
+  }
+  std::map<int, Output> product_reads;
+  for (const auto& [id, sv] : saved_product_values) {
+    product_reads[id] = bb.Op("saved_product", "TensorArrayReadV3",
+                              {enter_constant(sv.handle), k, enter_constant(sv.flow)}, {{"dtype", MakeAttr(sv.dtype)}});
   }
   for (Node* inv : invariants) {
     const Edge* e = inv->input_edge(0);
@@ -497,6 +568,22 @@ absl::Status AddWhileLoopGradient(Graph* graph, const LoopRegion& region,
   if (!ys.empty() && !xs.empty()) {
     s = AddSymbolicGradients(graph, ys, xs, grad_ys, &grads, absl::StrCat(grad_frame, "/body_grad"));
     if (!s.ok()) return s;
+  }
+  // Uses of a saved product's copy (the recomputed body's and the gradient
+  // functions') read the saved value instead.
+  for (Node* n : saved_products) {
+    Node* copy = clone_of[n->id()];
+    const Output& read = product_reads[n->id()];
+    std::vector<const Edge*> uses;
+    for (const Edge* e : copy->out_edges()) {
+      if (!e->IsControlEdge()) uses.push_back(e);
+    }
+    for (const Edge* e : uses) {
+      Node* dst = e->dst;
+      const int dst_input = e->dst_input;
+      graph->RemoveEdge(e);
+      graph->AddEdge(read.node, read.index, dst, dst_input);
+    }
   }
 
   std::vector<Output> next(idents.size());

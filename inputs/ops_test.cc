@@ -1,6 +1,7 @@
 // The input ops through a Session: queue ops (including a blocked dequeue
 // cancelled by its step's failure), readers over real files with state
-// save/restore, ReaderReadUpTo, ParseExample, DecodeRaw, DecodeCSV and the
+// save/restore, TextWindowReader (windows, epochs, seeded shuffle, shards,
+// restore, bad attrs), ReaderReadUpTo, ParseExample, DecodeRaw, DecodeCSV and the
 // image ops.
 #include <cmath>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include "inputs/example.pb.h"
 #include "inputs/idx.h"
 #include "inputs/input_builders.h"
+#include "inputs/text.h"
 #include "engine/platform/record_writer.h"
 
 namespace sluice {
@@ -414,6 +416,192 @@ TEST_F(OpsTest, IdxRecordReaderShardsReadDisjointRecordsThatCoverTheFile) {
   }
   std::sort(seen.begin(), seen.end());
   EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4, 5, 6}));
+}
+
+// TextWindowReader: a corpus of 30 numbered lines read as windows of
+// seq_len + 1 ids; the windows cover the split's id stream in order, restart
+// with each work unit (epoch), come in a seeded permutation with a
+// shuffle_seed, and resume from a saved state.
+class TextReaderTest : public OpsTest {
+ protected:
+  void SetUp() override {
+    path = TmpDir() + "/text_reader_corpus.txt";
+    std::string lines;
+    for (int i = 0; i < 30; ++i) absl::StrAppend(&lines, "Line number ", i, " says: hello.\n");
+    ASSERT_TRUE(WriteStringToFile(Env::Default(), path, lines).ok());
+    corpus.files = {path};
+    corpus.format = text::Format::kLines;
+    auto v = text::BuildVocabulary(Env::Default(), corpus, 6, 1);
+    ASSERT_TRUE(v.ok()) << v.status();
+    vocabulary = v->words();
+    auto stream = text::ReadTokenStream(Env::Default(), corpus, text::Split::kTrain, *v);
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    ids = stream->ids;
+  }
+  std::map<std::string, AttrValue> Attrs(int64_t seq_len) {
+    return {{"files", MakeAttr(std::vector<std::string>{path})},
+            {"format", MakeAttr("lines")},
+            {"seq_len", MakeAttr(seq_len)},
+            {"vocabulary", MakeAttr(vocabulary)}};
+  }
+  // Reads every window of one work unit (`n` per step) as int64 rows.
+  std::vector<std::vector<int64_t>> ReadAll(const std::string& windows, int64_t seq_len) {
+    std::vector<std::vector<int64_t>> rows;
+    while (true) {
+      auto r = Run({windows});
+      if (!r.ok()) {
+        EXPECT_TRUE(absl::IsOutOfRange(r.status())) << r.status();
+        break;
+      }
+      const Tensor& t = (*r)[0];
+      EXPECT_EQ(t.dims(), 2);
+      EXPECT_EQ(t.dim_size(1), seq_len + 1);
+      for (int64_t i = 0; i < t.dim_size(0); ++i) {
+        rows.emplace_back(t.data<int64_t>() + i * (seq_len + 1), t.data<int64_t>() + (i + 1) * (seq_len + 1));
+      }
+      if (rows.size() > 1000) break;
+    }
+    return rows;
+  }
+  std::string Windows(const std::string& scope, const std::string& files, int64_t seq_len,
+                      std::map<std::string, AttrValue> extra = {}) {
+    std::map<std::string, AttrValue> attrs = Attrs(seq_len);
+    for (const auto& [k, v] : extra) attrs[k] = v;
+    auto kv = AddReaderReadUpTo(&in, "TextWindowReader", files, 4, scope, attrs);
+    std::string raw = in.AddNode(scope + "/decode", "DecodeRaw", {kv.second}, {{"out_type", MakeAttr(DT_INT64)}});
+    in.AddConst(scope + "/dims", Tensor::FromVector<int32_t>({-1, static_cast<int32_t>(seq_len + 1)}));
+    return in.AddNode(scope + "/rows", "Reshape", {raw, scope + "/dims"},
+                      {{"T", MakeAttr(DT_INT64)}, {"Tshape", MakeAttr(DT_INT32)}});
+  }
+  std::string FileQueue(const std::string& name, int units) {
+    std::string q = Queue(name, "FIFOQueue", {DT_STRING}, 10);
+    in.AddConst(name + "/names", Tensor::FromVector<tstring>(std::vector<tstring>(units, "corpus")));
+    in.AddNode(name + "/fill", "QueueEnqueueMany", {q, name + "/names"},
+               {{"Tcomponents", MakeAttr(std::vector<DataType>{DT_STRING})}});
+    in.AddNode(name + "/close", "QueueClose", {q});
+    return q;
+  }
+  void Fill(const std::string& q) {
+    ASSERT_TRUE(Run({}, {q + "/fill"}).ok());
+    ASSERT_TRUE(Run({}, {q + "/close"}).ok());
+  }
+
+  std::string path;
+  text::Corpus corpus;
+  std::vector<std::string> vocabulary;
+  std::vector<int32_t> ids;
+};
+
+TEST_F(TextReaderTest, WindowsCoverTheStreamInOrderEveryEpoch) {
+  const int64_t seq_len = 5;
+  std::string q = FileQueue("files", 2);
+  std::string rows = Windows("r", q, seq_len);
+  Create();
+  Fill(q);
+  auto got = ReadAll(rows, seq_len);
+  const int64_t n = text::NumWindows(static_cast<int64_t>(ids.size()), seq_len);
+  ASSERT_GT(n, 10);
+  ASSERT_EQ(static_cast<int64_t>(got.size()), 2 * n);  // two work units: two epochs
+  for (int64_t w = 0; w < 2 * n; ++w) {
+    for (int64_t i = 0; i <= seq_len; ++i) {
+      ASSERT_EQ(got[w][i], ids[(w % n) * seq_len + i]) << "window " << w << " token " << i;
+    }
+  }
+  // Ids are in the vocabulary; <eos> (1) ends each of the split's lines.
+  int64_t eos = 0;
+  for (int32_t id : ids) eos += id == 1;
+  EXPECT_GT(eos, 20);
+  for (const auto& row : got) {
+    for (int64_t id : row) EXPECT_LT(id, static_cast<int64_t>(vocabulary.size()));
+  }
+}
+
+TEST_F(TextReaderTest, ShuffleSeedPermutesWindowsAndStateRestores) {
+  const int64_t seq_len = 4;
+  std::string q = FileQueue("files", 1);
+  std::string rows = Windows("r", q, seq_len, {{"shuffle_seed", MakeAttr(int64_t{7})}});
+  in.AddNode("state", "ReaderSerializeState", {"r/reader"});
+  in.AddNode("state_in", "Placeholder", {}, {{"dtype", MakeAttr(DT_STRING)}});
+  in.AddNode("restore", "ReaderRestoreState", {"r/reader", "state_in"});
+  Create();
+  Fill(q);
+  auto first = Run({rows});
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string saved = (*Run({"state"}))[0].scalar<tstring>();
+  auto rest = ReadAll(rows, seq_len);
+  const int64_t n = text::NumWindows(static_cast<int64_t>(ids.size()), seq_len);
+  ASSERT_EQ(static_cast<int64_t>(rest.size()) + 4, n);
+  // A permutation of the windows, not the file order.
+  std::set<std::vector<int64_t>> expected, seen;
+  for (int64_t w = 0; w < n; ++w) expected.insert(std::vector<int64_t>(ids.begin() + w * seq_len, ids.begin() + w * seq_len + seq_len + 1));
+  for (int64_t i = 0; i < 4; ++i) {
+    seen.insert(std::vector<int64_t>((*first)[0].data<int64_t>() + i * (seq_len + 1),
+                                     (*first)[0].data<int64_t>() + (i + 1) * (seq_len + 1)));
+  }
+  bool in_order = true;
+  for (size_t i = 0; i < rest.size(); ++i) {
+    seen.insert(rest[i]);
+    in_order = in_order && rest[i] == std::vector<int64_t>(ids.begin() + (i + 4) * seq_len,
+                                                           ids.begin() + (i + 4) * seq_len + seq_len + 1);
+  }
+  EXPECT_EQ(seen, expected);
+  EXPECT_FALSE(in_order);
+  // Restored after the first batch, the same windows follow.
+  ASSERT_TRUE(Run({}, {"restore"}, {{"state_in", Tensor::Scalar<tstring>(saved)}}).ok());
+  auto again = Run({rows});
+  ASSERT_TRUE(again.ok()) << again.status();
+  for (int64_t i = 0; i < (*again)[0].dim_size(0); ++i) {
+    EXPECT_EQ(std::vector<int64_t>((*again)[0].data<int64_t>() + i * (seq_len + 1),
+                                   (*again)[0].data<int64_t>() + (i + 1) * (seq_len + 1)),
+              rest[i]);
+  }
+}
+
+TEST_F(TextReaderTest, ShardsReadDisjointWindowsThatCoverTheCorpus) {
+  const int64_t seq_len = 3;
+  std::vector<std::string> rows;
+  for (int shard = 0; shard < 2; ++shard) {
+    std::string q = FileQueue(absl::StrCat("files", shard), 1);
+    rows.push_back(Windows(absl::StrCat("r", shard), q, seq_len,
+                           {{"num_shards", MakeAttr(int64_t{2})}, {"shard_index", MakeAttr(int64_t{shard})}}));
+  }
+  Create();
+  std::multiset<std::vector<int64_t>> seen;
+  size_t total = 0;
+  for (int shard = 0; shard < 2; ++shard) {
+    Fill(absl::StrCat("files", shard));
+    for (const auto& row : ReadAll(rows[shard], seq_len)) {
+      seen.insert(row);
+      ++total;
+    }
+  }
+  const int64_t n = text::NumWindows(static_cast<int64_t>(ids.size()), seq_len);
+  EXPECT_EQ(static_cast<int64_t>(total), n);
+  std::multiset<std::vector<int64_t>> expected;
+  for (int64_t w = 0; w < n; ++w) expected.insert(std::vector<int64_t>(ids.begin() + w * seq_len, ids.begin() + w * seq_len + seq_len + 1));
+  EXPECT_EQ(seen, expected);
+}
+
+TEST_F(TextReaderTest, BadAttrsAndFilesAreErrors) {
+  std::string q = FileQueue("files", 1);
+  vocabulary.push_back("hello");  // a repeat
+  Windows("dup", q, 3);
+  vocabulary.pop_back();
+  Windows("split", q, 3, {{"split", MakeAttr("validation")}});
+  Windows("seq", q, 0);
+  Windows("missing", q, 3, {{"files", MakeAttr(std::vector<std::string>{TmpDir() + "/no_such_corpus.txt"})}});
+  Create();
+  Fill(q);
+  auto dup = Run({"dup/rows"});
+  EXPECT_TRUE(absl::IsInvalidArgument(dup.status())) << dup.status();
+  EXPECT_TRUE(absl::StrContains(dup.status().message(), "listed twice")) << dup.status();
+  auto split = Run({"split/rows"});
+  EXPECT_TRUE(absl::StrContains(split.status().message(), "'validation' is not 'train' or 'test'")) << split.status();
+  auto seq = Run({"seq/rows"});
+  EXPECT_TRUE(absl::StrContains(seq.status().message(), "seq_len 0")) << seq.status();
+  auto missing = Run({"missing/rows"});
+  EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
+  EXPECT_TRUE(absl::StrContains(missing.status().message(), "no_such_corpus.txt")) << missing.status();
 }
 
 TEST_F(OpsTest, DecodeRawEndiannessAndErrors) {

@@ -82,6 +82,52 @@ class IdxRecordReaderOp : public ReaderOpBase {
   int64_t shard_index_ = 0;
 };
 
+class TextWindowReaderOp : public ReaderOpBase {
+ public:
+  explicit TextWindowReaderOp(OpKernelConstruction* ctx) : ReaderOpBase(ctx) {
+    std::string format, split;
+    std::vector<std::string> words;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("files", &corpus_.files));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("format", &format));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("split", &split));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("lowercase", &corpus_.lowercase));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("seq_len", &seq_len_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("vocabulary", &words));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle_seed", &shuffle_seed_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("num_shards", &num_shards_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("shard_index", &shard_index_));
+    const std::string where = NodeContext(ctx->def());
+    auto f = text::ParseFormat(format);
+    OP_REQUIRES(ctx, f.ok(), absl::InvalidArgumentError(absl::StrCat(where, f.status().message())));
+    corpus_.format = *f;
+    OP_REQUIRES(ctx, split == "train" || split == "test",
+                absl::InvalidArgumentError(absl::StrCat(where, "split '", split, "' is not 'train' or 'test'")));
+    split_ = split == "train" ? text::Split::kTrain : text::Split::kTest;
+    OP_REQUIRES(ctx, !corpus_.files.empty(), absl::InvalidArgumentError(absl::StrCat(where, "no corpus files")));
+    OP_REQUIRES(ctx, seq_len_ >= 1 && seq_len_ <= (int64_t{1} << 24),
+                absl::InvalidArgumentError(absl::StrCat(where, "seq_len ", seq_len_, " is not in [1, 2^24]")));
+    OP_REQUIRES(ctx, num_shards_ >= 1 && shard_index_ >= 0 && shard_index_ < num_shards_,
+                absl::InvalidArgumentError(absl::StrCat(where, "shard_index ", shard_index_,
+                                                        " is not one of num_shards ", num_shards_)));
+    auto v = text::Vocabulary::FromWords(words, "attr vocabulary");
+    OP_REQUIRES(ctx, v.ok(), absl::InvalidArgumentError(absl::StrCat(where, v.status().message())));
+    vocabulary_ = std::move(v).value();
+  }
+  std::shared_ptr<ReaderBase> Create() override {
+    return std::make_shared<TextWindowReader>(rn_.name, Env::Default(), corpus_, split_, vocabulary_, seq_len_,
+                                              static_cast<uint64_t>(shuffle_seed_), num_shards_, shard_index_);
+  }
+
+ private:
+  text::Corpus corpus_;
+  text::Split split_ = text::Split::kTrain;
+  text::Vocabulary vocabulary_;
+  int64_t seq_len_ = 0;
+  int64_t shuffle_seed_ = 0;
+  int64_t num_shards_ = 1;
+  int64_t shard_index_ = 0;
+};
+
 class ReaderReadOp : public AsyncOpKernel {
  public:
   using AsyncOpKernel::AsyncOpKernel;
@@ -167,6 +213,7 @@ class ReaderVerbOp : public OpKernel {
 REGISTER_KERNEL_BUILDER(Name("TFRecordReader").Device(kDeviceCpu), TFRecordReaderOp);
 REGISTER_KERNEL_BUILDER(Name("TextLineReader").Device(kDeviceCpu), TextLineReaderOp);
 REGISTER_KERNEL_BUILDER(Name("IdxRecordReader").Device(kDeviceCpu), IdxRecordReaderOp);
+REGISTER_KERNEL_BUILDER(Name("TextWindowReader").Device(kDeviceCpu), TextWindowReaderOp);
 REGISTER_KERNEL_BUILDER(Name("ReaderRead").Device(kDeviceCpu), ReaderReadOp);
 REGISTER_KERNEL_BUILDER(Name("ReaderReadUpTo").Device(kDeviceCpu), ReaderReadUpToOp);
 REGISTER_KERNEL_BUILDER(Name("ReaderNumRecordsProduced").Device(kDeviceCpu), ReaderVerbOp);

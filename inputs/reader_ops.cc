@@ -1,6 +1,6 @@
 // Reader ops, TensorFlow's V1 names and signatures (Ref(string) handles):
 // TFRecordReader, TextLineReader, IdxRecordReader (Sluice's: one IDX item
-// per record), ReaderRead, ReaderReadUpTo, ReaderNumRecordsProduced,
+// per record), TextWindowReader (Sluice's: windows of token ids), ReaderRead, ReaderReadUpTo, ReaderNumRecordsProduced,
 // ReaderNumWorkUnitsCompleted, ReaderSerializeState, ReaderRestoreState,
 // ReaderReset. Kernels: reader_kernels.cc.
 #include "engine/framework/op_def.h"
@@ -50,6 +50,26 @@ REGISTER_OP("IdxRecordReader")
     .Output("reader_handle: Ref(string)")
     .Attr("container: string = ''")
     .Attr("shared_name: string = ''")
+    .Attr("shuffle_seed: int = 0")
+    .Attr("num_shards: int = 1")
+    .Attr("shard_index: int = 0")
+    .SetIsStateful()
+    .SetShapeFn(HandleShape);
+
+// One window of seq_len + 1 token ids (int64 little-endian) per record from
+// `split` ("train" or "test") of the corpus `files` in `format` ("lines" or
+// "fortunes"), words mapped through `vocabulary` (id = position; "<unk>" and
+// "<eos>" appended when missing). See readers.h and text.h.
+REGISTER_OP("TextWindowReader")
+    .Output("reader_handle: Ref(string)")
+    .Attr("container: string = ''")
+    .Attr("shared_name: string = ''")
+    .Attr("files: list(string)")
+    .Attr("format: string = 'lines'")
+    .Attr("split: string = 'train'")
+    .Attr("lowercase: bool = true")
+    .Attr("seq_len: int")
+    .Attr("vocabulary: list(string)")
     .Attr("shuffle_seed: int = 0")
     .Attr("num_shards: int = 1")
     .Attr("shard_index: int = 0")

@@ -77,6 +77,17 @@ void TextLineReader::CloseLocked() {
 
 namespace {
 
+// A seeded permutation of [0, n) for work unit `work`: Fisher-Yates on raw
+// mt19937_64 draws (the same order with every standard library); the modulo
+// bias is below 2^-40 for any n a reader holds.
+std::vector<int64_t> SeededPermutation(uint64_t seed, int64_t work, int64_t n) {
+  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(work));
+  std::vector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng() % (i + 1)]);
+  return order;
+}
+
 // What identifies a gzip file's contents without inflating it: its size and
 // its last 8 bytes (the gzip trailer: CRC-32 and length of the data). Empty
 // for a file that is not gzip (or too short to be one).
@@ -124,12 +135,7 @@ absl::Status IdxRecordReader::OpenLocked(const std::string& file, int64_t positi
   index_ = position;
   order_.clear();
   if (shuffle_seed_ != 0) {
-    // Fisher-Yates on raw mt19937_64 draws (the same order with every
-    // standard library); the modulo bias is below 2^-40 for any IDX file.
-    std::mt19937_64 rng(shuffle_seed_ * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(work_started_locked()));
-    order_.resize(idx_->num_items());
-    for (int64_t i = 0; i < idx_->num_items(); ++i) order_[i] = i;
-    for (int64_t i = idx_->num_items() - 1; i > 0; --i) std::swap(order_[i], order_[rng() % (i + 1)]);
+    order_ = SeededPermutation(shuffle_seed_, work_started_locked(), idx_->num_items());
   }
   return absl::OkStatus();
 }
@@ -143,6 +149,53 @@ absl::Status IdxRecordReader::ReadLocked(std::string* key, std::string* value, b
   const int64_t item = order_.empty() ? index_ : order_[index_];
   *value = std::string(idx_->item(item));
   *key = absl::StrCat(current_work(), ":", item);
+  ++index_;
+  *produced = true;
+  return absl::OkStatus();
+}
+
+absl::Status TextWindowReader::OpenLocked(const std::string& file, int64_t position) {
+  // The files' sizes tell whether the ids read last time still hold.
+  std::vector<uint64_t> sizes;
+  for (const std::string& f : corpus_.files) {
+    auto size = env()->GetFileSize(f);
+    if (!size.ok()) return size.status();
+    sizes.push_back(*size);
+  }
+  if (!loaded_ || sizes != sizes_) {
+    loaded_ = false;
+    auto stream = text::ReadTokenStream(env(), corpus_, split_, vocabulary_);
+    if (!stream.ok()) return stream.status();
+    ids_ = std::move(stream->ids);
+    sizes_ = std::move(sizes);
+    windows_ = text::NumWindows(static_cast<int64_t>(ids_.size()), seq_len_);
+    loaded_ = true;
+  }
+  if (position < 0 || position > windows_) {
+    return absl::DataLossError(absl::StrCat(file, ": the saved position ", position, " is past the corpus's ",
+                                            windows_, " windows (the files changed?)"));
+  }
+  index_ = position;
+  order_.clear();
+  if (shuffle_seed_ != 0) order_ = SeededPermutation(shuffle_seed_, work_started_locked(), windows_);
+  return absl::OkStatus();
+}
+
+absl::Status TextWindowReader::ReadLocked(std::string* key, std::string* value, bool* produced, bool* at_end) {
+  while (num_shards_ > 1 && index_ < windows_ && index_ % num_shards_ != shard_index_) ++index_;
+  if (index_ >= windows_) {
+    *at_end = true;
+    return absl::OkStatus();
+  }
+  const int64_t window = order_.empty() ? index_ : order_[index_];
+  const int32_t* ids = ids_.data() + window * seq_len_;
+  value->resize(static_cast<size_t>(seq_len_ + 1) * 8);
+  char* out = value->data();
+  for (int64_t i = 0; i <= seq_len_; ++i) {
+    const uint64_t id = static_cast<uint64_t>(static_cast<int64_t>(ids[i]));
+    for (int b = 0; b < 8; ++b) *out++ = static_cast<char>((id >> (8 * b)) & 0xff);
+  }
+  *key = absl::StrCat(current_work(), ":", window);
   ++index_;
   *produced = true;
   return absl::OkStatus();

@@ -5,6 +5,8 @@
 //                   skips `skip_header_lines` lines of each file.
 //  IdxRecordReader  (Sluice) one IDX item per value, e.g. one 28x28 image as
 //                   784 bytes; key "file:index"; gzip or plain files.
+//  TextWindowReader (Sluice) one window of seq_len + 1 token ids of a text
+//                   corpus per value (int64 little-endian); key "work:window".
 // Thread safety: as ReaderBase.
 #ifndef SLUICE_INPUTS_READERS_H_
 #define SLUICE_INPUTS_READERS_H_
@@ -15,6 +17,7 @@
 #include "inputs/idx.h"
 #include "inputs/line_reader.h"
 #include "inputs/reader_base.h"
+#include "inputs/text.h"
 #include "engine/platform/record_reader.h"
 
 namespace sluice {
@@ -95,6 +98,50 @@ class IdxRecordReader : public ReaderBase {
   // Empty: file order. One entry per item: ParseIdx admits no more items
   // than the file has data bytes (no 2^32 empty items from a header alone).
   std::vector<int64_t> order_;
+};
+
+// A text corpus as windows of token ids (inputs/text.h): each work unit taken
+// from the queue is one pass over the whole corpus (its name only labels the
+// keys), so a file-name queue holding one name per epoch gives epochs. On
+// Open the reader tokenizes its split of the corpus files into ids with the
+// vocabulary (kept for later opens while the files' sizes are unchanged);
+// each read yields window w (text.h's NumWindows) as seq_len + 1 int64
+// little-endian ids. shuffle_seed, num_shards and shard_index work as for
+// IdxRecordReader, over windows. The position is the window index.
+class TextWindowReader : public ReaderBase {
+ public:
+  // REQUIRES: seq_len >= 1, num_shards >= 1, 0 <= shard_index < num_shards.
+  TextWindowReader(std::string name, Env* env, text::Corpus corpus, text::Split split, text::Vocabulary vocabulary,
+                   int64_t seq_len, uint64_t shuffle_seed = 0, int64_t num_shards = 1, int64_t shard_index = 0)
+      : ReaderBase("TextWindowReader", std::move(name), env),
+        corpus_(std::move(corpus)),
+        split_(split),
+        vocabulary_(std::move(vocabulary)),
+        seq_len_(seq_len),
+        shuffle_seed_(shuffle_seed),
+        num_shards_(num_shards),
+        shard_index_(shard_index) {}
+
+ protected:
+  absl::Status OpenLocked(const std::string& file, int64_t position) override;
+  absl::Status ReadLocked(std::string* key, std::string* value, bool* produced, bool* at_end) override;
+  void CloseLocked() override {}
+  int64_t PositionLocked() const override { return index_; }
+
+ private:
+  const text::Corpus corpus_;
+  const text::Split split_;
+  const text::Vocabulary vocabulary_;
+  const int64_t seq_len_;
+  const uint64_t shuffle_seed_;
+  const int64_t num_shards_;
+  const int64_t shard_index_;
+  std::vector<int32_t> ids_;         // the split's token ids
+  std::vector<uint64_t> sizes_;      // the files' sizes when ids_ was read
+  bool loaded_ = false;
+  int64_t windows_ = 0;
+  int64_t index_ = 0;
+  std::vector<int64_t> order_;       // empty: window order
 };
 
 }  // namespace sluice

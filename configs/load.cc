@@ -335,6 +335,14 @@ void ApplyDefaults(Experiment* e) {
       if (p->shuffle().capacity() == 0) p->mutable_shuffle()->set_capacity(10000);
       if (p->shuffle().min_after_dequeue() == 0) p->mutable_shuffle()->set_min_after_dequeue(5000);
     }
+    if (p->has_text()) {
+      Input::Text* t = p->mutable_text();
+      if (t->split() == Input::Text::SPLIT_DEFAULT) {
+        t->set_split(p == e->mutable_input()->mutable_train() ? Input::Text::TRAIN : Input::Text::TEST);
+      }
+      if (t->seq_len() == 0) t->set_seq_len(35);
+      if (t->vocabulary().min_count() == 0 && t->vocabulary().file().empty()) t->mutable_vocabulary()->set_min_count(1);
+    }
   }
   Optimizer* o = e->mutable_optimizer();
   if (o->has_momentum() && o->momentum().momentum() == 0) o->mutable_momentum()->set_momentum(0.9f);

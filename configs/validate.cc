@@ -85,6 +85,8 @@ class Validator {
       for (const auto& f : p.tfrecord().feature()) features_.push_back(f.name());
     } else if (p.has_csv()) {
       for (const auto& f : p.csv().column()) features_.push_back(f.name());
+    } else if (p.has_text()) {
+      features_ = {"tokens", "targets"};
     }
   }
 
@@ -278,7 +280,7 @@ class Validator {
 
   void CheckPipeline(const Input& input, const std::string& field, const Input::Pipeline& p) {
     if (p.source_case() == Input::Pipeline::SOURCE_NOT_SET) {
-      Error(input, field, -1, absl::StrCat("input '", field, "' needs a source (idx, tfrecord or csv)"));
+      Error(input, field, -1, absl::StrCat("input '", field, "' needs a source (idx, tfrecord, csv or text)"));
     }
     if (p.has_idx()) {
       for (const std::string& which : {"images", "labels"}) {
@@ -307,6 +309,7 @@ class Validator {
         if (!GlobMatchesAny(p.csv().files(i))) Error(p.csv(), "files", i, absl::StrCat("no file matches '", p.csv().files(i), "'"));
       }
     }
+    if (p.has_text()) CheckText(p.text());
     Size(p, "batch_size", p.batch_size(), "batch_size");
     Size(p, "reader_threads", p.reader_threads(), "reader_threads");
     NonNegative(p, "epochs", p.epochs(), "epochs");
@@ -320,6 +323,47 @@ class Validator {
     }
   }
 
+  void CheckText(const Input::Text& t) {
+    if (t.files_size() == 0) Error(t, "files", -1, "'files' needs at least one pattern");
+    for (int i = 0; i < t.files_size(); ++i) {
+      if (!GlobMatchesAny(t.files(i))) Error(t, "files", i, absl::StrCat("no file matches '", t.files(i), "'"));
+    }
+    if (t.seq_len() <= 0 || t.seq_len() > (int64_t{1} << 24)) {
+      Error(t, "seq_len", -1, absl::StrCat("seq_len must be in [1, 16777216], got ", t.seq_len()));
+    }
+    const Input::Text::Vocabulary& v = t.vocabulary();
+    if (!v.file().empty()) {
+      if (v.max_size() != 0 || v.min_count() != 0) {
+        Error(v, "file", -1, "a vocabulary 'file' leaves no room for max_size or min_count (they build one)");
+      } else if (!FileExists(v.file())) {
+        Error(v, "file", -1, absl::StrCat("file '", v.file(), "' does not exist or is not a regular file"));
+      }
+    } else {
+      if (v.max_size() != 0 && v.max_size() < 3) {
+        Error(v, "max_size", -1, absl::StrCat("max_size must be >= 3 (<unk>, <eos> and a word) or 0 (no limit), got ",
+                                              v.max_size()));
+      }
+      if (v.max_size() > 2147483647) Error(v, "max_size", -1, absl::StrCat("max_size must fit int32, got ", v.max_size()));
+      if (v.min_count() < 1) Error(v, "min_count", -1, absl::StrCat("min_count must be >= 1, got ", v.min_count()));
+    }
+  }
+
+  // Train and eval windows must use one vocabulary: the same corpus and
+  // options (the split and seq_len may differ).
+  void CheckTextPair(const Input& input) {
+    if (!input.train().has_text() || !input.has_eval() || !input.eval().has_text()) return;
+    Input::Text train = input.train().text(), eval = input.eval().text();
+    for (Input::Text* t : {&train, &eval}) {
+      t->clear_split();
+      t->clear_seq_len();
+    }
+    if (train.SerializeAsString() != eval.SerializeAsString()) {
+      Error(input.eval(), "text", -1,
+            "eval's text corpus differs from train's in files, exclude, format, keep_case or vocabulary: both must "
+            "give one vocabulary (only split and seq_len may differ)");
+    }
+  }
+
   void CheckInput() {
     if (!e_.input().has_train()) {
       errors_->Add(loaded_.Where(e_, "input"), "the experiment needs 'input { train { ... } }'");
@@ -327,6 +371,7 @@ class Validator {
     }
     CheckPipeline(e_.input(), "train", e_.input().train());
     if (e_.input().has_eval()) CheckPipeline(e_.input(), "eval", e_.input().eval());
+    CheckTextPair(e_.input());
   }
 
   void LearningRate(const google::protobuf::Message& m, float lr) {

@@ -1,4 +1,4 @@
-// Input pipeline assembly for IDX and TFRecord sources.
+// Input pipeline assembly for IDX and text sources.
 #include "models/input_pipeline.h"
 
 #include "absl/strings/str_cat.h"
@@ -6,6 +6,7 @@
 #include "engine/platform/env.h"
 #include "inputs/idx.h"
 #include "inputs/input_builders.h"
+#include "inputs/text.h"
 
 namespace sluice {
 namespace models {
@@ -122,6 +123,118 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
   return absl::OkStatus();
 }
 
+// A text corpus: the vocabulary (built from the train split, or read), the
+// TextWindowReader over this pipeline's split -> rows of seq_len + 1 ids ->
+// tokens = the first seq_len, targets = the last seq_len -> (shuffle) batch.
+absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& options, InputGraph* in,
+                       InputPipeline* out) {
+  using config::Input;
+  const Input::Text& t = p.text();
+  if (t.seq_len() < 1 || t.seq_len() > (int64_t{1} << 24)) {
+    return absl::InvalidArgumentError(absl::StrCat("text seq_len ", t.seq_len(), " is not in [1, 2^24]"));
+  }
+  Env* env = Env::Default();
+  auto files = text::ExpandFiles(env, {t.files().begin(), t.files().end()}, {t.exclude().begin(), t.exclude().end()});
+  if (!files.ok()) return files.status();
+  text::Corpus corpus;
+  corpus.files = *files;
+  corpus.format = t.format() == Input::Text::FORTUNES ? text::Format::kFortunes : text::Format::kLines;
+  corpus.lowercase = !t.keep_case();
+  auto vocabulary = !t.vocabulary().file().empty()
+                        ? text::Vocabulary::ReadFile(env, t.vocabulary().file())
+                        : text::BuildVocabulary(env, corpus, t.vocabulary().max_size(),
+                                                std::max<int64_t>(1, t.vocabulary().min_count()));
+  if (!vocabulary.ok()) return vocabulary.status();
+  const bool test = t.split() == Input::Text::TEST || (t.split() == Input::Text::SPLIT_DEFAULT && !options.training);
+  const text::Split split = test ? text::Split::kTest : text::Split::kTrain;
+  const std::string split_name = test ? "test" : "train";
+  auto stream = text::ReadTokenStream(env, corpus, split, *vocabulary);
+  if (!stream.ok()) return stream.status();
+  const int64_t seq_len = t.seq_len();
+  const int64_t windows = text::NumWindows(static_cast<int64_t>(stream->ids.size()), seq_len);
+  if (windows == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("the ", split_name, " split of the text corpus (", corpus.files.size(),
+                                                   " files, first '", corpus.files[0], "') holds ", stream->ids.size(),
+                                                   " tokens: too few for one window of seq_len + 1 = ", seq_len + 1));
+  }
+  const int64_t shards = std::max(1, options.num_shards);
+  if (shards > 1 && (options.shard_index < 0 || options.shard_index >= shards)) {
+    return absl::InvalidArgumentError(absl::StrCat("input shard ", options.shard_index, " of ", shards));
+  }
+  out->examples_per_epoch = windows / shards + (options.shard_index < windows % shards ? 1 : 0);
+  const std::string& s = options.scope;
+  // One work unit per epoch: the reader reads the whole corpus for each.
+  ProducerOptions producer;
+  producer.num_epochs = p.epochs();
+  producer.shuffle = false;
+  producer.scope = s + "/corpus";
+  auto work = AddStringInputProducer(in, {split_name}, producer);
+  if (!work.ok()) return work.status();
+  const bool reader_shuffle = options.training && options.deterministic && p.has_shuffle();
+  std::map<std::string, AttrValue> attrs = {
+      {"files", MakeAttr(corpus.files)},
+      {"format", MakeAttr(corpus.format == text::Format::kFortunes ? "fortunes" : "lines")},
+      {"split", MakeAttr(split_name)},
+      {"lowercase", MakeAttr(corpus.lowercase)},
+      {"seq_len", MakeAttr(seq_len)},
+      {"vocabulary", MakeAttr(vocabulary->words())}};
+  if (reader_shuffle) attrs["shuffle_seed"] = MakeAttr(options.seed != 0 ? options.seed : int64_t{1});
+  if (shards > 1) {
+    attrs["num_shards"] = MakeAttr(shards);
+    attrs["shard_index"] = MakeAttr(int64_t{options.shard_index});
+  }
+  const std::string reader = s + "/reader";
+  auto kv = AddReaderReadUpTo(in, "TextWindowReader", *work, std::max<int64_t>(p.batch_size(), 1), reader, attrs);
+  RestorableReader r;
+  r.reader_type = "TextWindowReader";
+  r.file = split_name;
+  r.state_feed = in->AddNode(reader + "/restore_state", "Placeholder", {},
+                             {{"dtype", MakeAttr(DT_STRING)}, {"shape", MakeAttr(TensorShape({}))}});
+  r.restore_op = in->AddNode(reader + "/restore", "ReaderRestoreState", {reader + "/reader", r.state_feed});
+  out->readers.push_back(r);
+  out->exact_order = !options.training || reader_shuffle || !p.has_shuffle();
+  const std::string ids = in->AddNode(s + "/decode_ids", "DecodeRaw", {kv.second}, {{"out_type", MakeAttr(DT_INT64)}});
+  const std::string rows = in->AddNode(s + "/windows", "Reshape",
+                                       {ids, in->AddConst(s + "/window_dims", Int32Vector({-1, seq_len + 1}))},
+                                       {{"T", MakeAttr(DT_INT64)}, {"Tshape", MakeAttr(DT_INT32)}});
+  const std::string size = in->AddConst(s + "/slice_size", Int32Vector({-1, seq_len}));
+  const std::string tokens = in->AddNode(s + "/tokens", "Slice", {rows, in->AddConst(s + "/tokens_begin", Int32Vector({0, 0})), size},
+                                         {{"T", MakeAttr(DT_INT64)}, {"Index", MakeAttr(DT_INT32)}});
+  const std::string targets = in->AddNode(s + "/targets", "Slice", {rows, in->AddConst(s + "/targets_begin", Int32Vector({0, 1})), size},
+                                          {{"T", MakeAttr(DT_INT64)}, {"Index", MakeAttr(DT_INT32)}});
+  BatchOptions batch;
+  batch.scope = s + "/batch";
+  batch.batch_size = static_cast<int32_t>(p.batch_size());
+  batch.num_threads = 1;  // one reader: its windows in order (or its seeded permutation)
+  batch.enqueue_many = true;
+  batch.shuffle = options.training && p.has_shuffle() && !reader_shuffle;
+  if (batch.shuffle) {
+    batch.capacity = static_cast<int32_t>(p.shuffle().capacity());
+    batch.min_after_dequeue = static_cast<int32_t>(p.shuffle().min_after_dequeue());
+    batch.seed = options.seed;
+  } else {
+    batch.capacity = static_cast<int32_t>(std::max<int64_t>(4 * p.batch_size(), 1000));
+  }
+  auto batched = AddBatch(in, {{tokens, DT_INT64, TensorShape({seq_len})}, {targets, DT_INT64, TensorShape({seq_len})}},
+                          batch);
+  if (!batched.ok()) return batched.status();
+  out->features["tokens"] = {(*batched)[0], DT_INT64, PartialShape::FromDims({kUnknownDim, seq_len})};
+  out->features["targets"] = {(*batched)[1], DT_INT64, PartialShape::FromDims({kUnknownDim, seq_len})};
+  out->queue_capacity = batch.capacity;
+  out->queue_size = in->AddNode(batch.scope + "/size", "QueueSize", {batch.scope + "/queue"});
+  out->vocabulary = vocabulary->words();
+  out->description = absl::StrCat(
+      "text ", split_name, " split of ", corpus.files.size(), " files (", t.files(0), (t.files_size() > 1 ? ", ..." : ""),
+      "): ", stream->sentences, " sentences, ", stream->ids.size(), " tokens (", stream->unknown, " <unk>), vocabulary ",
+      vocabulary->size(), " -> ", windows, " windows of ", seq_len, " -> ",
+      reader_shuffle ? "seeded permutation per epoch -> FIFO queue"
+                     : (batch.shuffle ? absl::StrCat("shuffle queue (capacity ", batch.capacity, ", min_after_dequeue ",
+                                                     batch.min_after_dequeue, ")")
+                                      : absl::StrCat("FIFO queue (capacity ", batch.capacity, ")")),
+      " -> batches of ", p.batch_size());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status BuildInputPipeline(const config::Input::Pipeline& p, const PipelineOptions& options, GraphDef* graph,
@@ -130,9 +243,11 @@ absl::Status BuildInputPipeline(const config::Input::Pipeline& p, const Pipeline
   absl::Status s;
   if (p.has_idx()) {
     s = BuildIdx(p, options, &in, out);
+  } else if (p.has_text()) {
+    s = BuildText(p, options, &in, out);
   } else {
     s = absl::UnimplementedError(absl::StrCat("input source '", p.has_tfrecord() ? "tfrecord" : "csv",
-                                              "' is not wired into train yet; use idx"));
+                                              "' is not wired into train yet; use idx or text"));
   }
   if (!s.ok()) return s;
   out->runners = in.runners;

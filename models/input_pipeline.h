@@ -1,8 +1,9 @@
 // An experiment's input pipelines as graph nodes (whitepaper §4.5-4.6):
 // file-name queue -> reader -> decode -> (shuffle) queue -> batch, built with
 // the inputs/ builders. The batch tensors become the model's features
-// ("image" [batch, H, W, C] float, "label" [batch] int64 for IDX sources; the
-// configured features for TFRecord sources).
+// ("image" [batch, H, W, C] float, "label" [batch] int64 for IDX sources;
+// "tokens" and "targets" [batch, seq_len] int64 for text sources, targets
+// being tokens shifted by one; the configured features for TFRecord sources).
 // Thread safety: one builder per graph.
 #ifndef SLUICE_MODELS_INPUT_PIPELINE_H_
 #define SLUICE_MODELS_INPUT_PIPELINE_H_
@@ -30,8 +31,8 @@ struct PipelineFeature {
 // ReaderState (inputs/reader_state.proto) to `state_feed` and run `restore_op`
 // before the queue runners start.
 struct RestorableReader {
-  std::string reader_type;   // "IdxRecordReader"
-  std::string file;          // the one file it reads, once per epoch
+  std::string reader_type;   // "IdxRecordReader", "TextWindowReader"
+  std::string file;          // the one file (work unit) it reads, once per epoch
   std::string state_feed;    // string scalar placeholder
   std::string restore_op;    // ReaderRestoreState
 };
@@ -50,6 +51,9 @@ struct InputPipeline {
   int64_t queue_capacity = 0;
   int64_t examples_per_epoch = 0;  // 0: unknown (this shard's, when sharded)
   std::string description;         // one line for the plan
+  // Text sources: the words in id order (inputs/text.h; "<unk>" and "<eos>"
+  // included), so vocabulary.size() is the number of ids.
+  std::vector<std::string> vocabulary;
   // The readers' positions count every record of the file; this pipeline
   // reads every num_shards-th (PipelineOptions), so example k of its shard
   // lies at about position k * num_shards.

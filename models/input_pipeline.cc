@@ -225,7 +225,8 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
   out->vocabulary = vocabulary->words();
   out->description = absl::StrCat(
       "text ", split_name, " split of ", corpus.files.size(), " files (", t.files(0), (t.files_size() > 1 ? ", ..." : ""),
-      "): ", stream->sentences, " sentences, ", stream->ids.size(), " tokens (", stream->unknown, " <unk>), vocabulary ",
+      "): ", stream->sentences, " sentences, ", stream->ids.size(), " ids with <eos> (", stream->unknown,
+      " <unk>), vocabulary ",
       vocabulary->size(), " -> ", windows, " windows of ", seq_len, " -> ",
       reader_shuffle ? "seeded permutation per epoch -> FIFO queue"
                      : (batch.shuffle ? absl::StrCat("shuffle queue (capacity ", batch.capacity, ", min_after_dequeue ",

@@ -257,5 +257,34 @@ TEST(TextInputPipeline, ASplitTooShortForOneWindowIsAnError) {
   EXPECT_TRUE(absl::StrContains(s.message(), "holds 4 tokens: too few for one window of seq_len + 1 = 5")) << s;
 }
 
+// The shipped example validates and its pipelines build on the fortunes
+// package (tools/setup.sh installs it).
+TEST(TextInputPipeline, ShippedFortunesConfigBuilds) {
+  if (!Env::Default()->FileExists("/usr/share/games/fortunes/fortunes").ok()) {
+    GTEST_SKIP() << "/usr/share/games/fortunes is missing: install the Debian package 'fortunes' (tools/setup.sh)";
+  }
+  auto loaded = config::LoadExperimentFile("configs/fortunes_bigram.pbtxt");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  config::ApplyDefaults(&(*loaded)->experiment);
+  config::ConfigErrors errors("configs/fortunes_bigram.pbtxt");
+  config::Validate(**loaded, &errors);
+  ASSERT_TRUE(errors.empty()) << errors.ToStatus();
+  const config::Experiment& e = (*loaded)->experiment;
+  GraphDef graph;
+  models::InputPipeline train, eval;
+  models::PipelineOptions o;
+  o.scope = "input/train";
+  absl::Status s = models::BuildInputPipeline(e.input().train(), o, &graph, &train);
+  ASSERT_TRUE(s.ok()) << s;
+  o.scope = "input/eval";
+  o.training = false;
+  s = models::BuildInputPipeline(e.input().eval(), o, &graph, &eval);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(train.vocabulary.size(), 10000u);
+  EXPECT_GT(train.examples_per_epoch, 400000);
+  EXPECT_GT(eval.examples_per_epoch, 40000);
+  std::printf("%s\n%s\n", train.description.c_str(), eval.description.c_str());
+}
+
 }  // namespace
 }  // namespace sluice

@@ -16,6 +16,18 @@
 //    ReaderRead) or up to 128 (ReaderReadUpTo + QueueEnqueueMany), on
 //    Fashion-MNIST converted like cmd/records does (synthetic images when the
 //    dataset is not installed).
+//  BM_TextCorpusRead/test_split: reading a text corpus into one split's ids
+//    (text::ReadTokenStream: read every file, tokenize, split rule,
+//    lowercase, vocabulary lookup), the work TextWindowReader does once per
+//    open, on the fortunes package (/usr/share/games/fortunes), or a
+//    synthetic corpus of about its size when it is not installed. ids_per_s
+//    counts the split's ids (with <eos>); frac_of_wc is its speed over a
+//    plain read of the same files counting whitespace-separated words, timed
+//    in the same iterations; both in thread CPU time.
+//  BM_TextPipeline: batches/s (and tokens/s) of TextWindowReader ->
+//    DecodeRaw -> Slice (tokens, targets) -> RandomShuffleQueue ->
+//    DequeueMany(128) at seq_len 35, the graph models/input_pipeline.cc builds
+//    for a `text` input, on the same corpus.
 //   bazel run //inputs:inputs_bench
 #include <time.h>
 
@@ -29,6 +41,7 @@
 #include "inputs/example.pb.h"
 #include "inputs/idx.h"
 #include "inputs/input_builders.h"
+#include "inputs/text.h"
 #include "engine/platform/record_reader.h"
 #include "engine/platform/record_writer.h"
 
@@ -257,6 +270,142 @@ BENCHMARK(BM_FashionPipeline)
     ->Args({2, 128})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// The fortunes package's files, or a synthetic corpus of ~550k tokens.
+text::Corpus BenchCorpus() {
+  text::Corpus c;
+  auto files = text::ExpandFiles(Env::Default(), {"/usr/share/games/fortunes/*"}, {"*.dat", "*.u8"});
+  if (files.ok()) {
+    c.files = *files;
+    c.format = text::Format::kFortunes;
+    return c;
+  }
+  std::fprintf(stderr, "inputs_bench: no fortunes package (%s); a synthetic corpus instead\n",
+               files.status().ToString().c_str());
+  std::mt19937 rng(1);
+  std::string lines;
+  for (int sentence = 0; sentence < 30000; ++sentence) {
+    const int n = 5 + static_cast<int>(rng() % 25);
+    for (int w = 0; w < n; ++w) {
+      const uint32_t r = rng() % 1000;
+      absl::StrAppend(&lines, "w", r * r / 50, w + 1 < n ? " " : ".\n");  // Zipf-ish
+    }
+  }
+  const std::string path = TmpDir() + "/sluice_bench_corpus.txt";
+  Check(WriteStringToFile(Env::Default(), path, lines));
+  c.files = {path};
+  c.format = text::Format::kLines;
+  return c;
+}
+
+// Seconds of the thread's CPU time (user + kernel), as BM_TFRecordRead.
+double ThreadSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+void BM_TextCorpusRead(benchmark::State& state) {
+  const text::Corpus corpus = BenchCorpus();
+  const text::Split split = state.range(0) == 0 ? text::Split::kTrain : text::Split::kTest;
+  auto vocabulary = text::BuildVocabulary(Env::Default(), corpus, 10000, 1);
+  Check(vocabulary.status());
+  int64_t ids = 0, bytes = 0, words = 0;
+  double pass_s = 0, wc_s = 0;
+  for (auto _ : state) {
+    // One reader open: every file read and tokenized, this split's ids kept.
+    double t0 = ThreadSeconds();
+    auto stream = text::ReadTokenStream(Env::Default(), corpus, split, *vocabulary);
+    Check(stream.status());
+    benchmark::DoNotOptimize(stream->ids.data());
+    ids += static_cast<int64_t>(stream->ids.size());
+    double t1 = ThreadSeconds();
+    // The floor: the same files read whole and their whitespace-separated
+    // words counted (what `wc -w` does).
+    for (const std::string& f : corpus.files) {
+      auto contents = ReadFileToString(Env::Default(), f);
+      Check(contents.status());
+      bool in_word = false;
+      for (char c : *contents) {
+        const bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+        words += !space && !in_word;
+        in_word = !space;
+      }
+      bytes += static_cast<int64_t>(contents->size());
+    }
+    double t2 = ThreadSeconds();
+    pass_s += t1 - t0;
+    wc_s += t2 - t1;
+  }
+  state.counters["ids_per_s"] = static_cast<double>(ids) / pass_s;
+  state.counters["corpus_bytes_per_s"] = static_cast<double>(bytes) / pass_s;
+  state.counters["wc_bytes_per_s"] = static_cast<double>(bytes) / wc_s;
+  state.counters["frac_of_wc"] = wc_s / pass_s;
+  state.counters["split_ids"] = static_cast<double>(ids / state.iterations());
+  state.counters["wc_words"] = static_cast<double>(words / state.iterations());
+}
+BENCHMARK(BM_TextCorpusRead)->ArgName("test_split")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_TextPipeline(benchmark::State& state) {
+  const text::Corpus corpus = BenchCorpus();
+  auto vocabulary = text::BuildVocabulary(Env::Default(), corpus, 10000, 1);
+  Check(vocabulary.status());
+  const int64_t seq_len = 35, batch_size = 128;
+  GraphDef graph;
+  InputGraph in(&graph, "bench_text");
+  ProducerOptions p;
+  p.shuffle = false;
+  auto work = AddStringInputProducer(&in, {"train"}, p);
+  Check(work.status());
+  auto kv = AddReaderReadUpTo(&in, "TextWindowReader", *work, batch_size, "reader",
+                              {{"files", MakeAttr(corpus.files)},
+                               {"format", MakeAttr(corpus.format == text::Format::kFortunes ? "fortunes" : "lines")},
+                               {"seq_len", MakeAttr(seq_len)},
+                               {"vocabulary", MakeAttr(vocabulary->words())}});
+  std::string ids = in.AddNode("decode", "DecodeRaw", {kv.second}, {{"out_type", MakeAttr(DT_INT64)}});
+  std::string rows = in.AddNode("rows", "Reshape", {ids, in.AddConst("dims", Tensor::FromVector<int32_t>({-1, seq_len + 1}))},
+                                {{"T", MakeAttr(DT_INT64)}, {"Tshape", MakeAttr(DT_INT32)}});
+  std::string size = in.AddConst("size", Tensor::FromVector<int32_t>({-1, seq_len}));
+  std::string tokens = in.AddNode("tokens", "Slice", {rows, in.AddConst("b0", Tensor::FromVector<int32_t>({0, 0})), size},
+                                  {{"T", MakeAttr(DT_INT64)}, {"Index", MakeAttr(DT_INT32)}});
+  std::string targets = in.AddNode("targets", "Slice", {rows, in.AddConst("b1", Tensor::FromVector<int32_t>({0, 1})), size},
+                                   {{"T", MakeAttr(DT_INT64)}, {"Index", MakeAttr(DT_INT32)}});
+  BatchOptions b;
+  b.batch_size = static_cast<int32_t>(batch_size);
+  b.capacity = 5000;
+  b.min_after_dequeue = 2000;
+  b.shuffle = true;
+  b.seed = 1;
+  b.enqueue_many = true;
+  auto batch = AddBatch(&in, {{tokens, DT_INT64, TensorShape({seq_len})}, {targets, DT_INT64, TensorShape({seq_len})}}, b);
+  Check(batch.status());
+  auto session = NewSession();
+  Check(session.status());
+  Check((*session)->Create(graph));
+  Coordinator coord;
+  std::vector<std::unique_ptr<QueueRunner>> runners;
+  for (const auto& def : in.runners) {
+    auto r = QueueRunner::New(def);
+    Check(r.status());
+    Check((*r)->Start(session->get(), &coord));
+    runners.push_back(std::move(r).value());
+  }
+  std::vector<Tensor> out;
+  for (int i = 0; i < 20; ++i) Check((*session)->Run({}, *batch, {}, &out));  // fill the buffer
+  for (auto _ : state) {
+    Check((*session)->Run({}, *batch, {}, &out));
+    benchmark::DoNotOptimize(out[0].raw_data());
+  }
+  state.counters["batches_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()),
+                                                       benchmark::Counter::kIsRate);
+  state.counters["tokens_per_s"] = benchmark::Counter(static_cast<double>(state.iterations() * batch_size * seq_len),
+                                                      benchmark::Counter::kIsRate);
+  coord.RequestStop();
+  Check(coord.Join());
+  runners.clear();
+  Session::Reset({"bench_text"});
+}
+BENCHMARK(BM_TextPipeline)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace sluice

@@ -348,19 +348,19 @@ class Validator {
     }
   }
 
-  // Train and eval windows must use one vocabulary: the same corpus and
-  // options (the split and seq_len may differ).
+  // The eval input maps words with the train input's vocabulary, so its
+  // vocabulary options and case must be train's.
   void CheckTextPair(const Input& input) {
     if (!input.train().has_text() || !input.has_eval() || !input.eval().has_text()) return;
-    Input::Text train = input.train().text(), eval = input.eval().text();
-    for (Input::Text* t : {&train, &eval}) {
-      t->clear_split();
-      t->clear_seq_len();
+    const Input::Text& train = input.train().text();
+    const Input::Text& eval = input.eval().text();
+    if (eval.vocabulary().SerializeAsString() != train.vocabulary().SerializeAsString()) {
+      Error(eval, "vocabulary", -1,
+            "eval's vocabulary differs from train's: the eval input uses the train input's vocabulary, so give both "
+            "the same (or copy train's)");
     }
-    if (train.SerializeAsString() != eval.SerializeAsString()) {
-      Error(input.eval(), "text", -1,
-            "eval's text corpus differs from train's in files, exclude, format, keep_case or vocabulary: both must "
-            "give one vocabulary (only split and seq_len may differ)");
+    if (eval.keep_case() != train.keep_case()) {
+      Error(eval, "keep_case", -1, "eval's keep_case differs from train's: its words would miss the train vocabulary");
     }
   }
 

@@ -308,7 +308,7 @@ double ThreadSeconds() {
 void BM_TextCorpusRead(benchmark::State& state) {
   const text::Corpus corpus = BenchCorpus();
   const text::Split split = state.range(0) == 0 ? text::Split::kTrain : text::Split::kTest;
-  auto vocabulary = text::BuildVocabulary(Env::Default(), corpus, 10000, 1);
+  auto vocabulary = text::BuildVocabulary(Env::Default(), corpus, text::Split::kTrain, 10000, 1);
   Check(vocabulary.status());
   int64_t ids = 0, bytes = 0, words = 0;
   double pass_s = 0, wc_s = 0;
@@ -348,7 +348,7 @@ BENCHMARK(BM_TextCorpusRead)->ArgName("test_split")->Arg(0)->Arg(1)->Unit(benchm
 
 void BM_TextPipeline(benchmark::State& state) {
   const text::Corpus corpus = BenchCorpus();
-  auto vocabulary = text::BuildVocabulary(Env::Default(), corpus, 10000, 1);
+  auto vocabulary = text::BuildVocabulary(Env::Default(), corpus, text::Split::kTrain, 10000, 1);
   Check(vocabulary.status());
   const int64_t seq_len = 35, batch_size = 128;
   GraphDef graph;

@@ -431,7 +431,7 @@ class TextReaderTest : public OpsTest {
     ASSERT_TRUE(WriteStringToFile(Env::Default(), path, lines).ok());
     corpus.files = {path};
     corpus.format = text::Format::kLines;
-    auto v = text::BuildVocabulary(Env::Default(), corpus, 6, 1);
+    auto v = text::BuildVocabulary(Env::Default(), corpus, text::Split::kTrain, 6, 1);
     ASSERT_TRUE(v.ok()) << v.status();
     vocabulary = v->words();
     auto stream = text::ReadTokenStream(Env::Default(), corpus, text::Split::kTrain, *v);
@@ -596,7 +596,7 @@ TEST_F(TextReaderTest, BadAttrsAndFilesAreErrors) {
   EXPECT_TRUE(absl::IsInvalidArgument(dup.status())) << dup.status();
   EXPECT_TRUE(absl::StrContains(dup.status().message(), "listed twice")) << dup.status();
   auto split = Run({"split/rows"});
-  EXPECT_TRUE(absl::StrContains(split.status().message(), "'validation' is not 'train' or 'test'")) << split.status();
+  EXPECT_TRUE(absl::StrContains(split.status().message(), "'validation' is not 'train', 'test' or 'all'")) << split.status();
   auto seq = Run({"seq/rows"});
   EXPECT_TRUE(absl::StrContains(seq.status().message(), "seq_len 0")) << seq.status();
   auto missing = Run({"missing/rows"});

@@ -100,9 +100,9 @@ class TextWindowReaderOp : public ReaderOpBase {
     auto f = text::ParseFormat(format);
     OP_REQUIRES(ctx, f.ok(), absl::InvalidArgumentError(absl::StrCat(where, f.status().message())));
     corpus_.format = *f;
-    OP_REQUIRES(ctx, split == "train" || split == "test",
-                absl::InvalidArgumentError(absl::StrCat(where, "split '", split, "' is not 'train' or 'test'")));
-    split_ = split == "train" ? text::Split::kTrain : text::Split::kTest;
+    OP_REQUIRES(ctx, split == "train" || split == "test" || split == "all",
+                absl::InvalidArgumentError(absl::StrCat(where, "split '", split, "' is not 'train', 'test' or 'all'")));
+    split_ = split == "train" ? text::Split::kTrain : split == "test" ? text::Split::kTest : text::Split::kAll;
     OP_REQUIRES(ctx, !corpus_.files.empty(), absl::InvalidArgumentError(absl::StrCat(where, "no corpus files")));
     OP_REQUIRES(ctx, seq_len_ >= 1 && seq_len_ <= (int64_t{1} << 24),
                 absl::InvalidArgumentError(absl::StrCat(where, "seq_len ", seq_len_, " is not in [1, 2^24]")));

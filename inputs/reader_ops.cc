@@ -57,7 +57,7 @@ REGISTER_OP("IdxRecordReader")
     .SetShapeFn(HandleShape);
 
 // One window of seq_len + 1 token ids (int64 little-endian) per record from
-// `split` ("train" or "test") of the corpus `files` in `format` ("lines" or
+// `split` ("train", "test" or "all") of the corpus `files` in `format` ("lines" or
 // "fortunes"), words mapped through `vocabulary` (id = position; "<unk>" and
 // "<eos>" appended when missing). See readers.h and text.h.
 REGISTER_OP("TextWindowReader")

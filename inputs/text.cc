@@ -172,7 +172,7 @@ absl::Status ForEachSplitSentence(Env* env, const Corpus& corpus, Split split,
     if (!contents.ok()) return contents.status();
     absl::Status s = ForEachSentence(path, *contents, corpus.format,
                                      [&](const std::vector<std::string>& tokens, int64_t) {
-                                       if (SentenceSplit(tokens) != split) return;
+                                       if (split != Split::kAll && SentenceSplit(tokens) != split) return;
                                        if (!corpus.lowercase) {
                                          fn(tokens);
                                          return;
@@ -262,16 +262,18 @@ int32_t Vocabulary::Id(absl::string_view word) const {
   return it == ids_.end() ? unknown_id_ : it->second;
 }
 
-absl::StatusOr<Vocabulary> BuildVocabulary(Env* env, const Corpus& corpus, int64_t max_size, int64_t min_count) {
+absl::StatusOr<Vocabulary> BuildVocabulary(Env* env, const Corpus& corpus, Split from, int64_t max_size,
+                                           int64_t min_count) {
   absl::flat_hash_map<std::string, int64_t> counts;
   int64_t tokens = 0;
-  absl::Status s = ForEachSplitSentence(env, corpus, Split::kTrain, [&](const std::vector<std::string>& sentence) {
+  absl::Status s = ForEachSplitSentence(env, corpus, from, [&](const std::vector<std::string>& sentence) {
     for (const std::string& t : sentence) ++counts[t];
     tokens += static_cast<int64_t>(sentence.size());
   });
   if (!s.ok()) return s;
   if (tokens == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("the train split of the text corpus (", corpus.files.size(),
+    return absl::InvalidArgumentError(absl::StrCat(from == Split::kAll ? "the text corpus (" : "the train split of the text corpus (",
+                                                   corpus.files.size(),
                                                    " files, first '", corpus.files.empty() ? "" : corpus.files[0],
                                                    "') holds no words to build a vocabulary from"));
   }

@@ -49,8 +49,10 @@ absl::StatusOr<Format> ParseFormat(absl::string_view name);
 absl::Status ForEachSentence(const std::string& path, absl::string_view contents, Format format,
                              const std::function<void(const std::vector<std::string>&, int64_t line)>& fn);
 
-enum class Split { kTrain, kTest };
-// The split rule: a sentence goes to the test split when a hash of its tokens
+// kAll: every sentence (files that already are one split, e.g. a corpus's
+// separate train and test files); kTrain and kTest: by the rule below.
+enum class Split { kTrain, kTest, kAll };
+// The split rule (kTrain or kTest): a sentence goes to the test split when a hash of its tokens
 // (case kept, FNV-1a 64 over the tokens each followed by a space, then the
 // splitmix64 finalizer) is 0 modulo 10; otherwise to the train split. It
 // depends on the sentence alone, so it is deterministic, about 1 in 10, and
@@ -74,8 +76,8 @@ struct Corpus {
   uint64_t max_file_bytes = uint64_t{1} << 30;
 };
 
-// Calls fn(tokens) for every sentence of `split`, in file order, lowercased
-// when corpus.lowercase.
+// Calls fn(tokens) for every sentence of `split` (kAll: every sentence), in
+// file order, lowercased when corpus.lowercase.
 absl::Status ForEachSplitSentence(Env* env, const Corpus& corpus, Split split,
                                   const std::function<void(const std::vector<std::string>&)>& fn);
 
@@ -113,9 +115,11 @@ class Vocabulary {
   int32_t eos_id_ = 1;
 };
 
-// Builds the vocabulary from the train split of `corpus` (FromCounts).
-// InvalidArgument when that split holds no tokens.
-absl::StatusOr<Vocabulary> BuildVocabulary(Env* env, const Corpus& corpus, int64_t max_size, int64_t min_count);
+// Builds the vocabulary from split `from` of `corpus` (kTrain, or kAll for
+// files that are the training set), as FromCounts. InvalidArgument when that
+// split holds no tokens.
+absl::StatusOr<Vocabulary> BuildVocabulary(Env* env, const Corpus& corpus, Split from, int64_t max_size,
+                                           int64_t min_count);
 
 // A split as one stream of ids: each sentence's word ids, then eos_id().
 struct TokenStream {

@@ -226,7 +226,7 @@ TEST(Vocabulary, BuiltFromTheTrainSplitOnly) {
   Corpus c;
   c.files = {kCorpus};
   c.format = Format::kFortunes;
-  auto v = BuildVocabulary(Env::Default(), c, 0, 1);
+  auto v = BuildVocabulary(Env::Default(), c, Split::kTrain, 0, 1);
   ASSERT_TRUE(v.ok()) << v.status();
   std::set<std::string> train_words, test_words;
   ASSERT_TRUE(ForEachSplitSentence(Env::Default(), c, Split::kTrain, [&](const Tokens& t) {
@@ -248,13 +248,28 @@ TEST(Vocabulary, BuiltFromTheTrainSplitOnly) {
   EXPECT_GT(only_in_test, 0);  // the test split has words of its own: OOV at eval
 }
 
+TEST(Split, AllIsEverySentence) {
+  Corpus c;
+  c.files = {kCorpus};
+  c.format = Format::kFortunes;
+  int64_t all = 0, train = 0;
+  ASSERT_TRUE(ForEachSplitSentence(Env::Default(), c, Split::kAll, [&](const Tokens&) { ++all; }).ok());
+  ASSERT_TRUE(ForEachSplitSentence(Env::Default(), c, Split::kTrain, [&](const Tokens&) { ++train; }).ok());
+  EXPECT_EQ(all, 40);
+  EXPECT_LT(train, all);
+  auto from_all = BuildVocabulary(Env::Default(), c, Split::kAll, 0, 1);
+  auto from_train = BuildVocabulary(Env::Default(), c, Split::kTrain, 0, 1);
+  ASSERT_TRUE(from_all.ok() && from_train.ok());
+  EXPECT_GT(from_all->size(), from_train->size());  // the test split's own words
+}
+
 TEST(Vocabulary, AnEmptyTrainSplitIsAnError) {
   const std::string dir = FreshTestDir("empty_corpus");
   ASSERT_TRUE(WriteStringToFile(Env::Default(), dir + "/c.txt", "%\n%\n").ok());
   Corpus c;
   c.files = {dir + "/c.txt"};
   c.format = Format::kFortunes;
-  auto v = BuildVocabulary(Env::Default(), c, 0, 1);
+  auto v = BuildVocabulary(Env::Default(), c, Split::kTrain, 0, 1);
   EXPECT_TRUE(absl::IsInvalidArgument(v.status())) << v.status();
   EXPECT_TRUE(absl::StrContains(v.status().message(), "no words")) << v.status();
 }
@@ -343,7 +358,7 @@ TEST(FortunesPackage, SplitIsAboutOneInTen) {
   EXPECT_GT(fraction, 0.08);
   EXPECT_LT(fraction, 0.12);
   EXPECT_GT(tokens[0], 300000);
-  auto v = BuildVocabulary(Env::Default(), c, 0, 1);
+  auto v = BuildVocabulary(Env::Default(), c, Split::kTrain, 0, 1);
   ASSERT_TRUE(v.ok()) << v.status();
   std::printf("fortunes: %zu files; train %lld quotations, %lld tokens; test %lld quotations, %lld tokens; "
               "vocabulary (min_count 1) %lld words\n",

@@ -123,7 +123,8 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
   return absl::OkStatus();
 }
 
-// A text corpus: the vocabulary (built from the train split, or read), the
+// A text corpus: the vocabulary (the train pipeline's, or built from the train
+// split or all sentences, or read), the
 // TextWindowReader over this pipeline's split -> rows of seq_len + 1 ids ->
 // tokens = the first seq_len, targets = the last seq_len -> (shuffle) batch.
 absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& options, InputGraph* in,
@@ -140,20 +141,28 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
   corpus.files = *files;
   corpus.format = t.format() == Input::Text::FORTUNES ? text::Format::kFortunes : text::Format::kLines;
   corpus.lowercase = !t.keep_case();
-  auto vocabulary = !t.vocabulary().file().empty()
-                        ? text::Vocabulary::ReadFile(env, t.vocabulary().file())
-                        : text::BuildVocabulary(env, corpus, t.vocabulary().max_size(),
-                                                std::max<int64_t>(1, t.vocabulary().min_count()));
+  Input::Text::Split configured = t.split();
+  if (configured == Input::Text::SPLIT_DEFAULT) configured = options.training ? Input::Text::TRAIN : Input::Text::TEST;
+  const text::Split split = configured == Input::Text::ALL    ? text::Split::kAll
+                            : configured == Input::Text::TEST ? text::Split::kTest
+                                                              : text::Split::kTrain;
+  const std::string split_name = split == text::Split::kAll ? "all" : split == text::Split::kTest ? "test" : "train";
+  auto vocabulary =
+      !options.vocabulary.empty() ? text::Vocabulary::FromWords(options.vocabulary, "the train input's vocabulary")
+      : !t.vocabulary().file().empty()
+          ? text::Vocabulary::ReadFile(env, t.vocabulary().file())
+          : text::BuildVocabulary(env, corpus, split == text::Split::kAll ? text::Split::kAll : text::Split::kTrain,
+                                  t.vocabulary().max_size(), std::max<int64_t>(1, t.vocabulary().min_count()));
   if (!vocabulary.ok()) return vocabulary.status();
-  const bool test = t.split() == Input::Text::TEST || (t.split() == Input::Text::SPLIT_DEFAULT && !options.training);
-  const text::Split split = test ? text::Split::kTest : text::Split::kTrain;
-  const std::string split_name = test ? "test" : "train";
   auto stream = text::ReadTokenStream(env, corpus, split, *vocabulary);
   if (!stream.ok()) return stream.status();
   const int64_t seq_len = t.seq_len();
   const int64_t windows = text::NumWindows(static_cast<int64_t>(stream->ids.size()), seq_len);
   if (windows == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("the ", split_name, " split of the text corpus (", corpus.files.size(),
+    return absl::InvalidArgumentError(absl::StrCat(split == text::Split::kAll ? "the text corpus (" : "the ",
+                                                   split == text::Split::kAll ? "" : split_name,
+                                                   split == text::Split::kAll ? "" : " split of the text corpus (",
+                                                   corpus.files.size(),
                                                    " files, first '", corpus.files[0], "') holds ", stream->ids.size(),
                                                    " tokens: too few for one window of seq_len + 1 = ", seq_len + 1));
   }
@@ -224,7 +233,8 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
   out->queue_size = in->AddNode(batch.scope + "/size", "QueueSize", {batch.scope + "/queue"});
   out->vocabulary = vocabulary->words();
   out->description = absl::StrCat(
-      "text ", split_name, " split of ", corpus.files.size(), " files (", t.files(0), (t.files_size() > 1 ? ", ..." : ""),
+      "text ", split == text::Split::kAll ? "(all sentences)" : absl::StrCat(split_name, " split"), " of ",
+      corpus.files.size(), " files (", t.files(0), (t.files_size() > 1 ? ", ..." : ""),
       "): ", stream->sentences, " sentences, ", stream->ids.size(), " ids with <eos> (", stream->unknown,
       " <unk>), vocabulary ",
       vocabulary->size(), " -> ", windows, " windows of ", seq_len, " -> ",

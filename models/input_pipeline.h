@@ -72,6 +72,9 @@ struct PipelineOptions {
   // i % num_shards == shard_index (of each epoch's order).
   int num_shards = 1;
   int shard_index = 0;
+  // Text sources: map words with these (the train pipeline's
+  // InputPipeline::vocabulary) instead of building a vocabulary.
+  std::vector<std::string> vocabulary;
 };
 
 // Appends the pipeline's nodes to `graph`.

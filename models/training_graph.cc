@@ -46,6 +46,7 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
     eval_options.scope = "input/eval";
     eval_options.seed = e.train().seed();
     eval_options.training = false;
+    eval_options.vocabulary = out->train_input.vocabulary;  // text: the train input's ids
     s = BuildInputPipeline(e.input().eval(), eval_options, &input_def, &out->eval_input);
     if (!s.ok()) {
       errors->Add(loaded.Where(e.input(), "eval"), std::string(s.message()));

@@ -5,6 +5,7 @@
 // "targets", int64 [batch, seq_len], targets the tokens shifted by one; the
 // eval pipeline reads every test window once per epoch; bad configs are
 // errors at file:line:col.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -82,7 +83,9 @@ TEST(TextInputConfig, ErrorsNameFileLineAndColumn) {
            {"vocabulary { max_size: 50 } }\n          batch", "vocabulary { file: \"/nonexistent/vocab.txt\" } }\n          batch",
             "lm.pbtxt:5:", "does not exist"},
            {"vocabulary { max_size: 50 } }\n          batch", "vocabulary { max_size: 40 } }\n          batch",
-            "lm.pbtxt:7:", "eval's text corpus differs from train's"},
+            "lm.pbtxt:8:", "eval's vocabulary differs from train's"},
+           {"format: FORTUNES seq_len: 4", "format: FORTUNES seq_len: 4 keep_case: true", "lm.pbtxt:7:",
+            "eval's keep_case differs from train's"},
        }) {
     std::string text = Config(kCorpus);
     ASSERT_NE(text.find(c.from), std::string::npos) << c.from;
@@ -101,9 +104,14 @@ struct Running {
   std::vector<std::unique_ptr<QueueRunner>> runners;
   Coordinator coord;
 
+  // The pipelines' queues and readers live in the process's default
+  // container under their node names; the next test starts without them.
   ~Running() {
     coord.RequestStop();
     for (auto& r : runners) r->Join().IgnoreError();
+    runners.clear();
+    session.reset();
+    Session::Reset({""});
   }
   void Start() {
     auto s = NewSession();
@@ -144,6 +152,7 @@ TEST(TextInputPipeline, BuildsBatchesOfTokensAndShiftedTargets) {
   models::PipelineOptions eval_options;
   eval_options.scope = "input/eval";
   eval_options.training = false;
+  eval_options.vocabulary = run.train.vocabulary;  // as models/training_graph.cc does
   absl::Status built = models::BuildInputPipeline(e.input().eval(), eval_options, &run.graph, &run.eval);
   ASSERT_TRUE(built.ok()) << built;
 
@@ -255,6 +264,59 @@ TEST(TextInputPipeline, ASplitTooShortForOneWindowIsAnError) {
   s = models::BuildInputPipeline(e.input().train(), o, &graph2, &p);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "holds 4 tokens: too few for one window of seq_len + 1 = 5")) << s;
+}
+
+// Files that already are one split (split: ALL): the train input's
+// vocabulary comes from all its sentences, the eval input maps its own files'
+// words with it (words only there are <unk>) and reads all of their sentences.
+TEST(TextInputPipeline, PreSplitFilesUseTheTrainFilesVocabulary) {
+  const std::string dir = FreshTestDir("presplit");
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), dir + "/train.txt",
+                                "the cat sat on the mat .\nthe dog sat on the log .\nthe cat saw the dog .\n")
+                  .ok());
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), dir + "/test.txt", "the bird sat on the cat .\n").ok());
+  const std::string text = absl::StrCat(
+      "name: \"lm\"\n"
+      "model { layer { name: \"e\" input: \"tokens\" embedding { vocabulary_size: 20 dimension: 4 } } }\n"
+      "input {\n"
+      "  train { text { files: \"", dir, "/train.txt\" split: ALL seq_len: 3 } batch_size: 2 }\n"
+      "  eval { text { files: \"", dir, "/test.txt\" split: ALL seq_len: 3 } batch_size: 2 }\n"
+      "}\n"
+      "optimizer { sgd { learning_rate: 0.1 } }\n"
+      "train { steps: 10 }\n");
+  config::Experiment e;
+  std::vector<std::string> errors = InputErrors(text, &e);
+  ASSERT_TRUE(errors.empty()) << errors[0];
+  Running run;
+  models::PipelineOptions o;
+  o.scope = "input/train";
+  absl::Status s = models::BuildInputPipeline(e.input().train(), o, &run.graph, &run.train);
+  ASSERT_TRUE(s.ok()) << s;
+  // Every sentence of train.txt counts: 9 distinct words, with <unk> and <eos>.
+  ASSERT_EQ(run.train.vocabulary.size(), 11u);
+  EXPECT_EQ(run.train.vocabulary[2], "the");
+  EXPECT_EQ(run.train.vocabulary[3], ".");
+  EXPECT_EQ(run.train.examples_per_epoch, text::NumWindows(8 + 8 + 7, 3));  // each sentence + <eos>
+  EXPECT_TRUE(absl::StrContains(run.train.description, "text (all sentences) of 1 files")) << run.train.description;
+  o.scope = "input/eval";
+  o.training = false;
+  o.vocabulary = run.train.vocabulary;
+  s = models::BuildInputPipeline(e.input().eval(), o, &run.graph, &run.eval);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(run.eval.vocabulary, run.train.vocabulary);
+  ASSERT_EQ(run.eval.examples_per_epoch, 2);  // 7 + 1 ids: windows [0..3], [3..6]
+  EXPECT_TRUE(absl::StrContains(run.eval.description, "(1 <unk>)")) << run.eval.description;  // "bird"
+  run.Start();
+  std::vector<Tensor> b = run.Batch(run.eval);
+  ASSERT_EQ(b[0].shape(), TensorShape({2, 3})) << b[0].shape().DebugString() << " " << run.eval.description;
+  auto id = [&](const std::string& w) {
+    return static_cast<int64_t>(std::find(run.train.vocabulary.begin(), run.train.vocabulary.end(), w) -
+                                run.train.vocabulary.begin());
+  };
+  const std::vector<int64_t> expect_tokens = {id("the"), 0, id("sat"), id("on"), id("the"), id("cat")};
+  const std::vector<int64_t> expect_targets = {0, id("sat"), id("on"), id("the"), id("cat"), id(".")};
+  EXPECT_EQ(std::vector<int64_t>(b[0].data<int64_t>(), b[0].data<int64_t>() + 6), expect_tokens);
+  EXPECT_EQ(std::vector<int64_t>(b[1].data<int64_t>(), b[1].data<int64_t>() + 6), expect_targets);
 }
 
 // The shipped example validates and its pipelines build on the fortunes

@@ -124,9 +124,9 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
 }
 
 // A text corpus: the vocabulary (the train pipeline's, or built from the train
-// split or all sentences, or read), the
-// TextWindowReader over this pipeline's split -> rows of seq_len + 1 ids ->
-// tokens = the first seq_len, targets = the last seq_len -> (shuffle) batch.
+// split or all sentences, or read), the TextWindowReader over this pipeline's
+// split -> rows of seq_len + 1 ids -> tokens = the first seq_len, targets =
+// the last seq_len -> (shuffle) batch.
 absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& options, InputGraph* in,
                        InputPipeline* out) {
   using config::Input;
@@ -147,6 +147,7 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
                             : configured == Input::Text::TEST ? text::Split::kTest
                                                               : text::Split::kTrain;
   const std::string split_name = split == text::Split::kAll ? "all" : split == text::Split::kTest ? "test" : "train";
+  const std::string what = split == text::Split::kAll ? "the text corpus" : "the " + split_name + " split of the text corpus";
   auto vocabulary =
       !options.vocabulary.empty() ? text::Vocabulary::FromWords(options.vocabulary, "the train input's vocabulary")
       : !t.vocabulary().file().empty()
@@ -159,11 +160,8 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
   const int64_t seq_len = t.seq_len();
   const int64_t windows = text::NumWindows(static_cast<int64_t>(stream->ids.size()), seq_len);
   if (windows == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(split == text::Split::kAll ? "the text corpus (" : "the ",
-                                                   split == text::Split::kAll ? "" : split_name,
-                                                   split == text::Split::kAll ? "" : " split of the text corpus (",
-                                                   corpus.files.size(),
-                                                   " files, first '", corpus.files[0], "') holds ", stream->ids.size(),
+    return absl::InvalidArgumentError(absl::StrCat(what, " (", corpus.files.size(), " files, first '", corpus.files[0],
+                                                   "') holds ", stream->ids.size(),
                                                    " tokens: too few for one window of seq_len + 1 = ", seq_len + 1));
   }
   const int64_t shards = std::max(1, options.num_shards);
@@ -207,10 +205,11 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
                                        {ids, in->AddConst(s + "/window_dims", Int32Vector({-1, seq_len + 1}))},
                                        {{"T", MakeAttr(DT_INT64)}, {"Tshape", MakeAttr(DT_INT32)}});
   const std::string size = in->AddConst(s + "/slice_size", Int32Vector({-1, seq_len}));
-  const std::string tokens = in->AddNode(s + "/tokens", "Slice", {rows, in->AddConst(s + "/tokens_begin", Int32Vector({0, 0})), size},
-                                         {{"T", MakeAttr(DT_INT64)}, {"Index", MakeAttr(DT_INT32)}});
-  const std::string targets = in->AddNode(s + "/targets", "Slice", {rows, in->AddConst(s + "/targets_begin", Int32Vector({0, 1})), size},
-                                          {{"T", MakeAttr(DT_INT64)}, {"Index", MakeAttr(DT_INT32)}});
+  const std::map<std::string, AttrValue> slice = {{"T", MakeAttr(DT_INT64)}, {"Index", MakeAttr(DT_INT32)}};
+  const std::string tokens =
+      in->AddNode(s + "/tokens", "Slice", {rows, in->AddConst(s + "/tokens_begin", Int32Vector({0, 0})), size}, slice);
+  const std::string targets =
+      in->AddNode(s + "/targets", "Slice", {rows, in->AddConst(s + "/targets_begin", Int32Vector({0, 1})), size}, slice);
   BatchOptions batch;
   batch.scope = s + "/batch";
   batch.batch_size = static_cast<int32_t>(p.batch_size());
@@ -234,9 +233,8 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
   out->vocabulary = vocabulary->words();
   out->description = absl::StrCat(
       "text ", split == text::Split::kAll ? "(all sentences)" : absl::StrCat(split_name, " split"), " of ",
-      corpus.files.size(), " files (", t.files(0), (t.files_size() > 1 ? ", ..." : ""),
-      "): ", stream->sentences, " sentences, ", stream->ids.size(), " ids with <eos> (", stream->unknown,
-      " <unk>), vocabulary ",
+      corpus.files.size(), " files (", t.files(0), (t.files_size() > 1 ? ", ..." : ""), "): ", stream->sentences,
+      " sentences, ", stream->ids.size(), " ids with <eos> (", stream->unknown, " <unk>), vocabulary ",
       vocabulary->size(), " -> ", windows, " windows of ", seq_len, " -> ",
       reader_shuffle ? "seeded permutation per epoch -> FIFO queue"
                      : (batch.shuffle ? absl::StrCat("shuffle queue (capacity ", batch.capacity, ", min_after_dequeue ",

@@ -1,6 +1,6 @@
 // CPU kernels for the training ops (engine/ops/training_ops.cc states each
 // update rule): the Apply* optimizers, their sparse forms and
-// ScatterAdd/ScatterSub; the same kernels, with kResource, serve
+// ScatterAdd/ScatterSub/ScatterUpdate; the same kernels, with kResource, serve
 // ResourceApplyGradientDescent/Momentum/Adagrad/RMSProp/Adam/Ftrl(V2),
 // ResourceSparseApplyMomentum/Adagrad/Ftrl(V2) and ResourceScatterAdd/Sub/
 // Update (variables behind handles, TrainingVars; no output). Each locks
@@ -582,6 +582,7 @@ class ScatterUpdateOp : public OpKernel {
 #define SLUICE_REGISTER_SCATTER_(T, Index)                                                                    \
   SLUICE_REGISTER_T_I_("ScatterAdd", T, Index, ScatterUpdateOp<T, Index, ScatterMode::kAdd, false>);          \
   SLUICE_REGISTER_T_I_("ScatterSub", T, Index, ScatterUpdateOp<T, Index, ScatterMode::kSub, false>);          \
+  SLUICE_REGISTER_T_I_("ScatterUpdate", T, Index, ScatterUpdateOp<T, Index, ScatterMode::kUpdate, false>);    \
   REGISTER_KERNEL_BUILDER(                                                                                    \
       Name("ResourceScatterAdd").Device(kDeviceCpu).TypeConstraint<T>("dtype").TypeConstraint<Index>("Tindices"), \
       ScatterUpdateOp<T, Index, ScatterMode::kAdd, true>);                                                    \

@@ -68,7 +68,7 @@ struct ApplyCase {
   // Applies one step to `state` in float64; `scalars` in input order.
   std::function<void(State*, const std::vector<double>& grad, const std::vector<double>& scalars)> reference;
   bool has_resource_form = false;  // "Resource" + op exists with the same inputs
-  bool resource_only = false;      // no ref form (ResourceScatterUpdate)
+  bool resource_only = false;      // no ref form
   std::string resource_type_attr = "T";  // "dtype" for ResourceScatter*
 };
 
@@ -380,12 +380,11 @@ TEST(TrainingOps, ScatterAddAndSub) {
   }
 }
 
-TEST(TrainingOps, ResourceScatterUpdateTensorAndScalar) {
+TEST(TrainingOps, ScatterUpdateTensorAndScalar) {
   for (bool scalar : {false, true}) {
     ApplyCase c;
     c.op = "ScatterUpdate";
     c.has_resource_form = true;
-    c.resource_only = true;
     c.resource_type_attr = "dtype";
     c.shape = TensorShape({4, 3});
     c.grad_shape = TensorShape({3, 3});

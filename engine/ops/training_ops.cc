@@ -1,7 +1,7 @@
 // Training ops: the optimizers' in-place updates (ApplyGradientDescent,
 // ApplyMomentum, ApplyAdagrad, ApplyRMSProp, ApplyAdam, ApplyFtrl(V2)), their
 // sparse forms (SparseApplyMomentum, SparseApplyAdagrad, SparseApplyFtrl(V2))
-// and ScatterAdd/ScatterSub, with
+// and ScatterAdd/ScatterSub/ScatterUpdate, with
 // TensorFlow's signatures (tensorflow/core/ops/training_ops.cc, state_ops.cc).
 // Each takes its variable (and slots) as ref inputs, mutates them under the
 // variables' mutexes, and outputs the variable's ref. Updates (TensorFlow's):
@@ -241,6 +241,19 @@ REGISTER_OP("ScatterSub")
     .Attr("T: {bfloat16, half, float, double, int32, int64}")
     .Attr("Tindices: {int32, int64}")
     .Attr("use_locking: bool = false")
+    .SetNotDifferentiable()
+    .SetShapeFn(shape_fns::Unchanged);
+
+// ref[indices[i], ...] = updates[i, ...] (for repeated indices the last
+// one wins).
+REGISTER_OP("ScatterUpdate")
+    .Input("ref: Ref(T)")
+    .Input("indices: Tindices")
+    .Input("updates: T")
+    .Output("output_ref: Ref(T)")
+    .Attr("T: type")
+    .Attr("Tindices: {int32, int64}")
+    .Attr("use_locking: bool = true")
     .SetNotDifferentiable()
     .SetShapeFn(shape_fns::Unchanged);
 

@@ -929,6 +929,7 @@ SLUICE_TRAINING_ENTRY_("SparseApplyFtrl");
 SLUICE_TRAINING_ENTRY_("SparseApplyFtrlV2");
 SLUICE_TRAINING_ENTRY_("ScatterAdd");
 SLUICE_TRAINING_ENTRY_("ScatterSub");
+SLUICE_TRAINING_ENTRY_("ScatterUpdate");
 #undef SLUICE_TRAINING_ENTRY_
 
 }  // namespace

@@ -155,8 +155,11 @@ class Validator {
       } else if (loss.has_mean_squared_error()) {
         CheckRef(loss.mean_squared_error(), "predictions", loss.mean_squared_error().predictions(), outputs);
         CheckRef(loss.mean_squared_error(), "targets", loss.mean_squared_error().targets(), outputs);
+      } else if (loss.has_sampled_softmax()) {
+        CheckSampledSoftmax(loss.sampled_softmax(), outputs, names);
       } else {
-        errors_->Add(loaded_.Where(m, "loss", 0), "a loss needs a kind (softmax_cross_entropy or mean_squared_error)");
+        errors_->Add(loaded_.Where(m, "loss", 0),
+                     "a loss needs a kind (softmax_cross_entropy, mean_squared_error or sampled_softmax)");
       }
       if (loss.weight() < 0 || !std::isfinite(loss.weight())) {
         Error(loss, "weight", -1, absl::StrCat("loss weight must be >= 0, got ", loss.weight()));
@@ -221,6 +224,31 @@ class Validator {
     }
   }
 
+  // `taken`: the names of layers and raw nodes (the loss's variable scope
+  // must differ from them); a second sampled_softmax adds its name.
+  void CheckSampledSoftmax(const Loss::SampledSoftmax& ss, const std::vector<std::string>& outputs,
+                           std::set<std::string>& taken) {
+    CheckRef(ss, "inputs", ss.inputs(), outputs);
+    CheckRef(ss, "labels", ss.labels(), outputs);
+    Size(ss, "num_classes", ss.num_classes(), "sampled_softmax: num_classes");
+    if (ss.num_sampled() < 1 || (ss.num_classes() > 0 && ss.num_sampled() > ss.num_classes())) {
+      Error(ss, "num_sampled", -1,
+            absl::StrCat("sampled_softmax: num_sampled must be in [1, num_classes = ", ss.num_classes(), "], got ",
+                         ss.num_sampled()));
+    }
+    if (ss.partitions() < 0 || (ss.num_classes() > 0 && ss.partitions() > ss.num_classes())) {
+      Error(ss, "partitions", -1,
+            absl::StrCat("sampled_softmax: partitions must be in [0, num_classes = ", ss.num_classes(), "], got ",
+                         ss.partitions()));
+    }
+    const std::string name = ss.name().empty() ? "sampled_softmax" : ss.name();
+    if (!taken.insert(name).second) {
+      Error(ss, "name", -1,
+            absl::StrCat("sampled_softmax: its variable scope '", name,
+                         "' is also the name of a layer, a node or another loss; set a different 'name'"));
+    }
+  }
+
   void CheckRef(const google::protobuf::Message& m, const std::string& field, const std::string& value,
                 const std::vector<std::string>& known) {
     if (value.empty()) {
@@ -267,6 +295,12 @@ class Validator {
     if (l.has_embedding()) {
       Size(l.embedding(), "vocabulary_size", l.embedding().vocabulary_size(), who + "vocabulary_size");
       Size(l.embedding(), "dimension", l.embedding().dimension(), who + "dimension");
+      const int64_t parts = l.embedding().partitions();
+      if (parts < 0 || (l.embedding().vocabulary_size() > 0 && parts > l.embedding().vocabulary_size())) {
+        Error(l.embedding(), "partitions", -1,
+              absl::StrCat(who, "partitions must be in [0, vocabulary_size = ", l.embedding().vocabulary_size(),
+                           "], got ", parts));
+      }
     }
     if (l.has_reshape()) {
       int unknown = 0;

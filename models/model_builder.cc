@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/framework/node_def_util.h"
 #include "engine/graph/graph_constructor.h"
+#include "models/embedding_ops.h"
 #include "models/lstm_layer.h"
 
 namespace sluice {
@@ -173,6 +174,55 @@ class ModelCompiler {
     info.initial_value = InitialValue(&ib, canonical, shape, init, default_glorot, fan_in, fan_out);
     out_->variables.push_back(info);
     return ref;
+  }
+
+  // A [rows, ...] variable split into `num_parts` parts by row modulo
+  // num_parts (embedding_ops.h): nodes `name`/part_<p>. Each part's initial
+  // value is its rows of the whole's (drawn as one tensor under the whole's
+  // name), so every row starts as it would in one variable. One part: a
+  // plain Variable.
+  std::vector<Output> PartitionedVariable(GraphBuilder* b, const std::string& layer, const std::string& name,
+                                          const TensorShape& shape, int64_t num_parts, const Initializer& init,
+                                          bool default_glorot, int64_t fan_in, int64_t fan_out, float l2_weight) {
+    if (num_parts <= 1) {
+      return {Variable(b, layer, name, shape, init, default_glorot, fan_in, fan_out, l2_weight)};
+    }
+    const std::string canonical = absl::StrCat(layer, "/", name);
+    const int n = static_cast<int>(num_parts);
+    const int64_t rows = shape.dim_size(0);
+    layer_bytes_[layer] += 4.0 * static_cast<double>(shape.num_elements());
+    Output whole_init;
+    if (!options_.reuse_variables) {
+      GraphBuilder ib = b->WithSubPrefix(name + "_init");
+      whole_init = InitialValue(&ib, canonical, shape, init, default_glorot, fan_in, fan_out);
+    }
+    std::vector<Output> parts;
+    for (int p = 0; p < n; ++p) {
+      std::vector<int64_t> dims(shape.dim_sizes().begin(), shape.dim_sizes().end());
+      dims[0] = PartRows(rows, n, p);
+      const TensorShape part_shape(dims);
+      const std::string part_name = absl::StrCat(name, "/part_", p);
+      AttrList attrs = {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(part_shape)}};
+      if (options_.reuse_variables) attrs["shared_name"] = MakeAttr(absl::StrCat(canonical, "/part_", p));
+      Node* var = b->AddNode(part_name, "VariableV2", {}, attrs);
+      if (var == nullptr) return {};
+      parts.push_back(Output{var, 0});
+      if (options_.reuse_variables) continue;
+      VariableInfo info;
+      info.name = var->name();
+      info.variable = var;
+      info.shape = part_shape;
+      info.l2_weight = l2_weight;
+      info.regularized = l2_weight > 0 && name == "kernel";
+      GraphBuilder ib = b->WithSubPrefix(name + "_init");
+      info.initial_value = PartOfWhole(&ib, whole_init, rows, n, p);
+      info.logical = absl::StrCat(b->prefix().empty() ? "" : b->prefix() + "/", name);
+      info.part = p;
+      info.num_parts = n;
+      info.logical_shape = shape;
+      out_->variables.push_back(info);
+    }
+    return parts;
   }
 
   Output InitialValue(GraphBuilder* b, const std::string& name, const TensorShape& shape, const Initializer& init,
@@ -387,9 +437,12 @@ class ModelCompiler {
         dims.push_back(em.dimension());
         if (!CheckFloats(l, "embedding table", {em.vocabulary_size(), em.dimension()})) return false;
         if (!CheckFloats(l, "output", dims)) return false;
-        Output table = Variable(&b, l.name(), "embeddings", TensorShape({em.vocabulary_size(), em.dimension()}),
-                                em.initializer(), true, em.vocabulary_size(), em.dimension(), l.l2_weight());
-        result->tensor = b.Op("Gather", "Gather", {table, in.tensor});
+        std::vector<Output> table =
+            PartitionedVariable(&b, l.name(), "embeddings", TensorShape({em.vocabulary_size(), em.dimension()}),
+                                em.partitions(), em.initializer(), true, em.vocabulary_size(), em.dimension(),
+                                l.l2_weight());
+        if (table.empty()) return false;
+        result->tensor = PartitionedLookup(&b, table, in.tensor);
         result->shape = PartialShape::FromDims(dims);
         return true;
       }
@@ -654,6 +707,53 @@ class ModelCompiler {
     return b->Op("mean", "Mean", {per_example, b->Const("axis", Tensor::FromVector<int32_t>({0}))});
   }
 
+  // The mean sampled softmax loss (training) or full softmax cross-entropy
+  // (evaluation), with its own weights and biases (embedding_ops.h); an
+  // invalid Output after a located config error.
+  Output SampledSoftmax(const config::Loss::SampledSoftmax& ss, GraphBuilder* lb) {
+    const std::string who = "sampled_softmax";
+    const Feature& inputs = out_->named[ss.inputs()];
+    const Feature& labels = out_->named[ss.labels()];
+    if (!inputs.tensor.valid() || !labels.tensor.valid()) return Output();
+    const PartialShape& is = inputs.shape;
+    if (BaseType(inputs.tensor.dtype()) != DT_FLOAT || !is.rank_known() || is.rank() != 2 || is.dim(1) < 0) {
+      errors_->Add(loaded_.Where(ss, "inputs"),
+                   absl::StrCat(who, ": inputs '", ss.inputs(), "' are ", DataTypeString(BaseType(inputs.tensor.dtype())),
+                                " ", ShapeString(is), "; they must be float32 [batch, dim] with dim known"));
+      return Output();
+    }
+    if (!DataTypeIsInteger(BaseType(labels.tensor.dtype())) ||
+        (labels.shape.rank_known() && labels.shape.rank() != 1)) {
+      errors_->Add(loaded_.Where(ss, "labels"),
+                   absl::StrCat(who, ": labels '", ss.labels(), "' are ", DataTypeString(BaseType(labels.tensor.dtype())),
+                                " ", ShapeString(labels.shape), "; they must be integer class ids [batch]"));
+      return Output();
+    }
+    const int64_t dim = is.dim(1), classes = ss.num_classes();
+    const std::string name = ss.name().empty() ? "sampled_softmax" : ss.name();
+    GraphBuilder vb = root_.WithSubPrefix(options_.tower.empty() ? name : absl::StrCat(options_.tower, "/", name));
+    std::vector<Output> weights = PartitionedVariable(&vb, name, "weights", TensorShape({classes, dim}), ss.partitions(),
+                                                      ss.weights_initializer(), true, dim, classes, 0);
+    std::vector<Output> biases = PartitionedVariable(&vb, name, "biases", TensorShape({classes}), ss.partitions(),
+                                                     Initializer(), false, classes, 1, 0);
+    if (weights.empty() || biases.empty()) return Output();
+    AddFlops(2.0 * static_cast<double>(dim) * static_cast<double>(options_.training ? ss.num_sampled() + 1 : classes));
+    GraphBuilder b = lb->WithSubPrefix(name);
+    Output per_example;
+    if (options_.training) {
+      SampledSoftmaxOptions o;
+      o.num_classes = classes;
+      o.num_sampled = ss.num_sampled();
+      o.remove_accidental_hits = !ss.keep_accidental_hits();
+      o.seed = options_.seed;
+      o.seed2 = OpSeed(name + "/sampler");
+      per_example = SampledSoftmaxLoss(&b, weights, biases, inputs.tensor, labels.tensor, o);
+    } else {
+      per_example = FullSoftmaxLoss(&b, weights, biases, inputs.tensor, labels.tensor, classes);
+    }
+    return per_example.valid() ? Scalarize(&b, per_example) : Output();
+  }
+
   void BuildLosses() {
     GraphBuilder b = root_.WithSubPrefix(options_.tower.empty() ? "loss" : options_.tower + "/loss");
     std::vector<Output> terms;
@@ -687,6 +787,9 @@ class ModelCompiler {
         Output d = b.Op("sqdiff", "SquaredDifference", {out_->named[m.predictions()].tensor, out_->named[m.targets()].tensor});
         Output flat = b.Op("flat", "Reshape", {d, b.Const("shape", ShapeTensor({-1}))});
         value = b.Op("mse", "Mean", {flat, b.Const("axis", Tensor::FromVector<int32_t>({0}))});
+      } else if (loss.has_sampled_softmax()) {
+        label = "sampled_softmax";
+        value = SampledSoftmax(loss.sampled_softmax(), &b);
       }
       if (!value.valid()) continue;
       if (loss.weight() != 1) value = b.Op("weighted", "Mul", {value, b.Scalar<float>("weight", loss.weight())});

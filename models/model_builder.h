@@ -33,6 +33,15 @@ struct VariableInfo {
   TensorShape shape;
   bool regularized = false;  // included in L2 regularization
   float l2_weight = 0;
+  // One part of a variable split by rows modulo num_parts (an embedding
+  // table with `partitions`): this variable holds rows part, part +
+  // num_parts, ... of the whole variable `logical` (shape logical_shape),
+  // row r at r / num_parts. Checkpoints hold the whole. A whole variable
+  // has num_parts 1 and an empty `logical`.
+  std::string logical;
+  int part = 0;
+  int num_parts = 1;
+  TensorShape logical_shape;
 };
 
 struct ModelOutputs {

@@ -24,6 +24,12 @@ Output Slot(GraphBuilder* b, const VariableInfo& var, const std::string& slot, f
   info.variable = node;
   info.shape = var.shape;
   info.initial_value = sb.Op("init", "Fill", {sb.Const("shape", ShapeOf(var.shape)), sb.Scalar<float>("value", value)});
+  if (var.num_parts > 1) {  // partitioned like its variable
+    info.logical = absl::StrCat(var.logical, "/", slot, "/var");
+    info.part = var.part;
+    info.num_parts = var.num_parts;
+    info.logical_shape = var.logical_shape;
+  }
   slots->push_back(info);
   return Output{node, 0};
 }
@@ -40,14 +46,121 @@ Node* AddGlobalStep(GraphBuilder* root, VariableInfo* info) {
   return step;
 }
 
+namespace {
+
+// The sparse update of the rows `g.sparse.indices` (distinct, see
+// SumDuplicates) of `v` by `g.sparse.values`: only those rows of the variable
+// and of its slots are read and written.
+//   SGD       ScatterSub(var, lr * g)
+//   Momentum  SparseApplyMomentum;  Adagrad  SparseApplyAdagrad
+//   RMSProp   TensorFlow's SparseApplyRMSProp rule on the rows: ms, mom, var
+//             gathered, updated as ApplyRMSProp, scattered back
+//   Adam      "lazy" Adam (tf.contrib.opt.LazyAdamOptimizer): m and v decay
+//             and update on the touched rows only, with the step's
+//             bias-corrected rate; untouched rows keep their m, v and value.
+//             (TensorFlow's AdamOptimizer decays every row of m and v each
+//             step, which costs the whole table per step.)
+Node* SparseApply(const config::Optimizer& o, const VariableInfo& v, const IndexedSlices& g, Output lr, Node* step,
+                  GraphBuilder* root, GraphBuilder& ub, std::vector<VariableInfo>* slots) {
+  Output var{v.variable, 0};
+  Output idx = g.indices, values = g.values;
+  auto gather = [&](const std::string& name, Output slot) { return ub.Op(name, "Gather", {slot, idx}); };
+  switch (o.kind_case()) {
+    case config::Optimizer::kSgd:
+      return ub.AddNode("apply", "ScatterSub", {var, idx, ub.Op("scaled", "Mul", {lr, values})});
+    case config::Optimizer::kMomentum: {
+      Output accum = Slot(root, v, "momentum", 0.0f, slots);
+      return ub.AddNode("apply", "SparseApplyMomentum",
+                        {var, accum, lr, values, idx, ub.Scalar<float>("momentum", o.momentum().momentum())},
+                        {{"use_nesterov", MakeAttr(o.momentum().nesterov())}});
+    }
+    case config::Optimizer::kAdagrad: {
+      Output accum = Slot(root, v, "accumulator", o.adagrad().initial_accumulator(), slots);
+      return ub.AddNode("apply", "SparseApplyAdagrad", {var, accum, lr, values, idx});
+    }
+    case config::Optimizer::kRmsprop: {
+      Output ms = Slot(root, v, "rms", 1.0f, slots);
+      Output mom = Slot(root, v, "momentum", 0.0f, slots);
+      Output rho = ub.Scalar<float>("decay", o.rmsprop().decay());
+      Output one = ub.Scalar<float>("one", 1.0f);
+      // ms' = ms * rho + g^2 * (1 - rho); mom' = mom * momentum + lr * g / sqrt(ms' + eps); var -= mom'.
+      Output g2 = ub.Op("grad_sq", "Mul", {values, values});
+      Output ms_new = ub.Op("ms_new", "Add", {ub.Op("ms_decayed", "Mul", {gather("ms_rows", ms), rho}),
+                                              ub.Op("ms_in", "Mul", {g2, ub.Op("one_minus_rho", "Sub", {one, rho})})});
+      Output denom = ub.Op("denom", "Sqrt", {ub.Op("ms_eps", "Add", {ms_new, ub.Scalar<float>("epsilon", o.rmsprop().epsilon())})});
+      Output mom_new = ub.Op("mom_new", "Add",
+                             {ub.Op("mom_decayed", "Mul", {gather("mom_rows", mom), ub.Scalar<float>("momentum", o.rmsprop().momentum())}),
+                              ub.Op("step", "RealDiv", {ub.Op("lr_g", "Mul", {lr, values}), denom})});
+      Node* set_ms = ub.AddNode("update_ms", "ScatterUpdate", {ms, idx, ms_new});
+      Node* set_mom = ub.AddNode("update_mom", "ScatterUpdate", {mom, idx, mom_new});
+      if (set_ms == nullptr || set_mom == nullptr) return nullptr;
+      return ub.WithControlDependencies({set_ms, set_mom}).AddNode("apply", "ScatterSub", {var, idx, mom_new});
+    }
+    case config::Optimizer::kAdam: {
+      Output m = Slot(root, v, "m", 0.0f, slots);
+      Output vv = Slot(root, v, "v", 0.0f, slots);
+      Output t = ub.Op("t", "Cast", {ub.Op("step_plus_one", "Add", {Output{step, 0}, ub.Scalar<int64_t>("one_step", 1)})},
+                       {{"SrcT", MakeAttr(DT_INT64)}, {"DstT", MakeAttr(DT_FLOAT)}});
+      Output one = ub.Scalar<float>("one", 1.0f);
+      Output beta1 = ub.Scalar<float>("beta1", o.adam().beta1());
+      Output beta2 = ub.Scalar<float>("beta2", o.adam().beta2());
+      // lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t), as ApplyAdam.
+      Output lr_t = ub.Op("lr_t", "RealDiv",
+                          {ub.Op("lr_sqrt", "Mul", {lr, ub.Op("sqrt_1_b2t", "Sqrt", {ub.Op("one_minus_b2t", "Sub",
+                                                                                          {one, ub.Op("beta2_power", "Pow", {beta2, t})})})}),
+                           ub.Op("one_minus_b1t", "Sub", {one, ub.Op("beta1_power", "Pow", {beta1, t})})});
+      // m' = m + (g - m)(1 - beta1); v' = v + (g^2 - v)(1 - beta2).
+      Output m_rows = gather("m_rows", m), v_rows = gather("v_rows", vv);
+      Output m_new = ub.Op("m_new", "Add", {m_rows, ub.Op("m_step", "Mul", {ub.Op("g_minus_m", "Sub", {values, m_rows}),
+                                                                             ub.Op("one_minus_b1", "Sub", {one, beta1})})});
+      Output v_new = ub.Op("v_new", "Add",
+                           {v_rows, ub.Op("v_step", "Mul", {ub.Op("g2_minus_v", "Sub", {ub.Op("grad_sq", "Mul", {values, values}), v_rows}),
+                                                            ub.Op("one_minus_b2", "Sub", {one, beta2})})});
+      Output update = ub.Op("update", "RealDiv",
+                            {ub.Op("lr_m", "Mul", {lr_t, m_new}),
+                             ub.Op("denom", "Add", {ub.Op("sqrt_v", "Sqrt", {v_new}), ub.Scalar<float>("epsilon", o.adam().epsilon())})});
+      Node* set_m = ub.AddNode("update_m", "ScatterUpdate", {m, idx, m_new});
+      Node* set_v = ub.AddNode("update_v", "ScatterUpdate", {vv, idx, v_new});
+      if (set_m == nullptr || set_v == nullptr) return nullptr;
+      return ub.WithControlDependencies({set_m, set_v}).AddNode("apply", "ScatterSub", {var, idx, update});
+    }
+    default:
+      return nullptr;
+  }
+}
+
+// One value row per distinct index (TensorFlow's
+// _deduplicate_indexed_slices: Unique, then UnsortedSegmentSum), so a row
+// looked up twice in a batch is updated once with its summed gradient, as
+// the dense update would.
+IndexedSlices SumDuplicates(GraphBuilder* b, const IndexedSlices& g) {
+  Node* unique = b->AddNode("unique", "Unique", {g.indices});
+  if (unique == nullptr) return g;
+  IndexedSlices out;
+  out.indices = Output{unique, 0};
+  out.values = b->Op("summed", "UnsortedSegmentSum",
+                     {g.values, Output{unique, 1}, b->Op("count", "Size", {out.indices})});
+  out.dense_shape = g.dense_shape;
+  return out;
+}
+
+}  // namespace
+
 absl::Status BuildApplyOps(const config::Optimizer& o, const std::vector<VariableInfo>& variables,
-                           const std::vector<Output>& gradients, Output lr, Node* step, GraphBuilder* root,
+                           const std::vector<Gradient>& gradients, Output lr, Node* step, GraphBuilder* root,
                            GraphBuilder b, std::vector<VariableInfo>* slots, std::vector<Node*>* updates) {
   for (size_t i = 0; i < variables.size(); ++i) {
     const VariableInfo& v = variables[i];
     Output var{v.variable, 0};
-    Output g = gradients[i];
     GraphBuilder ub = b.WithSubPrefix(v.name);
+    if (o.kind_case() == config::Optimizer::KIND_NOT_SET) return absl::InvalidArgumentError("no optimizer configured");
+    if (gradients[i].is_sparse) {
+      Node* update = SparseApply(o, v, gradients[i].sparse, lr, step, root, ub, slots);
+      if (update == nullptr) return ub.ok() ? absl::InternalError("no sparse update for this optimizer") : ub.status();
+      updates->push_back(update);
+      continue;
+    }
+    Output g = gradients[i].dense;
     Node* update = nullptr;
     switch (o.kind_case()) {
       case config::Optimizer::kSgd:
@@ -159,7 +272,9 @@ absl::Status BuildSyncOps(const config::Optimizer& o, const std::vector<Variable
   }
   if (!sb.ok()) return sb.status();
   std::vector<Node*> updates;
-  absl::Status s = BuildApplyOps(o, variables, averaged, out->learning_rate, step, root, b, &out->slots, &updates);
+  std::vector<Gradient> averaged_grads(averaged.size());
+  for (size_t i = 0; i < averaged.size(); ++i) averaged_grads[i].dense = averaged[i];
+  absl::Status s = BuildApplyOps(o, variables, averaged_grads, out->learning_rate, step, root, b, &out->slots, &updates);
   if (!s.ok()) return s;
   Node* increment = sb.WithControlDependencies(updates).AddNode("increment_step", "AssignAdd",
                                                                 {Output{step, 0}, sb.Scalar<int64_t>("one", 1)});
@@ -204,32 +319,54 @@ absl::Status BuildTrainingOps(const config::Optimizer& o, const std::vector<Vari
   std::vector<Gradient> grads;
   absl::Status s = AddSymbolicGradients(root->graph(), {loss}, xs, {}, &grads, "gradients");
   if (!s.ok()) return s;
+  // Sparse gradients (embedding lookups) stay sparse, their duplicate rows
+  // summed, and update only their rows; with sync replication the
+  // accumulators take dense gradients.
   std::vector<Output> dense(grads.size());
+  std::vector<Gradient> applied(grads.size());
   GraphBuilder gb = root->WithSubPrefix("gradients");
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].present()) {
       return absl::InvalidArgumentError(
           absl::StrCat("variable '", variables[i].name, "' does not affect the loss; nothing would train it"));
     }
-    dense[i] = DenseGradient(&gb, grads[i]);
+    if (grads[i].is_sparse && sync == nullptr) {
+      GraphBuilder db = gb.WithSubPrefix(absl::StrCat(variables[i].name, "/deduplicate"));
+      applied[i].is_sparse = true;
+      applied[i].sparse = SumDuplicates(&db, grads[i].sparse);
+    } else {
+      applied[i].dense = DenseGradient(&gb, grads[i]);
+    }
   }
-  // Global norm, and clipping when configured.
+  // Global norm, and clipping when configured (of a sparse gradient: its
+  // summed rows, whose norm is the dense gradient's).
+  auto tensor_of = [](Gradient& g) -> Output& { return g.is_sparse ? g.sparse.values : g.dense; };
   GraphBuilder nb = b.WithSubPrefix("global_norm");
   std::vector<Output> squares;
-  for (const Output& g : dense) squares.push_back(nb.Op("half_sq", "L2Loss", {g}));
+  for (Gradient& g : applied) squares.push_back(nb.Op("half_sq", "L2Loss", {tensor_of(g)}));
   Output sum = squares.size() == 1 ? squares[0] : nb.Op("sum", "AddN", squares);
   out->global_norm = nb.Op("norm", "Sqrt", {nb.Op("twice", "Mul", {sum, nb.Scalar<float>("two", 2.0f)})});
   if (o.clip_global_norm() > 0) {
     GraphBuilder cb = b.WithSubPrefix("clip");
     Output clip = cb.Scalar<float>("clip_norm", o.clip_global_norm());
     Output scale = cb.Op("scale", "Div", {clip, cb.Op("max", "Maximum", {out->global_norm, clip})});
-    for (Output& g : dense) g = cb.Op("clipped", "Mul", {g, scale});
+    for (Gradient& g : applied) tensor_of(g) = cb.Op("clipped", "Mul", {tensor_of(g), scale});
+  }
+  // Histogram summaries read dense gradients: a sparse one is densified
+  // only when a summary fetches it.
+  for (size_t i = 0; i < applied.size(); ++i) {
+    if (!applied[i].is_sparse) {
+      dense[i] = applied[i].dense;
+      continue;
+    }
+    GraphBuilder hb = gb.WithSubPrefix(absl::StrCat(variables[i].name, "/for_summaries"));
+    dense[i] = DenseGradient(&hb, applied[i]);
   }
   for (size_t i = 0; i < variables.size(); ++i) out->gradients.push_back({variables[i].name, dense[i]});
   if (sync != nullptr) return BuildSyncOps(o, variables, dense, *sync, step, root, b, out);
 
   std::vector<Node*> updates;
-  s = BuildApplyOps(o, variables, dense, out->learning_rate, step, root, b, &out->slots, &updates);
+  s = BuildApplyOps(o, variables, applied, out->learning_rate, step, root, b, &out->slots, &updates);
   if (!s.ok()) return s;
   GraphBuilder after = b.WithControlDependencies(updates);
   Node* increment = after.AddNode("increment_step", "AssignAdd", {Output{step, 0}, after.Scalar<int64_t>("one", 1)});

@@ -2,6 +2,10 @@
 // every trainable variable (engine/graph/gradients.h), optional clipping by
 // global norm, slot variables, and one Apply* update per variable
 // (SGD, Momentum/Nesterov, Adagrad, RMSProp, Adam); then global_step += 1.
+// A sparse gradient (IndexedSlices, from an embedding lookup) has its
+// duplicate rows summed and updates only those rows of the variable and its
+// slots (ScatterSub, SparseApply*; Adam is "lazy" on sparse gradients: see
+// optimizer.cc), so a step costs nothing proportional to the table's size.
 // The learning rate comes from a scalar float placeholder fed each step.
 // Thread safety: one builder per graph.
 #ifndef SLUICE_MODELS_OPTIMIZER_H_
@@ -12,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "configs/experiment.pb.h"
+#include "engine/graph/gradients.h"
 #include "engine/graph/graph_builder.h"
 #include "models/model_builder.h"
 
@@ -67,10 +72,11 @@ absl::Status BuildTrainingOps(const config::Optimizer& optimizer, const std::vec
                               Output loss, Node* global_step, const VariableInfo& global_step_info, GraphBuilder* b,
                               TrainingOps* out, const SyncReplicas* sync = nullptr);
 
-// One update op per variable (Apply*, creating the optimizer's slots under
+// One update op per variable (Apply*, or the sparse update of a sparse
+// gradient whose indices are distinct; creating the optimizer's slots under
 // `root`), with names under `b`'s prefix.
 absl::Status BuildApplyOps(const config::Optimizer& optimizer, const std::vector<VariableInfo>& variables,
-                           const std::vector<Output>& gradients, Output learning_rate, Node* global_step,
+                           const std::vector<Gradient>& gradients, Output learning_rate, Node* global_step,
                            GraphBuilder* root, GraphBuilder b, std::vector<VariableInfo>* slots,
                            std::vector<Node*>* updates);
 

@@ -123,8 +123,12 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
   out->global_step = ops.global_step->name();
   out->global_norm = ops.global_norm.name();
   for (const auto& [v, g] : ops.gradients) out->gradients.push_back({v, g.name()});
-  for (const VariableInfo& v : train_model.variables) out->variables.push_back({v.name, v.shape, true});
-  for (const VariableInfo& v : ops.slots) out->variables.push_back({v.name, v.shape, false});
+  for (const auto* list : {&train_model.variables, &ops.slots}) {
+    for (const VariableInfo& v : *list) {
+      out->variables.push_back({v.name, v.shape, list == &train_model.variables, v.logical, v.part, v.num_parts,
+                                v.logical_shape});
+    }
+  }
   if (replicated) {
     GraphBuilder rb = b.WithSubPrefix("ready");
     for (const VariableInfo& v : all) {

@@ -23,6 +23,13 @@ struct VariableSummary {
   std::string name;
   TensorShape shape;
   bool trainable = true;  // false: optimizer slots and the global step
+  // A part of a variable split by rows (VariableInfo::logical): checkpoints
+  // hold the whole `logical` (shape logical_shape), row r of it in part
+  // r % num_parts at row r / num_parts. Whole variables: num_parts 1.
+  std::string logical;
+  int part = 0;
+  int num_parts = 1;
+  TensorShape logical_shape;
 };
 
 struct TrainingGraph {

@@ -79,6 +79,7 @@ absl::StatusOr<ReplicaDevices> AssignReplicaDevices(const ReplicaDeviceOptions& 
     std::string pinned_by;
     bool has_variable = false;
     bool worker_local = false;
+    int part = -1;  // of a partitioned variable
     int64_t bytes = 0;
     std::string device;
   };
@@ -105,6 +106,8 @@ absl::StatusOr<ReplicaDevices> AssignReplicaDevices(const ReplicaDeviceOptions& 
       group.has_variable = true;
       if (counted.insert(SharedResourceKey(*n)).second) group.bytes += VariableBytes(n);
       for (const std::string& local : options.worker_local) group.worker_local |= n->name() == local;
+      auto part = options.partition_of.find(n->name());
+      if (part != options.partition_of.end() && group.part < 0) group.part = part->second;
     }
   }
   // The global step's group first.
@@ -116,9 +119,26 @@ absl::StatusOr<ReplicaDevices> AssignReplicaDevices(const ReplicaDeviceOptions& 
   ReplicaDevices result;
   result.bytes_per_ps.assign(options.ps_tasks.size(), 0);
   size_t next = 0;
+  // The global step on ps 0; then the parts of partitioned variables: part
+  // p on ps p mod #ps.
+  if (const Node* step = g.FindNode(options.global_step)) {
+    Group& group = by_root[groups.Find(step->id())];
+    if (group.has_variable && group.pinned.empty() && !group.worker_local) {
+      group.device = options.ps_tasks[0];
+      result.bytes_per_ps[0] += group.bytes;
+      next = 1;
+    }
+  }
   for (int root : variable_roots) {
     Group& group = by_root[root];
-    if (!group.pinned.empty() || group.worker_local) continue;
+    if (group.part < 0 || !group.pinned.empty() || group.worker_local || !group.device.empty()) continue;
+    const size_t ps = static_cast<size_t>(group.part) % options.ps_tasks.size();
+    group.device = options.ps_tasks[ps];
+    result.bytes_per_ps[ps] += group.bytes;
+  }
+  for (int root : variable_roots) {
+    Group& group = by_root[root];
+    if (!group.pinned.empty() || group.worker_local || !group.device.empty()) continue;
     size_t ps = 0;
     if (options.round_robin) {
       ps = next++ % options.ps_tasks.size();

@@ -9,7 +9,8 @@
 // shared variables). A group holding a variable goes to a ps task as a whole
 // (a variable with its optimizer slots and their updates), the group of the
 // global step to ps 0 first, the others to the ps task with the fewest bytes
-// so far (TensorFlow's greedy load balancing) or round robin. Every other
+// so far (TensorFlow's greedy load balancing) or round robin; the parts of a
+// partitioned variable go one per ps task, round robin. Every other
 // group runs on this worker. A node that names a job keeps its device (its
 // group follows it); a device without a job ("/device:CPU:1") is on this
 // worker.
@@ -39,6 +40,11 @@ struct ReplicaDeviceOptions {
   std::string global_step;
   // Variables that stay on this worker (a sync replica's local step).
   std::vector<std::string> worker_local;
+  // Parts of partitioned variables (models/embedding_ops.h) by node name ->
+  // part index: the group of part p goes to ps task p mod #ps, so a table's
+  // parts spread over the ps tasks (placed right after the global step,
+  // before the other groups are balanced).
+  std::map<std::string, int> partition_of;
 };
 
 struct ReplicaDevices {

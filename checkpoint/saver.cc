@@ -25,6 +25,16 @@ std::string ShapeAndSliceSpec(const SaveableVariable& v) {
 
 std::string SnapshotNode(const std::string& scope, size_t i) { return absl::StrCat(scope, "/snapshot_", i); }
 
+// int32 rows part, part + n, ... below `rows`: the rows of part `part` of n.
+std::string PartRowIds(GraphDefBuilder& b, const std::string& name, int64_t rows, size_t n, size_t part) {
+  auto scalar = [&](const std::string& what, int64_t v) {
+    return b.Const(absl::StrCat(name, "/", what), Tensor::Scalar<int32_t>(static_cast<int32_t>(v)));
+  };
+  return b.Node(name, "Range",
+                {scalar("start", static_cast<int64_t>(part)), scalar("limit", rows), scalar("delta", static_cast<int64_t>(n))},
+                {{"Tidx", MakeAttr(DT_INT32)}});
+}
+
 }  // namespace
 
 void AddRestoreNodes(const std::string& scope, const std::vector<SaveableVariable>& variables,
@@ -36,7 +46,16 @@ void AddRestoreNodes(const std::string& scope, const std::vector<SaveableVariabl
     const SaveableVariable& v = variables[i];
     const std::string name = b.Const(absl::StrCat(scope, "/name_", i), Tensor::Scalar<tstring>(checkpoint_names[i]));
     std::string restored;
-    if (v.slice_spec.empty()) {
+    if (!v.mod_parts.empty()) {
+      // The whole, its shape checked against this run's (a slice spanning
+      // every dim; a checkpoint of TensorFlow-style slices assembles too).
+      SaveableVariable whole = v;
+      whole.slice_spec = absl::StrJoin(std::vector<std::string>(v.full_shape.dims(), "-"), ":");
+      const std::string spec = b.Const(absl::StrCat(scope, "/shape_and_slice_", i),
+                                       Tensor::Scalar<tstring>(ShapeAndSliceSpec(whole)));
+      restored = b.Node(absl::StrCat(scope, "/restore_", i), "RestoreSlice", {filename, name, spec},
+                        {{"dt", MakeAttr(v.dtype)}});
+    } else if (v.slice_spec.empty()) {
       restored = b.Node(absl::StrCat(scope, "/restore_", i), "RestoreAndCheck", {filename, name},
                         {{"dt", MakeAttr(v.dtype)}});
     } else {
@@ -45,7 +64,18 @@ void AddRestoreNodes(const std::string& scope, const std::vector<SaveableVariabl
       restored = b.Node(absl::StrCat(scope, "/restore_", i), "RestoreSlice", {filename, name, spec},
                         {{"dt", MakeAttr(v.dtype)}});
     }
-    assigns.push_back(b.Assign(absl::StrCat(scope, "/assign_", i), v.node, restored, v.dtype));
+    if (v.mod_parts.empty()) {
+      assigns.push_back(b.Assign(absl::StrCat(scope, "/assign_", i), v.node, restored, v.dtype));
+      continue;
+    }
+    const int64_t rows = v.full_shape.dims() > 0 ? v.full_shape.dim_size(0) : 0;
+    for (size_t p = 0; p < v.mod_parts.size(); ++p) {
+      const std::string part = absl::StrCat(scope, "/restore_", i, "/part_", p);
+      const std::string ids = PartRowIds(b, part + "/rows", rows, v.mod_parts.size(), p);
+      const std::string value = b.Node(part + "/value", "Gather", {restored, ids},
+                                       {{"Tparams", MakeAttr(v.dtype)}, {"Tindices", MakeAttr(DT_INT32)}});
+      assigns.push_back(b.Assign(absl::StrCat(scope, "/assign_", i, "/part_", p), v.mod_parts[p], value, v.dtype));
+    }
   }
   b.NoOp(scope + "/restore_all", assigns);
   for (const NodeDef& n : b.graph().node()) *graph->add_node() = n;
@@ -58,6 +88,18 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(SaverOptions options, std::
   if (options.retention.keep < 0) return absl::InvalidArgumentError("Saver: keep must be >= 0");
   std::set<std::string> keys;
   for (SaveableVariable& v : variables) {
+    if (!v.mod_parts.empty()) {
+      if (v.name.empty()) return absl::InvalidArgumentError("Saver: a partitioned variable needs a name");
+      if (!v.slice_spec.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("Saver: '", v.name, "' has both mod_parts and a slice_spec"));
+      }
+      if (v.full_shape.dims() < 1 || v.full_shape.dim_size(0) < static_cast<int64_t>(v.mod_parts.size()) ||
+          v.full_shape.dim_size(0) > INT32_MAX) {
+        return absl::InvalidArgumentError(absl::StrCat("Saver: partitioned variable '", v.name, "' of shape ",
+                                                       v.full_shape.DebugString(), " cannot have ", v.mod_parts.size(),
+                                                       " parts (rows must be in [parts, 2^31 - 1])"));
+      }
+    }
     if (v.name.empty()) v.name = v.node;
     if (!keys.insert(EntryKey(v.name, v.slice_spec)).second) {
       return absl::InvalidArgumentError(absl::StrCat("Saver: variable '", v.name, "' listed twice"));
@@ -111,8 +153,24 @@ GraphDef Saver::SaverGraph() const {
   GraphDef graph;
   GraphDefBuilder b;
   for (size_t i = 0; i < variables_.size(); ++i) {
-    b.Node(SnapshotNode(options_.scope, i), "_CheckpointSnapshot", {variables_[i].node},
-           {{"T", MakeAttr(variables_[i].dtype)}});
+    const SaveableVariable& v = variables_[i];
+    if (v.mod_parts.empty()) {
+      b.Node(SnapshotNode(options_.scope, i), "_CheckpointSnapshot", {v.node}, {{"T", MakeAttr(v.dtype)}});
+      continue;
+    }
+    // The whole tensor: each part's snapshot stitched in at its rows.
+    const size_t n = v.mod_parts.size();
+    const int64_t rows = v.full_shape.dims() > 0 ? v.full_shape.dim_size(0) : 0;
+    std::vector<std::string> ids, parts;
+    for (size_t p = 0; p < n; ++p) {
+      const std::string part = absl::StrCat(SnapshotNode(options_.scope, i), "/part_", p);
+      ids.push_back(PartRowIds(b, part + "/rows", rows, n, p));
+      parts.push_back(b.Node(part, "_CheckpointSnapshot", {v.mod_parts[p]}, {{"T", MakeAttr(v.dtype)}}));
+    }
+    std::vector<std::string> inputs = ids;
+    inputs.insert(inputs.end(), parts.begin(), parts.end());
+    b.Node(SnapshotNode(options_.scope, i), "DynamicStitch", inputs,
+           {{"N", MakeAttr(static_cast<int64_t>(n))}, {"T", MakeAttr(v.dtype)}});
   }
   graph = b.graph();
   std::vector<std::string> names;

@@ -46,7 +46,14 @@ struct SaveableVariable {
   std::string name;  // "" means the node name
   DataType dtype = DT_FLOAT;
   std::string slice_spec;  // "" for a whole variable
-  TensorShape full_shape;  // only with slice_spec
+  TensorShape full_shape;  // only with slice_spec or mod_parts
+  // A variable held in parts split by rows modulo mod_parts.size() (models'
+  // partitioned embeddings, models/embedding_ops.h): row r of the whole
+  // (shape full_shape) is row r / N of node mod_parts[r % N]; `node` is not
+  // used. The checkpoint holds the whole tensor under `name` (stitched from
+  // the parts' snapshots), and a restore assigns each part its rows of it,
+  // so a checkpoint restores into any number of parts, one included.
+  std::vector<std::string> mod_parts;
 };
 
 struct SaverOptions {
@@ -119,7 +126,8 @@ class Saver {
 // Builds the restore nodes for `variables` under `scope`: a string
 // placeholder <scope>/filename, and <scope>/restore_all, a NoOp that restores
 // every variable from the checkpoint `checkpoint_names[i]` (RestoreAndCheck, or
-// RestoreSlice for partitions) and assigns it.
+// RestoreSlice for partitions) and assigns it (for mod_parts: each part its
+// rows, gathered from the whole).
 void AddRestoreNodes(const std::string& scope, const std::vector<SaveableVariable>& variables,
                      const std::vector<std::string>& checkpoint_names, GraphDef* graph);
 

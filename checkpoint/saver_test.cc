@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "engine/platform/fault_env.h"
 #include "checkpoint/tensor_bundle_writer.h"
@@ -330,6 +331,101 @@ TEST(Saver, PartitionedVariableRoundTripsAndWarmStartsWhole) {
   absl::Status s = WarmStart(session->get(), {{"whole", "", DT_FLOAT}}, ws);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(Fetch(session->get(), "read_whole"), "1 2 3 4 5 6");
+}
+
+// A [10, 2] table split into `parts` variables by row modulo parts (row r at
+// r / parts of part r % parts), in container `c`; `init` sets row r to
+// (10 r, 10 r + 1) + offset. Read nodes read_<p>.
+struct ModTable {
+  ModTable(const std::string& c, int parts, float offset) : container(c) {
+    GraphDefBuilder b;
+    std::vector<std::string> inits;
+    for (int p = 0; p < parts; ++p) {
+      std::vector<float> rows;
+      for (int r = p; r < 10; r += parts) rows.insert(rows.end(), {10.0f * r + offset, 10.0f * r + 1 + offset});
+      const int64_t n = static_cast<int64_t>(rows.size()) / 2;
+      const std::string name = parts == 1 ? "table" : absl::StrCat("table/part_", p);
+      std::string v = b.Variable(name, DT_FLOAT, TensorShape({n, 2}), c);
+      inits.push_back(b.Assign(absl::StrCat("init_", p), v,
+                               b.Const(absl::StrCat("value_", p), Tensor::FromVector<float>(rows, TensorShape({n, 2}))),
+                               DT_FLOAT));
+      b.Identity(absl::StrCat("read_", p), v, DT_FLOAT);
+      saveable.mod_parts.push_back(name);
+    }
+    b.NoOp("init", inits);
+    graph = b.graph();
+    saveable.name = "table";
+    saveable.full_shape = TensorShape({10, 2});
+    if (parts == 1) {  // a whole variable, saved as one
+      saveable.node = "table";
+      saveable.mod_parts.clear();
+      saveable.full_shape = TensorShape();
+    }
+  }
+  std::string container;
+  GraphDef graph;
+  SaveableVariable saveable;
+};
+
+TEST(Saver, ModPartitionedVariableRestoresIntoAnotherNumberOfParts) {
+  SaverOptions o;
+  o.run_dir = FreshTestDir("run_mod_parts");
+  ModTable four("saver_mod4", 4, 0.0f);
+  auto saver = Saver::Create(o, {four.saveable});
+  ASSERT_TRUE(saver.ok()) << saver.status();
+  Session::Reset({four.container});
+  auto session = NewSession();
+  ASSERT_TRUE((*session)->Create(four.graph).ok());
+  ASSERT_TRUE((*saver)->Extend(session->get()).ok());
+  RunTarget(session->get(), "init");
+  ASSERT_TRUE((*saver)->Save(session->get(), 5).ok());
+  ASSERT_TRUE((*saver)->Wait().ok());
+  // The checkpoint holds the whole table, rows in id order.
+  auto reader = CheckpointReader::Open((*saver)->last_checkpoint());
+  ASSERT_TRUE(reader.ok());
+  auto whole = (*reader)->ReadTensor("table");
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(whole->shape(), TensorShape({10, 2}));
+  EXPECT_EQ(whole->SummarizeValue(20), "0 1 10 11 20 21 30 31 40 41 50 51 60 61 70 71 80 81 90 91");
+  // Restored into 3 parts, and into one variable: every row where it belongs.
+  for (int parts : {3, 1, 4}) {
+    SCOPED_TRACE(absl::StrCat(parts, " parts"));
+    ModTable target(absl::StrCat("saver_mod_to", parts), parts, 0.5f);
+    SaverOptions to = o;
+    auto restorer = Saver::Create(to, {target.saveable});
+    ASSERT_TRUE(restorer.ok()) << restorer.status();
+    Session::Reset({target.container});
+    auto fresh = NewSession();
+    ASSERT_TRUE((*fresh)->Create(target.graph).ok());
+    ASSERT_TRUE((*restorer)->Extend(fresh->get()).ok());
+    auto step = (*restorer)->RestoreLatest(fresh->get());
+    ASSERT_TRUE(step.ok()) << step.status();
+    EXPECT_EQ(*step, 5);
+    for (int p = 0; p < parts; ++p) {
+      std::string want;
+      for (int r = p; r < 10; r += parts) absl::StrAppend(&want, want.empty() ? "" : " ", 10 * r, " ", 10 * r + 1);
+      std::vector<Tensor> out;
+      ASSERT_TRUE((*fresh)->Run({}, {absl::StrCat("read_", p)}, {}, &out).ok());
+      EXPECT_EQ(out[0].SummarizeValue(20), want) << "part " << p;
+    }
+  }
+  // A table of another size is an error naming both shapes.
+  ModTable twelve("saver_mod_wrong", 3, 0.0f);
+  SaveableVariable wrong = twelve.saveable;
+  wrong.full_shape = TensorShape({12, 2});
+  auto bad = Saver::Create(o, {wrong});
+  ASSERT_TRUE(bad.ok());
+  Session::Reset({twelve.container});
+  auto other = NewSession();
+  ASSERT_TRUE((*other)->Create(twelve.graph).ok());
+  ASSERT_TRUE((*bad)->Extend(other->get()).ok());
+  auto failed = (*bad)->RestoreLatest(other->get());
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("[10,2]"), std::string::npos) << failed.status();
+  // Parts that cannot split the table are refused up front.
+  SaveableVariable too_many = four.saveable;
+  too_many.full_shape = TensorShape({3, 2});
+  EXPECT_EQ(Saver::Create(o, {too_many}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(WarmStart, MapsNamesAndReportsMissingOnes) {

@@ -38,6 +38,11 @@ absl::Status WarmStartFromBundle(Session* session, const std::vector<SaveableVar
       return absl::NotFoundError(absl::StrCat("warm start: TensorFlow checkpoint ", prefix, " has no tensor '", name,
                                               "' for variable '", OwnName(v), "'"));
     }
+    if (!v.mod_parts.empty()) {
+      return absl::UnimplementedError(absl::StrCat("warm start: variable '", OwnName(v), "' is partitioned; warm start "
+                                                   "it from a Sluice checkpoint (ckpt convert turns a TensorFlow "
+                                                   "checkpoint into one), not from a TensorFlow checkpoint prefix"));
+    }
     if (!v.slice_spec.empty() || e->slices_size() > 0) {
       return absl::UnimplementedError(absl::StrCat("warm start: variable '", OwnName(v), "' from TensorFlow checkpoint ",
                                                    prefix, ": partitioned (sliced) tensors in a TensorFlow checkpoint "

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -350,6 +351,38 @@ int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::
   return code;
 }
 
+// What checkpoints hold: each variable by its name, and a partitioned one
+// (models/embedding_ops.h) once, as its whole logical variable stitched from
+// its parts, so a run restores into another number of partitions.
+// `trainable` gets one flag per entry.
+std::vector<checkpoint::SaveableVariable> Saveables(const models::TrainingGraph& tg, std::vector<bool>* trainable) {
+  std::vector<checkpoint::SaveableVariable> out;
+  std::map<std::string, size_t> logical_at;
+  for (const auto& v : tg.variables) {
+    checkpoint::SaveableVariable sv;
+    sv.dtype = v.name == tg.global_step ? DT_INT64 : DT_FLOAT;
+    if (v.num_parts <= 1) {
+      sv.node = v.name;
+      sv.name = v.name;
+    } else {
+      auto [it, fresh] = logical_at.emplace(v.logical, out.size());
+      if (!fresh) {
+        checkpoint::SaveableVariable& whole = out[it->second];
+        if (static_cast<int>(whole.mod_parts.size()) <= v.part) whole.mod_parts.resize(v.part + 1);
+        whole.mod_parts[v.part] = v.name;
+        continue;
+      }
+      sv.name = v.logical;
+      sv.full_shape = v.logical_shape;
+      sv.mod_parts.resize(v.num_parts);
+      sv.mod_parts[v.part] = v.name;
+    }
+    out.push_back(sv);
+    trainable->push_back(v.trainable);
+  }
+  return out;
+}
+
 }  // namespace
 
 int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& err) {
@@ -495,6 +528,9 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     ro.round_robin = e.replication().ps_strategy() == config::Replication::ROUND_ROBIN;
     ro.global_step = tg.global_step;
     if (!tg.local_step.empty()) ro.worker_local.push_back(tg.local_step);
+    for (const auto& v : tg.variables) {
+      if (v.num_parts > 1) ro.partition_of[v.name] = v.part;
+    }
     auto assigned = models::AssignReplicaDevices(ro, &tg.graph);
     if (!assigned.ok()) {
       err << options.config_path << ": error: placing the replica: " << assigned.status().message() << "\n";
@@ -671,13 +707,8 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   saver_options.retention.keep = e.checkpoint().keep();
   saver_options.retention.keep_every_hours = e.checkpoint().keep_every_hours();
   saver_options.config_hash = config_hash;
-  std::vector<checkpoint::SaveableVariable> saveables;
-  for (const auto& v : tg.variables) {
-    checkpoint::SaveableVariable sv;
-    sv.node = v.name;
-    sv.dtype = v.name == tg.global_step ? DT_INT64 : DT_FLOAT;
-    saveables.push_back(sv);
-  }
+  std::vector<bool> trainable;
+  const std::vector<checkpoint::SaveableVariable> saveables = Saveables(tg, &trainable);
   std::unique_ptr<checkpoint::Saver> saver;
   if (chief) {
     auto saver_or = checkpoint::Saver::Create(saver_options, saveables);
@@ -734,11 +765,9 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       const std::set<std::string> listed(w.variables().begin(), w.variables().end());
       std::set<std::string> wanted = listed;  // those not found yet
       std::vector<checkpoint::SaveableVariable> chosen;
-      for (const auto& v : tg.variables) {
-        if (!v.trainable || (!listed.empty() && wanted.erase(v.name) == 0)) continue;
-        checkpoint::SaveableVariable sv;
-        sv.node = v.name;
-        chosen.push_back(sv);
+      for (size_t i = 0; i < saveables.size(); ++i) {
+        if (!trainable[i] || (!listed.empty() && wanted.erase(saveables[i].name) == 0)) continue;
+        chosen.push_back(saveables[i]);
       }
       if (!wanted.empty()) {
         err << options.config_path << ": error: checkpoint.warm_start.variables: '" << *wanted.begin()

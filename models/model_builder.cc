@@ -730,6 +730,13 @@ class ModelCompiler {
       return Output();
     }
     const int64_t dim = is.dim(1), classes = ss.num_classes();
+    const double bytes = 4.0 * static_cast<double>(classes) * static_cast<double>(dim), memory = MachineMemoryBytes();
+    if (memory > 0 ? bytes > memory : static_cast<double>(classes) * static_cast<double>(dim) > kMaxTensorElements) {
+      errors_->Add(loaded_.Where(ss, "num_classes"),
+                   absl::StrFormat("%s: its weights [%d,%d] need %.1f GiB, more than this machine's %.1f GiB of memory",
+                                   who, classes, dim, bytes / (1024.0 * 1024 * 1024), memory / (1024.0 * 1024 * 1024)));
+      return Output();
+    }
     const std::string name = ss.name().empty() ? "sampled_softmax" : ss.name();
     GraphBuilder vb = root_.WithSubPrefix(options_.tower.empty() ? name : absl::StrCat(options_.tower, "/", name));
     std::vector<Output> weights = PartitionedVariable(&vb, name, "weights", TensorShape({classes, dim}), ss.partitions(),

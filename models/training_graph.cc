@@ -103,6 +103,12 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
     if (!s.ok()) return s;
     if (!errors->empty()) return absl::OkStatus();
     out->eval_loss = eval_model.total_loss.name();
+    // exp(eval loss) is a perplexity when that loss is one sampled softmax's
+    // full cross-entropy, unweighted and without L2 terms.
+    bool regularized = false;
+    for (const VariableInfo& v : train_model.variables) regularized |= v.regularized;
+    out->eval_perplexity = e.model().loss_size() == 1 && e.model().loss(0).has_sampled_softmax() &&
+                           e.model().loss(0).weight() == 1 && !regularized;
     for (const auto& [name, t] : eval_model.metrics) out->eval_metrics.push_back({name, t.name()});
   }
 

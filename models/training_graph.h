@@ -43,6 +43,9 @@ struct TrainingGraph {
   std::vector<std::pair<std::string, std::string>> train_metrics;  // (name, scalar tensor)
   std::vector<std::pair<std::string, std::string>> eval_metrics;
   std::string eval_loss;        // "" without an eval pipeline
+  // The model's one loss is a sampled_softmax: eval_loss is a full softmax
+  // cross-entropy, whose exp is the perplexity.
+  bool eval_perplexity = false;
   InputPipeline train_input;
   InputPipeline eval_input;
   bool has_eval = false;

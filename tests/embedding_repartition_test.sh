@@ -22,6 +22,9 @@ grep -q "sampled_softmax/weights/part_1" "$SCRATCH/p2.log" || fail "the plan lis
 want_eval=$(eval_loss "$SCRATCH/p2.log")
 want_stats=$(table_stats "$SCRATCH/run/checkpoints/ckpt-40")
 [[ -n "$want_eval" && -n "$want_stats" ]] || fail "no eval loss or table in the checkpoint: $(tail -5 "$SCRATCH/p2.log")"
+# The eval loss is the full softmax cross-entropy; its exp is reported as the perplexity.
+grep -q "^eval at step 40: loss $want_eval perplexity [0-9.]* " "$SCRATCH/p2.log" ||
+  fail "no perplexity in the eval line: $(grep "^eval at" "$SCRATCH/p2.log")"
 [[ $(echo "$want_stats" | grep -c "\[10,256\]") == 1 ]] || fail "the checkpoint does not hold the whole [10,256] weights: $want_stats"
 
 step=40

@@ -825,6 +825,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   if (tg.has_eval) {
     eval_options.loss = tg.eval_loss;
     eval_options.metrics = tg.eval_metrics;
+    eval_options.perplexity = tg.eval_perplexity;
     eval_options.examples_per_epoch = tg.eval_input.examples_per_epoch;
     eval_options.batch_size = e.input().eval().batch_size();
   }

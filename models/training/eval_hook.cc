@@ -1,6 +1,8 @@
 // EvalHook (see eval_hook.h).
 #include "models/training/eval_hook.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "monitoring/progress.h"
 #include "absl/strings/str_format.h"
@@ -50,6 +52,7 @@ absl::StatusOr<EvalValues> EvalHook::Evaluate(Session* session, int64_t* example
   }
   EvalValues values;
   values.push_back({"loss", sums[0] / examples});
+  if (options_.perplexity) values.push_back({"perplexity", std::exp(sums[0] / examples)});
   for (size_t k = 0; k < options_.metrics.size(); ++k) values.push_back({options_.metrics[k].first, sums[k + 1] / examples});
   if (examples_out != nullptr) *examples_out = examples;
   return values;

@@ -45,6 +45,10 @@ struct EvalHookOptions {
   std::string results_file;  // appended to; "" for none
   Env* env = Env::Default();  // for the results file
   bool tty = false;          // the progress line is redrawn in place: start a new line first
+  // Also report "perplexity", exp of the (example-weighted mean) loss, after
+  // the loss: a model whose one loss is a sampled_softmax (its eval loss is
+  // the full softmax cross-entropy).
+  bool perplexity = false;
 };
 
 class EvalHook : public TrainingHook {

@@ -3,6 +3,7 @@
 // (none when preempted), and failures.
 #include "models/training/eval_hook.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -88,6 +89,20 @@ TEST_F(EvalHookTest, EvaluatesEveryNStepsBeforeTheLastAndAtTheEnd) {
   EXPECT_EQ(listener.calls[2].second[0].first, "loss");
   EXPECT_DOUBLE_EQ(listener.calls[2].second[0].second, 1.8);
   EXPECT_EQ(listener.calls[2].second[1].first, "accuracy");
+}
+
+TEST_F(EvalHookTest, PerplexityIsExpOfTheMeanLoss) {
+  options_.every_steps = 0;
+  options_.perplexity = true;
+  RecordingListener listener;
+  EvalHook hook(options_, {&listener}, &out_, &err_);
+  RunSteps(5, {&hook});
+  // exp(1.8) = 6.0496.
+  EXPECT_EQ(out_.str(), "eval at step 5: loss 1.8000 perplexity 6.0496 accuracy 0.5000 (250 examples)\n");
+  ASSERT_EQ(listener.calls.size(), 1u);
+  ASSERT_EQ(listener.calls[0].second.size(), 3u);
+  EXPECT_EQ(listener.calls[0].second[1].first, "perplexity");
+  EXPECT_DOUBLE_EQ(listener.calls[0].second[1].second, std::exp(1.8));
 }
 
 TEST_F(EvalHookTest, ResultsAreAppendedAndATerminalGetsANewLineFirst) {

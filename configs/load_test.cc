@@ -51,7 +51,7 @@ TEST(Load, BaseConfigIsValid) {
 
 TEST(Load, ShippedConfigsAreValid) {
   for (const char* path : {"configs/fashion_mlp.pbtxt", "configs/fashion_cnn.pbtxt", "configs/fashion_logreg.pbtxt",
-                           "configs/figure1_relu.pbtxt"}) {
+                           "configs/figure1_relu.pbtxt", "configs/fashion_sampled_softmax.pbtxt"}) {
     auto loaded = LoadExperimentFile(path);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     ApplyDefaults(&(*loaded)->experiment);
@@ -159,7 +159,27 @@ INSTANTIATE_TEST_SUITE_P(
         Broken{"negative_l2", "flatten {}", "flatten {} l2_weight: -1", "3:l2_weight", "l2_weight must be >= 0"},
         Broken{"bad_reshape", "flatten {}", "reshape { shape: -1 shape: -1 }", "", "at most one reshape dim"},
         Broken{"no_input", "input { train { idx { images: \"", "inputx { train { idx { images: \"", "8:inputx",
-               "did you mean 'input'"}),
+               "did you mean 'input'"},
+        Broken{"embedding_partitions_past_vocabulary", "flatten {}",
+               "embedding { vocabulary_size: 5 dimension: 2 partitions: 6 }", "3:partitions",
+               "partitions must be in [0, vocabulary_size = 5], got 6"},
+        Broken{"negative_embedding_partitions", "flatten {}",
+               "embedding { vocabulary_size: 5 dimension: 2 partitions: -1 }", "3:partitions", "got -1"},
+        Broken{"sampled_softmax_too_many_samples", "softmax_cross_entropy { logits: \"logits\" labels: \"label\" }",
+               "sampled_softmax { inputs: \"fc1\" labels: \"label\" num_classes: 10 num_sampled: 11 }", "6:num_sampled",
+               "num_sampled must be in [1, num_classes = 10], got 11"},
+        Broken{"sampled_softmax_without_classes", "softmax_cross_entropy { logits: \"logits\" labels: \"label\" }",
+               "sampled_softmax { inputs: \"fc1\" labels: \"label\" num_sampled: 2 }", "6:sampled_softmax",
+               "num_classes must be > 0"},
+        Broken{"sampled_softmax_dangling_inputs", "softmax_cross_entropy { logits: \"logits\" labels: \"label\" }",
+               "sampled_softmax { inputs: \"fc\" labels: \"label\" num_classes: 10 num_sampled: 2 }", "6:inputs",
+               "did you mean 'fc1'"},
+        Broken{"sampled_softmax_name_of_a_layer", "softmax_cross_entropy { logits: \"logits\" labels: \"label\" }",
+               "sampled_softmax { inputs: \"fc1\" labels: \"label\" num_classes: 10 num_sampled: 2 name: \"fc1\" }",
+               "6:name", "set a different 'name'"},
+        Broken{"sampled_softmax_partitions_past_classes", "softmax_cross_entropy { logits: \"logits\" labels: \"label\" }",
+               "sampled_softmax { inputs: \"fc1\" labels: \"label\" num_classes: 10 num_sampled: 2 partitions: 12 }",
+               "6:partitions", "partitions must be in [0, num_classes = 10], got 12"}),
     [](const ::testing::TestParamInfo<Broken>& info) { return info.param.name; });
 
 TEST(Load, ReportsAllSemanticErrorsAtOnce) {

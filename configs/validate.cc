@@ -156,7 +156,7 @@ class Validator {
         CheckRef(loss.mean_squared_error(), "predictions", loss.mean_squared_error().predictions(), outputs);
         CheckRef(loss.mean_squared_error(), "targets", loss.mean_squared_error().targets(), outputs);
       } else if (loss.has_sampled_softmax()) {
-        CheckSampledSoftmax(loss.sampled_softmax(), outputs, names);
+        CheckSampledSoftmax(loss, outputs, names);
       } else {
         errors_->Add(loaded_.Where(m, "loss", 0),
                      "a loss needs a kind (softmax_cross_entropy, mean_squared_error or sampled_softmax)");
@@ -226,12 +226,19 @@ class Validator {
 
   // `taken`: the names of layers and raw nodes (the loss's variable scope
   // must differ from them); a second sampled_softmax adds its name.
-  void CheckSampledSoftmax(const Loss::SampledSoftmax& ss, const std::vector<std::string>& outputs,
-                           std::set<std::string>& taken) {
+  // Unset sizes are located at the loss's `sampled_softmax`.
+  void CheckSampledSoftmax(const Loss& loss, const std::vector<std::string>& outputs, std::set<std::string>& taken) {
+    const Loss::SampledSoftmax& ss = loss.sampled_softmax();
     CheckRef(ss, "inputs", ss.inputs(), outputs);
     CheckRef(ss, "labels", ss.labels(), outputs);
-    Size(ss, "num_classes", ss.num_classes(), "sampled_softmax: num_classes");
-    if (ss.num_sampled() < 1 || (ss.num_classes() > 0 && ss.num_sampled() > ss.num_classes())) {
+    if (ss.num_classes() == 0) {
+      Error(loss, "sampled_softmax", -1, "sampled_softmax: num_classes must be > 0, got 0 (it is required)");
+    } else {
+      Size(ss, "num_classes", ss.num_classes(), "sampled_softmax: num_classes");
+    }
+    if (ss.num_sampled() == 0) {
+      Error(loss, "sampled_softmax", -1, "sampled_softmax: num_sampled must be >= 1, got 0 (it is required)");
+    } else if (ss.num_sampled() < 1 || (ss.num_classes() > 0 && ss.num_sampled() > ss.num_classes())) {
       Error(ss, "num_sampled", -1,
             absl::StrCat("sampled_softmax: num_sampled must be in [1, num_classes = ", ss.num_classes(), "], got ",
                          ss.num_sampled()));

@@ -195,6 +195,7 @@ struct BuiltModel {
   std::string loss;
   std::map<std::string, std::string> update_op;  // variable -> op of its update
   std::map<std::string, std::string> named;      // layer -> tensor
+  std::set<std::string> accumulators;            // ops of sync replication's accumulators
   std::string learning_rate;                     // placeholder
   float learning_rate_value = 0;                 // the optimizer's
 
@@ -205,7 +206,10 @@ struct BuiltModel {
   }
 };
 
-BuiltModel BuildFrom(const std::string& text, const std::vector<FeatureSpec>& features, bool training = true) {
+// With `sync`, the training ops of a synchronous replica (one of one):
+// "train_step" runs the chief's step, "sync_init" prepares it.
+BuiltModel BuildFrom(const std::string& text, const std::vector<FeatureSpec>& features, bool training = true,
+                     bool sync = false) {
   BuiltModel r;
   auto loaded = config::ParseExperiment("test.pbtxt", text);
   EXPECT_TRUE(loaded.ok()) << loaded.status();
@@ -235,8 +239,17 @@ BuiltModel BuildFrom(const std::string& text, const std::vector<FeatureSpec>& fe
   std::vector<VariableInfo> all = model.variables;
   if (training) {
     TrainingOps ops;
-    s = BuildTrainingOps((*loaded)->experiment.optimizer(), model.variables, model.total_loss, step, step_info, &b, &ops);
+    SyncReplicas one;
+    s = BuildTrainingOps((*loaded)->experiment.optimizer(), model.variables, model.total_loss, step, step_info, &b, &ops,
+                         sync ? &one : nullptr);
     EXPECT_TRUE(s.ok()) << s;
+    if (!s.ok()) return r;
+    if (sync) {
+      ops.train_op = ops.sync.chief_step;
+      b.WithControlDependencies({ops.sync.chief_init, ops.sync.local_init}).AddNode("sync_init", "NoOp", {});
+      all.push_back(VariableInfo{ops.sync.local_step->name(), ops.sync.local_step,
+                                 b.Const("local_step_init", Tensor::Scalar<int64_t>(0)), TensorShape({})});
+    }
     all.insert(all.end(), ops.slots.begin(), ops.slots.end());
     r.learning_rate = ops.learning_rate.name();
     const config::Optimizer& o = (*loaded)->experiment.optimizer();
@@ -250,6 +263,7 @@ BuiltModel BuildFrom(const std::string& text, const std::vector<FeatureSpec>& fe
   r.variables = all;
   graph.ToGraphDef(&r.def);
   for (const NodeDef& n : r.def.node()) {
+    if (n.op().find("Accumulator") != std::string::npos) r.accumulators.insert(n.op());
     if (n.input_size() > 0 && (n.op().rfind("Apply", 0) == 0 || n.op().rfind("SparseApply", 0) == 0 ||
                                n.op().rfind("Scatter", 0) == 0)) {
       r.update_op[n.input(0)] = n.op();
@@ -389,6 +403,37 @@ TEST(PartitionedEmbedding, SgdStepIsTheDenseStepWithDuplicateIdsSummed) {
         EXPECT_EQ(after[id * 3 + j], before[id * 3 + j]) << "untouched id " << id;
       }
     }
+  }
+}
+
+TEST(PartitionedEmbedding, SyncReplicaStepUpdatesOnlyTheRowsThroughSparseAccumulators) {
+  // One replica of one: the chief's sync step applies the same update as a
+  // plain step, and its embedding parts go through sparse accumulators.
+  std::vector<float> plain;
+  for (bool sync : {false, true}) {
+    SCOPED_TRACE(sync ? "sync" : "plain");
+    BuiltModel m = BuildFrom(EmbeddingModel(3, "adagrad { learning_rate: 0.2 }"), kIdsAndTargets, true, sync);
+    ASSERT_FALSE(m.loss.empty());
+    if (sync) {
+      EXPECT_TRUE(m.accumulators.count("SparseConditionalAccumulator"));
+      EXPECT_TRUE(m.accumulators.count("SparseAccumulatorTakeGradient"));
+      EXPECT_TRUE(m.accumulators.count("ConditionalAccumulator"));  // the dense layer's
+    }
+    for (int p = 0; p < 3; ++p) {
+      EXPECT_EQ(m.update_op[absl::StrCat("emb/embeddings/part_", p)], "SparseApplyAdagrad") << "part " << p;
+    }
+    auto s = OpenSession(m.def);
+    RunGraph(s.get(), {}, {}, {"init"});
+    if (sync) RunGraph(s.get(), {}, {}, {"sync_init"});
+    const std::vector<float> before = WholeTable(s.get(), m, 11);
+    for (int step = 0; step < 3; ++step) RunGraph(s.get(), m.Train(Batch(step)), {m.loss}, {"train_step"});
+    const std::vector<float> after = WholeTable(s.get(), m, 11);
+    if (!sync) {
+      plain = after;
+      continue;
+    }
+    for (size_t i = 0; i < after.size(); ++i) EXPECT_EQ(after[i], plain[i]) << "element " << i;
+    EXPECT_NE(after, before);
   }
 }
 

@@ -211,10 +211,11 @@ absl::Status BuildApplyOps(const config::Optimizer& o, const std::vector<Variabl
 
 namespace {
 
-// The sync replication ops (see TrainingOps::Sync); `dense` are this
-// worker's (clipped) gradients.
+// The sync replication ops (see TrainingOps::Sync); `grads` are this
+// worker's (clipped) gradients. A sparse one (distinct rows) goes through a
+// SparseConditionalAccumulator, and its average updates those rows only.
 absl::Status BuildSyncOps(const config::Optimizer& o, const std::vector<VariableInfo>& variables,
-                          const std::vector<Output>& dense, const SyncReplicas& sync, Node* step, GraphBuilder* root,
+                          const std::vector<Gradient>& grads, const SyncReplicas& sync, Node* step, GraphBuilder* root,
                           GraphBuilder b, TrainingOps* out) {
   GraphBuilder sb = b.WithSubPrefix("sync");
   TrainingOps::Sync& ops = out->sync;
@@ -234,7 +235,8 @@ absl::Status BuildSyncOps(const config::Optimizer& o, const std::vector<Variable
   std::vector<Node*> applied;
   for (size_t i = 0; i < variables.size(); ++i) {
     GraphBuilder vb = sb.WithSubPrefix(variables[i].name);
-    Node* acc = vb.AddNode("accumulator", "ConditionalAccumulator", {},
+    const bool sparse = grads[i].is_sparse;
+    Node* acc = vb.AddNode("accumulator", sparse ? "SparseConditionalAccumulator" : "ConditionalAccumulator", {},
                            {{"dtype", MakeAttr(DT_FLOAT)},
                             {"shape", MakeAttr(variables[i].shape)},
                             {"_class", MakeAttr(std::vector<std::string>{
@@ -243,8 +245,17 @@ absl::Status BuildSyncOps(const config::Optimizer& o, const std::vector<Variable
     ops.accumulators.push_back(acc);
     ops.stale.push_back(vb.AddNode("stale", "AccumulatorNumStale", {Output{acc, 0}}));
     if (ops.aggregated == nullptr) ops.aggregated = vb.AddNode("aggregated", "AccumulatorLastTaken", {Output{acc, 0}});
-    Node* apply = vb.AddNode("apply_gradient", "AccumulatorApplyGradient", {Output{acc, 0}, local_step, dense[i]},
-                             {{"dtype", MakeAttr(DT_FLOAT)}});
+    auto int64_of = [&vb](const std::string& name, Output x) {
+      return x.dtype() == DT_INT64 ? x
+                                   : vb.Op(name, "Cast", {x}, {{"SrcT", MakeAttr(x.dtype())}, {"DstT", MakeAttr(DT_INT64)}});
+    };
+    Node* apply =
+        sparse ? vb.AddNode("apply_gradient", "SparseAccumulatorApplyGradient",
+                            {Output{acc, 0}, local_step, int64_of("indices_int64", grads[i].sparse.indices),
+                             grads[i].sparse.values, int64_of("shape_int64", grads[i].sparse.dense_shape)},
+                            {{"dtype", MakeAttr(DT_FLOAT)}, {"has_known_shape", MakeAttr(true)}})
+               : vb.AddNode("apply_gradient", "AccumulatorApplyGradient", {Output{acc, 0}, local_step, grads[i].dense},
+                            {{"dtype", MakeAttr(DT_FLOAT)}});
     if (apply == nullptr) return vb.status();
     applied.push_back(apply);
   }
@@ -262,18 +273,23 @@ absl::Status BuildSyncOps(const config::Optimizer& o, const std::vector<Variable
   // The chief: the average of each variable's gradients, applied; the step
   // advanced; a token per worker.
   GraphBuilder after_own = sb.WithControlDependencies(applied);
-  std::vector<Output> averaged;
+  std::vector<Gradient> averaged_grads(variables.size());
+  Output num_required = sb.Scalar<int32_t>("replicas_to_aggregate", sync.replicas_to_aggregate);
   for (size_t i = 0; i < variables.size(); ++i) {
-    averaged.push_back(after_own.WithSubPrefix(variables[i].name)
-                           .Op("take_gradient", "AccumulatorTakeGradient",
-                               {Output{ops.accumulators[i], 0},
-                                sb.Scalar<int32_t>("replicas_to_aggregate", sync.replicas_to_aggregate)},
-                               {{"dtype", MakeAttr(DT_FLOAT)}}));
+    GraphBuilder tb = after_own.WithSubPrefix(variables[i].name);
+    if (!grads[i].is_sparse) {
+      averaged_grads[i].dense = tb.Op("take_gradient", "AccumulatorTakeGradient",
+                                      {Output{ops.accumulators[i], 0}, num_required}, {{"dtype", MakeAttr(DT_FLOAT)}});
+      continue;
+    }
+    Node* take = tb.AddNode("take_gradient", "SparseAccumulatorTakeGradient", {Output{ops.accumulators[i], 0}, num_required},
+                            {{"dtype", MakeAttr(DT_FLOAT)}});
+    if (take == nullptr) return tb.status();
+    averaged_grads[i].is_sparse = true;
+    averaged_grads[i].sparse = IndexedSlices{Output{take, 1}, Output{take, 0}, Output{take, 2}};
   }
   if (!sb.ok()) return sb.status();
   std::vector<Node*> updates;
-  std::vector<Gradient> averaged_grads(averaged.size());
-  for (size_t i = 0; i < averaged.size(); ++i) averaged_grads[i].dense = averaged[i];
   absl::Status s = BuildApplyOps(o, variables, averaged_grads, out->learning_rate, step, root, b, &out->slots, &updates);
   if (!s.ok()) return s;
   Node* increment = sb.WithControlDependencies(updates).AddNode("increment_step", "AssignAdd",
@@ -320,8 +336,8 @@ absl::Status BuildTrainingOps(const config::Optimizer& o, const std::vector<Vari
   absl::Status s = AddSymbolicGradients(root->graph(), {loss}, xs, {}, &grads, "gradients");
   if (!s.ok()) return s;
   // Sparse gradients (embedding lookups) stay sparse, their duplicate rows
-  // summed, and update only their rows; with sync replication the
-  // accumulators take dense gradients.
+  // summed, and update only their rows (with sync replication through
+  // sparse accumulators).
   std::vector<Output> dense(grads.size());
   std::vector<Gradient> applied(grads.size());
   GraphBuilder gb = root->WithSubPrefix("gradients");
@@ -330,7 +346,7 @@ absl::Status BuildTrainingOps(const config::Optimizer& o, const std::vector<Vari
       return absl::InvalidArgumentError(
           absl::StrCat("variable '", variables[i].name, "' does not affect the loss; nothing would train it"));
     }
-    if (grads[i].is_sparse && sync == nullptr) {
+    if (grads[i].is_sparse) {
       GraphBuilder db = gb.WithSubPrefix(absl::StrCat(variables[i].name, "/deduplicate"));
       applied[i].is_sparse = true;
       applied[i].sparse = SumDuplicates(&db, grads[i].sparse);
@@ -363,7 +379,7 @@ absl::Status BuildTrainingOps(const config::Optimizer& o, const std::vector<Vari
     dense[i] = DenseGradient(&hb, applied[i]);
   }
   for (size_t i = 0; i < variables.size(); ++i) out->gradients.push_back({variables[i].name, dense[i]});
-  if (sync != nullptr) return BuildSyncOps(o, variables, dense, *sync, step, root, b, out);
+  if (sync != nullptr) return BuildSyncOps(o, variables, applied, *sync, step, root, b, out);
 
   std::vector<Node*> updates;
   s = BuildApplyOps(o, variables, applied, out->learning_rate, step, root, b, &out->slots, &updates);

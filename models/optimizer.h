@@ -55,7 +55,7 @@ struct TrainingOps {
 
 // Synchronous data-parallel training (OSDI §4.4, Figure 8; TensorFlow's
 // SyncReplicasOptimizer): one ConditionalAccumulator per variable (colocated
-// with it) and a token queue beside the global step (models/replication has
+// with it; a SparseConditionalAccumulator for a sparse gradient) and a token queue beside the global step (models/replication has
 // their ops, which must be linked to run the graph).
 struct SyncReplicas {
   int replicas_to_aggregate = 1;

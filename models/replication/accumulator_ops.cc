@@ -3,8 +3,12 @@
 // AccumulatorApplyGradient, AccumulatorTakeGradient, AccumulatorSetGlobalStep,
 // AccumulatorNumAccumulated; plus AccumulatorNumStale and AccumulatorLastTaken
 // (ours: the gradients dropped as stale, and how many the last take averaged,
-// for /metrics). CPU kernels beside them; the accumulator
-// itself is conditional_accumulator.h.
+// for /metrics); and the sparse accumulator's SparseConditionalAccumulator,
+// SparseAccumulatorApplyGradient and SparseAccumulatorTakeGradient (the
+// Accumulator* ops above serve both kinds). CPU kernels beside them; the
+// accumulator itself is conditional_accumulator.h.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_def.h"
 #include "engine/framework/op_kernel.h"
@@ -46,6 +50,42 @@ REGISTER_OP("AccumulatorTakeGradient")
     .Attr("dtype: {float, double}")
     .SetShapeFn(shape_fns::Unknown);
 
+REGISTER_OP("SparseConditionalAccumulator")
+    .Output("handle: Ref(string)")
+    .Attr("dtype: {float, double}")
+    .Attr("shape: shape")
+    .Attr("container: string = ''")
+    .Attr("shared_name: string = ''")
+    .Attr("reduction_type: string = 'MEAN'")
+    .SetIsStateful()
+    .SetShapeFn(HandleShape);
+
+// gradient_shape is checked against the accumulator's shape when
+// has_known_shape (the variable's rows are the accumulator's).
+REGISTER_OP("SparseAccumulatorApplyGradient")
+    .Input("handle: Ref(string)")
+    .Input("local_step: int64")
+    .Input("gradient_indices: int64")
+    .Input("gradient_values: dtype")
+    .Input("gradient_shape: int64")
+    .Attr("dtype: {float, double}")
+    .Attr("has_known_shape: bool")
+    .SetShapeFn(shape_fns::Unknown);
+
+REGISTER_OP("SparseAccumulatorTakeGradient")
+    .Input("handle: Ref(string)")
+    .Input("num_required: int32")
+    .Output("indices: int64")
+    .Output("values: dtype")
+    .Output("shape: int64")
+    .Attr("dtype: {float, double}")
+    .SetShapeFn([](InferenceContext* c) {
+      c->set_output(0, PartialShape::FromDims({kUnknownDim}));
+      c->set_output(1, PartialShape::Unknown());
+      c->set_output(2, PartialShape::FromDims({kUnknownDim}));
+      return absl::OkStatus();
+    });
+
 REGISTER_OP("AccumulatorSetGlobalStep")
     .Input("handle: Ref(string)")
     .Input("new_global_step: int64")
@@ -68,6 +108,19 @@ REGISTER_OP("AccumulatorLastTaken")
 
 namespace {
 
+// What the ResourceMgr keeps: the accumulator and the handle tensor that the
+// accumulator op outputs by reference; one type for both kinds (the
+// Accumulator* ops serve both).
+struct AccumulatorWithHandle : public ResourceBase {
+  AccumulatorWithHandle(std::shared_ptr<ConditionalAccumulator> a, Tensor h)
+      : accumulator(std::move(a)), handle(std::move(h)) {}
+  std::string DebugString() const override { return accumulator->DebugString(); }
+  std::shared_ptr<ConditionalAccumulator> accumulator;
+  absl::Mutex handle_mu;
+  Tensor handle;
+};
+
+template <bool kSparse>
 class ConditionalAccumulatorOp : public OpKernel {
  public:
   explicit ConditionalAccumulatorOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -89,30 +142,21 @@ class ConditionalAccumulatorOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     auto a = ctx->resource_manager()->LookupOrCreate<AccumulatorWithHandle>(
         rn_.container, rn_.name, [this]() -> absl::StatusOr<std::shared_ptr<AccumulatorWithHandle>> {
-          auto made = ConditionalAccumulator::Create(rn_.name, dtype_, shape_, reduction_);
+          auto made = kSparse ? ConditionalAccumulator::CreateSparse(rn_.name, dtype_, shape_, reduction_)
+                              : ConditionalAccumulator::Create(rn_.name, dtype_, shape_, reduction_);
           if (!made.ok()) return made.status();
           return std::make_shared<AccumulatorWithHandle>(std::move(made).value(), MakeHandle(rn_));
         });
     OP_REQUIRES_OK(ctx, a.status());
-    OP_REQUIRES(ctx, (*a)->accumulator->dtype() == dtype_,
+    OP_REQUIRES(ctx, (*a)->accumulator->dtype() == dtype_ && (*a)->accumulator->sparse() == kSparse,
                 absl::InvalidArgumentError(absl::StrCat(NodeContext(def()), "accumulator '", rn_.name,
                                                         "' already exists with dtype ",
-                                                        DataTypeString((*a)->accumulator->dtype()))));
+                                                        DataTypeString((*a)->accumulator->dtype()),
+                                                        (*a)->accumulator->sparse() ? " (sparse)" : " (dense)")));
     AccumulatorWithHandle* held = a->get();
     ctx->set_output_ref(0, &held->handle_mu, &held->handle, std::move(a).value());
   }
   bool IsExpensive() const override { return false; }
-
-  // What the ResourceMgr keeps: the accumulator and the handle tensor that
-  // the op outputs by reference.
-  struct AccumulatorWithHandle : public ResourceBase {
-    AccumulatorWithHandle(std::shared_ptr<ConditionalAccumulator> a, Tensor h)
-        : accumulator(std::move(a)), handle(std::move(h)) {}
-    std::string DebugString() const override { return accumulator->DebugString(); }
-    std::shared_ptr<ConditionalAccumulator> accumulator;
-    absl::Mutex handle_mu;
-    Tensor handle;
-  };
 
  private:
   ResourceName rn_;
@@ -120,7 +164,7 @@ class ConditionalAccumulatorOp : public OpKernel {
   PartialShape shape_;
   ConditionalAccumulator::Reduction reduction_ = ConditionalAccumulator::Reduction::kMean;
 };
-using AccumulatorResource = ConditionalAccumulatorOp::AccumulatorWithHandle;
+using AccumulatorResource = AccumulatorWithHandle;
 
 absl::StatusOr<std::shared_ptr<ConditionalAccumulator>> LookupAccumulator(OpKernelContext* ctx) {
   auto held = LookupFromHandle<AccumulatorResource>(ctx, 0);
@@ -171,6 +215,72 @@ class TakeGradientOp : public AsyncOpKernel {
   }
 };
 
+class SparseApplyGradientOp : public OpKernel {
+ public:
+  explicit SparseApplyGradientOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("has_known_shape", &has_known_shape_));
+  }
+  void Compute(OpKernelContext* ctx) override {
+    auto a = LookupAccumulator(ctx);
+    OP_REQUIRES_OK(ctx, a.status());
+    auto step = ScalarInt64(ctx, 1, "local_step");
+    OP_REQUIRES_OK(ctx, step.status());
+    const Tensor& shape = ctx->input(4);
+    const Tensor& values = ctx->input(3);
+    if (has_known_shape_) {
+      // The dense shape must be [rows, values' row dims...].
+      bool same = shape.dtype() == DT_INT64 && shape.dims() == 1 && shape.NumElements() == values.dims();
+      for (int d = 1; same && d < values.dims(); ++d) same = shape.data<int64_t>()[d] == values.dim_size(d);
+      OP_REQUIRES(ctx, same,
+                  absl::InvalidArgumentError(absl::StrCat("gradient_shape ", shape.DebugString(),
+                                                          " does not match gradient_values of shape ",
+                                                          values.shape().DebugString())));
+    }
+    OP_REQUIRES_OK(ctx, (*a)->ApplySparseGradient(*step, ctx->input(2), values));
+  }
+
+ private:
+  bool has_known_shape_ = false;
+};
+
+class SparseTakeGradientOp : public AsyncOpKernel {
+ public:
+  using AsyncOpKernel::AsyncOpKernel;
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    auto held = LookupFromHandle<AccumulatorResource>(ctx, 0);
+    OP_REQUIRES_OK_ASYNC(ctx, held.status(), done);
+    std::shared_ptr<ConditionalAccumulator> a = (*held)->accumulator;
+    const Tensor& n = ctx->input(1);
+    OP_REQUIRES_ASYNC(ctx, n.dtype() == DT_INT32 && n.dims() == 0,
+                      absl::InvalidArgumentError(absl::StrCat("num_required must be an int32 scalar, got ",
+                                                              n.DebugString())),
+                      done);
+    a->TryTakeSparseGradient(n.scalar<int32_t>(), ctx->cancellation_manager(),
+                             [ctx, done, a](const absl::Status& s, Tensor indices, Tensor values) {
+                               if (!s.ok()) {
+                                 ctx->SetStatus(s);
+                                 done();
+                                 return;
+                               }
+                               // The dense shape: the rows' count is the
+                               // accumulator's (or the largest index + 1).
+                               Tensor shape(DT_INT64, TensorShape({values.dims()}));
+                               for (int d = 0; d < values.dims(); ++d) {
+                                 shape.data<int64_t>()[d] = values.dim_size(d);
+                               }
+                               int64_t rows = 0;
+                               for (int64_t i = 0; i < indices.NumElements(); ++i) {
+                                 rows = std::max(rows, indices.data<int64_t>()[i] + 1);
+                               }
+                               shape.data<int64_t>()[0] = std::max(rows, a->rows());
+                               ctx->set_output(0, std::move(indices));
+                               ctx->set_output(1, std::move(values));
+                               ctx->set_output(2, std::move(shape));
+                               done();
+                             });
+  }
+};
+
 class SetGlobalStepOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -203,7 +313,10 @@ using NumAccumulatedOp = AccumulatorScalarOp<int32_t, &ConditionalAccumulator::n
 using NumStaleOp = AccumulatorScalarOp<int64_t, &ConditionalAccumulator::num_stale>;
 using LastTakenOp = AccumulatorScalarOp<int32_t, &ConditionalAccumulator::last_taken>;
 
-REGISTER_KERNEL_BUILDER(Name("ConditionalAccumulator").Device(kDeviceCpu), ConditionalAccumulatorOp);
+REGISTER_KERNEL_BUILDER(Name("ConditionalAccumulator").Device(kDeviceCpu), ConditionalAccumulatorOp<false>);
+REGISTER_KERNEL_BUILDER(Name("SparseConditionalAccumulator").Device(kDeviceCpu), ConditionalAccumulatorOp<true>);
+REGISTER_KERNEL_BUILDER(Name("SparseAccumulatorApplyGradient").Device(kDeviceCpu), SparseApplyGradientOp);
+REGISTER_KERNEL_BUILDER(Name("SparseAccumulatorTakeGradient").Device(kDeviceCpu), SparseTakeGradientOp);
 REGISTER_KERNEL_BUILDER(Name("AccumulatorApplyGradient").Device(kDeviceCpu), ApplyGradientOp);
 REGISTER_KERNEL_BUILDER(Name("AccumulatorTakeGradient").Device(kDeviceCpu), TakeGradientOp);
 REGISTER_KERNEL_BUILDER(Name("AccumulatorSetGlobalStep").Device(kDeviceCpu), SetGlobalStepOp);

@@ -437,6 +437,11 @@ class ModelCompiler {
         dims.push_back(em.dimension());
         if (!CheckFloats(l, "embedding table", {em.vocabulary_size(), em.dimension()})) return false;
         if (!CheckFloats(l, "output", dims)) return false;
+        if (em.partitions() < 0 || em.partitions() > em.vocabulary_size()) {  // validate.cc says so first
+          LayerError(l, absl::StrCat("partitions must be in [0, vocabulary_size = ", em.vocabulary_size(), "], got ",
+                                     em.partitions()));
+          return false;
+        }
         std::vector<Output> table =
             PartitionedVariable(&b, l.name(), "embeddings", TensorShape({em.vocabulary_size(), em.dimension()}),
                                 em.partitions(), em.initializer(), true, em.vocabulary_size(), em.dimension(),
@@ -735,6 +740,13 @@ class ModelCompiler {
       errors_->Add(loaded_.Where(ss, "num_classes"),
                    absl::StrFormat("%s: its weights [%d,%d] need %.1f GiB, more than this machine's %.1f GiB of memory",
                                    who, classes, dim, bytes / (1024.0 * 1024 * 1024), memory / (1024.0 * 1024 * 1024)));
+      return Output();
+    }
+    if (classes < 1 || ss.num_sampled() < 1 || ss.num_sampled() > classes || ss.partitions() < 0 ||
+        ss.partitions() > classes) {  // validate.cc says which first
+      errors_->Add(loaded_.Where(ss, "num_classes"),
+                   absl::StrCat(who, ": num_classes ", classes, ", num_sampled ", ss.num_sampled(), " and partitions ",
+                                ss.partitions(), " do not fit (1 <= num_sampled <= num_classes, partitions <= num_classes)"));
       return Output();
     }
     const std::string name = ss.name().empty() ? "sampled_softmax" : ss.name();

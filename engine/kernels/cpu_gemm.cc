@@ -1,5 +1,5 @@
-// CpuGemm: packing, cache blocking, the 6 x 16 micro-kernel and the split of
-// C across threads. See cpu_gemm.h for the algorithm and its guarantees.
+// CpuGemm: packing, cache blocking, the 6 x 32 (AVX-512) or 6 x 16 (AVX2)
+// micro-kernel and the split of C across threads. See cpu_gemm.h for the algorithm and its guarantees.
 #include "engine/kernels/cpu_gemm.h"
 
 #include <algorithm>
@@ -13,6 +13,9 @@
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define SLUICE_GEMM_AVX2 1
+#if defined(__AVX512F__)
+#define SLUICE_GEMM_AVX512 1
+#endif
 #endif
 
 namespace sluice {
@@ -23,7 +26,11 @@ namespace {
 // the KC x NC block of B (2 MiB) is shared through L3.
 constexpr int kMr = kCpuGemmTileRows;
 constexpr int kNr = kCpuGemmTileCols;
+#if defined(SLUICE_GEMM_AVX512)
+constexpr int64_t kKc = 128;  // KC x NR = 16 KiB of B, as with AVX2
+#else
 constexpr int64_t kKc = 256;
+#endif
 constexpr int64_t kMc = 144;   // a multiple of kMr
 constexpr int64_t kNc = 2048;  // a multiple of kNr
 // Below this much work per thread, a second thread costs more than it saves.
@@ -182,8 +189,7 @@ void PackB(const View& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float*
       for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * kNr, base + p * b.rs, kNr * sizeof(float));
 #ifdef SLUICE_GEMM_AVX2
     } else if (cols == kNr && b.rs == 1) {  // B stored transposed: transpose 8 x 8 blocks
-      PackRowsTransposed<8, kNr>(base, b.cs, kc, dst);
-      PackRowsTransposed<8, kNr>(base + 8 * b.cs, b.cs, kc, dst + 8);
+      for (int q = 0; q < kNr; q += 8) PackRowsTransposed<8, kNr>(base + q * b.cs, b.cs, kc, dst + q);
 #endif
     } else if (b.cs == 1) {  // row-major B, last partial panel: copy, then zero the rest
       for (int64_t p = 0; p < kc; ++p) {
@@ -203,7 +209,57 @@ void PackB(const View& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float*
 // ---- Micro-kernel: c[i * ldc + j] (+)= sum_p a[p * kMr + i] * b[p * ldb + j] ----
 // (ldb is kNr for a packed panel, B's own row stride when B is read in place.)
 
-#ifdef SLUICE_GEMM_AVX2
+#if defined(SLUICE_GEMM_AVX512)
+// 6 x 32: twelve accumulators keep both FMA units busy through their latency.
+void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb, float* __restrict c,
+                 int64_t ldc, bool accumulate) {
+  __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps();
+  __m512 c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
+  __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps();
+  __m512 c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps();
+  __m512 c40 = _mm512_setzero_ps(), c41 = _mm512_setzero_ps();
+  __m512 c50 = _mm512_setzero_ps(), c51 = _mm512_setzero_ps();
+#pragma GCC unroll 4
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(b);
+    const __m512 b1 = _mm512_loadu_ps(b + 16);
+    __m512 av = _mm512_set1_ps(a[0]);
+    c00 = _mm512_fmadd_ps(av, b0, c00);
+    c01 = _mm512_fmadd_ps(av, b1, c01);
+    av = _mm512_set1_ps(a[1]);
+    c10 = _mm512_fmadd_ps(av, b0, c10);
+    c11 = _mm512_fmadd_ps(av, b1, c11);
+    av = _mm512_set1_ps(a[2]);
+    c20 = _mm512_fmadd_ps(av, b0, c20);
+    c21 = _mm512_fmadd_ps(av, b1, c21);
+    av = _mm512_set1_ps(a[3]);
+    c30 = _mm512_fmadd_ps(av, b0, c30);
+    c31 = _mm512_fmadd_ps(av, b1, c31);
+    av = _mm512_set1_ps(a[4]);
+    c40 = _mm512_fmadd_ps(av, b0, c40);
+    c41 = _mm512_fmadd_ps(av, b1, c41);
+    av = _mm512_set1_ps(a[5]);
+    c50 = _mm512_fmadd_ps(av, b0, c50);
+    c51 = _mm512_fmadd_ps(av, b1, c51);
+    a += kMr;
+    b += ldb;
+  }
+  auto store = [&](float* row, __m512 lo, __m512 hi) {
+    if (accumulate) {
+      lo = _mm512_add_ps(lo, _mm512_loadu_ps(row));
+      hi = _mm512_add_ps(hi, _mm512_loadu_ps(row + 16));
+    }
+    _mm512_storeu_ps(row, lo);
+    _mm512_storeu_ps(row + 16, hi);
+  };
+  store(c + 0 * ldc, c00, c01);
+  store(c + 1 * ldc, c10, c11);
+  store(c + 2 * ldc, c20, c21);
+  store(c + 3 * ldc, c30, c31);
+  store(c + 4 * ldc, c40, c41);
+  store(c + 5 * ldc, c50, c51);
+}
+#elif defined(SLUICE_GEMM_AVX2)
 void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb, float* __restrict c,
                  int64_t ldc, bool accumulate) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
@@ -432,7 +488,9 @@ void PackGemmB(const float* b, int64_t ldb, bool transpose_b, int64_t k, int64_t
 }
 
 const char* CpuGemmKernelName() {
-#ifdef SLUICE_GEMM_AVX2
+#if defined(SLUICE_GEMM_AVX512)
+  return "avx512";
+#elif defined(SLUICE_GEMM_AVX2)
   return "avx2+fma";
 #else
   return "portable";

@@ -4,9 +4,9 @@
 // It is a blocked GEMM in the GotoBLAS/BLIS layout (the loop order and the
 // cache blocking are the published algorithm; the code is ours): op(B) is
 // packed into KC x NR column panels that stay in L1/L3, op(A) into MC x KC row
-// panels that stay in L2, and a register-blocked 6 x 16 FMA micro-kernel
-// (AVX2 + FMA when the build targets it, portable C++ otherwise) computes each
-// 6 x 16 tile of C. Transposed operands are handled by the packing, so every
+// panels that stay in L2, and a register-blocked FMA micro-kernel computes
+// each tile of C: 6 x 32 with AVX-512 when the build targets it, 6 x 16 with
+// AVX2 + FMA, portable C++ otherwise. Transposed operands are handled by the packing, so every
 // combination of transposes runs the same micro-kernel.
 //
 // Threads: the caller's thread plus up to max_threads - 1 tasks on `pool`;
@@ -51,8 +51,13 @@ struct GemmArgs {
 // The micro-kernel's tile of C: products whose m and n are not multiples of
 // these compute (and discard) the padding, so callers that can choose between
 // equivalent products (C or C^T) can compare the waste.
+// 6 x 32 with AVX-512 (two 16-float registers per row), 6 x 16 otherwise.
 constexpr int kCpuGemmTileRows = 6;
+#if defined(__AVX512F__) && defined(__FMA__)
+constexpr int kCpuGemmTileCols = 32;
+#else
 constexpr int kCpuGemmTileCols = 16;
+#endif
 
 // Floats PackGemmB writes for a k x n op(B).
 int64_t PackedGemmBFloats(int64_t k, int64_t n);

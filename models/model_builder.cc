@@ -721,20 +721,25 @@ class ModelCompiler {
     const Feature& labels = out_->named[ss.labels()];
     if (!inputs.tensor.valid() || !labels.tensor.valid()) return Output();
     const PartialShape& is = inputs.shape;
-    if (BaseType(inputs.tensor.dtype()) != DT_FLOAT || !is.rank_known() || is.rank() != 2 || is.dim(1) < 0) {
+    // [batch, dim], or [batch, ..., dim] (an LSTM's outputs) with labels
+    // [batch, ...]: every position is an example.
+    if (BaseType(inputs.tensor.dtype()) != DT_FLOAT || !is.rank_known() || is.rank() < 2 || is.dim(is.rank() - 1) < 0) {
       errors_->Add(loaded_.Where(ss, "inputs"),
                    absl::StrCat(who, ": inputs '", ss.inputs(), "' are ", DataTypeString(BaseType(inputs.tensor.dtype())),
-                                " ", ShapeString(is), "; they must be float32 [batch, dim] with dim known"));
+                                " ", ShapeString(is), "; they must be float32 [batch, dim] (or [batch, ..., dim]) with dim known"));
       return Output();
     }
     if (!DataTypeIsInteger(BaseType(labels.tensor.dtype())) ||
-        (labels.shape.rank_known() && labels.shape.rank() != 1)) {
+        (labels.shape.rank_known() && labels.shape.rank() != is.rank() - 1)) {
       errors_->Add(loaded_.Where(ss, "labels"),
                    absl::StrCat(who, ": labels '", ss.labels(), "' are ", DataTypeString(BaseType(labels.tensor.dtype())),
-                                " ", ShapeString(labels.shape), "; they must be integer class ids [batch]"));
+                                " ", ShapeString(labels.shape), "; for inputs ", ShapeString(is),
+                                " they must be integer class ids of rank ", is.rank() - 1));
       return Output();
     }
-    const int64_t dim = is.dim(1), classes = ss.num_classes();
+    const int64_t dim = is.dim(is.rank() - 1), classes = ss.num_classes();
+    double positions = 1;
+    for (int i = 1; i + 1 < is.rank(); ++i) positions *= is.dim(i) > 0 ? static_cast<double>(is.dim(i)) : 1.0;
     const double bytes = 4.0 * static_cast<double>(classes) * static_cast<double>(dim), memory = MachineMemoryBytes();
     if (memory > 0 ? bytes > memory : static_cast<double>(classes) * static_cast<double>(dim) > kMaxTensorElements) {
       errors_->Add(loaded_.Where(ss, "num_classes"),
@@ -756,8 +761,14 @@ class ModelCompiler {
     std::vector<Output> biases = PartitionedVariable(&vb, name, "biases", TensorShape({classes}), ss.partitions(),
                                                      Initializer(), false, classes, 1, 0);
     if (weights.empty() || biases.empty()) return Output();
-    AddFlops(2.0 * static_cast<double>(dim) * static_cast<double>(options_.training ? ss.num_sampled() + 1 : classes));
+    AddFlops(positions * 2.0 * static_cast<double>(dim) *
+             static_cast<double>(options_.training ? ss.num_sampled() + 1 : classes));
     GraphBuilder b = lb->WithSubPrefix(name);
+    Output x = inputs.tensor, y = labels.tensor;
+    if (is.rank() > 2) {
+      x = b.Op("flat_inputs", "Reshape", {x, b.Const("shape", ShapeTensor({-1, dim}))});
+      y = b.Op("flat_labels", "Reshape", {y, b.Const("shape", ShapeTensor({-1}))});
+    }
     Output per_example;
     if (options_.training) {
       SampledSoftmaxOptions o;
@@ -766,9 +777,9 @@ class ModelCompiler {
       o.remove_accidental_hits = !ss.keep_accidental_hits();
       o.seed = options_.seed;
       o.seed2 = OpSeed(name + "/sampler");
-      per_example = SampledSoftmaxLoss(&b, weights, biases, inputs.tensor, labels.tensor, o);
+      per_example = SampledSoftmaxLoss(&b, weights, biases, x, y, o);
     } else {
-      per_example = FullSoftmaxLoss(&b, weights, biases, inputs.tensor, labels.tensor, classes);
+      per_example = FullSoftmaxLoss(&b, weights, biases, x, y, classes);
     }
     return per_example.valid() ? Scalarize(&b, per_example) : Output();
   }

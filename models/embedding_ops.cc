@@ -34,8 +34,25 @@ int64_t PartRows(int64_t rows, int num_parts, int part) {
   return part >= rows ? 0 : (rows - part + num_parts - 1) / num_parts;
 }
 
+namespace {
+
+// Gathers rows of `table` where the table lives (TensorFlow colocates an
+// embedding lookup with its parameters): in a cluster only the rows cross
+// to the worker, not the whole part.
+Output ColocatedGather(GraphBuilder* b, const std::string& name, Output table, Output ids) {
+  AttrList attrs;
+  if (table.valid()) {
+    AttrValue where;
+    where.mutable_list()->add_s(absl::StrCat("loc:@", table.node->name()));
+    attrs["_class"] = where;
+  }
+  return b->Op(name, "Gather", {table, ids}, attrs);
+}
+
+}  // namespace
+
 Output PartitionedLookup(GraphBuilder* b, const std::vector<Output>& parts, Output ids) {
-  if (parts.size() == 1) return b->Op("Gather", "Gather", {parts[0], ids});
+  if (parts.size() == 1) return ColocatedGather(b, "Gather", parts[0], ids);
   const int n = static_cast<int>(parts.size());
   GraphBuilder lb = b->WithSubPrefix("lookup");
   const DataType it = ids.valid() ? ids.dtype() : DT_INT64;
@@ -52,7 +69,7 @@ Output PartitionedLookup(GraphBuilder* b, const std::vector<Output>& parts, Outp
   std::vector<Output> inputs;
   for (int p = 0; p < n; ++p) inputs.push_back(Output{position_parts, p});
   for (int p = 0; p < n; ++p) {
-    inputs.push_back(lb.Op(absl::StrCat("gather_", p), "Gather", {parts[p], Output{local_parts, p}}));
+    inputs.push_back(ColocatedGather(&lb, absl::StrCat("gather_", p), parts[p], Output{local_parts, p}));
   }
   Output rows = lb.Op("stitch", "DynamicStitch", inputs, {{"N", MakeAttr(int64_t{n})}});
   // ids.shape + the shape of one row.

@@ -64,7 +64,13 @@ Node* SparseApply(const config::Optimizer& o, const VariableInfo& v, const Index
                   GraphBuilder* root, GraphBuilder& ub, std::vector<VariableInfo>* slots) {
   Output var{v.variable, 0};
   Output idx = g.indices, values = g.values;
-  auto gather = [&](const std::string& name, Output slot) { return ub.Op(name, "Gather", {slot, idx}); };
+  // Slot rows are gathered where the slot lives (on its ps task in a
+  // cluster), so only the touched rows travel.
+  auto gather = [&](const std::string& name, Output slot) {
+    AttrValue where;
+    where.mutable_list()->add_s(absl::StrCat("loc:@", slot.node->name()));
+    return ub.Op(name, "Gather", {slot, idx}, {{"_class", where}});
+  };
   switch (o.kind_case()) {
     case config::Optimizer::kSgd:
       return ub.AddNode("apply", "ScatterSub", {var, idx, ub.Op("scaled", "Mul", {lr, values})});

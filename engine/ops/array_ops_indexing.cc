@@ -28,7 +28,15 @@ Output SliceVector(GraphBuilder& b, const std::string& name, Output v, Output be
 
 // The sparse gradient of gathering rows `indices` of `params` (axis 0).
 absl::Status GatherAxis0Grad(GradientBuilder* g) {
-  return array_grad::GatherRowsGrad(g, ShapeOf(g->b(), g->input(0), g->input(1).dtype()));
+  // The table's shape is taken where the table lives (TensorFlow colocates
+  // it too): a Shape on another task would pull a parameter server's whole
+  // table across for its dims.
+  Output params = g->input(0);
+  AttrValue where;
+  where.mutable_list()->add_s(absl::StrCat("loc:@", params.node->name()));
+  Output shape = g->b().Op("shape", "Shape", {params},
+                           {{"out_type", MakeAttr(g->input(1).dtype())}, {"_class", where}});
+  return array_grad::GatherRowsGrad(g, shape);
 }
 
 }  // namespace

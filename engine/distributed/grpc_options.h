@@ -45,6 +45,9 @@ struct GrpcChannelOptions {
   // GetStatus's deadline: it is how a chief polls for tasks that are not up
   // yet, so it should fail fast.
   absl::Duration get_status_timeout = absl::Seconds(5);
+  // RecvTensor over the TCP tensor transport (tcp_tensor_transport.h) to
+  // every task that announces one in GetStatus; gRPC otherwise.
+  bool tcp_tensors = false;
 };
 
 // The arguments of every client channel to a worker service.

@@ -125,27 +125,13 @@ absl::Status Invalid(absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("RecvTensor response: ", why));
 }
 
-// An error header alone.
-grpc::ByteBuffer RecvTensorErrorBuffer(const absl::Status& status) {
-  RecvTensorResponseHeader header;
-  StatusToProto(status, header.mutable_error());
-  auto bytes = std::make_unique<std::string>();
-  AppendVarint32(static_cast<uint32_t>(header.ByteSizeLong()), bytes.get());
-  header.AppendToString(bytes.get());
-  return OwnedStringBuffer(std::move(bytes));
-}
-
-// The tensor part of a decoded, error-free header (the body after the header
-// is `rest`).
-absl::Status DecodeTensor(const RecvTensorResponseHeader& header, ChunkReader* rest, RecvTensorResult* result) {
+// Validates an error-free header and makes its result: the final value
+// (a dead value without a dtype, a string tensor), or an allocated tensor whose
+// header.tensor_bytes raw bytes the caller writes at *dest (null when none).
+absl::Status PrepareTensor(const RecvTensorResponseHeader& header, RecvTensorResult* result, char** dest) {
+  *dest = nullptr;
   const int64_t tensor_bytes = header.tensor_bytes();
   if (tensor_bytes < 0) return Invalid(absl::StrCat("negative tensor_bytes ", tensor_bytes));
-  // Before anything else: the claimed bytes must really be there, so no claim
-  // makes us allocate more than the body holds.
-  if (rest->remaining() != static_cast<uint64_t>(tensor_bytes)) {
-    return DataLoss("RecvTensor response",
-                    absl::StrCat(rest->remaining(), " bytes follow the header, but tensor_bytes is ", tensor_bytes));
-  }
   const DataType dtype = header.dtype();
   if (dtype == DT_INVALID && header.is_dead()) {
     // A dead value may have no tensor at all.
@@ -192,13 +178,37 @@ absl::Status DecodeTensor(const RecvTensorResponseHeader& header, ChunkReader* r
   }
   auto t = Tensor::Allocate(CpuAllocator(), dtype, *shape);
   if (!t.ok()) return t.status();
-  rest->Copy(static_cast<char*>(t->raw_data()), tensor_bytes);
-  if (dtype == DT_BOOL) {
-    absl::Status s = ValidateBoolBytes(absl::string_view(static_cast<const char*>(t->raw_data()), tensor_bytes));
+  result->value = *std::move(t);
+  if (tensor_bytes > 0) *dest = static_cast<char*>(result->value.raw_data());
+  return absl::OkStatus();
+}
+
+// The checks on a tensor's bytes once they are in (bools must be 0 or 1).
+absl::Status CheckTensorBytes(const RecvTensorResult& result) {
+  const Tensor& t = result.value;
+  if (t.IsInitialized() && t.dtype() == DT_BOOL && t.TotalBytes() > 0) {
+    absl::Status s = ValidateBoolBytes(absl::string_view(static_cast<const char*>(t.raw_data()), t.TotalBytes()));
     if (!s.ok()) return Invalid(s.message());
   }
-  result->value = *std::move(t);
   return absl::OkStatus();
+}
+
+// The tensor part of a decoded, error-free header (the body after the header
+// is `rest`).
+absl::Status DecodeTensor(const RecvTensorResponseHeader& header, ChunkReader* rest, RecvTensorResult* result) {
+  const int64_t tensor_bytes = header.tensor_bytes();
+  if (tensor_bytes < 0) return Invalid(absl::StrCat("negative tensor_bytes ", tensor_bytes));
+  // Before anything else: the claimed bytes must really be there, so no claim
+  // makes us allocate more than the body holds.
+  if (rest->remaining() != static_cast<uint64_t>(tensor_bytes)) {
+    return DataLoss("RecvTensor response",
+                    absl::StrCat(rest->remaining(), " bytes follow the header, but tensor_bytes is ", tensor_bytes));
+  }
+  char* dest = nullptr;
+  absl::Status s = PrepareTensor(header, result, &dest);
+  if (!s.ok()) return s;
+  if (dest != nullptr) rest->Copy(dest, tensor_bytes);
+  return CheckTensorBytes(*result);
 }
 
 }  // namespace
@@ -295,21 +305,28 @@ absl::Status DecodeResponse(const grpc::ByteBuffer& body, absl::Status* worker_s
   return DecodeResponse(chunks, worker_status, response);
 }
 
-grpc::ByteBuffer EncodeRecvTensorResponse(const absl::Status& status, const RecvTensorResult& result) {
-  if (!status.ok()) return RecvTensorErrorBuffer(status);
-  const Tensor& value = result.value;
+RecvTensorResponseHeader MakeRecvTensorHeader(const absl::Status& status, const RecvTensorResult& result,
+                                              int64_t max_message_bytes) {
   RecvTensorResponseHeader header;
+  if (!status.ok()) {
+    StatusToProto(status, header.mutable_error());
+    return header;
+  }
+  auto error = [&header](const absl::Status& s) {
+    header.Clear();
+    StatusToProto(s, header.mutable_error());
+    return header;
+  };
+  const Tensor& value = result.value;
   header.set_is_dead(result.is_dead);
   header.set_send_start_micros(result.send_start_micros);
   int64_t tensor_bytes = 0;
   if (!value.IsInitialized()) {
-    if (!result.is_dead) {
-      return RecvTensorErrorBuffer(absl::InternalError("RecvTensor: the worker produced an uninitialized tensor"));
-    }
+    if (!result.is_dead) return error(absl::InternalError("RecvTensor: the worker produced an uninitialized tensor"));
     header.set_dtype(DT_INVALID);
   } else if (value.dtype() == DT_RESOURCE) {
     // Handles are process-local; the placer keeps their consumers beside them.
-    return RecvTensorErrorBuffer(absl::InvalidArgumentError(
+    return error(absl::InvalidArgumentError(
         "RecvTensor: a resource handle cannot cross tasks (colocate its consumers with the VarHandleOp)"));
   } else {
     header.set_dtype(value.dtype());
@@ -321,14 +338,45 @@ grpc::ByteBuffer EncodeRecvTensorResponse(const absl::Status& status, const Recv
     }
   }
   header.set_tensor_bytes(tensor_bytes);
-  const size_t header_bytes = header.ByteSizeLong();
+  const uint64_t header_bytes = header.ByteSizeLong();
+  if (header_bytes > static_cast<uint64_t>(max_message_bytes) ||
+      static_cast<uint64_t>(tensor_bytes) > static_cast<uint64_t>(max_message_bytes) - header_bytes) {
+    return error(absl::ResourceExhaustedError(
+        absl::StrCat("RecvTensor: a ", DataTypeString(value.dtype()), " tensor of shape ", value.shape().DebugString(),
+                     " does not fit in one message of this transport (", max_message_bytes, " bytes)")));
+  }
+  return header;
+}
+
+absl::Status PrepareRecvTensor(const RecvTensorResponseHeader& header, absl::Status* worker_status,
+                               RecvTensorResult* result, char** dest) {
+  *dest = nullptr;
+  if (header.has_error()) {
+    if (header.error().code() == 0) return DataLoss("RecvTensor response", "an error header with code OK");
+    if (header.tensor_bytes() != 0) {
+      return DataLoss("RecvTensor response", absl::StrCat("an error header with tensor_bytes ", header.tensor_bytes()));
+    }
+    *worker_status = StatusFromProto(header.error());
+    return absl::OkStatus();
+  }
+  RecvTensorResult prepared;
+  absl::Status s = PrepareTensor(header, &prepared, dest);
+  if (!s.ok()) return s;
+  prepared.is_dead = header.is_dead();
+  prepared.send_start_micros = header.send_start_micros();
+  *result = std::move(prepared);
+  *worker_status = absl::OkStatus();
+  return absl::OkStatus();
+}
+
+absl::Status FinishRecvTensor(const RecvTensorResult& result) { return CheckTensorBytes(result); }
+
+grpc::ByteBuffer EncodeRecvTensorResponse(const absl::Status& status, const RecvTensorResult& result) {
   // gRPC messages are at most INT_MAX bytes; say so instead of failing in the
   // transport with a less useful message.
-  if (header_bytes > INT_MAX - 5 || static_cast<uint64_t>(tensor_bytes) > INT_MAX - 5 - header_bytes) {
-    return RecvTensorErrorBuffer(absl::ResourceExhaustedError(
-        absl::StrCat("RecvTensor: a ", DataTypeString(value.dtype()), " tensor of shape ",
-                     value.shape().DebugString(), " does not fit in one gRPC message (2 GiB)")));
-  }
+  const RecvTensorResponseHeader header = MakeRecvTensorHeader(status, result, INT_MAX - 5);
+  const int64_t tensor_bytes = header.tensor_bytes();
+  const size_t header_bytes = header.ByteSizeLong();
   auto prefix = std::make_unique<std::string>();
   prefix->reserve(header_bytes + 5);
   AppendVarint32(static_cast<uint32_t>(header_bytes), prefix.get());
@@ -338,7 +386,7 @@ grpc::ByteBuffer EncodeRecvTensorResponse(const absl::Status& status, const Recv
   if (tensor_bytes > 0) {
     // The tensor's own bytes; the heap copy of `value` keeps its buffer alive
     // until gRPC is done with the slice.
-    auto* keep = new Tensor(value);
+    auto* keep = new Tensor(result.value);
     slices[1] = grpc::Slice(
         keep->raw_data(), static_cast<size_t>(tensor_bytes), [](void* p) { delete static_cast<Tensor*>(p); }, keep);
     num_slices = 2;

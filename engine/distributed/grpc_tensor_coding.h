@@ -86,6 +86,24 @@ absl::Status DecodeRecvTensorResponse(absl::Span<const absl::string_view> body, 
 absl::Status DecodeRecvTensorResponse(const grpc::ByteBuffer& body, absl::Status* worker_status,
                                       RecvTensorResult* result);
 
+// The same header for transports that carry the tensor's bytes themselves
+// (tcp_tensor_transport.h): the header of EncodeRecvTensorResponse (an error
+// header for a failed status, an uninitialized live value, a resource
+// handle, or a header plus tensor_bytes over `max_message_bytes`). Its
+// tensor_bytes raw bytes are result.value's buffer.
+RecvTensorResponseHeader MakeRecvTensorHeader(const absl::Status& status, const RecvTensorResult& result,
+                                              int64_t max_message_bytes);
+// The receiving side of MakeRecvTensorHeader, in two parts around the bytes.
+// PrepareRecvTensor checks `header` (as DecodeRecvTensorResponse does) and,
+// when its status is OK: *worker_status is the worker's error, or OK with
+// *result made (the tensor allocated, aligned) and *dest where the caller
+// writes exactly header.tensor_bytes() bytes (null when there are none).
+// FinishRecvTensor then checks the bytes (bools are 0 or 1). The caller must
+// check that tensor_bytes is one it will read before calling: this allocates it.
+absl::Status PrepareRecvTensor(const RecvTensorResponseHeader& header, absl::Status* worker_status,
+                               RecvTensorResult* result, char** dest);
+absl::Status FinishRecvTensor(const RecvTensorResult& result);
+
 }  // namespace distributed
 }  // namespace sluice
 

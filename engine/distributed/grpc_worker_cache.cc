@@ -2,6 +2,7 @@
 #include "engine/distributed/grpc_worker_cache.h"
 
 #include "engine/distributed/grpc_remote_worker.h"
+#include "engine/distributed/tcp_tensor_transport.h"
 
 namespace sluice {
 namespace distributed {
@@ -20,7 +21,10 @@ WorkerInterface* GrpcWorkerCache::GetWorker(const std::string& task) {
   if (address == addresses_.end()) return nullptr;
   absl::MutexLock lock(&mu_);
   std::unique_ptr<WorkerInterface>& worker = remote_[task];
-  if (worker == nullptr) worker = NewGrpcRemoteWorker(task, address->second, options_);
+  if (worker == nullptr) {
+    worker = NewGrpcRemoteWorker(task, address->second, options_);
+    if (options_.tcp_tensors) worker = NewTcpTensorRemoteWorker(task, std::move(worker));
+  }
   return worker.get();
 }
 

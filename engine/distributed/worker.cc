@@ -116,6 +116,10 @@ void Worker::GetStatusAsync(const GetStatusRequest* request, GetStatusResponse* 
   response->set_config_hash(options_.config_hash);
   response->set_incarnation(ProcessIncarnation());
   response->set_peers_ready(peers_ready_.load());
+  {
+    absl::MutexLock lock(&mu_);
+    response->set_tensor_address(tensor_address_);
+  }
   for (const auto& device : device_mgr_->devices()) {
     DeviceAttributes* d = response->add_device();
     d->set_name(device->name());

@@ -64,6 +64,12 @@ class Worker : public WorkerInterface {
   void set_worker_cache(WorkerCache* workers);
   // Reported by GetStatus (peers_ready): this task has reached every other.
   void set_peers_ready() { peers_ready_.store(true); }
+  // Reported by GetStatus (tensor_address): where this task's TCP tensor
+  // transport listens ("host:port"; empty: none).
+  void set_tensor_address(std::string address) {
+    absl::MutexLock lock(&mu_);
+    tensor_address_ = std::move(address);
+  }
 
   void GetStatusAsync(const GetStatusRequest* request, GetStatusResponse* response, StatusCallback done) override;
   void RegisterGraphAsync(const RegisterGraphRequest* request, RegisterGraphResponse* response,
@@ -107,6 +113,7 @@ class Worker : public WorkerInterface {
   mutable absl::Mutex mu_;
   int64_t next_graph_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<std::string, std::shared_ptr<RegisteredGraph>> graphs_ ABSL_GUARDED_BY(mu_);
+  std::string tensor_address_ ABSL_GUARDED_BY(mu_);
   absl::Mutex log_mu_;
   // RunGraph steps not yet answered (the destructor waits for them).
   absl::Mutex running_mu_;

@@ -16,6 +16,21 @@
 // Prints one line per case; exits 0 when every case behaved, 1 otherwise, 2
 // when the task stopped answering (the caller checks whether it crashed).
 // It never sends a well-formed Shutdown or CleanupAll.
+//
+// Then the task's TCP tensor transport (engine/distributed/tcp_tensor_transport.h),
+// at the tensor_address its GetStatus announces (none announced is a
+// failure): frames that are no frames (garbage, unknown types, a key length of
+// 4 GiB, a request shorter than its step id, bodies on cancels and pings)
+// must make the task drop that connection (and only that one); well-formed
+// requests for keys that name nothing must come back as error headers; a ping
+// as a pong; a client that goes away with a call pending must be harmless.
+// The frames are built here by hand from that header's description.
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -59,7 +74,7 @@ using distributed::ShutdownRequest;
 constexpr char kPrefix[] = "/sluice.distributed.WorkerService/";
 // absl / gRPC status codes.
 constexpr int kCancelled = 1, kInvalidArgument = 3, kDeadlineExceeded = 4, kNotFound = 5,
-              kFailedPrecondition = 9, kAborted = 10, kUnimplemented = 12;
+              kFailedPrecondition = 9, kAborted = 10, kUnimplemented = 12, kUnavailable = 14;
 constexpr int kAnyCode = -1;
 
 std::string g_task;    // "/job:ps/replica:0/task:0"
@@ -811,6 +826,203 @@ void OtherCalls() {
   Check("GetStatus/a call that sends two requests (the first is answered)", o, Want::kOk);
 }
 
+// ---- the TCP tensor transport ----
+
+// A raw connection to host:port with a 10 s receive timeout; -1 when none.
+int TcpConnect(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return -1;
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  struct addrinfo hints = {};
+  hints.ai_socktype = SOCK_STREAM;
+  struct addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), address.substr(colon + 1).c_str(), &hints, &found) != 0) return -1;
+  int fd = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(found);
+  if (fd >= 0) {
+    struct timeval t = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof(t));
+  }
+  return fd;
+}
+
+std::string TcpPrefix(uint8_t type, uint32_t length, uint64_t id) {
+  std::string p(16, '\0');
+  p[0] = static_cast<char>(type);
+  for (int i = 0; i < 4; ++i) p[4 + i] = static_cast<char>((length >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i) p[8 + i] = static_cast<char>((id >> (8 * i)) & 0xff);
+  return p;
+}
+constexpr uint8_t kTcpRecv = 1, kTcpCancel = 2, kTcpPing = 3, kTcpResponse = 4, kTcpPong = 5;
+
+std::string TcpRecvFrame(uint64_t id, int64_t step, const std::string& key) {
+  std::string f = TcpPrefix(kTcpRecv, static_cast<uint32_t>(8 + key.size()), id);
+  for (int i = 0; i < 8; ++i) f.push_back(static_cast<char>((static_cast<uint64_t>(step) >> (8 * i)) & 0xff));
+  return f + key;
+}
+
+bool TcpSend(int fd, const std::string& bytes) {
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool TcpRead(int fd, char* out, size_t n) {
+  while (n > 0) {
+    const ssize_t got = recv(fd, out, n, 0);
+    if (got <= 0) return false;
+    out += got;
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+// Sends `bytes` on a fresh connection: a transport error when the task closes
+// it (the wanted answer to garbage), OK when it is still open after 2 s.
+Outcome TcpGarbage(const std::string& address, const std::string& bytes) {
+  Outcome o;
+  const int fd = TcpConnect(address);
+  if (fd < 0) {
+    o.kind = Outcome::kBadFraming;
+    o.message = "cannot connect to the tensor port";
+    return o;
+  }
+  TcpSend(fd, bytes);
+  struct timeval t = {2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof(t));
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n > 0) continue;
+    if (n == 0 || errno == ECONNRESET) {
+      o.kind = Outcome::kTransport;
+      o.code = kUnavailable;
+      o.message = "the task closed the connection";
+    } else {
+      o.kind = Outcome::kOk;
+      o.message = "the connection is still open after 2 s";
+    }
+    break;
+  }
+  close(fd);
+  return o;
+}
+
+// One well-formed request on `fd`, its answer decoded by hand.
+Outcome TcpRecv(int fd, uint64_t id, int64_t step, const std::string& key) {
+  Outcome o;
+  char prefix[16];
+  if (!TcpSend(fd, TcpRecvFrame(id, step, key)) || !TcpRead(fd, prefix, 16)) {
+    o.kind = Outcome::kTransport;
+    o.code = kUnavailable;
+    o.message = "no answer (connection closed or 10 s passed)";
+    return o;
+  }
+  uint32_t length = 0;
+  for (int i = 3; i >= 0; --i) length = (length << 8) | static_cast<uint8_t>(prefix[4 + i]);
+  uint64_t got_id = 0;
+  for (int i = 7; i >= 0; --i) got_id = (got_id << 8) | static_cast<uint8_t>(prefix[8 + i]);
+  if (prefix[0] != kTcpResponse || got_id != id || length > (1u << 24)) {
+    o.message = absl::StrCat("frame type ", static_cast<int>(prefix[0]), " id ", got_id, " length ", length);
+    return o;
+  }
+  std::string header_bytes(length, '\0');
+  RecvTensorResponseHeader header;
+  if (!TcpRead(fd, header_bytes.data(), length) || !header.ParseFromString(header_bytes)) {
+    o.message = "the header does not parse";
+    return o;
+  }
+  if (header.has_error()) {
+    o.kind = Outcome::kWorkerError;
+    o.code = header.error().code();
+    o.message = header.error().message();
+    return o;
+  }
+  o.kind = Outcome::kOk;
+  o.payload = header_bytes;
+  return o;
+}
+
+void TcpTensorTransport() {
+  GetStatusRequest request;
+  Outcome status = g_client->Envelope("GetStatus", request.SerializeAsString(), 5000);
+  GetStatusResponse response;
+  if (status.kind != Outcome::kOk || !response.ParseFromString(status.payload) || response.tensor_address().empty()) {
+    ++g_cases;
+    ++g_failures;
+    std::printf("FAIL tcp/the task announces no tensor_address in GetStatus\n");
+    return;
+  }
+  const std::string address = response.tensor_address();
+  std::printf("tcp tensor transport at %s\n", address.c_str());
+  const std::vector<std::pair<std::string, std::string>> garbage = {
+      {"an HTTP request", "GET / HTTP/1.1\r\nHost: x\r\n\r\n"},
+      {"a frame of unknown type 0", TcpPrefix(0, 0, 1)},
+      {"a frame of unknown type 200", TcpPrefix(200, 0, 1)},
+      {"a response frame sent to the server", TcpPrefix(kTcpResponse, 0, 1)},
+      {"nonzero padding", [] { std::string p = TcpPrefix(kTcpPing, 0, 1); p[3] = 9; return p; }()},
+      {"a key of 4 GiB", TcpPrefix(kTcpRecv, 0xffffffffu, 1) + "abc"},
+      {"a key just over 64 KiB", TcpPrefix(kTcpRecv, 8 + (64 << 10) + 1, 1) + std::string(100, 'k')},
+      {"a request shorter than its step id", TcpPrefix(kTcpRecv, 4, 1) + "abcd"},
+      {"a cancel with a body", TcpPrefix(kTcpCancel, 3, 1) + "abc"},
+      {"a ping with a body", TcpPrefix(kTcpPing, 1, 1) + "p"},
+  };
+  for (const auto& [what, bytes] : garbage) {
+    Check(absl::StrCat("tcp/", what, " (the task drops the connection)"), TcpGarbage(address, bytes),
+          Want::kTransportError);
+  }
+  // Half a prefix could be a slow client: the task waits for the rest.
+  Check("tcp/half a prefix (the task waits for the rest)", TcpGarbage(address, std::string("\x01\x00\x00", 3)),
+        Want::kOk);
+  const int fd = TcpConnect(address);
+  if (fd < 0) {
+    ++g_cases;
+    ++g_failures;
+    std::printf("FAIL tcp/cannot connect to %s\n", address.c_str());
+    return;
+  }
+  const int64_t step = 0x7ec1000;
+  Check("tcp/RecvTensor with an empty key", TcpRecv(fd, 1, step, ""), Want::kWorkerError, kInvalidArgument);
+  Check("tcp/RecvTensor of a key another task sends",
+        TcpRecv(fd, 2, step, "/job:worker/replica:0/task:0/device:CPU:0;0;" + g_device + ";x;0:0"),
+        Want::kWorkerError, kInvalidArgument, "does not send");
+  Check("tcp/RecvTensor of a 64 KiB key without ';'", TcpRecv(fd, 3, step, std::string(64 << 10, 'k')),
+        Want::kWorkerError, kInvalidArgument);
+  // A cancel for a call that never was, then a ping: the pong comes, the
+  // connection stays.
+  Outcome pong;
+  char prefix[16];
+  if (TcpSend(fd, TcpPrefix(kTcpCancel, 0, 424242) + TcpPrefix(kTcpPing, 0, 7)) && TcpRead(fd, prefix, 16) &&
+      prefix[0] == kTcpPong) {
+    pong.kind = Outcome::kOk;
+  } else {
+    pong.message = "no pong";
+  }
+  Check("tcp/a cancel of an unknown call, then a ping (pong)", pong, Want::kOk);
+  // A call in a step that never runs waits by design; cancelling it and then
+  // leaving with another one pending must both be harmless.
+  TcpSend(fd, TcpRecvFrame(10, step + 1, LocalKey("x")) + TcpPrefix(kTcpCancel, 0, 10) +
+                  TcpRecvFrame(11, step + 2, LocalKey("y")));
+  close(fd);
+  Outcome left;
+  left.kind = Outcome::kOk;
+  Check("tcp/a client that leaves with a call pending", left, Want::kOk);
+  CleanupGraphRequest c;
+  for (int64_t s : {step + 1, step + 2}) {
+    c.set_step_id(s);
+    Check("tcp/CleanupGraph of that step (OK)", g_client->Envelope("CleanupGraph", c.SerializeAsString()), Want::kOk);
+  }
+}
+
 int Main(int argc, char** argv) {
   std::string address;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -834,6 +1046,7 @@ int Main(int argc, char** argv) {
   RunGraphs(RegisterGraphs());
   RecvTensors();
   OtherCalls();
+  TcpTensorTransport();
   std::printf("%d cases, %d failed; the task still answers GetStatus\n", g_cases, g_failures);
   return g_failures == 0 ? 0 : 1;
 }

@@ -91,14 +91,28 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
   distributed::GrpcServerOptions so;
   so.address = *address;
   so.tls = TlsFromConfig(*options.cluster_config);
+  distributed::GrpcChannelOptions co;
+  co.tls = so.tls;
+  // Tensors over TCP beside gRPC unless asked otherwise; with TLS they stay
+  // on gRPC (the TCP transport has no encryption). Started first, so that
+  // every GetStatus this task answers announces it.
+  co.tcp_tensors = options.cluster_config->tensor_transport() != config::Cluster::GRPC && !so.tls.enabled();
+  if (co.tcp_tensors) {
+    auto tensor_server =
+        distributed::TcpTensorServer::Start(distributed::HostOfAddress(*address), 0, r->worker_.get());
+    if (!tensor_server.ok()) {
+      return absl::Status(tensor_server.status().code(), absl::StrCat("task ", r->task_, ": ",
+                                                                      tensor_server.status().message()));
+    }
+    r->tensor_server_ = std::move(tensor_server).value();
+    r->worker_->set_tensor_address(r->tensor_server_->address());
+  }
   auto server = distributed::GrpcWorkerServer::Start(so, r->worker_.get());
   if (!server.ok()) {
     return absl::Status(server.status().code(),
                         absl::StrCat("task ", r->task_, " cannot serve at ", *address, ": ", server.status().message()));
   }
   r->server_ = std::move(server).value();
-  distributed::GrpcChannelOptions co;
-  co.tls = so.tls;
   r->workers_ = std::make_unique<distributed::GrpcWorkerCache>(options.identity->cluster, r->task_, r->worker_.get(), co);
   r->worker_->set_worker_cache(r->workers_.get());
   return runtime;
@@ -169,6 +183,7 @@ ClusterRuntime::~ClusterRuntime() {
     }
   }
   if (server_ != nullptr) server_->Shutdown();
+  if (tensor_server_ != nullptr) tensor_server_->Shutdown();
   // The worker first: it aborts its steps and cancels their calls.
   worker_.reset();
   server_.reset();

@@ -22,6 +22,7 @@
 #include "engine/distributed/grpc_worker_cache.h"
 #include "engine/distributed/grpc_worker_service.h"
 #include "engine/distributed/task_identity.h"
+#include "engine/distributed/tcp_tensor_transport.h"
 #include "engine/distributed/worker.h"
 #include "engine/framework/device_set.h"
 #include "engine/runtime/session.h"
@@ -115,6 +116,8 @@ class ClusterRuntime {
   std::string config_mismatch_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<distributed::Worker> worker_;
   std::unique_ptr<distributed::GrpcWorkerServer> server_;
+  // RecvTensor over TCP beside gRPC (cluster.tensor_transport); null: gRPC only.
+  std::unique_ptr<distributed::TcpTensorServer> tensor_server_;
   std::unique_ptr<distributed::GrpcWorkerCache> workers_;
   std::atomic<int> peers_alive_{0};
   absl::Notification stop_health_;

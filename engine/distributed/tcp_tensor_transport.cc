@@ -773,8 +773,15 @@ class TcpTensorRemoteWorker final : public WorkerInterface {
         // Under the lock: concurrent first calls share one connection.
         auto made = ClientConn::Connect(state_->task, state_->address);
         if (!made.ok()) {
+          // The task is gone, or it restarted (in this process or another)
+          // with a new tensor port. Its gRPC service decides which: this
+          // call and later ones go there until a GetStatus announces the
+          // transport again; ask for one now.
+          state_->address.clear();
+          state_->conn = nullptr;
           lock.Release();
-          done(made.status());
+          Relearn();
+          rpc_->RecvTensorAsync(request, response, std::move(done), cancel);
           return;
         }
         state_->conn = *std::move(made);
@@ -786,6 +793,19 @@ class TcpTensorRemoteWorker final : public WorkerInterface {
   void CleanupGraphAsync(const CleanupGraphRequest* request, CleanupGraphResponse* response,
                          StatusCallback done) override {
     rpc_->CleanupGraphAsync(request, response, std::move(done));
+  }
+  // A GetStatus of our own (no caller or config: the task checks nothing)
+  // whose answer sets the address again.
+  void Relearn() {
+    struct Call {
+      GetStatusRequest request;
+      GetStatusResponse response;
+    };
+    auto call = std::make_shared<Call>();
+    std::shared_ptr<RemoteState> state = state_;
+    rpc_->GetStatusAsync(&call->request, &call->response, [state, call](const absl::Status& s) {
+      if (s.ok()) state->SetAddress(call->response.tensor_address());
+    });
   }
   void CleanupAllAsync(const CleanupAllRequest* request, CleanupAllResponse* response,
                        StatusCallback done) override {

@@ -26,7 +26,10 @@
 // (a peer without the transport), RecvTensor goes to `rpc` too. The
 // connection is opened by the first RecvTensor (a non-blocking connect,
 // bounded by kConnectTimeout: on a LAN or loopback a dead task refuses at
-// once) and read by its own thread, which completes the calls: `done` runs on
+// once) and read by its own thread, which completes the calls. A connect that
+// fails (the task died, or restarted with a new port) forgets the address:
+// that call and later ones go to `rpc` (whose answer says which), and a
+// GetStatus is sent to learn the address again. `done` runs on
 // that thread (or on the caller's for an early failure; on the cancelling
 // thread for a cancelled call). A closed or broken connection fails its
 // pending calls at once with Unavailable and the next call reconnects; a

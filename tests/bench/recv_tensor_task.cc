@@ -3,9 +3,11 @@
 //
 //   recv_tensor_task --serve=sluice
 //     The serving task "/job:ps/replica:0/task:0": a real Worker (one CPU
-//     device, its step rendezvous) behind a GrpcWorkerServer on 127.0.0.1,
-//     and a raw TCP server on another loopback port. Prints one line
-//     "ports grpc=<port> tcp=<port>" and serves until stdin closes.
+//     device, its step rendezvous) behind a GrpcWorkerServer on 127.0.0.1 and
+//     behind a TcpTensorServer (the TCP tensor transport, announced in
+//     GetStatus as a `train` task does), and a raw TCP server on another
+//     loopback port. Prints one line "ports grpc=<port> tcp=<port>
+//     sluice_tcp=<port>" and serves until stdin closes.
 //     RecvTensor: the key's tensor name is "t<bytes>"; the serving task acts
 //     as the producer of that tensor: it Sends a preallocated DT_FLOAT tensor
 //     of that many bytes into the step's rendezvous under the key, then
@@ -27,7 +29,8 @@
 //     completion queue's sockets). Prints "ports floor_cb=<port>" (or
 //     floor_cq) and serves until stdin closes.
 //
-//   recv_tensor_task --client [--grpc_port=P] [--tcp_port=Q] [--floor_cb_port=R] [--floor_cq_port=S]
+//   recv_tensor_task --client [--grpc_port=P] [--tcp_port=Q] [--sluice_tcp_port=T] [--floor_cb_port=R]
+//                             [--floor_cq_port=S]
 //     The receiving task "/job:worker/replica:0/task:0" (the sides whose
 //     ports are given; the driver runs each floor client in its own process,
 //     as their servers). Reads commands on
@@ -35,6 +38,11 @@
 //       sluice <bytes> <warmup> <iters>   RecvTensor through NewGrpcRemoteWorker
 //                                         (each call a new step id; the tensor is
 //                                         copied once into an aligned buffer)
+//       sluice_tcp <bytes> <warmup> <iters>
+//                                         RecvTensor through NewTcpTensorRemoteWorker
+//                                         (the TCP tensor transport at the address
+//                                         GetStatus announced; read straight into
+//                                         the aligned tensor)
 //       tcp <bytes> <warmup> <iters>      one 8-byte request, then <bytes> read
 //                                         into one reused 64-byte-aligned buffer
 //       floor_cb|floor_cq <bytes> <warmup> <iters>
@@ -78,6 +86,7 @@
 #include "engine/distributed/grpc_options.h"
 #include "engine/distributed/grpc_remote_worker.h"
 #include "engine/distributed/grpc_worker_service.h"
+#include "engine/distributed/tcp_tensor_transport.h"
 #include "engine/distributed/worker.h"
 #include "engine/distributed/worker_interface.h"
 #include "engine/framework/allocator.h"
@@ -469,9 +478,14 @@ int Serve(const std::string& kind) {
   server_options.address = "127.0.0.1:0";
   auto server = GrpcWorkerServer::Start(server_options, &producing);
   if (!server.ok()) Die(std::string(server.status().message()));
-  std::cout << "ports grpc=" << (*server)->port() << " tcp=" << tcp_port << std::endl;
+  auto tensor_server = TcpTensorServer::Start("127.0.0.1", 0, &producing);
+  if (!tensor_server.ok()) Die(std::string(tensor_server.status().message()));
+  worker.set_tensor_address((*tensor_server)->address());
+  std::cout << "ports grpc=" << (*server)->port() << " tcp=" << tcp_port
+            << " sluice_tcp=" << (*tensor_server)->port() << std::endl;
   WaitForStdinEof();
   (*server)->Shutdown();
+  (*tensor_server)->Shutdown();
   std::_Exit(0);  // the TCP threads are detached; nothing to flush
 }
 
@@ -580,17 +594,27 @@ class FloorClient {
 };
 
 // The receiving task; a port <= 0 leaves that side out.
-int Client(int grpc_port, int tcp_port, int floor_cb_port, int floor_cq_port) {
-  std::unique_ptr<WorkerInterface> remote;
+int Client(int grpc_port, int tcp_port, int sluice_tcp_port, int floor_cb_port, int floor_cq_port) {
+  std::unique_ptr<WorkerInterface> remote, remote_tcp;
   std::string src_device, dst_device;
   uint64_t incarnation = 0;
   if (grpc_port > 0) {
     remote = NewGrpcRemoteWorker(kServerTask, absl::StrCat("127.0.0.1:", grpc_port), GrpcChannelOptions());
+    // As a `train` task's worker cache makes it: gRPC, with RecvTensor over
+    // the TCP transport that GetStatus announces.
+    remote_tcp = NewTcpTensorRemoteWorker(
+        kServerTask, NewGrpcRemoteWorker(kServerTask, absl::StrCat("127.0.0.1:", grpc_port), GrpcChannelOptions()));
     GetStatusRequest status_request;
     status_request.set_caller_task(kClientTask);
     GetStatusResponse status;
     absl::Status s = remote->GetStatus(status_request, &status);
     if (!s.ok()) Die(std::string(s.message()));
+    s = remote_tcp->GetStatus(status_request, &status);
+    if (!s.ok()) Die(std::string(s.message()));
+    if (status.tensor_address().empty()) Die("the serving task announces no TCP tensor transport");
+    if (sluice_tcp_port > 0 && status.tensor_address() != absl::StrCat("127.0.0.1:", sluice_tcp_port)) {
+      Die(absl::StrCat("the serving task announces ", status.tensor_address(), ", not port ", sluice_tcp_port));
+    }
     if (status.device_size() == 0) Die("the serving task has no devices");
     src_device = status.device(0).name();
     incarnation = status.device(0).incarnation();
@@ -613,11 +637,12 @@ int Client(int grpc_port, int tcp_port, int floor_cb_port, int floor_cq_port) {
       Die(absl::StrCat("bad command '", line, "'"));
     }
     Timing t;
-    if ((side == "sluice" && remote == nullptr) || (side == "tcp" && tcp_fd < 0) ||
+    if (((side == "sluice" || side == "sluice_tcp") && remote == nullptr) || (side == "tcp" && tcp_fd < 0) ||
         (side == "floor_cb" && floor_cb == nullptr) || (side == "floor_cq" && floor_cq == nullptr)) {
       Die(absl::StrCat("this client was started without a port for '", side, "'"));
     }
-    if (side == "sluice") {
+    if (side == "sluice" || side == "sluice_tcp") {
+      WorkerInterface* worker = side == "sluice" ? remote.get() : remote_tcp.get();
       RecvTensorRequest request;
       request.set_rendezvous_key(
           Rendezvous::CreateKey(src_device, incarnation, dst_device, absl::StrCat("t", bytes), 0, 0));
@@ -625,7 +650,7 @@ int Client(int grpc_port, int tcp_port, int floor_cb_port, int floor_cq_port) {
       t = Measure(warmup, iters, [&] {
         request.set_step_id(step_id++);
         RecvTensorResult result;
-        absl::Status s = remote->RecvTensor(request, &result);
+        absl::Status s = worker->RecvTensor(request, &result);
         if (!s.ok()) Die(std::string(s.message()));
         // The tensor is the producer's (element i = i), all of it.
         if (result.value.dtype() != DT_FLOAT || result.value.NumElements() != n ||
@@ -667,14 +692,14 @@ int Client(int grpc_port, int tcp_port, int floor_cb_port, int floor_cq_port) {
 
 int main(int argc, char** argv) {
   static const char kUsage[] =
-      "--serve=sluice|floor_cb|floor_cq | --client [--grpc_port=P] [--tcp_port=Q] [--floor_cb_port=R] "
-      "[--floor_cq_port=S]";
+      "--serve=sluice|floor_cb|floor_cq | --client [--grpc_port=P] [--tcp_port=Q] [--sluice_tcp_port=T] "
+      "[--floor_cb_port=R] [--floor_cq_port=S]";
   using sluice::distributed::Client;
   using sluice::distributed::Die;
   using sluice::distributed::Serve;
   std::string serve;
   bool client = false;
-  int grpc_port = 0, tcp_port = 0, floor_cb_port = 0, floor_cq_port = 0;
+  int grpc_port = 0, tcp_port = 0, sluice_tcp_port = 0, floor_cb_port = 0, floor_cq_port = 0;
   for (int i = 1; i < argc; ++i) {
     const absl::string_view arg = argv[i];
     absl::string_view value = arg;
@@ -684,6 +709,7 @@ int main(int argc, char** argv) {
       client = true;
     } else if (absl::ConsumePrefix(&value, "--grpc_port=") && absl::SimpleAtoi(value, &grpc_port)) {
     } else if (absl::ConsumePrefix(&value, "--tcp_port=") && absl::SimpleAtoi(value, &tcp_port)) {
+    } else if (absl::ConsumePrefix(&value, "--sluice_tcp_port=") && absl::SimpleAtoi(value, &sluice_tcp_port)) {
     } else if (absl::ConsumePrefix(&value, "--floor_cb_port=") && absl::SimpleAtoi(value, &floor_cb_port)) {
     } else if (absl::ConsumePrefix(&value, "--floor_cq_port=") && absl::SimpleAtoi(value, &floor_cq_port)) {
     } else {
@@ -696,5 +722,5 @@ int main(int argc, char** argv) {
   // among them, instead of trimming and faulting them in again).
   (void)sluice::CpuAllocator();
   if (!serve.empty()) return Serve(serve);
-  return Client(grpc_port, tcp_port, floor_cb_port, floor_cq_port);
+  return Client(grpc_port, tcp_port, sluice_tcp_port, floor_cb_port, floor_cq_port);
 }

@@ -4,7 +4,9 @@
 # never crashes the process"). The test starts a ps task of a two-task cluster
 # whose chief never comes, so the ps serves while it waits for its peer; then
 # malformed_rpc_client sends it every case (tests/malformed_rpc_client.cc) and
-# checks each answer and that GetStatus still answers after each. At the end
+# checks each answer and that GetStatus still answers after each (and then
+# sends garbage frames to the task's TCP tensor transport, at the address its
+# GetStatus announces: each must drop only that connection). At the end
 # the task must still run, must not have stopped or crashed, and must stop on
 # SIGTERM with 143 (a task waiting for its peers stops on a signal).
 set -uo pipefail

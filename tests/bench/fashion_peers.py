@@ -124,7 +124,7 @@ def tf_mlp(tf, x, hidden=(512, 512), classes=10, zero_logits=False):
         w = tf.compat.v1.get_variable("fc%d/kernel" % i, [n_in, units],
                                       initializer=tf.compat.v1.zeros_initializer() if last and zero_logits else init)
         b = tf.compat.v1.get_variable("fc%d/bias" % i, [units], initializer=tf.compat.v1.zeros_initializer())
-        h = tf.matmul(h, w) + b
+        h = tf.nn.bias_add(tf.matmul(h, w), b)  # BiasAdd, the op TensorFlow's Dense layer emits
         if i < len(hidden):
             h = tf.nn.relu(h)
         n_in = units
@@ -145,12 +145,12 @@ def tf_cnn(tf, x, training):
     h = tf.reshape(h, [-1, 7 * 7 * 64])
     w = tf.compat.v1.get_variable("fc1/kernel", [7 * 7 * 64, 1024], initializer=init)
     b = tf.compat.v1.get_variable("fc1/bias", [1024], initializer=zeros)
-    h = tf.nn.relu(tf.matmul(h, w) + b)
+    h = tf.nn.relu(tf.nn.bias_add(tf.matmul(h, w), b))
     if training:
         h = tf.nn.dropout(h, rate=0.4)
     w = tf.compat.v1.get_variable("logits/kernel", [1024, 10], initializer=init)
     b = tf.compat.v1.get_variable("logits/bias", [10], initializer=zeros)
-    return tf.matmul(h, w) + b
+    return tf.nn.bias_add(tf.matmul(h, w), b)
 
 
 # ---------------------------------------------------------------- PyTorch

@@ -1,7 +1,9 @@
 // Op kernels against the machine's own limits (issue 3, "Show"):
 //   - FmaPeak: an FMA loop (AVX-512 _mm512_fmadd_ps when __AVX512F__ is
-//     defined, else AVX2 _mm256_fmadd_ps) with 12 independent accumulators, on
-//     1 and 2 threads; counter GFLOPs = the measured peak.
+//     defined, i.e. -march=native on a machine with AVX-512, else AVX2
+//     _mm256_fmadd_ps) with 12 independent accumulators, on 1 and 2 threads;
+//     counter GFLOPs = the measured peak, label the ISA. With AVX-512 also
+//     FmaPeakAvx2, the same loop in AVX2: the ceiling of AVX2 kernels.
 //   - MatMul (square float32, 256..2048) through our MatMul kernel on a CPU
 //     device with 1 or 2 intra-op threads; counters GFLOPs and frac_of_peak
 //     (achieved / FmaPeak measured at the same thread count in this process).
@@ -118,6 +120,43 @@ double PeakGflops(int threads) {
   g_peak_gflops[threads] = std::max(g_peak_gflops[threads], MeasureNow(threads, FmaOnce));
   return g_peak_gflops[threads];
 }
+
+#if defined(__AVX512F__)
+// The same loop with AVX2's 8-lane FMAs, on a machine whose peak above is
+// AVX-512's: the ceiling of a kernel written with AVX2 intrinsics (CpuGemm's
+// micro-kernel is one).
+__attribute__((noinline)) float FmaLoopAvx2(int64_t iters) {
+  __m256 acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_set1_ps(0.001f * i);
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  }
+  __m256 s = acc[0];
+  for (int i = 1; i < kAcc; ++i) s = _mm256_add_ps(s, acc[i]);
+  alignas(32) float f[8];
+  _mm256_store_ps(f, s);
+  return f[0] + f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7];
+}
+
+void BM_FmaPeakAvx2(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    std::vector<float> sink(threads);
+    std::vector<std::thread> ts;
+    for (int t = 1; t < threads; ++t) ts.emplace_back([&sink, t] { sink[t] = FmaLoopAvx2(kFmaIters); });
+    sink[0] = FmaLoopAvx2(kFmaIters);
+    for (auto& t : ts) t.join();
+    benchmark::DoNotOptimize(sink[0]);
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double flops = 2.0 * kAcc * 8 * static_cast<double>(kFmaIters);
+  state.counters["GFLOPs"] = state.iterations() * threads * flops / secs / 1e9;
+  state.SetLabel("avx2");
+}
+#endif
 
 void BM_FmaPeak(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
@@ -419,6 +458,9 @@ void BM_MaxPoolGrad(benchmark::State& state) {
 // their best rate for the ratios below.
 
 BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+#if defined(__AVX512F__)
+BENCHMARK(BM_FmaPeakAvx2)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+#endif
 BENCHMARK(BM_MatMul)
     ->ArgsProduct({{256, 512, 1024, 2048}, {1, 2}})
     ->ArgNames({"n", "threads"})

@@ -302,9 +302,9 @@ class ModelCompiler {
         return true;
       }
       case Layer::kDense: {
-        // [batch, features], or [batch, ..., features] with the product
-        // applied to the last dim at every position (an LSTM's outputs).
-        if (s.rank() < 2) {
+        // [batch, features], or [batch, time, features] with the product
+        // applied at every step (an LSTM's outputs). Images need a flatten.
+        if (s.rank() < 2 || s.rank() > 3) {
           LayerError(l, absl::StrCat("dense needs a [batch, features] input, but '", l.input(0), "' is ",
                                      ShapeString(s), "; add a flatten layer before it"));
           return false;
@@ -661,10 +661,10 @@ class ModelCompiler {
       return false;
     }
     const PartialShape& ls = logits.shape;
-    if (!ls.rank_known() || ls.rank() < 2 || ls.dim(ls.rank() - 1) < 0) {
+    if (!ls.rank_known() || ls.rank() < 2 || ls.rank() > 3 || ls.dim(ls.rank() - 1) < 0) {
       errors_->Add(loaded_.Where(x, "logits"),
                    absl::StrCat("softmax_cross_entropy: logits '", x.logits(), "' are ", ShapeString(ls),
-                                "; they must be [batch, classes] (or [batch, ..., classes]) with known classes"));
+                                "; they must be [batch, classes] (or [batch, time, classes]) with known classes"));
       return false;
     }
     if (DataTypeIsInteger(yt)) {

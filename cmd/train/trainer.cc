@@ -752,7 +752,9 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       return ExitCodeForStatus(s);
     }
     step = fetched[0].scalar<int64_t>();
-    out << "resumed from " << saver->last_checkpoint() << " at step " << step << "\n";
+    // The checkpoint's own step: with async replicas another worker may
+    // already have stepped past it by the time the global step is read.
+    out << "resumed from " << saver->last_checkpoint() << " at step " << *restored << "\n";
   } else if (absl::IsNotFound(restored.status())) {
     s = session->Run({}, {}, {tg.init_op}, &fetched);
     if (!s.ok()) {

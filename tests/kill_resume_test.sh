@@ -11,7 +11,7 @@ set -uo pipefail
 source tests/train_testlib.sh
 skip_without_data
 
-STEPS=800
+STEPS=2000  # enough for 20 kills: the faster GEMM ran 800 steps out after 12
 FLAGS=$(mlp_flags $STEPS 10 3)
 RANDOM=20261121   # reproducible kill times
 

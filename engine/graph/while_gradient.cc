@@ -256,21 +256,21 @@ absl::Status AddWhileLoopGradient(Graph* graph, const LoopRegion& region,
     if (!s.ok()) return s;
   }
   auto drain = [&]() -> absl::Status {
-  while (!q.empty()) {
-    Node* n = q.front();
-    q.pop_front();
-    if (n->IsStateful() && !absl::StartsWith(n->type_string(), "TensorArray") &&
-        n->type_string() != "ReadVariableOp") {
-      return absl::UnimplementedError(absl::StrCat(
-          NodeContext(n->def()), "op ", n->type_string(), " is stateful, and the gradient of while_loop '", shape.frame,
-          "' recomputes its body; compute it outside the loop and use the value inside"));
+    while (!q.empty()) {
+      Node* n = q.front();
+      q.pop_front();
+      if (n->IsStateful() && !absl::StartsWith(n->type_string(), "TensorArray") &&
+          n->type_string() != "ReadVariableOp") {
+        return absl::UnimplementedError(absl::StrCat(
+            NodeContext(n->def()), "op ", n->type_string(), " is stateful, and the gradient of while_loop '", shape.frame,
+            "' recomputes its body; compute it outside the loop and use the value inside"));
+      }
+      for (const Edge* e : n->in_edges()) {
+        absl::Status st = visit(e->src, !e->IsControlEdge(), e->src_output);
+        if (!st.ok()) return st;
+      }
     }
-    for (const Edge* e : n->in_edges()) {
-      absl::Status st = visit(e->src, !e->IsControlEdge(), e->src_output);
-      if (!st.ok()) return st;
-    }
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
   };
   s = drain();
   if (!s.ok()) return s;

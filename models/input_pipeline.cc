@@ -12,6 +12,19 @@ namespace sluice {
 namespace models {
 namespace {
 
+// The restore nodes of the reader built under `scope` (a string Placeholder
+// for its serialized state and the ReaderRestoreState that applies it).
+RestorableReader AddRestorableReader(InputGraph* in, const std::string& scope, const std::string& reader_type,
+                                     const std::string& file) {
+  RestorableReader r;
+  r.reader_type = reader_type;
+  r.file = file;
+  r.state_feed = in->AddNode(scope + "/restore_state", "Placeholder", {},
+                             {{"dtype", MakeAttr(DT_STRING)}, {"shape", MakeAttr(TensorShape({}))}});
+  r.restore_op = in->AddNode(scope + "/restore", "ReaderRestoreState", {scope + "/reader", r.state_feed});
+  return r;
+}
+
 Tensor Int32Vector(const std::vector<int64_t>& dims) {
   std::vector<int32_t> d(dims.begin(), dims.end());
   return Tensor::FromVector<int32_t>(d);
@@ -69,13 +82,7 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
   auto label_kv = AddReaderReadUpTo(in, "IdxRecordReader", *label_files, per_read, s + "/label_reader", reader_attrs);
   for (const auto& [scope, file] : {std::pair<std::string, std::string>{s + "/image_reader", p.idx().images()},
                                     {s + "/label_reader", p.idx().labels()}}) {
-    RestorableReader r;
-    r.reader_type = "IdxRecordReader";
-    r.file = file;
-    r.state_feed = in->AddNode(scope + "/restore_state", "Placeholder", {},
-                               {{"dtype", MakeAttr(DT_STRING)}, {"shape", MakeAttr(TensorShape({}))}});
-    r.restore_op = in->AddNode(scope + "/restore", "ReaderRestoreState", {scope + "/reader", r.state_feed});
-    out->readers.push_back(r);
+    out->readers.push_back(AddRestorableReader(in, scope, "IdxRecordReader", file));
   }
   out->exact_order = !options.training || reader_shuffle || !p.has_shuffle();
   std::string pixels = in->AddNode(s + "/decode_image", "DecodeRaw", {image_kv.second}, {{"out_type", MakeAttr(DT_UINT8)}});
@@ -123,6 +130,37 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::StatusOr<TextSource> ResolveTextSource(const config::Input::Text& t, bool training,
+                                             const std::vector<std::string>& vocabulary) {
+  using config::Input;
+  Env* env = Env::Default();
+  auto files = text::ExpandFiles(env, {t.files().begin(), t.files().end()}, {t.exclude().begin(), t.exclude().end()});
+  if (!files.ok()) return files.status();
+  TextSource source;
+  source.corpus.files = *files;
+  source.corpus.format = t.format() == Input::Text::FORTUNES ? text::Format::kFortunes : text::Format::kLines;
+  source.corpus.lowercase = !t.keep_case();
+  Input::Text::Split configured = t.split();
+  if (configured == Input::Text::SPLIT_DEFAULT) configured = training ? Input::Text::TRAIN : Input::Text::TEST;
+  source.split = configured == Input::Text::ALL    ? text::Split::kAll
+                 : configured == Input::Text::TEST ? text::Split::kTest
+                                                   : text::Split::kTrain;
+  auto words =
+      !vocabulary.empty() ? text::Vocabulary::FromWords(vocabulary, "the train input's vocabulary")
+      : !t.vocabulary().file().empty()
+          ? text::Vocabulary::ReadFile(env, t.vocabulary().file())
+          : text::BuildVocabulary(env, source.corpus,
+                                  source.split == text::Split::kAll ? text::Split::kAll : text::Split::kTrain,
+                                  t.vocabulary().max_size(), std::max<int64_t>(1, t.vocabulary().min_count()));
+  if (!words.ok()) return words.status();
+  source.vocabulary = *std::move(words);
+  return source;
+}
+
+namespace {
+
 // A text corpus: the vocabulary (the train pipeline's, or built from the train
 // split or all sentences, or read), the TextWindowReader over this pipeline's
 // split -> rows of seq_len + 1 ids -> tokens = the first seq_len, targets =
@@ -135,26 +173,13 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
     return absl::InvalidArgumentError(absl::StrCat("text seq_len ", t.seq_len(), " is not in [1, 2^24]"));
   }
   Env* env = Env::Default();
-  auto files = text::ExpandFiles(env, {t.files().begin(), t.files().end()}, {t.exclude().begin(), t.exclude().end()});
-  if (!files.ok()) return files.status();
-  text::Corpus corpus;
-  corpus.files = *files;
-  corpus.format = t.format() == Input::Text::FORTUNES ? text::Format::kFortunes : text::Format::kLines;
-  corpus.lowercase = !t.keep_case();
-  Input::Text::Split configured = t.split();
-  if (configured == Input::Text::SPLIT_DEFAULT) configured = options.training ? Input::Text::TRAIN : Input::Text::TEST;
-  const text::Split split = configured == Input::Text::ALL    ? text::Split::kAll
-                            : configured == Input::Text::TEST ? text::Split::kTest
-                                                              : text::Split::kTrain;
+  auto source = ResolveTextSource(t, options.training, options.vocabulary);
+  if (!source.ok()) return source.status();
+  const text::Corpus& corpus = source->corpus;
+  const text::Split split = source->split;
+  const text::Vocabulary* vocabulary = &source->vocabulary;
   const std::string split_name = split == text::Split::kAll ? "all" : split == text::Split::kTest ? "test" : "train";
   const std::string what = split == text::Split::kAll ? "the text corpus" : "the " + split_name + " split of the text corpus";
-  auto vocabulary =
-      !options.vocabulary.empty() ? text::Vocabulary::FromWords(options.vocabulary, "the train input's vocabulary")
-      : !t.vocabulary().file().empty()
-          ? text::Vocabulary::ReadFile(env, t.vocabulary().file())
-          : text::BuildVocabulary(env, corpus, split == text::Split::kAll ? text::Split::kAll : text::Split::kTrain,
-                                  t.vocabulary().max_size(), std::max<int64_t>(1, t.vocabulary().min_count()));
-  if (!vocabulary.ok()) return vocabulary.status();
   auto stream = text::ReadTokenStream(env, corpus, split, *vocabulary);
   if (!stream.ok()) return stream.status();
   const int64_t seq_len = t.seq_len();
@@ -192,13 +217,7 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
   }
   const std::string reader = s + "/reader";
   auto kv = AddReaderReadUpTo(in, "TextWindowReader", *work, std::max<int64_t>(p.batch_size(), 1), reader, attrs);
-  RestorableReader r;
-  r.reader_type = "TextWindowReader";
-  r.file = split_name;
-  r.state_feed = in->AddNode(reader + "/restore_state", "Placeholder", {},
-                             {{"dtype", MakeAttr(DT_STRING)}, {"shape", MakeAttr(TensorShape({}))}});
-  r.restore_op = in->AddNode(reader + "/restore", "ReaderRestoreState", {reader + "/reader", r.state_feed});
-  out->readers.push_back(r);
+  out->readers.push_back(AddRestorableReader(in, reader, "TextWindowReader", split_name));
   out->exact_order = !options.training || reader_shuffle || !p.has_shuffle();
   const std::string ids = in->AddNode(s + "/decode_ids", "DecodeRaw", {kv.second}, {{"out_type", MakeAttr(DT_INT64)}});
   const std::string rows = in->AddNode(s + "/windows", "Reshape",

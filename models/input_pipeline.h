@@ -17,6 +17,7 @@
 #include "engine/framework/graph.pb.h"
 #include "engine/framework/shape_inference.h"
 #include "inputs/queue_runner.h"
+#include "inputs/text.h"
 
 namespace sluice {
 namespace models {
@@ -80,6 +81,20 @@ struct PipelineOptions {
 // Appends the pipeline's nodes to `graph`.
 absl::Status BuildInputPipeline(const config::Input::Pipeline& pipeline, const PipelineOptions& options,
                                 GraphDef* graph, InputPipeline* out);
+
+// A `text` input's corpus, the split it reads (SPLIT_DEFAULT: train for the
+// training input, test otherwise) and its vocabulary (read from the file, or
+// built from the train split as inputs/FORMATS.md says); `vocabulary`, when
+// not empty, is used instead (the eval input takes the train input's).
+// BuildInputPipeline reads a text input through this; so does
+// tests/bench/text_ids, so a peer trains on the same ids.
+struct TextSource {
+  text::Corpus corpus;
+  text::Split split = text::Split::kTrain;
+  text::Vocabulary vocabulary;
+};
+absl::StatusOr<TextSource> ResolveTextSource(const config::Input::Text& t, bool training,
+                                             const std::vector<std::string>& vocabulary = {});
 
 }  // namespace models
 }  // namespace sluice

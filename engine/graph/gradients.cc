@@ -86,7 +86,7 @@ using TensorKey = std::pair<int, int>;  // (node id, output index)
 
 bool CarriesGradient(const Node* node, int output) {
   const DataType t = BaseType(node->output_type(output));
-  return t == DT_FLOAT || t == DT_DOUBLE || t == DT_HALF || t == DT_BFLOAT16 || t == DT_COMPLEX64;
+  return DataTypeIsFloating(t) || t == DT_COMPLEX64;
 }
 
 }  // namespace

@@ -13,10 +13,7 @@
 namespace sluice {
 namespace {
 
-bool IsFloatLike(DataType t) {
-  t = BaseType(t);
-  return t == DT_FLOAT || t == DT_DOUBLE || t == DT_HALF || t == DT_BFLOAT16;
-}
+bool IsFloatLike(DataType t) { return DataTypeIsFloating(BaseType(t)); }
 
 bool BoolAttr(const Node* n, const char* name) {
   auto it = n->def().attr().find(name);

@@ -31,6 +31,35 @@ Node* InputNode(const Node* n, int i) {
   return e == nullptr ? nullptr : e->src;
 }
 
+// A gradient computed as MatMul(a, b, transpose_a), possibly released
+// through a gradient gate's Identity, with nothing else reading it: summed over
+// iterations it is one product of the stacked a's and b's. Returns the MatMul
+// and adds what to remove once the sum replaces it (the Identity, the MatMul).
+Node* DeferrableProduct(const Output& g, std::vector<Node*>* replaced) {
+  Node* n = g.node;
+  if (n == nullptr) return nullptr;
+  auto read_only_by = [](const Node* x, const Node* reader) {
+    for (const Edge* e : x->out_edges()) {
+      if (!e->IsControlEdge() && e->dst != reader) return false;
+    }
+    return true;
+  };
+  std::vector<Node*> nodes;
+  if (n->type_string() == "Identity") {
+    if (!n->out_edges().empty() || n->input_edge(0) == nullptr) return nullptr;
+    nodes.push_back(n);
+    n = n->input_edge(0)->src;
+    if (!read_only_by(n, nodes[0])) return nullptr;
+  } else if (!read_only_by(n, nullptr)) {
+    return nullptr;
+  }
+  if (n->type_string() != "MatMul" || !BoolAttr(n, "transpose_a") || BoolAttr(n, "transpose_b")) return nullptr;
+  if (!IsFloatLike(n->output_type(0))) return nullptr;
+  nodes.push_back(n);
+  replaced->insert(replaced->end(), nodes.begin(), nodes.end());
+  return n;
+}
+
 absl::Status NotOurLoop(const Node* n, const std::string& why) {
   return absl::UnimplementedError(absl::StrCat(NodeContext(n->def()), "gradients through this loop are not supported: ",
                                                why, " (only loops built by BuildWhileLoop are differentiated)"));
@@ -566,6 +595,35 @@ absl::Status AddWhileLoopGradient(Graph* graph, const LoopRegion& region,
     s = AddSymbolicGradients(graph, ys, xs, grad_ys, &grads, absl::StrCat(grad_frame, "/body_grad"));
     if (!s.ok()) return s;
   }
+  // A product with a captured matrix transposed (a MatMul gradient's
+  // dz W^T) reads a transpose made once before the loop: the GEMM then reads
+  // the matrix in place instead of repacking its transpose every iteration.
+  {
+    const int end = graph->num_node_ids();
+    std::map<std::pair<int, int>, Output> transposed;
+    for (int id = body_start; id < end; ++id) {
+      Node* n = graph->FindNodeId(id);
+      if (n == nullptr || n->type_string() != "MatMul" || !BoolAttr(n, "transpose_b")) continue;
+      const Edge* e = n->input_edge(1);
+      if (e == nullptr || !e->src->IsEnter() || !BoolAttr(e->src, "is_constant") || FrameName(e->src) != grad_frame) {
+        continue;
+      }
+      const Edge* in = e->src->input_edge(0);
+      if (in == nullptr) continue;
+      auto key = std::make_pair(in->src->id(), in->src_output);
+      auto it = transposed.find(key);
+      if (it == transposed.end()) {
+        GraphBuilder ob = gb.WithControlDependencies({init[0].node});
+        Output t = gb.Op("transposed", "Transpose",
+                         {Output{in->src, in->src_output}, ob.Const("swap", Tensor::FromVector<int32_t>({1, 0}))});
+        if (!gb.ok()) return gb.status();
+        it = transposed.emplace(key, enter_constant(t)).first;
+      }
+      graph->RemoveEdge(e);
+      graph->AddEdge(it->second.node, it->second.index, n, 1);
+      (*n->mutable_def()->mutable_attr())["transpose_b"] = MakeAttr(false);
+    }
+  }
   // Uses of a saved product's copy (the recomputed body's and the gradient
   // functions') read the saved value instead.
   for (Node* n : saved_products) {
@@ -607,6 +665,14 @@ absl::Status AddWhileLoopGradient(Graph* graph, const LoopRegion& region,
   };
   std::vector<SparseSum> sparse_sums;
   std::vector<std::pair<int, size_t>> dense_sums;  // invariant, loop var
+  struct ProductSum {
+    int invariant;
+    Node* product;  // the iteration's a^T b, replaced by one product after the loop
+    Output a_ta, b_ta;
+    size_t a_var, b_var;
+  };
+  std::vector<ProductSum> product_sums;
+  std::vector<Node*> replaced_products;  // removed once the sums are built
   for (size_t a = 0; a < float_invariants.size(); ++a) {
     const Gradient& g = grads[first_invariant_x + a];
     if (!g.present()) continue;
@@ -637,6 +703,49 @@ absl::Status AddWhileLoopGradient(Graph* graph, const LoopRegion& region,
       next.push_back(bb.Op("append_indices", "TensorArrayWriteV3",
                            {enter_constant(sum.indices_ta), k, g.sparse.indices, idents[sum.indices_var]}));
       sparse_sums.push_back(sum);
+    } else if (Node* product = DeferrableProduct(g.dense, &replaced_products); product != nullptr) {
+      // The iteration's gradient is one product a^T b (a MatMul's gradient
+      // for its second operand, as a recurrent kernel's): a and b are
+      // appended per iteration and multiplied once after the loop, one large
+      // product instead of a small one and a whole-tensor Add per iteration.
+      // Element 0 of each array is an empty [0, n] block, so an array is
+      // never empty (a loop that ran no iteration gives zeros).
+      ProductSum sum;
+      sum.invariant = inv->id();
+      sum.product = product;
+      GraphBuilder ob = gb.WithControlDependencies({init[0].node});
+      const DataType dtype = BaseType(product->output_type(0));
+      Output origin = ob.Const("sum_origin", Tensor::FromVector<int32_t>({0, 0}));
+      // [0, rows of the tensor] and [0, its columns]: the shapes of a's and
+      // b's rows, with no rows.
+      Output no_a = ob.Op("sum_no_a", "Transpose",
+                          {ob.Op("sum_no_a_t", "Slice", {outside, origin, ob.Const("sum_all_rows", Tensor::FromVector<int32_t>({-1, 0}))}),
+                           ob.Const("sum_swap", Tensor::FromVector<int32_t>({1, 0}))});
+      Output no_b = ob.Op("sum_no_b", "Slice", {outside, origin, ob.Const("sum_all_cols", Tensor::FromVector<int32_t>({0, -1}))});
+      Output size = ob.Scalar<int32_t>("sum_size", 0);
+      const std::vector<std::pair<Output, Output*>> arrays = {{no_a, &sum.a_ta}, {no_b, &sum.b_ta}};
+      std::vector<Output> flows;
+      for (const auto& [empty, ta] : arrays) {
+        Node* array = gb.AddNode("product_sum", "TensorArrayV3", {size},
+                                 {{"dtype", MakeAttr(dtype)}, {"dynamic_size", MakeAttr(true)}});
+        if (array == nullptr) return gb.status();
+        *ta = Output{array, 0};
+        flows.push_back(gb.Op("product_sum_first", "TensorArrayWriteV3", {*ta, ob.Scalar<int32_t>("zero", 0), empty, Output{array, 1}}));
+      }
+      if (!gb.ok()) return gb.status();
+      sum.a_var = idents.size();
+      add_var(flows[0]);
+      sum.b_var = idents.size();
+      add_var(flows[1]);
+      if (!gb.ok()) return gb.status();
+      // Iteration k is written at k + 1, the remaining count before this one.
+      const Edge* a = product->input_edge(0);
+      const Edge* b = product->input_edge(1);
+      next.push_back(bb.Op("append_a", "TensorArrayWriteV3",
+                           {enter_constant(sum.a_ta), idents[0], Output{a->src, a->src_output}, idents[sum.a_var]}));
+      next.push_back(bb.Op("append_b", "TensorArrayWriteV3",
+                           {enter_constant(sum.b_ta), idents[0], Output{b->src, b->src_output}, idents[sum.b_var]}));
+      product_sums.push_back(sum);
     } else {
       const size_t slot = idents.size();
       add_var(gb.Op("acc_zeros", "ZerosLike", {outside}));
@@ -662,6 +771,14 @@ absl::Status AddWhileLoopGradient(Graph* graph, const LoopRegion& region,
   // Gradients of what enters the loop.
   for (size_t d = 0; d < dv_vars.size(); ++d) grad_of_enter[shape.vars[dv_vars[d]].enter->id()].dense = exits[1 + d];
   for (const auto& [inv, slot] : dense_sums) grad_of_enter[inv].dense = exits[slot];
+  for (const ProductSum& sum : product_sums) {
+    const DataType dtype = BaseType(sum.product->output_type(0));
+    Output a = gb.Op("summed_a", "TensorArrayConcatV3", {sum.a_ta, exits[sum.a_var]}, {{"dtype", MakeAttr(dtype)}});
+    Output b2 = gb.Op("summed_b", "TensorArrayConcatV3", {sum.b_ta, exits[sum.b_var]}, {{"dtype", MakeAttr(dtype)}});
+    std::map<std::string, AttrValue> attrs(sum.product->def().attr().begin(), sum.product->def().attr().end());
+    grad_of_enter[sum.invariant].dense = gb.Op("summed_product", "MatMul", {a, b2}, attrs);
+  }
+  for (Node* n : replaced_products) graph->RemoveNode(n);
   for (const SparseSum& sum : sparse_sums) {
     Gradient& g = grad_of_enter[sum.invariant];
     g.is_sparse = true;

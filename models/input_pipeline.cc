@@ -202,7 +202,12 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
   producer.scope = s + "/corpus";
   auto work = AddStringInputProducer(in, {split_name}, producer);
   if (!work.ok()) return work.status();
-  const bool reader_shuffle = options.training && options.deterministic && p.has_shuffle();
+  // A corpus read in file order runs topic by topic, and a bounded shuffle
+  // queue mixes only neighbouring windows; the reader holds every window's
+  // position, so with `shuffle` it reads each epoch in a seeded permutation
+  // (a full shuffle, as PyTorch's shuffling sampler does), batched in order:
+  // exact resume in every mode. The queue's capacity is not used.
+  const bool reader_shuffle = options.training && p.has_shuffle();
   std::map<std::string, AttrValue> attrs = {
       {"files", MakeAttr(corpus.files)},
       {"format", MakeAttr(corpus.format == text::Format::kFortunes ? "fortunes" : "lines")},
@@ -245,8 +250,9 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
   auto batched = AddBatch(in, {{tokens, DT_INT64, TensorShape({seq_len})}, {targets, DT_INT64, TensorShape({seq_len})}},
                           batch);
   if (!batched.ok()) return batched.status();
-  out->features["tokens"] = {(*batched)[0], DT_INT64, PartialShape::FromDims({kUnknownDim, seq_len})};
-  out->features["targets"] = {(*batched)[1], DT_INT64, PartialShape::FromDims({kUnknownDim, seq_len})};
+  const int64_t id_limit = static_cast<int64_t>(vocabulary->size());
+  out->features["tokens"] = {(*batched)[0], DT_INT64, PartialShape::FromDims({kUnknownDim, seq_len}), id_limit};
+  out->features["targets"] = {(*batched)[1], DT_INT64, PartialShape::FromDims({kUnknownDim, seq_len}), id_limit};
   out->queue_capacity = batch.capacity;
   out->queue_size = in->AddNode(batch.scope + "/size", "QueueSize", {batch.scope + "/queue"});
   out->vocabulary = vocabulary->words();

@@ -26,6 +26,9 @@ struct PipelineFeature {
   std::string tensor;   // name of the batched tensor in the GraphDef
   DataType dtype = DT_FLOAT;
   PartialShape shape;   // [batch, ...] with the batch dim unknown
+  // Integer ids known to lie in [0, id_limit) (a text input's word ids: the
+  // vocabulary's size); 0 when unknown.
+  int64_t id_limit = 0;
 };
 
 // A reader whose position a checkpoint restores: feed a serialized

@@ -437,6 +437,14 @@ class ModelCompiler {
         dims.push_back(em.dimension());
         if (!CheckFloats(l, "embedding table", {em.vocabulary_size(), em.dimension()})) return false;
         if (!CheckFloats(l, "output", dims)) return false;
+        if (in.id_limit > em.vocabulary_size()) {
+          errors_->Add(loaded_.Where(em, "vocabulary_size"),
+                       absl::StrCat("embedding '", l.name(), "': vocabulary_size ", em.vocabulary_size(),
+                                    " is smaller than the ids of its input '", l.input(0), "', which go up to ",
+                                    in.id_limit - 1, " (the text vocabulary has ", in.id_limit,
+                                    " ids); set vocabulary_size: ", in.id_limit, " or the vocabulary's max_size"));
+          return false;
+        }
         if (em.partitions() < 0 || em.partitions() > em.vocabulary_size()) {  // validate.cc says so first
           LayerError(l, absl::StrCat("partitions must be in [0, vocabulary_size = ", em.vocabulary_size(), "], got ",
                                      em.partitions()));
@@ -738,6 +746,13 @@ class ModelCompiler {
       return Output();
     }
     const int64_t dim = is.dim(is.rank() - 1), classes = ss.num_classes();
+    if (labels.id_limit > classes) {
+      errors_->Add(loaded_.Where(ss, "num_classes"),
+                   absl::StrCat(who, ": num_classes ", classes, " is smaller than the ids of its labels '", ss.labels(),
+                                "', which go up to ", labels.id_limit - 1, " (the text vocabulary has ", labels.id_limit,
+                                " ids); set num_classes: ", labels.id_limit, " or the vocabulary's max_size"));
+      return Output();
+    }
     double positions = 1;
     for (int i = 1; i + 1 < is.rank(); ++i) positions *= is.dim(i) > 0 ? static_cast<double>(is.dim(i)) : 1.0;
     const double bytes = 4.0 * static_cast<double>(classes) * static_cast<double>(dim), memory = MachineMemoryBytes();

@@ -23,6 +23,9 @@ namespace models {
 struct Feature {
   Output tensor;
   PartialShape shape;
+  // Integer ids known to lie in [0, id_limit) (a text input's word ids); 0:
+  // unknown. Tables indexed by them must have at least id_limit rows.
+  int64_t id_limit = 0;
 };
 
 // A trainable variable created by the model.

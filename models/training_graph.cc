@@ -17,7 +17,7 @@ absl::StatusOr<std::map<std::string, Feature>> Features(const InputPipeline& inp
     if (!id.ok()) return id.status();
     Node* node = graph.FindNode(id->node);
     if (node == nullptr) return absl::InternalError(absl::StrCat("input tensor '", f.tensor, "' is missing"));
-    features[name] = Feature{Output{node, id->index}, f.shape};
+    features[name] = Feature{Output{node, id->index}, f.shape, f.id_limit};
   }
   return features;
 }

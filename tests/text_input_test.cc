@@ -170,8 +170,9 @@ TEST(TextInputPipeline, BuildsBatchesOfTokensAndShiftedTargets) {
   EXPECT_EQ(run.train.features.at("tokens").shape.DebugString(), PartialShape::FromDims({-1, 6}).DebugString());
   EXPECT_EQ(run.eval.features.at("targets").shape.DebugString(), PartialShape::FromDims({-1, 4}).DebugString());
   EXPECT_EQ(run.train.vocabulary, run.eval.vocabulary);
-  EXPECT_FALSE(run.train.exact_order);  // a RandomShuffleQueue
+  EXPECT_TRUE(run.train.exact_order);  // a seeded permutation per epoch, batched in order
   EXPECT_TRUE(run.eval.exact_order);
+  EXPECT_TRUE(absl::StrContains(run.train.description, "seeded permutation per epoch")) << run.train.description;
 
   // The counts the text library gives for the same corpus.
   text::Corpus corpus;
@@ -192,7 +193,9 @@ TEST(TextInputPipeline, BuildsBatchesOfTokensAndShiftedTargets) {
   // Train batches: shapes, id range, and targets = tokens shifted by one
   // within each window (window w's ids are the stream's [6w, 6w + 6]).
   std::set<int64_t> starts;
-  for (int step = 0; step < 5; ++step) {
+  std::vector<std::vector<int64_t>> train_rows;  // each row's tokens and last target
+  const int64_t epoch = run.train.examples_per_epoch;
+  for (int64_t step = 0; step * 8 < epoch; ++step) {
     std::vector<Tensor> b = run.Batch(run.train);
     ASSERT_EQ(b.size(), 2u);
     ASSERT_EQ(b[0].dtype(), DT_INT64);
@@ -202,6 +205,8 @@ TEST(TextInputPipeline, BuildsBatchesOfTokensAndShiftedTargets) {
     for (int64_t row = 0; row < 8; ++row) {
       const int64_t* x = b[0].data<int64_t>() + row * 6;
       const int64_t* y = b[1].data<int64_t>() + row * 6;
+      train_rows.emplace_back(x, x + 6);
+      train_rows.back().push_back(y[5]);
       for (int i = 0; i + 1 < 6; ++i) EXPECT_EQ(y[i], x[i + 1]) << "row " << row;
       for (int i = 0; i < 6; ++i) {
         EXPECT_GE(x[i], 0);
@@ -223,6 +228,16 @@ TEST(TextInputPipeline, BuildsBatchesOfTokensAndShiftedTargets) {
     }
   }
   EXPECT_GT(starts.size(), 10u);  // windows from across the corpus, not one repeated
+  // The first epoch is every window once, in another order than the file's.
+  ASSERT_GE(static_cast<int64_t>(train_rows.size()), epoch);
+  std::vector<std::vector<int64_t>> first_epoch(train_rows.begin(), train_rows.begin() + epoch), in_file_order;
+  for (int64_t w = 0; w < epoch; ++w) {
+    in_file_order.emplace_back(train_stream->ids.begin() + w * 6, train_stream->ids.begin() + w * 6 + 7);
+  }
+  EXPECT_NE(first_epoch, in_file_order);
+  std::sort(first_epoch.begin(), first_epoch.end());
+  std::sort(in_file_order.begin(), in_file_order.end());
+  EXPECT_EQ(first_epoch, in_file_order);
 
   // Eval: the test windows in order, once per epoch, then again.
   std::vector<std::vector<int64_t>> eval_rows;

@@ -219,6 +219,23 @@ TEST_P(TrainErrorsTest, ExitsTwoWithOneLocatedErrorLine) {
   }
 }
 
+// Ten distinct words: 12 ids with <unk> and <eos>.
+constexpr char kTinyCorpus[] = "a b c d e\nf g h i j\na b c d e f g h i j\n";
+
+// A word LSTM on kTinyCorpus (line numbers as the cases say).
+std::string TextModel(int vocabulary_size, int num_classes) {
+  return absl::StrCat(
+      "name: \"t\"\n"                                                                             // 1
+      "model {\n"                                                                                  // 2
+      "  layer { name: \"embed\" input: \"tokens\" embedding { vocabulary_size: ", vocabulary_size,  // 3
+      " dimension: 4 } }\n  layer { name: \"lstm\" input: \"embed\" lstm { units: 4 } }\n"           // 4
+      "  loss { sampled_softmax { inputs: \"lstm\" labels: \"targets\" num_classes: ", num_classes,   // 5
+      " num_sampled: 2 } }\n}\n"
+      "input { train { text { files: \"corpus.txt\" split: ALL seq_len: 3 } batch_size: 2 } }\n"
+      "optimizer { sgd { learning_rate: 0.1 } }\n"
+      "train { steps: 10 }\n");
+}
+
 // A layer line with a raw node before the loss (line 6 becomes the node).
 std::string NodeLine(const std::string& node) { return absl::StrCat("  ", node, "\n  loss {"); }
 
@@ -408,6 +425,13 @@ INSTANTIATE_TEST_SUITE_P(
              "items.idx\" labels: \"items.idx\" }\n                batch_size: 32 shuffle { capacity: 100 min_after_dequeue: 10 }",
              {},
              "8:train", "items.idx: IDX header dimension 0 is 4294967295", {{"items.idx", RawIdx({0xffffffffu, 0})}}},
+        // A text input's word ids reach past the tables indexed by them.
+        Case{"embedding_smaller_than_the_text_vocabulary", "=", TextModel(4, 40), {}, "3:vocabulary_size",
+             "vocabulary_size 4 is smaller than the ids of its input 'tokens', which go up to 11",
+             {{"corpus.txt", kTinyCorpus}}},
+        Case{"sampled_softmax_smaller_than_the_text_vocabulary", "=", TextModel(40, 5), {}, "5:num_classes",
+             "num_classes 5 is smaller than the ids of its labels 'targets', which go up to 11",
+             {{"corpus.txt", kTinyCorpus}}},
         Case{"idx_items_without_data", kImages, "items.idx", {}, "8:train",
              "items.idx: IDX header dimension 1 is 0, so none of its 60000 items holds any data",
              {{"items.idx", RawIdx({60000, 0, 28})}}},

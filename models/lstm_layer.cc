@@ -4,34 +4,16 @@
 #include <vector>
 
 #include "engine/graph/control_flow_builders.h"
+#include "models/sequence_projection.h"
 
 namespace sluice {
 
 absl::StatusOr<Output> BuildLstm(GraphBuilder* b, Output x, const LstmWeights& weights, const LstmOptions& options) {
   const int64_t units = options.units, gates = 4 * options.units;
-  auto ints = [&](const std::string& name, std::vector<int32_t> v) {
-    return b->Const(name, Tensor::FromVector<int32_t>(v, TensorShape({static_cast<int64_t>(v.size())})));
-  };
-  // [batch, time] from the input, as 1-element vectors.
-  Output shape = b->Op("input_shape", "Shape", {x});
-  Output batch = b->Op("batch", "Slice", {shape, ints("batch_begin", {0}), ints("one", {1})});
-  Output time = b->Op("time", "Slice", {shape, ints("time_begin", {1}), ints("one", {1})});
-  Output steps = b->Op("steps", "Reshape", {time, ints("scalar", {})});
-
-  // Every step's input projection at once: [batch * time, 4 units], then
-  // time-major [time, batch, 4 units] so step t reads row t.
-  Output flat = b->Op("flat_input", "Reshape", {x, ints("flat_shape", {-1, static_cast<int32_t>(options.features)})});
-  Output projected = b->Op("projected", "BiasAdd", {b->Op("input_product", "MatMul", {flat, weights.kernel}), weights.bias});
-  Output per_step = b->Op(
-      "per_step", "Reshape",
-      {projected, b->Op("per_step_shape", "ConcatV2",
-                        {batch, time, ints("gates", {static_cast<int32_t>(gates)}), b->Scalar<int32_t>("axis", 0)})});
-  Output time_major = b->Op("time_major", "Transpose", {per_step, ints("swap", {1, 0, 2})});
-
-  Output state_shape =
-      b->Op("state_shape", "ConcatV2", {batch, ints("units", {static_cast<int32_t>(units)}), b->Scalar<int32_t>("axis", 0)});
+  ProjectedSequence seq = ProjectSequence(b, x, weights.kernel, weights.bias, options.features, gates, units);
+  Output steps = seq.steps, time_major = seq.time_major;
   const DataType dtype = BaseType(x.dtype());
-  Output zeros = b->Op("zero_state", "Fill", {state_shape, b->ScalarOfType("zero", dtype, 0.0)});
+  Output zeros = b->Op("zero_state", "Fill", {seq.state_shape, b->ScalarOfType("zero", dtype, 0.0)});
   Output recurrent = weights.recurrent;
   const float forget_bias = options.forget_bias;
   const bool last_only = options.last_only;
@@ -61,7 +43,7 @@ absl::StatusOr<Output> BuildLstm(GraphBuilder* b, Output x, const LstmWeights& w
   if (!b->ok()) return b->status();
   if (last_only) return loop->outputs[1];
   // [time, batch, units] -> [batch, time, units].
-  return b->Op("outputs", "Transpose", {loop->stacked[0], ints("swap_back", {1, 0, 2})});
+  return b->Op("outputs", "Transpose", {loop->stacked[0], Int32VectorConst(b, "swap_back", {1, 0, 2})});
 }
 
 }  // namespace sluice

@@ -14,6 +14,7 @@
 #include "engine/framework/node_def_util.h"
 #include "engine/graph/graph_constructor.h"
 #include "models/embedding_ops.h"
+#include "models/gru_layer.h"
 #include "models/lstm_layer.h"
 
 namespace sluice {
@@ -275,6 +276,32 @@ class ModelCompiler {
     return true;
   }
 
+  // What the recurrent layers (lstm: 4 gates, gru: 3) check of their input
+  // [batch, time, features] and their sizes; false after a located error.
+  bool CheckRecurrent(const Layer& l, const std::string& kind, const PartialShape& s, int64_t units, int64_t gates) {
+    if (s.rank() != 3 || s.dim(2) < 0) {
+      LayerError(l, absl::StrCat(kind, " needs a [batch, time, features] input with known features, but '", l.input(0),
+                                 "' is ", ShapeString(s)));
+      return false;
+    }
+    if (units <= 0) {
+      LayerError(l, absl::StrCat(kind, " needs units > 0"));
+      return false;
+    }
+    return CheckFloats(l, "kernel", {s.dim(2), gates * units}) && CheckFloats(l, "recurrent kernel", {units, gates * units});
+  }
+
+  // A recurrent layer's output and its FLOPs per example: per step the input
+  // and recurrent products and the gates.
+  void RecurrentResult(const Output& out, const PartialShape& s, int64_t units, int64_t gates, bool last_only,
+                       Feature* result) {
+    result->tensor = out;
+    result->shape = last_only ? PartialShape::FromDims({kUnknownDim, units})
+                              : PartialShape::FromDims({kUnknownDim, s.dim(1), units});
+    const double steps = s.dim(1) > 0 ? static_cast<double>(s.dim(1)) : 1.0;
+    AddFlops(steps * (2.0 * static_cast<double>(s.dim(2) + units) * static_cast<double>(gates * units) + 10.0 * units));
+  }
+
   bool BuildLayer(const Layer& l, Feature* result) {
     if (l.input_size() == 0) return false;
     Feature in;
@@ -487,19 +514,8 @@ class ModelCompiler {
       }
       case Layer::kLstm: {
         const auto& lstm = l.lstm();
-        if (s.rank() != 3 || s.dim(2) < 0) {
-          LayerError(l, absl::StrCat("lstm needs a [batch, time, features] input with known features, but '",
-                                     l.input(0), "' is ", ShapeString(s)));
-          return false;
-        }
-        if (lstm.units() <= 0) {
-          LayerError(l, "lstm needs units > 0");
-          return false;
-        }
+        if (!CheckRecurrent(l, "lstm", s, lstm.units(), 4)) return false;
         const int64_t n_in = s.dim(2), units = lstm.units();
-        if (!CheckFloats(l, "kernel", {n_in, 4 * units}) || !CheckFloats(l, "recurrent kernel", {units, 4 * units})) {
-          return false;
-        }
         LstmWeights weights;
         weights.kernel = Variable(&b, l.name(), "kernel", TensorShape({n_in, 4 * units}), lstm.kernel_initializer(), true,
                                   n_in, 4 * units, l.l2_weight());
@@ -518,12 +534,33 @@ class ModelCompiler {
           LayerError(l, std::string(out.status().message()));
           return false;
         }
-        result->tensor = *out;
-        result->shape = options.last_only ? PartialShape::FromDims({kUnknownDim, units})
-                                          : PartialShape::FromDims({kUnknownDim, s.dim(1), units});
-        // Per example and step: the input and recurrent products and the gates.
-        const double steps = s.dim(1) > 0 ? static_cast<double>(s.dim(1)) : 1.0;
-        AddFlops(steps * (2.0 * static_cast<double>(n_in + units) * static_cast<double>(4 * units) + 10.0 * units));
+        RecurrentResult(*out, s, units, 4, options.last_only, result);
+        return true;
+      }
+      case Layer::kGru: {
+        const auto& gru = l.gru();
+        if (!CheckRecurrent(l, "gru", s, gru.units(), 3)) return false;
+        const int64_t n_in = s.dim(2), units = gru.units();
+        GruWeights weights;
+        weights.kernel = Variable(&b, l.name(), "kernel", TensorShape({n_in, 3 * units}), gru.kernel_initializer(), true,
+                                  n_in, 3 * units, l.l2_weight());
+        weights.recurrent = Variable(&b, l.name(), "recurrent_kernel", TensorShape({units, 3 * units}),
+                                     gru.recurrent_initializer(), true, units, 3 * units, 0);
+        weights.bias = Variable(&b, l.name(), "bias", TensorShape({3 * units}), gru.bias_initializer(), false, n_in,
+                                3 * units, 0);
+        weights.recurrent_bias = Variable(&b, l.name(), "recurrent_bias", TensorShape({3 * units}),
+                                          gru.bias_initializer(), false, units, 3 * units, 0);
+        GruOptions options;
+        options.features = n_in;
+        options.units = units;
+        options.last_only = gru.last_only();
+        options.parallel_iterations = gru.parallel_iterations() > 0 ? gru.parallel_iterations() : 1;
+        auto out = BuildGru(&b, in.tensor, weights, options);
+        if (!out.ok()) {
+          LayerError(l, std::string(out.status().message()));
+          return false;
+        }
+        RecurrentResult(*out, s, units, 3, options.last_only, result);
         return true;
       }
       case Layer::KIND_NOT_SET:

@@ -1,8 +1,10 @@
-// BuildLstm (models/lstm_layer.h): its outputs equal an LSTM computed step by
-// step here, for the whole sequence and for the last step only, with the
-// number of steps taken from the input at run time (two lengths through one
-// graph); and its gradients with respect to the input, both kernels and the
-// bias match central finite differences in float64 through the time loop.
+// BuildLstm (models/lstm_layer.h) and BuildGru (models/gru_layer.h): their
+// outputs equal the cell computed step by step here, for the whole sequence
+// and for the last step only, with the number of steps taken from the input
+// at run time (two lengths through one graph); and their gradients with
+// respect to the input, both kernels and the biases match central finite
+// differences in float64 through the time loop.
+#include "models/gru_layer.h"
 #include "models/lstm_layer.h"
 
 #include <cmath>
@@ -49,40 +51,89 @@ std::vector<double> ReferenceLstm(const std::vector<double>& x, int time, const 
   return out;
 }
 
-class LstmLayerTest : public ::testing::Test {
+// h for every step of a GRU (gates r, z, n; gru_layer.h): [batch][time][units].
+std::vector<double> ReferenceGru(const std::vector<double>& x, int time, const std::vector<double>& kernel,
+                                 const std::vector<double>& recurrent, const std::vector<double>& bias,
+                                 const std::vector<double>& recurrent_bias) {
+  std::vector<double> out(kBatch * time * kUnits);
+  for (int n = 0; n < kBatch; ++n) {
+    std::vector<double> h(kUnits, 0);
+    for (int t = 0; t < time; ++t) {
+      std::vector<double> xp(3 * kUnits), hp(3 * kUnits);
+      for (int j = 0; j < 3 * kUnits; ++j) {
+        xp[j] = bias[j];
+        for (int f = 0; f < kFeatures; ++f) xp[j] += x[(n * time + t) * kFeatures + f] * kernel[f * 3 * kUnits + j];
+        hp[j] = recurrent_bias[j];
+        for (int u = 0; u < kUnits; ++u) hp[j] += h[u] * recurrent[u * 3 * kUnits + j];
+      }
+      std::vector<double> next(kUnits);
+      for (int u = 0; u < kUnits; ++u) {
+        const double r = Sigmoid(xp[u] + hp[u]), z = Sigmoid(xp[kUnits + u] + hp[kUnits + u]);
+        const double c = std::tanh(xp[2 * kUnits + u] + r * hp[2 * kUnits + u]);
+        next[u] = (1 - z) * c + z * h[u];
+        out[(n * time + t) * kUnits + u] = next[u];
+      }
+      h = next;
+    }
+  }
+  return out;
+}
+
+enum class Cell { kLstm, kGru };
+
+class RecurrentLayerTest : public ::testing::TestWithParam<Cell> {
  protected:
-  LstmLayerTest() : b_(&graph_) {
+  RecurrentLayerTest() : b_(&graph_), gates_(GetParam() == Cell::kLstm ? 4 : 3) {
     std::mt19937 rng(7);
     std::uniform_real_distribution<double> u(-0.8, 0.8);
-    for (int i = 0; i < kFeatures * 4 * kUnits; ++i) kernel_.push_back(u(rng));
-    for (int i = 0; i < kUnits * 4 * kUnits; ++i) recurrent_.push_back(u(rng));
-    for (int i = 0; i < 4 * kUnits; ++i) bias_.push_back(u(rng) * 0.3);
+    for (int i = 0; i < kFeatures * gates_ * kUnits; ++i) kernel_.push_back(u(rng));
+    for (int i = 0; i < kUnits * gates_ * kUnits; ++i) recurrent_.push_back(u(rng));
+    for (int i = 0; i < gates_ * kUnits; ++i) bias_.push_back(u(rng) * 0.3);
+    for (int i = 0; i < gates_ * kUnits; ++i) recurrent_bias_.push_back(u(rng) * 0.3);
     for (int i = 0; i < kBatch * 5 * kFeatures; ++i) x_.push_back(u(rng));
+  }
+  std::vector<double> Reference(const std::vector<double>& x, int time) const {
+    return GetParam() == Cell::kLstm ? ReferenceLstm(x, time, kernel_, recurrent_, bias_, 0.7f)
+                                     : ReferenceGru(x, time, kernel_, recurrent_, bias_, recurrent_bias_);
   }
   Output Placeholder(const std::string& name) {
     return b_.Op(name, "Placeholder", {}, {{"dtype", MakeAttr(DT_DOUBLE)}});
   }
   Output Build(bool last_only) {
     x_in_ = Placeholder("x");
-    weights_.kernel = Placeholder("kernel");
-    weights_.recurrent = Placeholder("recurrent");
-    weights_.bias = Placeholder("bias");
-    LstmOptions options;
-    options.features = kFeatures;
-    options.units = kUnits;
-    options.forget_bias = 0.7f;
-    options.last_only = last_only;
-    options.parallel_iterations = 4;
-    auto out = BuildLstm(&b_, x_in_, weights_, options);
+    params_ = {x_in_, Placeholder("kernel"), Placeholder("recurrent"), Placeholder("bias")};
+    absl::StatusOr<Output> out;
+    if (GetParam() == Cell::kLstm) {
+      LstmOptions options;
+      options.features = kFeatures;
+      options.units = kUnits;
+      options.forget_bias = 0.7f;
+      options.last_only = last_only;
+      options.parallel_iterations = 4;
+      out = BuildLstm(&b_, x_in_, LstmWeights{params_[1], params_[2], params_[3]}, options);
+    } else {
+      params_.push_back(Placeholder("recurrent_bias"));
+      GruOptions options;
+      options.features = kFeatures;
+      options.units = kUnits;
+      options.last_only = last_only;
+      options.parallel_iterations = 4;
+      out = BuildGru(&b_, x_in_, GruWeights{params_[1], params_[2], params_[3], params_[4]}, options);
+    }
     EXPECT_TRUE(out.ok()) << out.status();
     return out.ok() ? *out : Output();
   }
   std::vector<std::pair<std::string, Tensor>> Feeds(int time) const {
     std::vector<double> x(x_.begin(), x_.begin() + kBatch * time * kFeatures);
-    return {{"x", Tensor::FromVector<double>(x, TensorShape({kBatch, time, kFeatures}))},
-            {"kernel", Tensor::FromVector<double>(kernel_, TensorShape({kFeatures, 4 * kUnits}))},
-            {"recurrent", Tensor::FromVector<double>(recurrent_, TensorShape({kUnits, 4 * kUnits}))},
-            {"bias", Tensor::FromVector<double>(bias_, TensorShape({4 * kUnits}))}};
+    std::vector<std::pair<std::string, Tensor>> feeds = {
+        {"x", Tensor::FromVector<double>(x, TensorShape({kBatch, time, kFeatures}))},
+        {"kernel", Tensor::FromVector<double>(kernel_, TensorShape({kFeatures, gates_ * kUnits}))},
+        {"recurrent", Tensor::FromVector<double>(recurrent_, TensorShape({kUnits, gates_ * kUnits}))},
+        {"bias", Tensor::FromVector<double>(bias_, TensorShape({gates_ * kUnits}))}};
+    if (GetParam() == Cell::kGru) {
+      feeds.emplace_back("recurrent_bias", Tensor::FromVector<double>(recurrent_bias_, TensorShape({gates_ * kUnits})));
+    }
+    return feeds;
   }
   void Start() {
     ASSERT_TRUE(b_.ok()) << b_.status();
@@ -105,12 +156,13 @@ class LstmLayerTest : public ::testing::Test {
   Graph graph_;
   GraphBuilder b_;
   std::unique_ptr<Session> session_;
+  const int gates_;
   Output x_in_;
-  LstmWeights weights_;
-  std::vector<double> kernel_, recurrent_, bias_, x_;
+  std::vector<Output> params_;  // what the feeds feed: x, kernel, recurrent, bias(es)
+  std::vector<double> kernel_, recurrent_, bias_, recurrent_bias_, x_;
 };
 
-TEST_F(LstmLayerTest, SequenceOutputsMatchAStepByStepLstmForAnyLength) {
+TEST_P(RecurrentLayerTest, SequenceOutputsMatchAStepByStepCellForAnyLength) {
   Output out = Build(false);
   Start();
   for (int time : {5, 2}) {
@@ -118,25 +170,25 @@ TEST_F(LstmLayerTest, SequenceOutputsMatchAStepByStepLstmForAnyLength) {
     ASSERT_EQ(got.size(), 1u);
     ASSERT_EQ(got[0].shape(), TensorShape({kBatch, time, kUnits}));
     std::vector<double> x(x_.begin(), x_.begin() + kBatch * time * kFeatures);
-    std::vector<double> want = ReferenceLstm(x, time, kernel_, recurrent_, bias_, 0.7f);
+    std::vector<double> want = Reference(x, time);
     for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[0].data<double>()[i], want[i], 1e-12) << time << " " << i;
   }
 }
 
-TEST_F(LstmLayerTest, LastOnlyIsTheFinalStep) {
+TEST_P(RecurrentLayerTest, LastOnlyIsTheFinalStep) {
   Output out = Build(true);
   Start();
   std::vector<Tensor> got = Run(Feeds(4), {out.name()});
   ASSERT_EQ(got.size(), 1u);
   ASSERT_EQ(got[0].shape(), TensorShape({kBatch, kUnits}));
   std::vector<double> x(x_.begin(), x_.begin() + kBatch * 4 * kFeatures);
-  std::vector<double> want = ReferenceLstm(x, 4, kernel_, recurrent_, bias_, 0.7f);
+  std::vector<double> want = Reference(x, 4);
   for (int n = 0; n < kBatch; ++n) {
     for (int u = 0; u < kUnits; ++u) EXPECT_NEAR(got[0].data<double>()[n * kUnits + u], want[(n * 4 + 3) * kUnits + u], 1e-12);
   }
 }
 
-TEST_F(LstmLayerTest, GradientsMatchFiniteDifferences) {
+TEST_P(RecurrentLayerTest, GradientsMatchFiniteDifferences) {
   Output out = Build(false);
   // y = sum(out * weights): every step's output counts, with its own weight.
   std::vector<double> w;
@@ -144,7 +196,7 @@ TEST_F(LstmLayerTest, GradientsMatchFiniteDifferences) {
   Output weights = b_.Const("loss_weights", Tensor::FromVector<double>(w, TensorShape({kBatch, 4, kUnits})));
   Output y = b_.Op("y", "Sum", {b_.Op("weighted", "Mul", {out, weights}),
                                 b_.Const("axes", Tensor::FromVector<int32_t>({0, 1, 2}))});
-  const std::vector<Output> xs = {x_in_, weights_.kernel, weights_.recurrent, weights_.bias};
+  const std::vector<Output> xs = params_;
   std::vector<Gradient> grads;
   absl::Status s = AddSymbolicGradients(&graph_, {y}, xs, {}, &grads);
   ASSERT_TRUE(s.ok()) << s;
@@ -176,6 +228,11 @@ TEST_F(LstmLayerTest, GradientsMatchFiniteDifferences) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Cells, RecurrentLayerTest, ::testing::Values(Cell::kLstm, Cell::kGru),
+                         [](const ::testing::TestParamInfo<Cell>& info) {
+                           return info.param == Cell::kLstm ? "Lstm" : "Gru";
+                         });
 
 }  // namespace
 }  // namespace sluice

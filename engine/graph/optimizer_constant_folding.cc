@@ -337,7 +337,9 @@ ConstantFoldingStats FoldOnce(const ConstantFoldingOptions& options, Device* dev
     unused.pop_back();
     if (n == nullptr || !n->out_edges().empty() || (options.keep && options.keep(n))) continue;
     for (const Edge* e : n->in_edges()) {
-      if (values[e->src->id()].has_value()) unused.push_back(e->src->id());
+      // Consts made above (new ids) stay: they replaced folded nodes.
+      const int src = e->src->id();
+      if (src < static_cast<int>(values.size()) && values[src].has_value()) unused.push_back(src);
     }
     graph->RemoveNode(n);
     ++stats.removed;

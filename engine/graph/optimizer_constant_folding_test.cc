@@ -257,6 +257,30 @@ TEST(ConstantFolding, ControlInputFromALiveNodeBlocksFolding) {
   EXPECT_EQ(OpOf(*g, "free"), "Const");
 }
 
+// A Const ordered after a folded node (a control edge) and read only by a
+// folded node is removed; the folded node's Const keeps the name.
+TEST(ConstantFolding, AConstAfterAFoldedNodeIsRemovedWhenUnused) {
+  GraphDefBuilder b;
+  b.Const("a", Tensor::Scalar<float>(2));
+  b.Binary("Add", "f", "a", "a", DT_FLOAT);
+  b.Const("c", Tensor::Scalar<float>(5));
+  b.FindNode("c")->add_input("^f");
+  b.Node("g", "Neg", {"c"}, {{"T", MakeAttr(DT_FLOAT)}});
+  b.Binary("Mul", "out", "g", "f", DT_FLOAT);
+  auto g = MustBuild(b.graph());
+  ASSERT_NE(g, nullptr);
+  ConstantFoldingStats stats = Fold(g.get());
+  EXPECT_EQ(OpOf(*g, "out"), "Const");
+  EXPECT_EQ(OpOf(*g, "c"), "<none>");
+  EXPECT_GE(stats.removed, 1);
+  ExpectReimports(*g);
+  RunResult on = RunWith(true, b.graph(), {"out"});
+  RunResult off = RunWith(false, b.graph(), {"out"});
+  ExpectSameTensors(on.outputs, off.outputs);
+  ASSERT_EQ(on.outputs.size(), 1u);
+  EXPECT_EQ(on.outputs[0].scalar<float>(), -20.0f);
+}
+
 TEST(ConstantFolding, ValuesOverTheCapStay) {
   GraphDefBuilder b;
   b.Const("big_dims", Tensor::FromVector<int32_t>({512, 1024}));  // 2 MiB of float

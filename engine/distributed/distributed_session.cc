@@ -190,6 +190,8 @@ class DistributedSession : public Session {
     step_options.devices = devices_.get();
     step_options.placement = &placement;
     step_options.enable_cse = options_.session.enable_cse;
+    step_options.enable_constant_folding = options_.session.enable_constant_folding;
+    step_options.enable_identity_removal = options_.session.enable_identity_removal;
     auto built = BuildStepGraph(step_options, graph_def, feeds, fetches, targets);
     if (!built.ok()) return built.status();
     auto step = std::make_shared<RegisteredStep>();

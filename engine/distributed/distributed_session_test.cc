@@ -80,6 +80,10 @@ struct TwoTasks {
     options.workers = &cache;
     options.devices = *devices;
     options.lossy_transfer = lossy_transfer;
+    // These graphs compute from Consts to show where nodes run and what
+    // crosses tasks: constant folding would compute them when the step is
+    // built, so nothing would run or cross.
+    options.session.enable_constant_folding = false;
     auto session = NewDistributedSession(options);
     EXPECT_TRUE(session.ok()) << session.status();
     absl::Status s = (*session)->Create(graph);

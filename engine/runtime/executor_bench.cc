@@ -117,6 +117,10 @@ double RunSteps(benchmark::State& state, const GraphDef& graph, const std::strin
   options.inter_op_threads = static_cast<int>(state.range(0));
   // The fan-out's leaves are identical: keep CSE from merging them.
   options.enable_cse = false;
+  // Nor constant folding from computing them at build time (they read a
+  // Const), nor Identity removal from dropping the chain and the leaves.
+  options.enable_constant_folding = false;
+  options.enable_identity_removal = false;
   auto session = NewSession(options);
   if (!session.ok() || !(*session)->Create(graph).ok()) {
     state.SkipWithError("could not create the session");

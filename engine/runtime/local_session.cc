@@ -170,6 +170,8 @@ class LocalSession : public Session {
     step_options.devices = &devices_;
     step_options.placement = MultiDevice() ? &placement : nullptr;
     step_options.enable_cse = options_.enable_cse;
+    step_options.enable_constant_folding = options_.enable_constant_folding;
+    step_options.enable_identity_removal = options_.enable_identity_removal;
     auto step = BuildStepGraph(step_options, graph_def, feeds, fetches, targets);
     if (!step.ok()) return step.status();
     auto result = std::make_shared<ExecutorAndKeys>();

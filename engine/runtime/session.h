@@ -1,7 +1,8 @@
 // Session: the client interface of whitepaper §2 and §4.2. Create/Extend
 // build up a GraphDef; Run(feeds, fetches, targets) rewrites the graph with
 // feed and fetch nodes, prunes it to what the fetches and targets need,
-// eliminates common subexpressions, and caches the resulting executor per
+// eliminates common subexpressions, folds constants, removes Identity
+// chains, and caches the resulting executor per
 // (feeds, fetches, targets) signature, so repeated steps skip all of that.
 // Variables live in the process's device containers (DeviceMgr::Local()),
 // shared by every session; Session::Reset clears containers.
@@ -31,6 +32,13 @@ struct SessionOptions {
   int inter_op_threads = 0;
   // Common subexpression elimination on each pruned graph.
   bool enable_cse = true;
+  // Constant folding on each pruned graph: nodes computable from constants
+  // and static shapes are evaluated once and become Consts
+  // (engine/graph/optimizer_constant_folding.h).
+  bool enable_constant_folding = true;
+  // Identity nodes that only forward a tensor on one device are removed
+  // (engine/graph/optimizer_identity.h).
+  bool enable_identity_removal = true;
   // The devices the graph is placed on; null: this process's (DeviceMgr::Local()).
   // Borrowed: must outlive the session.
   DeviceMgr* device_mgr = nullptr;

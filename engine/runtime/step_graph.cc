@@ -1,9 +1,12 @@
 // Session steps shared by the local and distributed sessions (see step_graph.h).
 #include "engine/runtime/step_graph.h"
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "engine/graph/graph_constructor.h"
+#include "engine/graph/optimizer_constant_folding.h"
 #include "engine/graph/optimizer_cse.h"
+#include "engine/graph/optimizer_identity.h"
 #include "engine/graph/partition.h"
 #include "engine/graph/placer.h"
 #include "engine/graph/subgraph.h"
@@ -109,6 +112,19 @@ absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const 
   for (size_t i = 0; i < feeds.size(); ++i) result.feeds[i].key = keys.feed_keys[i];
   result.fetch_keys = keys.fetch_keys;
   if (options.enable_cse) EliminateCommonSubexpressions(CseOptions(), graph);
+  // A target is run for its own sake, by name: neither folded nor removed.
+  const absl::flat_hash_set<std::string> target_set(targets.begin(), targets.end());
+  auto is_target = [&target_set](const Node* n) { return target_set.contains(n->name()); };
+  if (options.enable_constant_folding) {
+    ConstantFoldingOptions fold;
+    fold.keep = is_target;
+    FoldConstants(fold, graph);
+  }
+  if (options.enable_identity_removal) {
+    IdentityRemovalOptions identity;
+    identity.keep = is_target;
+    RemoveIdentityChains(identity, graph);
+  }
   result.num_nodes = graph->num_nodes();
   return result;
 }

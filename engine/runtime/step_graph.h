@@ -1,7 +1,8 @@
 // The session steps shared by every Session implementation (the local one and
 // the distributed one in engine/distributed/): placing a session's whole graph
 // (earlier nodes keep their devices), building one Run signature's graph
-// (feeds and fetches rewritten, pruned, every node on its device, CSE), and
+// (feeds and fetches rewritten, pruned, every node on its device, CSE,
+// constant folding, Identity-chain removal), and
 // cutting a placed graph into one partition per device.
 //
 // Thread safety: free functions over the caller's objects; no shared state.
@@ -56,6 +57,10 @@ struct StepGraphOptions {
   const DeviceSet* devices = nullptr;
   const absl::flat_hash_map<std::string, int>* placement = nullptr;  // several devices only
   bool enable_cse = true;
+  // Constant folding (engine/graph/optimizer_constant_folding.h) after CSE.
+  bool enable_constant_folding = true;
+  // Identity-chain removal (engine/graph/optimizer_identity.h), last.
+  bool enable_identity_removal = true;
 };
 
 struct StepGraph {
@@ -66,7 +71,9 @@ struct StepGraph {
 };
 
 // The graph of one Run signature: feeds, fetches and targets rewritten into
-// _Recv/_Send nodes on devices.name(0) (the client), pruned, CSE'd.
+// _Recv/_Send nodes on devices.name(0) (the client), pruned, CSE'd, its
+// constants folded and its Identity chains removed (each pass as `options`
+// say; targets are never folded or removed).
 absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const GraphDef& graph_def,
                                          const std::vector<std::string>& feeds,
                                          const std::vector<std::string>& fetches,

@@ -118,6 +118,8 @@ absl::StatusOr<std::vector<Tensor>> RunOnSession(DeviceMgr* devices, const Graph
   SessionOptions options;
   options.device_mgr = devices;
   options.allow_soft_placement = false;
+  // The op's inputs are Consts: folding would compute it on the CPU.
+  options.enable_constant_folding = false;
   auto session = NewSession(options);
   if (!session.ok()) return session.status();
   GraphDef def;

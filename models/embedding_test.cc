@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "configs/load.h"
 #include "engine/graph/gradients.h"
 #include "engine/runtime/session.h"
@@ -526,14 +527,17 @@ void WeightsAndBiases(Session* s, const BuiltModel& m, std::vector<double>* w, s
 
 struct Reference {
   double loss = 0;
-  std::vector<double> dw, db;  // gradients of the mean loss
+  std::vector<double> dw, db, dx;  // gradients of the mean loss
 };
 
-// TensorFlow's _compute_sampled_logits + softmax cross-entropy, in double.
-Reference SampledReference(const std::vector<double>& w, const std::vector<double>& bias, bool remove_hits) {
+// TensorFlow's _compute_sampled_logits + softmax cross-entropy, in double,
+// on inputs x [3, 3] (kX by default).
+Reference SampledReference(const std::vector<double>& w, const std::vector<double>& bias, bool remove_hits,
+                           std::vector<double> x = std::vector<double>(kX.begin(), kX.end())) {
   Reference r;
   r.dw.assign(21, 0.0);
   r.db.assign(7, 0.0);
+  r.dx.assign(9, 0.0);
   const int batch = 3;
   for (int i = 0; i < batch; ++i) {
     std::vector<int64_t> cls = {kLabels[i]};
@@ -544,7 +548,7 @@ Reference SampledReference(const std::vector<double>& w, const std::vector<doubl
     }
     for (size_t c = 0; c < cls.size(); ++c) {
       double z = bias[cls[c]];
-      for (int d = 0; d < 3; ++d) z += w[cls[c] * 3 + d] * kX[i * 3 + d];
+      for (int d = 0; d < 3; ++d) z += w[cls[c] * 3 + d] * x[i * 3 + d];
       z -= std::log(q[c]);
       if (c > 0 && remove_hits && cls[c] == kLabels[i]) z += -FLT_MAX;
       logits.push_back(z);
@@ -557,7 +561,10 @@ Reference SampledReference(const std::vector<double>& w, const std::vector<doubl
     for (size_t c = 0; c < cls.size(); ++c) {
       const double dz = (std::exp(logits[c] - top) / sum - (c == 0 ? 1.0 : 0.0)) / batch;
       r.db[cls[c]] += dz;
-      for (int d = 0; d < 3; ++d) r.dw[cls[c] * 3 + d] += dz * kX[i * 3 + d];
+      for (int d = 0; d < 3; ++d) {
+        r.dw[cls[c] * 3 + d] += dz * x[i * 3 + d];
+        r.dx[i * 3 + d] += dz * w[cls[c] * 3 + d];
+      }
     }
   }
   return r;
@@ -608,6 +615,41 @@ TEST(SampledSoftmax, LossAndSparseStepEqualAFloat64ReferenceWithTheSameCandidate
         }
         EXPECT_NEAR(bias2[c], bias[c] - 0.5 * ref.db[c], 1e-5) << "class " << c;
         for (int d = 0; d < 3; ++d) EXPECT_NEAR(w2[c * 3 + d], w[c * 3 + d] - 0.5 * ref.dw[c * 3 + d], 1e-5);
+      }
+    }
+  }
+}
+
+// The gradient that reaches the layer below (an LSTM's outputs, say): a
+// dense layer h = x K with K all 0.3 feeds the loss; one SGD step must move K
+// by x^T dh, with dh the reference's gradient with respect to h.
+TEST(SampledSoftmax, GradientReachesTheLayerBelow) {
+  for (int parts : {1, 3}) {
+    SCOPED_TRACE(absl::StrCat("partitions ", parts));
+    std::string text = absl::StrReplaceAll(SampledSoftmaxModel(parts), {{"inputs: \"x\"", "inputs: \"h\""}});
+    text = absl::StrReplaceAll(text, {{"model {\n", "model {\n  layer { name: \"h\" input: \"x\" dense { units: 3 no_bias: true "
+                                                      "kernel_initializer { constant { value: 0.3 } } } }\n"}});
+    BuiltModel m = BuildFrom(text, kHiddenAndLabels);
+    ASSERT_FALSE(m.loss.empty());
+    auto s = OpenSession(m.def);
+    RunGraph(s.get(), {}, {}, {"init"});
+    std::vector<double> w, bias;
+    WeightsAndBiases(s.get(), m, &w, &bias);
+    std::vector<double> h(9, 0.0);
+    for (int i = 0; i < 3; ++i) {
+      for (int d = 0; d < 3; ++d) {
+        for (int e = 0; e < 3; ++e) h[i * 3 + d] += kX[i * 3 + e] * 0.3;
+      }
+    }
+    const Reference ref = SampledReference(w, bias, /*remove_hits=*/true, h);
+    RunGraph(s.get(), m.Train(SampledFeeds(SamplerOf(m))), {m.loss}, {"train_step"});
+    const std::vector<float> kernel = Floats(RunGraph(s.get(), {}, {"h/kernel"})[0]);
+    ASSERT_EQ(kernel.size(), 9u);
+    for (int e = 0; e < 3; ++e) {
+      for (int d = 0; d < 3; ++d) {
+        double dk = 0;
+        for (int i = 0; i < 3; ++i) dk += kX[i * 3 + e] * ref.dx[i * 3 + d];
+        EXPECT_NEAR(kernel[e * 3 + d], 0.3 - 0.5 * dk, 1e-5) << "kernel[" << e << "][" << d << "]";
       }
     }
   }

@@ -190,6 +190,7 @@ class DistributedSession : public Session {
     step_options.devices = devices_.get();
     step_options.placement = &placement;
     step_options.enable_cse = options_.session.enable_cse;
+    step_options.fuse_bias_activation = options_.session.fuse_bias_activation;
     auto built = BuildStepGraph(step_options, graph_def, feeds, fetches, targets);
     if (!built.ok()) return built.status();
     auto step = std::make_shared<RegisteredStep>();

@@ -29,7 +29,8 @@ namespace sluice {
 namespace distributed {
 
 struct DistributedSessionOptions {
-  // enable_cse and allow_soft_placement apply; the rest is the workers'.
+  // enable_cse, fuse_bias_activation and allow_soft_placement apply; the rest
+  // is the workers'.
   SessionOptions session;
   // This task's worker (the client side of feeds and fetches). Borrowed.
   Worker* local_worker = nullptr;

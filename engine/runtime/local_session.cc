@@ -170,6 +170,7 @@ class LocalSession : public Session {
     step_options.devices = &devices_;
     step_options.placement = MultiDevice() ? &placement : nullptr;
     step_options.enable_cse = options_.enable_cse;
+    step_options.fuse_bias_activation = options_.fuse_bias_activation;
     auto step = BuildStepGraph(step_options, graph_def, feeds, fetches, targets);
     if (!step.ok()) return step.status();
     auto result = std::make_shared<ExecutorAndKeys>();

@@ -1,7 +1,7 @@
 // Session: the client interface of whitepaper §2 and §4.2. Create/Extend
 // build up a GraphDef; Run(feeds, fetches, targets) rewrites the graph with
 // feed and fetch nodes, prunes it to what the fetches and targets need,
-// eliminates common subexpressions, and caches the resulting executor per
+// eliminates common subexpressions, fuses bias + activation chains, and caches the resulting executor per
 // (feeds, fetches, targets) signature, so repeated steps skip all of that.
 // Variables live in the process's device containers (DeviceMgr::Local()),
 // shared by every session; Session::Reset clears containers.
@@ -31,6 +31,9 @@ struct SessionOptions {
   int inter_op_threads = 0;
   // Common subexpression elimination on each pruned graph.
   bool enable_cse = true;
+  // MatMul / Conv2D + BiasAdd (+ Relu) chains on CPU devices fused into one
+  // node each (engine/graph/optimizer_fusion.h), after CSE.
+  bool fuse_bias_activation = true;
   // The devices the graph is placed on; null: this process's (DeviceMgr::Local()).
   // Borrowed: must outlive the session.
   DeviceMgr* device_mgr = nullptr;

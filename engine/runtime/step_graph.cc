@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/graph/graph_constructor.h"
 #include "engine/graph/optimizer_cse.h"
+#include "engine/graph/optimizer_fusion.h"
 #include "engine/graph/partition.h"
 #include "engine/graph/placer.h"
 #include "engine/graph/subgraph.h"
@@ -109,6 +110,9 @@ absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const 
   for (size_t i = 0; i < feeds.size(); ++i) result.feeds[i].key = keys.feed_keys[i];
   result.fetch_keys = keys.fetch_keys;
   if (options.enable_cse) EliminateCommonSubexpressions(CseOptions(), graph);
+  // After the fetch rewrite: a fetched intermediate has a _Send/_Retval
+  // consumer, which keeps its chain from fusing.
+  if (options.fuse_bias_activation) FuseBiasActivation(FusionOptions(), graph);
   result.num_nodes = graph->num_nodes();
   return result;
 }

@@ -1,7 +1,8 @@
 // The session steps shared by every Session implementation (the local one and
 // the distributed one in engine/distributed/): placing a session's whole graph
 // (earlier nodes keep their devices), building one Run signature's graph
-// (feeds and fetches rewritten, pruned, every node on its device, CSE), and
+// (feeds and fetches rewritten, pruned, every node on its device, CSE, bias +
+// activation fusion), and
 // cutting a placed graph into one partition per device.
 //
 // Thread safety: free functions over the caller's objects; no shared state.
@@ -56,6 +57,8 @@ struct StepGraphOptions {
   const DeviceSet* devices = nullptr;
   const absl::flat_hash_map<std::string, int>* placement = nullptr;  // several devices only
   bool enable_cse = true;
+  // FuseBiasActivation after CSE (CPU nodes only).
+  bool fuse_bias_activation = true;
 };
 
 struct StepGraph {
@@ -66,7 +69,8 @@ struct StepGraph {
 };
 
 // The graph of one Run signature: feeds, fetches and targets rewritten into
-// _Recv/_Send nodes on devices.name(0) (the client), pruned, CSE'd.
+// _Recv/_Send nodes on devices.name(0) (the client), pruned, CSE'd, and with
+// bias + activation chains fused when options.fuse_bias_activation.
 absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const GraphDef& graph_def,
                                          const std::vector<std::string>& feeds,
                                          const std::vector<std::string>& fetches,

@@ -644,6 +644,9 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   SessionOptions session_options;
   session_options.allow_soft_placement = e.devices().allow_soft_placement();
   session_options.inter_op_threads = inter_op;
+  // Unset means on.
+  session_options.fuse_bias_activation = !e.train().graph_rewrites().has_fuse_bias_activation() ||
+                                         e.train().graph_rewrites().fuse_bias_activation();
   // In a cluster: this task's server, then every task's answer, then a
   // session over all of them. Declared before the session, so the session
   // goes first and the other tasks are told to stop last.

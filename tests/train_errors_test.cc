@@ -384,6 +384,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"measured_costs_of_another_model", "", "devices { placer: COST_MODEL measured_costs: \"other.json\" }\n", {},
              "12:measured_costs", "none of them in this experiment's graph",
              {{"other.json", R"({"traceEvents":[{"ph":"X","name":"not/in/this/model","pid":0,"tid":1,"ts":0,"dur":5,"args":{"op":"MatMul"}}]})"}}},
+        // fc1/Relu exists, but the trace's node of that name was the fused product (its time is not the Relu's).
+        Case{"measured_costs_of_a_fused_node", "", "devices { placer: COST_MODEL measured_costs: \"fused.json\" }\n", {},
+             "12:measured_costs", "none of them in this experiment's graph as the same op",
+             {{"fused.json", R"({"traceEvents":[{"ph":"X","name":"fc1/Relu","pid":0,"tid":1,"ts":0,"dur":5,"args":{"op":"_FusedMatMul"}}]})"}}},
         Case{"raw_node_device_bad", "  loss {",
              NodeLine("node { name: \"n\" op: \"NoOp\" device: \"/device:CPU:one\" }"), {}, "6:device",
              "device id 'one' is not a number"},

@@ -644,8 +644,11 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   SessionOptions session_options;
   session_options.allow_soft_placement = e.devices().allow_soft_placement();
   session_options.inter_op_threads = inter_op;
-  session_options.enable_constant_folding = !e.devices().has_constant_folding() || e.devices().constant_folding();
-  session_options.enable_identity_removal = !e.devices().has_identity_removal() || e.devices().identity_removal();
+  // Graph rewrites: unset means on.
+  const config::GraphRewrites& rewrites = e.train().graph_rewrites();
+  session_options.enable_constant_folding = !rewrites.has_constant_folding() || rewrites.constant_folding();
+  session_options.enable_identity_removal = !rewrites.has_identity_removal() || rewrites.identity_removal();
+  session_options.fuse_bias_activation = !rewrites.has_fuse_bias_activation() || rewrites.fuse_bias_activation();
   // In a cluster: this task's server, then every task's answer, then a
   // session over all of them. Declared before the session, so the session
   // goes first and the other tasks are told to stop last.

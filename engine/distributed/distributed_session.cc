@@ -192,6 +192,7 @@ class DistributedSession : public Session {
     step_options.enable_cse = options_.session.enable_cse;
     step_options.enable_constant_folding = options_.session.enable_constant_folding;
     step_options.enable_identity_removal = options_.session.enable_identity_removal;
+    step_options.fuse_bias_activation = options_.session.fuse_bias_activation;
     auto built = BuildStepGraph(step_options, graph_def, feeds, fetches, targets);
     if (!built.ok()) return built.status();
     auto step = std::make_shared<RegisteredStep>();

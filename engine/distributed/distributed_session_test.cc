@@ -2,7 +2,8 @@
 // (in-process workers, no gRPC): a graph split across tasks gives the local
 // session's results; a variable on the ps keeps its value across steps and
 // signatures; an error on one task aborts the step everywhere with that task's
-// name and the next step runs; the worker refuses bad requests (unknown
+// name and the next step runs; the session options' bias + activation fusion
+// reaches the graphs the tasks run; the worker refuses bad requests (unknown
 // handles, devices it lacks, malformed tensors, other configs) with errors.
 #include <cstring>
 #include <map>
@@ -72,7 +73,7 @@ struct TwoTasks {
     ps->set_worker_cache(&cache);
   }
 
-  std::unique_ptr<Session> NewSession(const GraphDef& graph, bool lossy_transfer = false) {
+  std::unique_ptr<Session> NewSession(const GraphDef& graph, bool lossy_transfer = false, bool fuse = true) {
     auto devices = ConnectToCluster(&cache, {kChief, kPs}, kChief, "h", absl::Seconds(5), nullptr);
     EXPECT_TRUE(devices.ok()) << devices.status();
     DistributedSessionOptions options;
@@ -84,6 +85,7 @@ struct TwoTasks {
     // crosses tasks: constant folding would compute them when the step is
     // built, so nothing would run or cross.
     options.session.enable_constant_folding = false;
+    options.session.fuse_bias_activation = fuse;
     auto session = NewDistributedSession(options);
     EXPECT_TRUE(session.ok()) << session.status();
     absl::Status s = (*session)->Create(graph);
@@ -157,6 +159,55 @@ TEST(DistributedSession, ASplitGraphGivesTheLocalResultsWithFeedsAndFetchesFromB
   EXPECT_GE(tasks.ps->num_registered_graphs(), 1);
   EXPECT_EQ(tasks.ps->steps()->num_steps(), 0);
   EXPECT_EQ(tasks.chief->steps()->num_steps(), 0);
+}
+
+// A dense layer (MatMul -> BiasAdd -> Relu) on the ps: fused there into one
+// _FusedMatMul when the session options say so, and not otherwise; the same
+// values either way.
+TEST(DistributedSession, SessionOptionsFusionReachesTheTasksGraphs) {
+  GraphDefBuilder b;
+  b.Const("x", Tensor::FromVector<float>({1, -2, 3, 0.5f, 4, -1}));
+  b.Node("x2", "Reshape", {"x", b.Const("shape", Tensor::FromVector<int32_t>({2, 3}))},
+         {{"T", MakeAttr(DT_FLOAT)}});
+  b.Const("w", Tensor::FromVector<float>({0.5f, -1, 2, 1, -0.5f, 0.25f}));
+  b.Node("w2", "Reshape", {"w", "shape2"}, {{"T", MakeAttr(DT_FLOAT)}});
+  b.Const("shape2", Tensor::FromVector<int32_t>({3, 2}));
+  b.Const("bias", Tensor::FromVector<float>({-1, 0.5f}));
+  b.Node("mm", "MatMul", {"x2", "w2"}, {{"T", MakeAttr(DT_FLOAT)}});
+  b.Node("bias_add", "BiasAdd", {"mm", "bias"}, {{"T", MakeAttr(DT_FLOAT)}});
+  b.Node("relu", "Relu", {"bias_add"}, {{"T", MakeAttr(DT_FLOAT)}});
+  b.Binary("Mul", "out", "relu", "relu", DT_FLOAT);
+  GraphDef g = b.graph();
+  for (const char* n : {"mm", "bias_add", "relu"}) SetDevice(&g, n, "/job:ps/task:0");
+  SetDevice(&g, "out", "/job:worker/task:0");
+  std::vector<Tensor> results[2];
+  for (bool fuse : {false, true}) {
+    TwoTasks tasks;
+    auto session = tasks.NewSession(g, /*lossy_transfer=*/false, fuse);
+    RunOptions run_options;
+    run_options.collect_step_stats = true;
+    RunMetadata metadata;
+    absl::Status s = session->Run(run_options, {}, {"out"}, {}, &results[fuse], &metadata);
+    ASSERT_TRUE(s.ok()) << s;
+    std::multiset<std::string> ps_ops;
+    for (const DeviceStepStats& d : metadata.device_step_stats) {
+      if (d.device != kPs + "/device:CPU:0") continue;
+      for (const NodeExecStats& n : d.nodes) ps_ops.insert(n.op);
+    }
+    EXPECT_EQ(ps_ops.count("_FusedMatMul"), fuse ? 1u : 0u);
+    EXPECT_EQ(ps_ops.count("MatMul"), fuse ? 0u : 1u);
+    EXPECT_EQ(ps_ops.count("Relu"), fuse ? 0u : 1u);
+  }
+  ASSERT_EQ(results[0].size(), 1u);
+  ASSERT_EQ(results[1].size(), 1u);
+  ASSERT_EQ(results[0][0].NumElements(), 4);
+  int positive = 0;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(results[0][0].data<float>()[i], results[1][0].data<float>()[i]) << i;
+    positive += results[1][0].data<float>()[i] > 0;
+  }
+  EXPECT_GT(positive, 0);
+  EXPECT_LT(positive, 4);  // the Relu clipped something
 }
 
 TEST(DistributedSession, AVariableOnThePsKeepsItsValueAcrossStepsSignaturesAndExtend) {

@@ -14,7 +14,9 @@
 // float64 forms the patches of a chunk of images (kPatchBudget elements) and
 // multiplies them with Eigen's contraction on the pool. 1x1 stride-1 VALID
 // convolutions skip im2col entirely. Geometry and shape checks: conv_shape.h
-// (shared with the cuDNN kernels).
+// (shared with the cuDNN kernels). _FusedConv2D (float32) is Conv2D with the
+// bias (and Relu) applied in CpuGemm's epilogue, as each product stores its
+// output rows.
 // Thread safety: kernels are stateless (buffers are per call).
 #include <cstring>
 #include <type_traits>
@@ -22,8 +24,10 @@
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/conv_shape.h"
 #include "engine/kernels/cpu_gemm.h"
+#include "engine/kernels/fused_epilogue.h"
 #include "engine/kernels/nn_util.h"
 #include "engine/kernels/run_tasks.h"
+#include "engine/platform/logging.h"
 
 namespace sluice {
 namespace {
@@ -40,10 +44,11 @@ using ConstMatrix =
 using ContractDims = Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1>;
 
 // c (+)= op(a) op(b) for dense row-major a (a_rows x a_cols), b (b_rows x
-// b_cols) and c; op transposes when ta / tb.
+// b_cols) and c; op transposes when ta / tb. float32 only: `epilogue` (may be
+// null) supplies CpuGemm's bias and relu.
 template <typename T>
 void Product(const Eigen::ThreadPoolDevice& d, const T* a, int64_t a_rows, int64_t a_cols, bool ta, const T* b,
-             int64_t b_rows, int64_t b_cols, bool tb, T* c, bool accumulate) {
+             int64_t b_rows, int64_t b_cols, bool tb, T* c, bool accumulate, const GemmArgs* epilogue = nullptr) {
   const int64_t m = ta ? a_cols : a_rows, n = tb ? b_rows : b_cols;
   if constexpr (std::is_same<T, float>::value) {
     GemmArgs g;
@@ -59,8 +64,13 @@ void Product(const Eigen::ThreadPoolDevice& d, const T* a, int64_t a_rows, int64
     g.c = c;
     g.ldc = n;
     g.accumulate = accumulate;
+    if (epilogue != nullptr) {
+      g.bias = epilogue->bias;
+      g.relu = epilogue->relu;
+    }
     CpuGemm(g, d);
   } else {
+    CHECK(epilogue == nullptr) << "a fused epilogue is float32 only";
     const ContractDims dims = {Eigen::IndexPair<Eigen::DenseIndex>(ta ? 0 : 1, tb ? 1 : 0)};
     Matrix<T> out(c, m, n);
     if (accumulate) {
@@ -328,9 +338,10 @@ int64_t TaskCount(const Eigen::ThreadPoolDevice& d, int64_t work_items) {
   return std::max<int64_t>(1, std::min<int64_t>(d.numThreads(), work_items));
 }
 
-// out[units x OW, O] = patches x filter[K, O].
+// out[units x OW, O] = patches x filter[K, O], then `epilogue`'s bias and
+// relu (none when null) as each piece's product stores its rows.
 absl::Status ConvForwardFloat(OpKernelContext* ctx, const ConvGeometry& g, const float* input, const float* filter,
-                              float* out) {
+                              float* out, const GemmArgs* epilogue) {
   const auto& d = ctx->eigen_cpu_device();
   const int64_t k = g.patch_size(), o = g.out_depth, ow = g.cols.out;
   Tensor packed, buffers;
@@ -356,6 +367,10 @@ absl::Status ConvForwardFloat(OpKernelContext* ctx, const ConvGeometry& g, const
       args.packed_b = packed.data<float>();
       args.c = out + u * ow * o;
       args.ldc = o;
+      if (epilogue != nullptr) {
+        args.bias = epilogue->bias;
+        args.relu = epilogue->relu;
+      }
       PieceGemm(d, tasks, args);
     }
   });
@@ -479,47 +494,91 @@ class ConvOpBase : public OpKernel {
   std::string padding_;
 };
 
+// The forward convolution of Conv2D and _FusedConv2D: output 0 = the
+// convolution of inputs 0 and 1, then (float32 only) `bias` (null: none, else
+// checked against the output channels) and relu in the products' epilogue.
+template <typename T>
+void ConvForward(OpKernelContext* ctx, const std::vector<int64_t>& strides, const std::string& padding,
+                 const Tensor* bias, bool relu) {
+  const Tensor& input = ctx->input(0);
+  const Tensor& filter = ctx->input(1);
+  ConvGeometry g;
+  OP_REQUIRES_OK(ctx, MakeConvGeometry(input.shape(), filter.shape(), strides, padding, &g));
+  GemmArgs epilogue_args;
+  const GemmArgs* epilogue = nullptr;
+  if (bias != nullptr || relu) {
+    if constexpr (std::is_same<T, float>::value) {
+      if (bias != nullptr) {
+        OP_REQUIRES_OK(ctx, CheckBias(*bias, g.out_depth));
+        epilogue_args.bias = bias->data<float>();
+      }
+      epilogue_args.relu = relu;
+      epilogue = &epilogue_args;
+    } else {
+      CHECK(false) << "a fused epilogue is float32 only";
+    }
+  }
+  Tensor* out;
+  OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.out_shape, &out));
+  if (out->NumElements() == 0) return;
+  const auto& d = ctx->eigen_cpu_device();
+  if (g.patch_size() == 0) {
+    out->flat<T>().setZero();
+    if constexpr (std::is_same<T, float>::value) {
+      if (epilogue != nullptr) {  // act(0 + bias) everywhere, as CpuGemm does for k == 0
+        GemmArgs zero_k = epilogue_args;
+        zero_k.m = out->NumElements() / g.out_depth;
+        zero_k.n = g.out_depth;
+        zero_k.c = out->data<float>();
+        zero_k.ldc = g.out_depth;
+        zero_k.accumulate = true;
+        CpuGemm(zero_k, nullptr, 1);
+      }
+    }
+    return;
+  }
+  const T* w = filter.data<T>();
+  Tensor cut_filter;
+  OP_REQUIRES_OK(ctx, CutFilterToUsedTaps<T>(ctx, filter, &g, &cut_filter, &w));
+  const int64_t k = g.patch_size(), o = g.out_depth;
+  if (g.is_pointwise() && g.rows.pad == 0 && g.cols.pad == 0) {
+    const int64_t rows = g.batch * g.in_rows * g.in_cols;
+    Product<T>(d, input.data<T>(), rows, k, false, w, k, o, false, out->data<T>(), false, epilogue);
+    return;
+  }
+  if constexpr (std::is_same<T, float>::value) {
+    OP_REQUIRES_OK(ctx, ConvForwardFloat(ctx, g, input.data<float>(), w, out->data<float>(), epilogue));
+    return;
+  }
+  const int64_t chunk = ChunkImages(g);
+  Tensor patches;
+  OP_REQUIRES_OK(ctx, AllocatePatches<T>(ctx, chunk * g.out_pixels(), k, &patches));
+  for (int64_t first = 0; first < g.batch; first += chunk) {
+    const int64_t count = std::min(chunk, g.batch - first);
+    const int64_t rows = count * g.out_pixels();
+    Im2Col<T>(d, g, input.data<T>(), first, count, patches.data<T>());
+    Product<T>(d, patches.data<T>(), rows, k, false, w, k, o, false, out->data<T>() + first * g.out_pixels() * o,
+               false);
+  }
+}
+
 template <typename T>
 class Conv2DOp : public ConvOpBase {
  public:
   using ConvOpBase::ConvOpBase;
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& input = ctx->input(0);
-    const Tensor& filter = ctx->input(1);
-    ConvGeometry g;
-    OP_REQUIRES_OK(ctx, MakeConvGeometry(input.shape(), filter.shape(), strides_, padding_, &g));
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.out_shape, &out));
-    if (out->NumElements() == 0) return;
-    const auto& d = ctx->eigen_cpu_device();
-    if (g.patch_size() == 0) {
-      out->flat<T>().setZero();
-      return;
-    }
-    const T* w = filter.data<T>();
-    Tensor cut_filter;
-    OP_REQUIRES_OK(ctx, CutFilterToUsedTaps<T>(ctx, filter, &g, &cut_filter, &w));
-    const int64_t k = g.patch_size(), o = g.out_depth;
-    if (g.is_pointwise() && g.rows.pad == 0 && g.cols.pad == 0) {
-      const int64_t rows = g.batch * g.in_rows * g.in_cols;
-      Product<T>(d, input.data<T>(), rows, k, false, w, k, o, false, out->data<T>(), false);
-      return;
-    }
-    if constexpr (std::is_same<T, float>::value) {
-      OP_REQUIRES_OK(ctx, ConvForwardFloat(ctx, g, input.data<float>(), w, out->data<float>()));
-      return;
-    }
-    const int64_t chunk = ChunkImages(g);
-    Tensor patches;
-    OP_REQUIRES_OK(ctx, AllocatePatches<T>(ctx, chunk * g.out_pixels(), k, &patches));
-    for (int64_t first = 0; first < g.batch; first += chunk) {
-      const int64_t count = std::min(chunk, g.batch - first);
-      const int64_t rows = count * g.out_pixels();
-      Im2Col<T>(d, g, input.data<T>(), first, count, patches.data<T>());
-      Product<T>(d, patches.data<T>(), rows, k, false, w, k, o, false, out->data<T>() + first * g.out_pixels() * o,
-                 false);
-    }
+  void Compute(OpKernelContext* ctx) override { ConvForward<T>(ctx, strides_, padding_, nullptr, false); }
+};
+
+// out = act(Conv2D(input, filter) + bias); fused_ops [BiasAdd] or [BiasAdd, Relu].
+class FusedConv2DOp : public ConvOpBase {
+ public:
+  explicit FusedConv2DOp(OpKernelConstruction* ctx) : ConvOpBase(ctx) {
+    OP_REQUIRES_OK(ctx, ReadBiasEpilogueAttrs(ctx, &relu_));
   }
+  void Compute(OpKernelContext* ctx) override { ConvForward<float>(ctx, strides_, padding_, &ctx->input(2), relu_); }
+
+ private:
+  bool relu_ = false;
 };
 
 template <typename T>
@@ -632,6 +691,7 @@ class Conv2DBackpropFilterOp : public ConvOpBase {
 SLUICE_REGISTER_CONV_(float);
 SLUICE_REGISTER_CONV_(double);
 #undef SLUICE_REGISTER_CONV_
+REGISTER_KERNEL_BUILDER(Name("_FusedConv2D").Device(kDeviceCpu).TypeConstraint<float>("T"), FusedConv2DOp);
 
 }  // namespace
 }  // namespace sluice

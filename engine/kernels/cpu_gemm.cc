@@ -45,6 +45,21 @@ struct View {
   int64_t cs;
 };
 
+// The epilogue of the tile being stored (see GemmArgs::bias): `bias` points at
+// the tile's first column (null: none). A null Epilogue* means none at all.
+struct Epilogue {
+  const float* bias = nullptr;
+  bool relu = false;
+};
+
+// The scalar epilogue (edge tiles and the portable kernel): the same two
+// roundings as the vector one, so every element matches it bitwise.
+inline float ApplyEpilogue(float x, const Epilogue& e, int64_t j) {
+  if (e.bias != nullptr) x += e.bias[j];
+  if (e.relu && x < 0.0f) x = 0.0f;
+  return x;
+}
+
 // A 64-byte aligned buffer that only grows; one pair per thread.
 class PackBuffer {
  public:
@@ -208,11 +223,12 @@ void PackB(const View& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float*
 
 // ---- Micro-kernel: c[i * ldc + j] (+)= sum_p a[p * kMr + i] * b[p * ldb + j] ----
 // (ldb is kNr for a packed panel, B's own row stride when B is read in place.)
+// With `ep`, each stored element then goes through the epilogue.
 
 #if defined(SLUICE_GEMM_AVX512)
 // 6 x 32: twelve accumulators keep both FMA units busy through their latency.
 void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb, float* __restrict c,
-                 int64_t ldc, bool accumulate) {
+                 int64_t ldc, bool accumulate, const Epilogue* ep) {
   __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps();
   __m512 c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
   __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps();
@@ -244,10 +260,24 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
     a += kMr;
     b += ldb;
   }
+  __m512 bias_lo = _mm512_setzero_ps(), bias_hi = _mm512_setzero_ps();
+  const bool add_bias = ep != nullptr && ep->bias != nullptr, relu = ep != nullptr && ep->relu;
+  if (add_bias) {
+    bias_lo = _mm512_loadu_ps(ep->bias);
+    bias_hi = _mm512_loadu_ps(ep->bias + 16);
+  }
   auto store = [&](float* row, __m512 lo, __m512 hi) {
     if (accumulate) {
       lo = _mm512_add_ps(lo, _mm512_loadu_ps(row));
       hi = _mm512_add_ps(hi, _mm512_loadu_ps(row + 16));
+    }
+    if (add_bias) {
+      lo = _mm512_add_ps(lo, bias_lo);
+      hi = _mm512_add_ps(hi, bias_hi);
+    }
+    if (relu) {  // max(0, x) returns its second operand for NaN: NaN stays NaN
+      lo = _mm512_max_ps(_mm512_setzero_ps(), lo);
+      hi = _mm512_max_ps(_mm512_setzero_ps(), hi);
     }
     _mm512_storeu_ps(row, lo);
     _mm512_storeu_ps(row + 16, hi);
@@ -261,7 +291,7 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
 }
 #elif defined(SLUICE_GEMM_AVX2)
 void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb, float* __restrict c,
-                 int64_t ldc, bool accumulate) {
+                 int64_t ldc, bool accumulate, const Epilogue* ep) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
   __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -293,10 +323,24 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
     a += kMr;
     b += ldb;
   }
+  __m256 bias_lo = _mm256_setzero_ps(), bias_hi = _mm256_setzero_ps();
+  const bool add_bias = ep != nullptr && ep->bias != nullptr, relu = ep != nullptr && ep->relu;
+  if (add_bias) {
+    bias_lo = _mm256_loadu_ps(ep->bias);
+    bias_hi = _mm256_loadu_ps(ep->bias + 8);
+  }
   auto store = [&](float* row, __m256 lo, __m256 hi) {
     if (accumulate) {
       lo = _mm256_add_ps(lo, _mm256_loadu_ps(row));
       hi = _mm256_add_ps(hi, _mm256_loadu_ps(row + 8));
+    }
+    if (add_bias) {
+      lo = _mm256_add_ps(lo, bias_lo);
+      hi = _mm256_add_ps(hi, bias_hi);
+    }
+    if (relu) {  // max(0, x) returns its second operand for NaN: NaN stays NaN
+      lo = _mm256_max_ps(_mm256_setzero_ps(), lo);
+      hi = _mm256_max_ps(_mm256_setzero_ps(), hi);
     }
     _mm256_storeu_ps(row, lo);
     _mm256_storeu_ps(row + 8, hi);
@@ -310,7 +354,7 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
 }
 #else
 void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb, float* __restrict c,
-                 int64_t ldc, bool accumulate) {
+                 int64_t ldc, bool accumulate, const Epilogue* ep) {
   float acc[kMr][kNr] = {};
   for (int64_t p = 0; p < kc; ++p) {
     for (int i = 0; i < kMr; ++i) {
@@ -319,7 +363,10 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
     }
   }
   for (int i = 0; i < kMr; ++i) {
-    for (int j = 0; j < kNr; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+    for (int j = 0; j < kNr; ++j) {
+      const float x = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+      c[i * ldc + j] = ep != nullptr ? ApplyEpilogue(x, *ep, j) : x;
+    }
   }
 }
 #endif
@@ -349,27 +396,43 @@ struct BBlock {
 };
 
 // C[0 : mc, 0 : nc] (+)= packed A block * B block; edge tiles go through a
-// scratch tile so the micro-kernel always computes 6 x 16.
+// scratch tile so the micro-kernel always computes a whole tile. With `ep`
+// (the last block of k), the epilogue follows, its bias at this block's
+// first column.
 void MacroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, const BBlock& bb, float* c, int64_t ldc,
-                 bool accumulate) {
+                 bool accumulate, const Epilogue* ep) {
   alignas(64) float tile[kMr * kNr];
   for (int64_t jr = 0; jr < nc; jr += kNr) {
     const int64_t cols = std::min<int64_t>(kNr, nc - jr);
     int64_t b_stride;
     const float* b_panel = bb.Panel(jr, nc, kc, &b_stride);
+    Epilogue tile_ep;
+    if (ep != nullptr) {
+      tile_ep.bias = ep->bias != nullptr ? ep->bias + jr : nullptr;
+      tile_ep.relu = ep->relu;
+    }
+    const Epilogue* tep = ep != nullptr ? &tile_ep : nullptr;
     for (int64_t ir = 0; ir < mc; ir += kMr) {
       const int64_t rows = std::min<int64_t>(kMr, mc - ir);
       const float* a_panel = ap + (ir / kMr) * kc * kMr;
       float* c_tile = c + ir * ldc + jr;
       if (rows == kMr && cols == kNr) {
-        MicroKernel(kc, a_panel, b_panel, b_stride, c_tile, ldc, accumulate);
+        MicroKernel(kc, a_panel, b_panel, b_stride, c_tile, ldc, accumulate, tep);
         continue;
       }
-      MicroKernel(kc, a_panel, b_panel, b_stride, tile, kNr, /*accumulate=*/false);
+      // The scratch tile's columns past `cols` have no bias: the epilogue runs
+      // here, on the columns that exist.
+      MicroKernel(kc, a_panel, b_panel, b_stride, tile, kNr, /*accumulate=*/false, nullptr);
       for (int64_t i = 0; i < rows; ++i) {
         float* c_row = c_tile + i * ldc;
         const float* t_row = tile + i * kNr;
-        for (int64_t j = 0; j < cols; ++j) c_row[j] = accumulate ? c_row[j] + t_row[j] : t_row[j];
+        if (tep == nullptr) {
+          for (int64_t j = 0; j < cols; ++j) c_row[j] = accumulate ? c_row[j] + t_row[j] : t_row[j];
+        } else {
+          for (int64_t j = 0; j < cols; ++j) {
+            c_row[j] = ApplyEpilogue(accumulate ? c_row[j] + t_row[j] : t_row[j], *tep, j);
+          }
+        }
       }
     }
   }
@@ -382,6 +445,9 @@ void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int6
   // rows, e.g. a batch of 128) row-major B is read in place.
   const bool in_place_b = g.packed_b == nullptr && b.cs == 1 && m1 - m0 <= kMc;
   const int64_t n_panels = CeilDiv(g.n, kNr);
+  const bool has_epilogue = g.bias != nullptr || g.relu;
+  Epilogue block_ep;
+  block_ep.relu = g.relu;
   for (int64_t jc = n0; jc < n1; jc += kNc) {
     const int64_t nc = std::min(kNc, n1 - jc);
     for (int64_t pc = 0; pc < g.k; pc += kKc) {
@@ -404,11 +470,14 @@ void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int6
         bb.packed = bp;
       }
       const bool accumulate = g.accumulate || pc > 0;
+      // The epilogue goes with the last block of k, when C's sums are complete.
+      const Epilogue* ep = has_epilogue && pc + kc == g.k ? &block_ep : nullptr;
+      if (ep != nullptr) block_ep.bias = g.bias != nullptr ? g.bias + jc : nullptr;
       for (int64_t ic = m0; ic < m1; ic += kMc) {
         const int64_t mc = std::min(kMc, m1 - ic);
         float* ap = buffers.a.Get(CeilDiv(mc, kMr) * kMr * kc);
         PackA(a, ic, mc, pc, kc, ap);
-        MacroKernel(mc, nc, kc, ap, bb, g.c + ic * g.ldc + jc, g.ldc, accumulate);
+        MacroKernel(mc, nc, kc, ap, bb, g.c + ic * g.ldc + jc, g.ldc, accumulate, ep);
       }
     }
   }
@@ -444,6 +513,13 @@ void CpuGemm(const GemmArgs& g, Eigen::ThreadPoolInterface* pool, int max_thread
   if (g.k <= 0) {
     if (!g.accumulate) {
       for (int64_t i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, 0.0f);
+    }
+    if (g.bias != nullptr || g.relu) {
+      const Epilogue ep{g.bias, g.relu};
+      for (int64_t i = 0; i < g.m; ++i) {
+        float* row = g.c + i * g.ldc;
+        for (int64_t j = 0; j < g.n; ++j) row[j] = ApplyEpilogue(row[j], ep, j);
+      }
     }
     return;
   }

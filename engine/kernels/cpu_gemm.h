@@ -46,6 +46,14 @@ struct GemmArgs {
   // transpose_b are then unused. Products that share one B (a convolution's
   // filter against every piece of its patches) pack it once.
   const float* packed_b = nullptr;
+  // Optional epilogue, applied to each element of C as the micro-kernel stores
+  // it for the last block of k (while the tile is still in registers), not as a
+  // second pass over C: C[i, j] = act(sum + bias[j]), where sum is op(A) op(B)
+  // (+ C when accumulating) and act is max(x, 0) when `relu` (NaN stays NaN),
+  // else the identity. `bias` (n floats) may be null: no bias. The result is
+  // bitwise what the plain product followed by BiasAdd and Relu gives.
+  const float* bias = nullptr;
+  bool relu = false;
 };
 
 // The micro-kernel's tile of C: products whose m and n are not multiples of
@@ -67,7 +75,7 @@ int64_t PackedGemmBFloats(int64_t k, int64_t n);
 void PackGemmB(const float* b, int64_t ldb, bool transpose_b, int64_t k, int64_t n, float* dst);
 
 // Computes the product described by `args`. k == 0 sets C to zero (or leaves
-// it unchanged when accumulating). `pool` may be null (then one thread).
+// it unchanged when accumulating), then applies the epilogue. `pool` may be null (then one thread).
 // REQUIRES: m, n, k >= 0; leading dimensions at least the stored row lengths;
 // C does not overlap A or B.
 void CpuGemm(const GemmArgs& args, Eigen::ThreadPoolInterface* pool, int max_threads);
@@ -77,8 +85,8 @@ inline void CpuGemm(const GemmArgs& args, const Eigen::ThreadPoolDevice& device)
   CpuGemm(args, device.getPool(), device.numThreads());
 }
 
-// The instruction set of the micro-kernel in this build ("avx2+fma" or
-// "portable"), for benchmark labels.
+// The instruction set of the micro-kernel in this build ("avx512",
+// "avx2+fma" or "portable"), for benchmark labels and tests.
 const char* CpuGemmKernelName();
 
 }  // namespace sluice

@@ -2,9 +2,13 @@
 // sizes around the 6 x 16 tile and the cache blocks, padded leading
 // dimensions, accumulation, k == 0, and thread counts 1..4 (results must be
 // bitwise identical across thread counts, and calls from inside the pool must
-// not deadlock).
+// not deadlock); the bias + relu epilogue against the plain product followed
+// by a separate bias and relu pass. Built twice (BUILD): with the build's own
+// micro-kernel (AVX-512 on a machine that has it) and as cpu_gemm_avx2_test
+// with CpuGemm compiled without AVX-512 (the AVX2 + FMA kernel).
 #include "engine/kernels/cpu_gemm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -194,6 +198,85 @@ TEST(CpuGemmTest, PrepackedBMatchesUnpacked) {
       RunGemm(p, o, &prepacked, /*accumulate=*/true, &pool, threads, packed.data());
       ASSERT_EQ(plain, prepacked) << Describe(p) << " threads=" << threads;
       ExpectMatchesReference(p, o, std::vector<float>(plain.size(), 2.0f), prepacked, "prepacked " + Describe(p));
+    }
+  }
+}
+
+// The micro-kernel this binary was built to test (BUILD passes the name).
+#ifdef SLUICE_EXPECT_GEMM_KERNEL
+TEST(CpuGemmTest, BuiltWithTheExpectedMicroKernel) {
+  EXPECT_STREQ(CpuGemmKernelName(), SLUICE_EXPECT_GEMM_KERNEL);
+}
+#endif
+
+// The epilogue (bias per column, optional relu) gives, bit for bit, the plain
+// product followed by C + bias and max(C, 0) as separate passes: edge tiles in
+// both dimensions, several blocks of k and of n (so only the last block of k
+// may apply it), every transpose, prepacked B, accumulation into C, k == 0,
+// and 1 and 3 threads.
+TEST(CpuGemmTest, BiasReluEpilogueMatchesSeparatePasses) {
+  Eigen::ThreadPool pool(3);
+  const Problem problems[] = {{1, 1, 1, false, false},        {5, 7, 3, false, false},    {7, 17, 9, true, false},
+                              {13, 33, 257, false, true},     {6, 32, 128, false, false}, {19, 45, 300, true, true, 1, 2, 3},
+                              {151, 2081, 530, false, false}, {40, 25, 0, false, false},  {130, 515, 700, false, true}};
+  uint32_t seed = 200;
+  for (const Problem& p : problems) {
+    const Operands o = MakeOperands(p, seed++);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> bias(p.n);
+    for (float& x : bias) x = u(rng);
+    std::vector<float> initial(p.m * o.ldc);
+    for (float& x : initial) x = u(rng);
+    std::vector<float> packed(std::max<int64_t>(1, PackedGemmBFloats(p.k, p.n)));
+    PackGemmB(o.b.data(), o.ldb, p.tb, p.k, p.n, packed.data());
+    for (bool accumulate : {false, true}) {
+      for (bool relu : {false, true}) {
+        for (bool with_bias : {false, true}) {
+          for (bool prepacked : {false, true}) {
+            for (int threads : {1, 3}) {
+              const std::string what = absl::StrCat(Describe(p), " accumulate=", accumulate, " relu=", relu,
+                                                    " bias=", with_bias, " prepacked=", prepacked, " threads=",
+                                                    threads);
+              const float* pb = prepacked ? packed.data() : nullptr;
+              std::vector<float> want = initial;
+              RunGemm(p, o, &want, accumulate, &pool, threads, pb);
+              int negatives = 0;
+              for (int64_t i = 0; i < p.m; ++i) {
+                for (int64_t j = 0; j < p.n; ++j) {
+                  float& x = want[i * o.ldc + j];
+                  if (with_bias) x = x + bias[j];
+                  negatives += x < 0.0f;
+                  if (relu) x = std::max(x, 0.0f);
+                }
+              }
+              std::vector<float> got = initial;
+              GemmArgs g;
+              g.m = p.m;
+              g.n = p.n;
+              g.k = p.k;
+              g.a = o.a.data();
+              g.lda = o.lda;
+              g.transpose_a = p.ta;
+              g.b = prepacked ? nullptr : o.b.data();
+              g.ldb = o.ldb;
+              g.transpose_b = p.tb;
+              g.packed_b = pb;
+              g.c = got.data();
+              g.ldc = o.ldc;
+              g.accumulate = accumulate;
+              g.bias = with_bias ? bias.data() : nullptr;
+              g.relu = relu;
+              CpuGemm(g, &pool, threads);
+              ASSERT_EQ(got, want) << what;
+              // (got == want also covers the padding columns of C, left as they were.)
+              // The case tests something: some sums are negative, so relu has work
+              // (all are zero only for k == 0 without a bias or an initial C).
+              if (p.m * p.n >= 16 && (p.k > 0 || accumulate || with_bias)) ASSERT_GT(negatives, 0) << what;
+            }
+          }
+        }
+      }
     }
   }
 }

@@ -1,10 +1,12 @@
 // CPU MatMul: float32 through CpuGemm (our blocked GEMM), the other types as
 // an Eigen tensor contraction; both on the device's intra-op pool. Shape
-// checks: matmul_shape.h (shared with the GPU kernel).
+// checks: matmul_shape.h (shared with the GPU kernel). _FusedMatMul (float32):
+// the same product with the bias (and Relu) applied in CpuGemm's epilogue.
 #include <type_traits>
 
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/cpu_gemm.h"
+#include "engine/kernels/fused_epilogue.h"
 #include "engine/kernels/matmul_shape.h"
 
 namespace sluice {
@@ -55,6 +57,51 @@ class MatMulOp : public OpKernel {
   bool transpose_a_ = false;
   bool transpose_b_ = false;
 };
+
+// out = act(op(a) op(b) + bias): MatMul, BiasAdd and (with fused_ops
+// [BiasAdd, Relu]) Relu in one pass over the output.
+class FusedMatMulOp : public OpKernel {
+ public:
+  explicit FusedMatMulOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("transpose_a", &transpose_a_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("transpose_b", &transpose_b_));
+    OP_REQUIRES_OK(ctx, ReadBiasEpilogueAttrs(ctx, &relu_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    const Tensor& bias = ctx->input(2);
+    MatMulShape s;
+    OP_REQUIRES_OK(ctx, ComputeMatMulShape(a.shape(), b.shape(), transpose_a_, transpose_b_, &s));
+    OP_REQUIRES_OK(ctx, CheckBias(bias, s.out.dim_size(1)));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, s.out, &out));
+    if (out->NumElements() == 0) return;
+    GemmArgs g;
+    g.m = out->dim_size(0);
+    g.n = out->dim_size(1);
+    g.k = s.k;  // k == 0: CpuGemm writes act(bias) in every row
+    g.a = a.data<float>();
+    g.lda = a.dim_size(1);
+    g.transpose_a = transpose_a_;
+    g.b = b.data<float>();
+    g.ldb = b.dim_size(1);
+    g.transpose_b = transpose_b_;
+    g.c = out->data<float>();
+    g.ldc = g.n;
+    g.bias = bias.data<float>();
+    g.relu = relu_;
+    CpuGemm(g, ctx->eigen_cpu_device());
+  }
+
+ private:
+  bool transpose_a_ = false;
+  bool transpose_b_ = false;
+  bool relu_ = false;
+};
+
+REGISTER_KERNEL_BUILDER(Name("_FusedMatMul").Device(kDeviceCpu).TypeConstraint<float>("T"), FusedMatMulOp);
 
 #define SLUICE_REGISTER_MATMUL_(T) \
   REGISTER_KERNEL_BUILDER(Name("MatMul").Device(kDeviceCpu).TypeConstraint<T>("T"), MatMulOp<T>)

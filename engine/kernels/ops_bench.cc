@@ -14,6 +14,11 @@
 //     MaxPoolGrad at DESIGN.md's CNN shapes (batch 128: 28x28x1 -> 5x5x32
 //     SAME -> pool 2x2; 14x14x32 -> 5x5x64 SAME -> pool 2x2) on 2 threads;
 //     convs report GFLOPs (2 x multiply-adds), pools GBps.
+//   - BiasRelu: the layers of the shipped models as the fusion pass leaves
+//     them (one _FusedMatMul / _FusedConv2D: bias and Relu in CpuGemm's
+//     epilogue; fused:1) against MatMul/Conv2D, BiasAdd and Relu one after
+//     another, each reading the output of the one before (fused:0), on 2
+//     threads; time per layer, and GFLOPs of the product.
 // Kernels run directly (KernelRegistry::CreateKernel + OpKernel::Compute on a
 // Device of our own), not through a Session, because the Session's local
 // device has one process-wide intra-op thread count and we compare 1 and 2.
@@ -205,6 +210,8 @@ class KernelRunner {
     params_.inputs = values_;
   }
   const absl::Status& status() const { return status_; }
+  // Replaces input i (same dtype; a chain feeds each kernel the previous output).
+  void SetInput(int i, Tensor t) { inputs_[i] = std::move(t); }
   // One Compute; the outputs are freed when it returns (fills `out` if given).
   absl::Status Run(std::vector<Tensor>* out = nullptr) {
     OpKernelContext ctx(&params_);
@@ -481,6 +488,72 @@ void BM_MaxPoolGrad(benchmark::State& state) {
   }
 }
 
+// ---- Bias + activation fusion ----
+
+// Case c: 0-1 fashion_mlp's fc1 and fc2, 2 fashion_cnn's fc1 (dense, batch
+// 128), 3-4 fashion_cnn's conv1 and conv2 (GetLayer).
+struct BiasReluCase {
+  bool conv;
+  TensorShape x, w;
+  int64_t channels;
+  double flops;
+};
+BiasReluCase GetBiasReluCase(int c) {
+  if (c >= 3) {
+    Layer l = GetLayer(c - 2);
+    return {true, l.input, l.filter, l.filter.dim_size(3), ConvFlops(l)};
+  }
+  const int64_t k[] = {784, 512, 3136}, n[] = {512, 512, 1024};
+  return {false, TensorShape({128, k[c]}), TensorShape({k[c], n[c]}), n[c], 2.0 * 128 * k[c] * n[c]};
+}
+
+void BM_BiasRelu(benchmark::State& state) {
+  const BiasReluCase c = GetBiasReluCase(static_cast<int>(state.range(0)));
+  const bool fused = state.range(1) != 0;
+  std::map<std::string, AttrValue> attrs = c.conv ? ConvAttrs() : std::map<std::string, AttrValue>{
+                                                                      {"T", MakeAttr(DT_FLOAT)}};
+  const Tensor x = Random(c.x), w = Random(c.w), bias = Random(TensorShape({c.channels}));
+  double secs = -1;
+  if (fused) {
+    attrs["fused_ops"] = MakeAttr(std::vector<std::string>{"BiasAdd", "Relu"});
+    attrs["num_args"] = MakeAttr(int64_t{1});
+    KernelRunner r(kConvThreads, c.conv ? "_FusedConv2D" : "_FusedMatMul", attrs, {x, w, bias});
+    secs = Loop(state, r);
+  } else {
+    KernelRunner product(kConvThreads, c.conv ? "Conv2D" : "MatMul", attrs, {x, w});
+    std::vector<Tensor> out;
+    absl::Status s = product.status().ok() ? product.Run(&out) : product.status();
+    if (!s.ok()) {
+      state.SkipWithError(std::string(s.message()).c_str());
+      return;
+    }
+    KernelRunner add(kConvThreads, "BiasAdd", {{"T", MakeAttr(DT_FLOAT)}}, {out[0], bias});
+    KernelRunner relu(kConvThreads, "Relu", {{"T", MakeAttr(DT_FLOAT)}}, {out[0]});
+    if (!add.status().ok() || !relu.status().ok()) {
+      state.SkipWithError("BiasAdd or Relu kernel missing");
+      return;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    for (auto _ : state) {
+      absl::Status st = product.Run(&out);
+      if (st.ok()) {
+        add.SetInput(0, out[0]);
+        st = add.Run(&out);
+      }
+      if (st.ok()) {
+        relu.SetInput(0, out[0]);
+        st = relu.Run();
+      }
+      if (!st.ok()) {
+        state.SkipWithError(std::string(st.message()).c_str());
+        return;
+      }
+    }
+    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  SetConvFlops(state, secs, c.flops, kConvThreads);
+}
+
 // The peak and memcpy references run first (registration order) and record
 // their best rate for the ratios below.
 
@@ -508,6 +581,11 @@ BENCHMARK(BM_Conv2DBackpropInput)->SLUICE_LAYER_ARGS;
 BENCHMARK(BM_Conv2DBackpropFilter)->SLUICE_LAYER_ARGS;
 BENCHMARK(BM_MaxPool)->SLUICE_LAYER_ARGS;
 BENCHMARK(BM_MaxPoolGrad)->SLUICE_LAYER_ARGS;
+BENCHMARK(BM_BiasRelu)
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1}})
+    ->ArgNames({"case", "fused"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace sluice

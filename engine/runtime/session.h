@@ -2,7 +2,7 @@
 // build up a GraphDef; Run(feeds, fetches, targets) rewrites the graph with
 // feed and fetch nodes, prunes it to what the fetches and targets need,
 // eliminates common subexpressions, folds constants, removes Identity
-// chains, and caches the resulting executor per
+// chains, fuses bias + activation chains, and caches the resulting executor per
 // (feeds, fetches, targets) signature, so repeated steps skip all of that.
 // Variables live in the process's device containers (DeviceMgr::Local()),
 // shared by every session; Session::Reset clears containers.
@@ -39,6 +39,9 @@ struct SessionOptions {
   // Identity nodes that only forward a tensor on one device are removed
   // (engine/graph/optimizer_identity.h).
   bool enable_identity_removal = true;
+  // MatMul / Conv2D + BiasAdd (+ Relu) chains on CPU devices fused into one
+  // node each (engine/graph/optimizer_fusion.h), after CSE.
+  bool fuse_bias_activation = true;
   // The devices the graph is placed on; null: this process's (DeviceMgr::Local()).
   // Borrowed: must outlive the session.
   DeviceMgr* device_mgr = nullptr;

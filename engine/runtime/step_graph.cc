@@ -6,6 +6,7 @@
 #include "engine/graph/graph_constructor.h"
 #include "engine/graph/optimizer_constant_folding.h"
 #include "engine/graph/optimizer_cse.h"
+#include "engine/graph/optimizer_fusion.h"
 #include "engine/graph/optimizer_identity.h"
 #include "engine/graph/partition.h"
 #include "engine/graph/placer.h"
@@ -125,6 +126,9 @@ absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const 
     identity.keep = is_target;
     RemoveIdentityChains(identity, graph);
   }
+  // After the fetch rewrite: a fetched intermediate has a _Send/_Retval
+  // consumer, which keeps its chain from fusing.
+  if (options.fuse_bias_activation) FuseBiasActivation(FusionOptions(), graph);
   result.num_nodes = graph->num_nodes();
   return result;
 }

@@ -2,7 +2,7 @@
 // the distributed one in engine/distributed/): placing a session's whole graph
 // (earlier nodes keep their devices), building one Run signature's graph
 // (feeds and fetches rewritten, pruned, every node on its device, CSE,
-// constant folding, Identity-chain removal), and
+// constant folding, Identity-chain removal, bias + activation fusion), and
 // cutting a placed graph into one partition per device.
 //
 // Thread safety: free functions over the caller's objects; no shared state.
@@ -59,8 +59,10 @@ struct StepGraphOptions {
   bool enable_cse = true;
   // Constant folding (engine/graph/optimizer_constant_folding.h) after CSE.
   bool enable_constant_folding = true;
-  // Identity-chain removal (engine/graph/optimizer_identity.h), last.
+  // Identity-chain removal (engine/graph/optimizer_identity.h).
   bool enable_identity_removal = true;
+  // FuseBiasActivation, last (CPU nodes only).
+  bool fuse_bias_activation = true;
 };
 
 struct StepGraph {
@@ -72,8 +74,9 @@ struct StepGraph {
 
 // The graph of one Run signature: feeds, fetches and targets rewritten into
 // _Recv/_Send nodes on devices.name(0) (the client), pruned, CSE'd, its
-// constants folded and its Identity chains removed (each pass as `options`
-// say; targets are never folded or removed).
+// constants folded, its Identity chains removed and its bias + activation
+// chains fused (each pass as `options` say; targets are never folded or
+// removed).
 absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const GraphDef& graph_def,
                                          const std::vector<std::string>& feeds,
                                          const std::vector<std::string>& fetches,

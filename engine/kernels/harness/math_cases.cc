@@ -5,6 +5,7 @@
 // MatMul and BatchMatMul(V2). Every case checks values against a float64
 // reference; bad inputs must fail naming the node; float64 cases of
 // differentiable ops check gradients by finite differences.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
@@ -816,6 +817,58 @@ struct Registrations {
                                     {}, "2^62"));
           return cases;
         }});
+    // _FusedMatMul (the fusion pass's MatMul + BiasAdd [+ Relu]): the float64
+    // product, plus the bias per column, then max(0, x) with Relu. Sizes
+    // around CpuGemm's tiles and k blocks, so edge tiles and the last block
+    // of k carry the epilogue.
+    Entries().push_back(OpHarnessEntry{"_FusedMatMul", {DT_FLOAT}, [](DataType dtype, Rng* rng) {
+      std::vector<OpCase> cases;
+      const std::vector<std::array<int64_t, 3>> dims = {{2, 3, 4},  {1, 1, 1},    {7, 9, 5},     {5, 0, 3},
+                                                        {0, 4, 2},  {6, 40, 32},  {130, 70, 90}, {13, 300, 37}};
+      auto fused_ops = [](bool relu) {
+        return MakeAttr(relu ? std::vector<std::string>{"BiasAdd", "Relu"} : std::vector<std::string>{"BiasAdd"});
+      };
+      for (const auto& d : dims) {
+        for (int t = 0; t < 4; ++t) {
+          for (bool relu : {false, true}) {
+            const bool ta = t & 1, tb = t & 2;
+            OpCase c;
+            c.description = "m=" + std::to_string(d[0]) + " k=" + std::to_string(d[1]) + " n=" + std::to_string(d[2]) +
+                            (ta ? " ta" : "") + (tb ? " tb" : "") + (relu ? " BiasAdd,Relu" : " BiasAdd");
+            TensorShape sa = ta ? TensorShape({d[1], d[0]}) : TensorShape({d[0], d[1]});
+            TensorShape sb = tb ? TensorShape({d[2], d[1]}) : TensorShape({d[1], d[2]});
+            c.inputs = {RandomTensor(dtype, sa, rng, -3, 3), RandomTensor(dtype, sb, rng, -3, 3),
+                        RandomTensor(dtype, TensorShape({d[2]}), rng, -3, 3)};
+            c.attrs = {{"transpose_a", MakeAttr(ta)}, {"transpose_b", MakeAttr(tb)}, {"fused_ops", fused_ops(relu)}};
+            const Tensor product = MatMulReference(c.inputs[0], c.inputs[1], ta, tb);
+            std::vector<double> out = ToDoubles(product);
+            const std::vector<double> bias = ToDoubles(c.inputs[2]);
+            for (size_t i = 0; i < out.size(); ++i) {
+              out[i] += bias[i % bias.size()];
+              if (relu) out[i] = std::max(out[i], 0.0);
+            }
+            c.expected = {FromDoubles(dtype, product.shape(), out)};
+            c.tolerance = 1e-4;
+            cases.push_back(std::move(c));
+          }
+        }
+      }
+      auto make = [&](int64_t bias_size) {
+        return std::vector<Tensor>{RandomTensor(dtype, TensorShape({2, 3}), rng),
+                                   RandomTensor(dtype, TensorShape({3, 4}), rng),
+                                   RandomTensor(dtype, TensorShape({bias_size}), rng)};
+      };
+      cases.push_back(ErrorCase("bias of the wrong length", make(5), {{"fused_ops", fused_ops(false)}},
+                                "per output channel"));
+      cases.push_back(ErrorCase("fused_ops [Relu]", make(4),
+                                {{"fused_ops", MakeAttr(std::vector<std::string>{"Relu"})}}, "fused_ops must be"));
+      cases.push_back(ErrorCase("inner dims differ",
+                                {RandomTensor(dtype, TensorShape({2, 3}), rng),
+                                 RandomTensor(dtype, TensorShape({4, 2}), rng),
+                                 RandomTensor(dtype, TensorShape({2}), rng)},
+                                {{"fused_ops", fused_ops(true)}}, "inner dimensions differ"));
+      return cases;
+    }});
     const std::vector<DataType> bmm_types = {DT_HALF, DT_BFLOAT16, DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
     Entries().push_back(
         OpHarnessEntry{"BatchMatMul", bmm_types, [](DataType t, Rng* rng) { return BatchMatMulCases(t, rng, false); }});

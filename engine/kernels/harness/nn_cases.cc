@@ -551,6 +551,54 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
       return cases;
     }});
 
+// _FusedConv2D (the fusion pass's Conv2D + BiasAdd [+ Relu]): the float64
+// convolution plus the bias per output channel, then max(0, x) with Relu;
+// every Conv2D spec (pointwise, im2col, empty batch, no input channels).
+REGISTER_OP_HARNESS(OpHarnessEntry{
+    "_FusedConv2D", {DT_FLOAT}, [](DataType dtype, Rng* rng) {
+      std::vector<OpCase> cases;
+      auto with_fused_ops = [](AttrList attrs, bool relu) {
+        attrs["fused_ops"] =
+            MakeAttr(relu ? std::vector<std::string>{"BiasAdd", "Relu"} : std::vector<std::string>{"BiasAdd"});
+        return attrs;
+      };
+      for (const ConvSpec& s : ConvSpecs(rng, false)) {
+        for (bool relu : {false, true}) {
+          OpCase c;
+          c.description = ConvDescription(s) + (relu ? " BiasAdd,Relu" : " BiasAdd");
+          const int64_t channels = s.filter.dim_size(3);
+          c.inputs = {RandomTensor(dtype, s.input, rng, -2, 2), RandomTensor(dtype, s.filter, rng, -2, 2),
+                      RandomTensor(dtype, TensorShape({channels}), rng, -2, 2)};
+          c.attrs = with_fused_ops(ConvAttrs(s), relu);
+          std::vector<double> x = ToDoubles(c.inputs[0]), f = ToDoubles(c.inputs[1]), bias = ToDoubles(c.inputs[2]);
+          TensorShape out_shape = ConvOutShape(s);
+          std::vector<double> out(out_shape.num_elements(), 0.0);
+          ForEachConvTerm(s, [&](int64_t i, int64_t k, int64_t o) { out[o] += x[i] * f[k]; });
+          for (size_t o = 0; o < out.size(); ++o) {
+            out[o] += bias[o % channels];
+            if (relu) out[o] = std::max(out[o], 0.0);
+          }
+          c.expected = {FromDoubles(dtype, out_shape, out)};
+          c.tolerance = ConvTolerance(dtype, s.filter.num_elements() / std::max<int64_t>(1, channels));
+          cases.push_back(std::move(c));
+        }
+      }
+      ConvSpec ok{TensorShape({1, 4, 4, 2}), TensorShape({2, 2, 2, 3}), 1, 1, false};
+      auto make = [&](int64_t bias_size) {
+        return std::vector<Tensor>{RandomTensor(dtype, ok.input, rng), RandomTensor(dtype, ok.filter, rng),
+                                   RandomTensor(dtype, TensorShape({bias_size}), rng)};
+      };
+      cases.push_back(ErrorCase("bias of the wrong length", make(2), with_fused_ops(ConvAttrs(ok), true),
+                                "per output channel"));
+      AttrList relu_only = ConvAttrs(ok);
+      relu_only["fused_ops"] = MakeAttr(std::vector<std::string>{"Relu"});
+      cases.push_back(ErrorCase("fused_ops [Relu]", make(3), relu_only, "fused_ops must be"));
+      AttrList nchw = with_fused_ops(ConvAttrs(ok), false);
+      nchw["data_format"] = MakeAttr("NCHW");
+      cases.push_back(ErrorCase("NCHW", make(3), nchw, "NHWC"));
+      return cases;
+    }});
+
 REGISTER_OP_HARNESS(OpHarnessEntry{
     "Conv2DBackpropInput", {DT_FLOAT, DT_DOUBLE}, [](DataType dtype, Rng* rng) {
       std::vector<OpCase> cases;

@@ -1,5 +1,5 @@
 // The graph of a GRU layer, the LSTM's lighter sibling: the input projection
-// of every step as one product (sequence_projection.h), then an in-graph
+// of every step as one product (recurrent_loop.h), then an in-graph
 // while_loop over the time steps with one recurrent product per step. Gates
 // in PyTorch's and cuDNN's form, columns in the order r, z, n:
 //   r = sigmoid(x_r + h R_r + rb_r)       z = sigmoid(x_z + h R_z + rb_z)

@@ -12,6 +12,23 @@
 namespace sluice {
 namespace {
 
+// CpuGemm's arguments for out = op(a) op(b), all float32 row-major [rows, cols].
+GemmArgs FloatGemmArgs(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b, int64_t k, Tensor* out) {
+  GemmArgs g;
+  g.m = out->dim_size(0);
+  g.n = out->dim_size(1);
+  g.k = k;
+  g.a = a.data<float>();
+  g.lda = a.dim_size(1);
+  g.transpose_a = transpose_a;
+  g.b = b.data<float>();
+  g.ldb = b.dim_size(1);
+  g.transpose_b = transpose_b;
+  g.c = out->data<float>();
+  g.ldc = g.n;
+  return g;
+}
+
 template <typename T>
 class MatMulOp : public OpKernel {
  public:
@@ -34,19 +51,7 @@ class MatMulOp : public OpKernel {
       return;
     }
     if constexpr (std::is_same<T, float>::value) {
-      GemmArgs g;
-      g.m = out->dim_size(0);
-      g.n = out->dim_size(1);
-      g.k = s.k;
-      g.a = a.data<float>();
-      g.lda = a.dim_size(1);
-      g.transpose_a = transpose_a_;
-      g.b = b.data<float>();
-      g.ldb = b.dim_size(1);
-      g.transpose_b = transpose_b_;
-      g.c = out->data<float>();
-      g.ldc = g.n;
-      CpuGemm(g, ctx->eigen_cpu_device());
+      CpuGemm(FloatGemmArgs(a, b, transpose_a_, transpose_b_, s.k, out), ctx->eigen_cpu_device());
     } else {  // (an else, so float32 instantiates no Eigen contraction)
       Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> dims{Eigen::IndexPair<Eigen::DenseIndex>(a_inner, b_inner)};
       out->matrix<T>().device(ctx->eigen_cpu_device()) = a.matrix<T>().contract(b.matrix<T>(), dims);
@@ -78,18 +83,8 @@ class FusedMatMulOp : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, s.out, &out));
     if (out->NumElements() == 0) return;
-    GemmArgs g;
-    g.m = out->dim_size(0);
-    g.n = out->dim_size(1);
-    g.k = s.k;  // k == 0: CpuGemm writes act(bias) in every row
-    g.a = a.data<float>();
-    g.lda = a.dim_size(1);
-    g.transpose_a = transpose_a_;
-    g.b = b.data<float>();
-    g.ldb = b.dim_size(1);
-    g.transpose_b = transpose_b_;
-    g.c = out->data<float>();
-    g.ldc = g.n;
+    // k == 0: CpuGemm writes act(bias) in every row.
+    GemmArgs g = FloatGemmArgs(a, b, transpose_a_, transpose_b_, s.k, out);
     g.bias = bias.data<float>();
     g.relu = relu_;
     CpuGemm(g, ctx->eigen_cpu_device());

@@ -114,38 +114,59 @@ TEST_P(SumLoopTest, SumsOneToNWithOneIterationAtATime) {
   EXPECT_EQ(RunScalar(b.graph(), loop.sum), n * (n + 1) / 2);
 }
 
-// Outer loop over i = 1..N; the inner loop adds i twice; total N(N+1).
+// Outer loop over i = 1..n; the inner loop adds i twice; total n(n+1).
+// Returns the outer sum's Exit.
+std::string NestedSumLoop(GraphDefBuilder* b, int n) {
+  std::string limit = b->Const("limit", Tensor::Scalar<int32_t>(n + 1));
+  std::string three = b->Const("three", Tensor::Scalar<int32_t>(3));
+  // Outer loop, written out so its body can host the inner loop.
+  std::string one = b->Const("one", Tensor::Scalar<int32_t>(1));
+  std::string zero = b->Const("zero", Tensor::Scalar<int32_t>(0));
+  std::string limit_e = b->Enter("limit_e", limit, DT_INT32, "outer", true);
+  std::string three_e = b->Enter("three_e", three, DT_INT32, "outer", true);
+  std::string one_e = b->Enter("one_e", one, DT_INT32, "outer", true);
+  std::string i_e = b->Enter("i_e", one, DT_INT32, "outer");
+  std::string s_e = b->Enter("s_e", zero, DT_INT32, "outer");
+  std::string i_m = b->Merge("i_m", {i_e, "i_next"}, DT_INT32);
+  std::string s_m = b->Merge("s_m", {s_e, "s_next"}, DT_INT32);
+  std::string cond = b->LoopCond("cond", b->Binary("Less", "less", i_m, limit_e, DT_INT32));
+  std::string i_sw = b->Switch("i_sw", i_m, cond, DT_INT32);
+  std::string s_sw = b->Switch("s_sw", s_m, cond, DT_INT32);
+  std::string s_exit = b->Exit("s_exit", s_sw + ":0", DT_INT32);
+  b->Exit("i_exit", i_sw + ":0", DT_INT32);
+  std::string i_body = b->Identity("i_body", i_sw + ":1", DT_INT32);
+  std::string s_body = b->Identity("s_body", s_sw + ":1", DT_INT32);
+  // Inner loop: j = 1..2, t += i. Its constants hang off i_body (frame "outer").
+  std::string inner_one = b->Identity("inner_one", one_e, DT_INT32, {i_body});
+  std::string inner_limit = b->Identity("inner_limit", three_e, DT_INT32, {i_body});
+  LoopNames inner = SumLoop(b, "in_", inner_limit, "inner", 10, "", i_body, inner_one);
+  std::string i_new = b->Binary("Add", "i_new", i_body, one_e, DT_INT32);
+  std::string s_new = b->Binary("Add", "s_new", s_body, inner.sum, DT_INT32);
+  b->NextIteration("i_next", i_new, DT_INT32);
+  b->NextIteration("s_next", s_new, DT_INT32);
+  return s_exit;
+}
+
 TEST_P(SumLoopTest, NestedLoop) {
   const int n = GetParam();
   GraphDefBuilder b;
-  std::string limit = b.Const("limit", Tensor::Scalar<int32_t>(n + 1));
-  std::string three = b.Const("three", Tensor::Scalar<int32_t>(3));
-  // Outer loop, written out so its body can host the inner loop.
-  std::string one = b.Const("one", Tensor::Scalar<int32_t>(1));
-  std::string zero = b.Const("zero", Tensor::Scalar<int32_t>(0));
-  std::string limit_e = b.Enter("limit_e", limit, DT_INT32, "outer", true);
-  std::string three_e = b.Enter("three_e", three, DT_INT32, "outer", true);
-  std::string one_e = b.Enter("one_e", one, DT_INT32, "outer", true);
-  std::string i_e = b.Enter("i_e", one, DT_INT32, "outer");
-  std::string s_e = b.Enter("s_e", zero, DT_INT32, "outer");
-  std::string i_m = b.Merge("i_m", {i_e, "i_next"}, DT_INT32);
-  std::string s_m = b.Merge("s_m", {s_e, "s_next"}, DT_INT32);
-  std::string cond = b.LoopCond("cond", b.Binary("Less", "less", i_m, limit_e, DT_INT32));
-  std::string i_sw = b.Switch("i_sw", i_m, cond, DT_INT32);
-  std::string s_sw = b.Switch("s_sw", s_m, cond, DT_INT32);
-  std::string s_exit = b.Exit("s_exit", s_sw + ":0", DT_INT32);
-  b.Exit("i_exit", i_sw + ":0", DT_INT32);
-  std::string i_body = b.Identity("i_body", i_sw + ":1", DT_INT32);
-  std::string s_body = b.Identity("s_body", s_sw + ":1", DT_INT32);
-  // Inner loop: j = 1..2, t += i. Its constants hang off i_body (frame "outer").
-  std::string inner_one = b.Identity("inner_one", one_e, DT_INT32, {i_body});
-  std::string inner_limit = b.Identity("inner_limit", three_e, DT_INT32, {i_body});
-  LoopNames inner = SumLoop(&b, "in_", inner_limit, "inner", 10, "", i_body, inner_one);
-  std::string i_new = b.Binary("Add", "i_new", i_body, one_e, DT_INT32);
-  std::string s_new = b.Binary("Add", "s_new", s_body, inner.sum, DT_INT32);
-  b.NextIteration("i_next", i_new, DT_INT32);
-  b.NextIteration("s_next", s_new, DT_INT32);
-  EXPECT_EQ(RunScalar(b.graph(), s_exit), n * (n + 1));
+  const std::string sum = NestedSumLoop(&b, n);
+  EXPECT_EQ(RunScalar(b.graph(), sum), n * (n + 1));
+}
+
+// Frames end on whichever thread finishes their last op; an inner frame's
+// end and its parent iteration's end racing once crashed one run in about a
+// thousand (a parent frame deleted by one thread while another still
+// cleaned it up). Many short nested runs make such a race likely to show.
+TEST(NestedLoopStress, ManyRunsAgree) {
+  for (int n : {1, 2}) {
+    GraphDefBuilder b;
+    const std::string sum = NestedSumLoop(&b, n);
+    for (int run = 0; run < 600; ++run) {
+      // A new session each time: its threads start cold, as in the crash.
+      ASSERT_EQ(RunScalar(b.graph(), sum), n * (n + 1)) << "run " << run;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(N, SumLoopTest, ::testing::Values(0, 1, 2, 1000));

@@ -67,8 +67,11 @@ class ExecutorState {
   bool DecrementOutstandingOps(FrameState* frame, int64_t iter, TaggedNodeVector* ready)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu);
   FrameState* FindOrCreateChildFrame(FrameState* parent, int64_t parent_iter, const NodeItem& enter);
-  void DeleteFrame(FrameState* frame, TaggedNodeVector* ready);
-  void CleanupFramesIterations(FrameState* frame, int64_t iter, TaggedNodeVector* ready);
+  // Deletes `frame` (done) and then each ancestor that it leaves done.
+  void DeleteFrames(FrameState* frame, TaggedNodeVector* ready);
+  // Deletes `frame`; returns true when its parent is done with it (the caller
+  // deletes the parent next).
+  bool DeleteFrame(FrameState* frame, TaggedNodeVector* ready);
 
   std::string ErrorContext(const NodeItem& item) const;
   void RecordStats(const TaggedNode& tagged, int64_t start_ns);
@@ -551,7 +554,7 @@ FrameState* ExecutorState::FindOrCreateChildFrame(FrameState* parent, int64_t pa
   return frame;
 }
 
-void ExecutorState::DeleteFrame(FrameState* frame, TaggedNodeVector* ready) {
+bool ExecutorState::DeleteFrame(FrameState* frame, TaggedNodeVector* ready) {
   FrameState* parent = frame->parent_frame;
   const int64_t parent_iter = frame->parent_iter;
   std::vector<const NodeItem*> dead_exits;
@@ -564,6 +567,7 @@ void ExecutorState::DeleteFrame(FrameState* frame, TaggedNodeVector* ready) {
       if (!frame->exit_fired[item.exit_index]) dead_exits.push_back(&item);
     }
   }
+  bool parent_done = false;
   {
     absl::MutexLock lock(&parent->mu);
     for (const NodeItem* exit : dead_exits) {
@@ -571,27 +575,23 @@ void ExecutorState::DeleteFrame(FrameState* frame, TaggedNodeVector* ready) {
       ActivateNodes(*exit, true, parent, parent_iter, &outputs, ready);
     }
     --parent->GetIteration(parent_iter)->outstanding_frame_count;
+    // The parent's iteration is cleaned up under the same lock: once it is
+    // released, the thread that finishes the iteration's last op may find
+    // the parent done and delete it.
+    if (parent != root_frame_) parent_done = CleanupIterations(parent, parent_iter, ready);
   }
   {
     absl::MutexLock lock(&mu_);
     outstanding_frames_.erase(frame->instance_name);
   }
   delete frame;
+  return parent_done;
 }
 
-void ExecutorState::CleanupFramesIterations(FrameState* frame, int64_t iter, TaggedNodeVector* ready) {
-  if (frame == root_frame_) return;
-  bool done;
-  {
-    absl::MutexLock lock(&frame->mu);
-    if (frame->GetIteration(iter) == nullptr) return;
-    done = CleanupIterations(frame, iter, ready);
-  }
-  if (done) {
+void ExecutorState::DeleteFrames(FrameState* frame, TaggedNodeVector* ready) {
+  while (frame != nullptr && frame != root_frame_) {
     FrameState* parent = frame->parent_frame;
-    int64_t parent_iter = frame->parent_iter;
-    DeleteFrame(frame, ready);
-    CleanupFramesIterations(parent, parent_iter, ready);
+    frame = DeleteFrame(frame, ready) ? parent : nullptr;
   }
 }
 
@@ -604,7 +604,7 @@ void ExecutorState::PropagateOutputs(const TaggedNode& tagged, EntryVector* outp
 
   if (item.is_enter) {
     FrameState* child = FindOrCreateChildFrame(input_frame, input_iter, item);
-    bool child_inputs_complete;
+    bool child_done = false;
     {
       absl::MutexLock lock(&child->mu);
       if (item.is_constant_enter) {
@@ -619,9 +619,11 @@ void ExecutorState::PropagateOutputs(const TaggedNode& tagged, EntryVector* outp
       } else {
         ActivateNodes(item, is_dead, child, 0, outputs, ready);
       }
-      child_inputs_complete = --child->num_pending_inputs == 0;
+      // With its last input in, the child may already be done (a loop that
+      // runs no iteration): decided under its lock, as above.
+      if (--child->num_pending_inputs == 0) child_done = CleanupIterations(child, 0, ready);
     }
-    if (child_inputs_complete) CleanupFramesIterations(child, 0, ready);
+    if (child_done) DeleteFrames(child, ready);
     absl::MutexLock lock(&input_frame->mu);
     frame_done = DecrementOutstandingOps(input_frame, input_iter, ready);
   } else if (item.is_exit) {
@@ -653,12 +655,7 @@ void ExecutorState::PropagateOutputs(const TaggedNode& tagged, EntryVector* outp
     ActivateNodes(item, is_dead, input_frame, input_iter, outputs, ready);
     frame_done = DecrementOutstandingOps(input_frame, input_iter, ready);
   }
-  if (frame_done) {
-    FrameState* parent = input_frame->parent_frame;
-    int64_t parent_iter = input_frame->parent_iter;
-    DeleteFrame(input_frame, ready);
-    CleanupFramesIterations(parent, parent_iter, ready);
-  }
+  if (frame_done) DeleteFrames(input_frame, ready);
 }
 
 bool ExecutorState::NodeDone(const absl::Status& s, const TaggedNode& tagged, const TaggedNodeVector& ready,

@@ -6,6 +6,7 @@
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/bias_shape.h"
 #include "engine/kernels/nn_util.h"
+#include "engine/kernels/run_tasks.h"
 
 namespace sluice {
 namespace {
@@ -25,8 +26,7 @@ class BiasAddOp : public OpKernel {
     const T* b = bias.data<T>();
     T* o = out->data<T>();
     const int64_t c = l.channels, inner = l.inner;
-    ctx->eigen_cpu_device().parallelFor(
-        l.outer, Eigen::TensorOpCost(c * inner * sizeof(T), c * inner * sizeof(T), c * inner),
+    ParallelForRanges(ctx->eigen_cpu_device().getPool(), ctx->eigen_cpu_device().numThreads(), l.outer, c * inner, 1,
         [&](Eigen::Index first, Eigen::Index last) {
           for (Eigen::Index n = first; n < last; ++n) {
             const T* xi = in + n * c * inner;
@@ -67,8 +67,7 @@ class BiasAddGradOp : public OpKernel {
     const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(outer, 8));
     std::vector<Acc> partial(blocks * c, Acc(0));
     const int64_t per = (outer + blocks - 1) / blocks;
-    ctx->eigen_cpu_device().parallelFor(
-        blocks, Eigen::TensorOpCost(per * c * inner * sizeof(T), c * sizeof(Acc), per * c * inner),
+    ParallelForRanges(ctx->eigen_cpu_device().getPool(), ctx->eigen_cpu_device().numThreads(), blocks, per * c * inner, 1,
         [&](Eigen::Index first, Eigen::Index last) {
           for (Eigen::Index blk = first; blk < last; ++blk) {
             Acc* acc = partial.data() + blk * c;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "engine/kernels/run_tasks.h"
 
 namespace sluice {
 namespace cwise {
@@ -16,11 +17,9 @@ void ParallelFor(OpKernelContext* ctx, int64_t n, int64_t cost_per_unit,
     fn(0, n);
     return;
   }
-  // Keep chunks a multiple of 16 units so vectorized inner loops stay aligned-ish.
-  ctx->eigen_cpu_device().parallelFor(
-      n, Eigen::TensorOpCost(8.0 * cost_per_unit, 4.0 * cost_per_unit, 1.0 * cost_per_unit),
-      [](Eigen::Index size) { return ((size + 15) / 16) * 16; },
-      [&fn](Eigen::Index first, Eigen::Index last) { fn(first, last); });
+  // Ranges a multiple of 16 units, so vectorized inner loops stay aligned-ish.
+  const auto& d = ctx->eigen_cpu_device();
+  ParallelForRanges(d.getPool(), d.numThreads(), n, cost_per_unit, 16, fn);
 }
 
 absl::Status MakeBroadcastPlan(const TensorShape& x, const TensorShape& y, BroadcastPlan* plan) {

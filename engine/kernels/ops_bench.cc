@@ -286,14 +286,21 @@ void BM_MatMul(benchmark::State& state) {
 // 0: h R, [32,256] x [256,1024], every forward step;
 // 1: dz R^T with R^T made once before the loop, [32,1024] x [1024,256];
 // 2: the recurrent kernel's gradient after the loop, [1120,256]^T x [1120,1024];
-// 3: the sampled logits, [1120,256] x [512,256]^T.
+// 3: the sampled logits, [1120,256] x [513,256]^T (true class and 512 sampled);
+// 4, 5: their gradients for h and for the sampled rows, [1120,513] x [513,256]
+//       and [1120,513]^T x [1120,256];
+// 6: the input projection, [1120,128] x [128,1024];
+// 7, 8: its gradients, [1120,1024] x [128,1024]^T and [1120,128]^T x [1120,1024].
 void BM_MatMulLstmShapes(benchmark::State& state) {
   struct Shape {
     int64_t m, k, n;
     bool ta, tb;
   };
   static const Shape kShapes[] = {{32, 256, 1024, false, false}, {32, 1024, 256, false, false},
-                                  {256, 1120, 1024, true, false}, {1120, 256, 512, false, true}};
+                                  {256, 1120, 1024, true, false}, {1120, 256, 513, false, true},
+                                  {1120, 513, 256, false, false}, {513, 1120, 256, true, false},
+                                  {1120, 128, 1024, false, false}, {1120, 1024, 128, false, true},
+                                  {128, 1120, 1024, true, false}};
   const Shape& sh = kShapes[state.range(0)];
   const int threads = static_cast<int>(state.range(1));
   const double peak = PeakGflops(threads);
@@ -397,6 +404,19 @@ void BM_Add(benchmark::State& state) {
   if (secs < 0) return;
   SetBandwidth(state, secs, 3.0 * kElemBytes, ref);
   state.counters["memcpy_GBps"] = ref;
+}
+
+// Small elementwise ops, where fixed costs (allocation, hand-offs to the
+// intra-op pool) show: Add of two [rows, 1024] tensors; rows 32 is the LSTM
+// step's z = x_t + h R (128 KiB per tensor).
+void BM_AddSmall(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  KernelRunner r(threads, "Add", {{"T", MakeAttr(DT_FLOAT)}},
+                 {Random(TensorShape({rows, 1024})), Random(TensorShape({rows, 1024}))});
+  const double secs = Loop(state, r);
+  if (secs < 0) return;
+  state.counters["GBps"] = state.iterations() * 3.0 * rows * 1024 * sizeof(float) / secs / 1e9;
 }
 
 void BM_Relu(benchmark::State& state) {
@@ -567,13 +587,18 @@ BENCHMARK(BM_MatMul)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatMulLstmShapes)
-    ->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8}, {1, 2}})
     ->ArgNames({"shape", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Memcpy)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MemcpyFreshDst)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Add)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AddSmall)
+    ->ArgsProduct({{32, 64, 128, 256, 512}, {1, 2}})
+    ->ArgNames({"rows", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Relu)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
 #define SLUICE_LAYER_ARGS Arg(1)->Arg(2)->ArgName("layer")->UseRealTime()->Unit(benchmark::kMillisecond)
 BENCHMARK(BM_Conv2D)->SLUICE_LAYER_ARGS;

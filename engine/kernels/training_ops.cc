@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/nn_util.h"
+#include "engine/kernels/run_tasks.h"
 #include "engine/kernels/training_ops_util.h"
 
 namespace sluice {
@@ -34,10 +35,10 @@ typename AccumulatorType<T>::type Scalar(OpKernelContext* ctx, int i) {
 template <typename RangeFn>
 void ForEachRange(OpKernelContext* ctx, int64_t n, int cost, const RangeFn& range_fn) {
   if (n < 16384) {
-    range_fn(0, n);
+    range_fn(int64_t{0}, n);
   } else {
-    ctx->eigen_cpu_device().parallelFor(n, Eigen::TensorOpCost(16, 16, cost),
-                                        [&](Eigen::Index first, Eigen::Index last) { range_fn(first, last); });
+    const auto& d = ctx->eigen_cpu_device();
+    ParallelForRanges(d.getPool(), d.numThreads(), n, cost, 16, range_fn);
   }
 }
 
@@ -84,11 +85,7 @@ void ForEach(OpKernelContext* ctx, int64_t n, int cost, const Fn& fn) {
     }
     for (; i < last; ++i) fn(i);
   };
-  if (n < 16384) {
-    body(0, n);
-  } else {
-    ctx->eigen_cpu_device().parallelFor(n, Eigen::TensorOpCost(16, 16, cost), body);
-  }
+  ForEachRange(ctx, n, cost, body);
 }
 
 template <typename T, bool kResource>

@@ -1,4 +1,4 @@
-// CpuGemm: packing, cache blocking, the 6 x 32 (AVX-512) or 6 x 16 (AVX2)
+// CpuGemm: packing, cache blocking, the 8 x 32 (AVX-512) or 6 x 16 (AVX2)
 // micro-kernel and the split of C across threads. See cpu_gemm.h for the algorithm and its guarantees.
 #include "engine/kernels/cpu_gemm.h"
 
@@ -166,6 +166,10 @@ void PackA(const View& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float*
         case 3: PackRowsTransposed<3, kMr>(base, a.rs, kc, dst); break;
         case 4: PackRowsTransposed<4, kMr>(base, a.rs, kc, dst); break;
         case 5: PackRowsTransposed<5, kMr>(base, a.rs, kc, dst); break;
+#if defined(SLUICE_GEMM_AVX512)
+        case 6: PackRowsTransposed<6, kMr>(base, a.rs, kc, dst); break;
+        case 7: PackRowsTransposed<7, kMr>(base, a.rs, kc, dst); break;
+#endif
         default: PackRowsTransposed<kMr, kMr>(base, a.rs, kc, dst); break;
       }
 #else
@@ -226,37 +230,24 @@ void PackB(const View& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float*
 // With `ep`, each stored element then goes through the epilogue.
 
 #if defined(SLUICE_GEMM_AVX512)
-// 6 x 32: twelve accumulators keep both FMA units busy through their latency.
+// 8 x 32: sixteen accumulators keep both FMA units busy through their latency,
+// and batches of 32 or 128 rows fill whole tiles.
+static_assert(kMr == 8, "the AVX-512 micro-kernel computes 8 rows");
 void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb, float* __restrict c,
                  int64_t ldc, bool accumulate, const Epilogue* ep) {
-  __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps();
-  __m512 c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
-  __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps();
-  __m512 c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps();
-  __m512 c40 = _mm512_setzero_ps(), c41 = _mm512_setzero_ps();
-  __m512 c50 = _mm512_setzero_ps(), c51 = _mm512_setzero_ps();
-#pragma GCC unroll 4
+  __m512 lo[kMr], hi[kMr];
+#pragma GCC unroll 8
+  for (int i = 0; i < kMr; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+#pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
     const __m512 b0 = _mm512_loadu_ps(b);
     const __m512 b1 = _mm512_loadu_ps(b + 16);
-    __m512 av = _mm512_set1_ps(a[0]);
-    c00 = _mm512_fmadd_ps(av, b0, c00);
-    c01 = _mm512_fmadd_ps(av, b1, c01);
-    av = _mm512_set1_ps(a[1]);
-    c10 = _mm512_fmadd_ps(av, b0, c10);
-    c11 = _mm512_fmadd_ps(av, b1, c11);
-    av = _mm512_set1_ps(a[2]);
-    c20 = _mm512_fmadd_ps(av, b0, c20);
-    c21 = _mm512_fmadd_ps(av, b1, c21);
-    av = _mm512_set1_ps(a[3]);
-    c30 = _mm512_fmadd_ps(av, b0, c30);
-    c31 = _mm512_fmadd_ps(av, b1, c31);
-    av = _mm512_set1_ps(a[4]);
-    c40 = _mm512_fmadd_ps(av, b0, c40);
-    c41 = _mm512_fmadd_ps(av, b1, c41);
-    av = _mm512_set1_ps(a[5]);
-    c50 = _mm512_fmadd_ps(av, b0, c50);
-    c51 = _mm512_fmadd_ps(av, b1, c51);
+#pragma GCC unroll 8
+    for (int i = 0; i < kMr; ++i) {
+      const __m512 av = _mm512_set1_ps(a[i]);
+      lo[i] = _mm512_fmadd_ps(av, b0, lo[i]);
+      hi[i] = _mm512_fmadd_ps(av, b1, hi[i]);
+    }
     a += kMr;
     b += ldb;
   }
@@ -266,28 +257,25 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
     bias_lo = _mm512_loadu_ps(ep->bias);
     bias_hi = _mm512_loadu_ps(ep->bias + 16);
   }
-  auto store = [&](float* row, __m512 lo, __m512 hi) {
+#pragma GCC unroll 8
+  for (int i = 0; i < kMr; ++i) {
+    float* row = c + i * ldc;
+    __m512 l = lo[i], h = hi[i];
     if (accumulate) {
-      lo = _mm512_add_ps(lo, _mm512_loadu_ps(row));
-      hi = _mm512_add_ps(hi, _mm512_loadu_ps(row + 16));
+      l = _mm512_add_ps(l, _mm512_loadu_ps(row));
+      h = _mm512_add_ps(h, _mm512_loadu_ps(row + 16));
     }
     if (add_bias) {
-      lo = _mm512_add_ps(lo, bias_lo);
-      hi = _mm512_add_ps(hi, bias_hi);
+      l = _mm512_add_ps(l, bias_lo);
+      h = _mm512_add_ps(h, bias_hi);
     }
     if (relu) {  // max(0, x) returns its second operand for NaN: NaN stays NaN
-      lo = _mm512_max_ps(_mm512_setzero_ps(), lo);
-      hi = _mm512_max_ps(_mm512_setzero_ps(), hi);
+      l = _mm512_max_ps(_mm512_setzero_ps(), l);
+      h = _mm512_max_ps(_mm512_setzero_ps(), h);
     }
-    _mm512_storeu_ps(row, lo);
-    _mm512_storeu_ps(row + 16, hi);
-  };
-  store(c + 0 * ldc, c00, c01);
-  store(c + 1 * ldc, c10, c11);
-  store(c + 2 * ldc, c20, c21);
-  store(c + 3 * ldc, c30, c31);
-  store(c + 4 * ldc, c40, c41);
-  store(c + 5 * ldc, c50, c51);
+    _mm512_storeu_ps(row, l);
+    _mm512_storeu_ps(row + 16, h);
+  }
 }
 #elif defined(SLUICE_GEMM_AVX2)
 void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb, float* __restrict c,

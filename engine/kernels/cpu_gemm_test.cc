@@ -1,5 +1,5 @@
 // CpuGemm against a float64 reference: every transpose combination, edge
-// sizes around the 6 x 16 tile and the cache blocks, padded leading
+// sizes around the tiles (8 x 32 with AVX-512, 6 x 16 with AVX2) and the cache blocks, padded leading
 // dimensions, accumulation, k == 0, and thread counts 1..4 (results must be
 // bitwise identical across thread counts, and calls from inside the pool must
 // not deadlock); the bias + relu epilogue against the plain product followed
@@ -103,7 +103,7 @@ std::string Describe(const Problem& p) {
 
 TEST(CpuGemmTest, MatchesReferenceOnEdgeShapesAndTransposes) {
   Eigen::ThreadPool pool(3);
-  const int64_t sizes[] = {1, 5, 6, 7, 16, 17, 33};
+  const int64_t sizes[] = {1, 5, 6, 7, 8, 9, 15, 16, 17, 31, 33};
   const int64_t ks[] = {1, 8, 9, 257};
   uint32_t seed = 1;
   for (int64_t m : sizes) {

@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
   bazel-bootstrap protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc
   libabsl-dev libeigen3-dev librocksdb-dev rocksdb-tools prometheus-cpp-dev libgtest-dev
-  libgmock-dev libbenchmark-dev dataset-fashion-mnist zlib1g-dev libpng-dev python3-venv
+  libgmock-dev libbenchmark-dev libdnnl-dev dataset-fashion-mnist zlib1g-dev libpng-dev python3-venv
   ca-certificates prometheus prometheus-pushgateway curl openssl slurm-wlm munge fortunes
 )
 

@@ -81,10 +81,13 @@ void KernelRegistry::Register(const KernelDefBuilder& def, KernelFactory factory
 const KernelRegistry::Registration* KernelRegistry::Find(absl::string_view device_type, const NodeDef& def,
                                                          std::string* why) const {
   std::vector<std::string> candidates;
+  const AttrValue* label_attr = FindAttr(def, kKernelLabelAttr);
+  const std::string label = label_attr != nullptr ? label_attr->s() : "";
   for (const Registration& r : registrations_) {
     if (r.def.op_ != def.op() || r.def.device_type_ != device_type) continue;
-    bool match = true;
+    bool match = r.def.label_ == label;
     std::vector<std::string> desc;
+    if (!r.def.label_.empty()) desc.push_back(absl::StrCat(kKernelLabelAttr, " = \"", r.def.label_, "\""));
     for (const auto& [attr, allowed] : r.def.constraints_) {
       std::vector<std::string> names;
       for (DataType t : allowed) names.push_back(DataTypeString(t));

@@ -251,6 +251,13 @@ class OpKernelContext {
 
 using KernelFactory = std::function<OpKernel*(OpKernelConstruction*)>;
 
+// A node whose string attr `_kernel` is L gets the kernel registered with
+// Label(L); a node without it gets an unlabeled one. So one op can have
+// several kernels per device and dtype (ours, and one backed by a library
+// such as oneDNN), chosen per node by a graph pass (engine/graph/
+// kernel_selection.h) rather than per process.
+inline constexpr char kKernelLabelAttr[] = "_kernel";
+
 class KernelDefBuilder {
  public:
   explicit KernelDefBuilder(std::string op) : op_(std::move(op)) {}
@@ -267,10 +274,16 @@ class KernelDefBuilder {
     constraints_.push_back({std::move(attr), std::move(allowed)});
     return *this;
   }
+  // Only nodes whose `_kernel` attr is `label` get this kernel.
+  KernelDefBuilder& Label(std::string label) {
+    label_ = std::move(label);
+    return *this;
+  }
 
   std::string op_;
   std::string device_type_ = kDeviceCpu;
   std::vector<std::pair<std::string, std::vector<DataType>>> constraints_;
+  std::string label_;  // empty: for nodes without a `_kernel` attr
 };
 inline KernelDefBuilder Name(std::string op) { return KernelDefBuilder(std::move(op)); }
 

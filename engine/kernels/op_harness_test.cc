@@ -14,6 +14,8 @@
 #include "engine/graph/graph_builder.h"
 #include "engine/graph/subgraph.h"
 #include "engine/kernels/harness/op_harness.h"
+#include "engine/kernels/onednn/conv_ops.h"
+#include "engine/kernels/onednn/onednn_util.h"
 #include "engine/runtime/executor.h"
 #include "engine/runtime/local_rendezvous.h"
 #include "gtest/gtest.h"
@@ -334,6 +336,76 @@ TEST_P(OpHarnessTest, ValuesErrorsAndGradients) {
     }
   }
 }
+
+// Ops with more than one kernel per dtype (KernelDefBuilder::Label; the
+// oneDNN kernels of engine/kernels/onednn): every value and error case of a
+// dtype a labeled kernel takes runs again with the node's `_kernel` attr set,
+// against the same reference. The oneDNN conv kernels run oneDNN for every
+// shape here (not only where it is faster), and the test checks that oneDNN
+// primitives did run.
+const char* const kLabels[] = {onednn::kLabel};
+
+bool HasLabeledKernel(const std::string& op, DataType dtype, const std::string& label) {
+  NodeDef def;
+  def.set_op(op);
+  (*def.mutable_attr())["T"] = MakeAttr(dtype);
+  (*def.mutable_attr())[kKernelLabelAttr] = MakeAttr(label);
+  return KernelRegistry::Global()->HasKernel(kDeviceCpu, def);
+}
+
+class LabeledKernelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LabeledKernelTest, ValuesAndErrors) {
+  const OpHarnessEntry* entry = FindEntry(GetParam());
+  ASSERT_NE(entry, nullptr);
+  onednn::SetConvPreferOursWhereFaster(false);
+  int ran = 0;
+  for (const char* label : kLabels) {
+    for (DataType dtype : entry->dtypes) {
+      if (!HasLabeledKernel(entry->op, dtype, label)) continue;
+      ++ran;
+      const int64_t primitives_before = onednn::PrimitiveRuns();
+      Rng rng(std::hash<std::string>()(entry->op) ^ dtype);
+      for (OpCase c : entry->make_cases(dtype, &rng)) {
+        c.attrs[kKernelLabelAttr] = MakeAttr(label);
+        c.description += absl::StrCat(" [", label, " kernel]");
+        RunValueCase(*entry, dtype, c);
+      }
+      EXPECT_GT(onednn::PrimitiveRuns(), primitives_before) << entry->op << ": no case ran a oneDNN primitive";
+    }
+  }
+  onednn::SetConvPreferOursWhereFaster(true);
+  if (ran == 0) GTEST_SKIP() << "no labeled kernel";
+}
+
+std::vector<std::string> LabeledOps() {
+  std::vector<std::string> names;
+  for (const OpHarnessEntry& e : Entries()) {
+    bool any = false;
+    for (const char* label : kLabels) {
+      for (DataType t : e.dtypes) any |= HasLabeledKernel(e.op, t, label);
+    }
+    if (any) names.push_back(e.op);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(LabeledKernels, TheOneDnnKernelsAreRegistered) {
+  const std::vector<std::string> ops = LabeledOps();
+  for (const char* op : {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "_FusedConv2D"}) {
+    EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, LabeledKernelTest, ::testing::ValuesIn(LabeledOps()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           for (char& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
 
 std::vector<std::string> EntryNames() {
   std::vector<std::string> names;

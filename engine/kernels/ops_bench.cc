@@ -48,6 +48,7 @@
 #include "engine/framework/node_def_util.h"
 #include "engine/framework/op_def.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/kernels/bench_kernel_runner.h"
 
 namespace sluice {
 namespace {
@@ -173,64 +174,6 @@ void BM_FmaPeak(benchmark::State& state) {
   state.counters["GFLOPs"] = gflops;
   state.SetLabel(kIsa);
 }
-
-// ---- Direct kernel runner ----
-
-Device* CpuDevice(int threads) {
-  static Device* devices[3] = {
-      nullptr, new Device("/job:localhost/replica:0/task:0/device:CPU:0", kDeviceCpu, CpuAllocator(), 1),
-      new Device("/job:localhost/replica:0/task:0/device:CPU:0", kDeviceCpu, CpuAllocator(), 2)};
-  return devices[threads];
-}
-
-class KernelRunner {
- public:
-  KernelRunner(int threads, const std::string& op, std::map<std::string, AttrValue> attrs, std::vector<Tensor> inputs)
-      : device_(CpuDevice(threads)), inputs_(std::move(inputs)) {
-    NodeDef def;
-    def.set_name("node");
-    def.set_op(op);
-    for (auto& kv : attrs) (*def.mutable_attr())[kv.first] = kv.second;
-    const OpDef* op_def = OpRegistry::Global()->LookUp(op);
-    if (op_def == nullptr) {
-      status_ = absl::NotFoundError(op);
-      return;
-    }
-    status_ = AddDefaultsAndValidateAttrs(*op_def, &def);
-    if (!status_.ok()) return;
-    auto k = KernelRegistry::Global()->CreateKernel(device_, def, *op_def);
-    if (!k.ok()) {
-      status_ = k.status();
-      return;
-    }
-    kernel_ = std::move(*k);
-    for (Tensor& t : inputs_) values_.push_back(TensorValue{&t, nullptr});
-    params_.device = device_;
-    params_.op_kernel = kernel_.get();
-    params_.inputs = values_;
-  }
-  const absl::Status& status() const { return status_; }
-  // Replaces input i (same dtype; a chain feeds each kernel the previous output).
-  void SetInput(int i, Tensor t) { inputs_[i] = std::move(t); }
-  // One Compute; the outputs are freed when it returns (fills `out` if given).
-  absl::Status Run(std::vector<Tensor>* out = nullptr) {
-    OpKernelContext ctx(&params_);
-    kernel_->Compute(&ctx);
-    if (out != nullptr) {
-      out->clear();
-      for (int i = 0; i < ctx.num_outputs(); ++i) out->push_back(ctx.mutable_output(i)->value);
-    }
-    return ctx.status();
-  }
-
- private:
-  Device* device_;
-  std::vector<Tensor> inputs_;
-  std::vector<TensorValue> values_;
-  std::unique_ptr<OpKernel> kernel_;
-  OpKernelContext::Params params_;
-  absl::Status status_;
-};
 
 Tensor Random(const TensorShape& shape, float lo = -1, float hi = 1) {
   Tensor t(DT_FLOAT, shape);

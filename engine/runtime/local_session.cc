@@ -173,6 +173,7 @@ class LocalSession : public Session {
     step_options.enable_constant_folding = options_.enable_constant_folding;
     step_options.enable_identity_removal = options_.enable_identity_removal;
     step_options.fuse_bias_activation = options_.fuse_bias_activation;
+    step_options.onednn_kernels = options_.onednn_kernels;
     auto step = BuildStepGraph(step_options, graph_def, feeds, fetches, targets);
     if (!step.ok()) return step.status();
     auto result = std::make_shared<ExecutorAndKeys>();

@@ -42,6 +42,11 @@ struct SessionOptions {
   // MatMul / Conv2D + BiasAdd (+ Relu) chains on CPU devices fused into one
   // node each (engine/graph/optimizer_fusion.h), after CSE.
   bool fuse_bias_activation = true;
+  // Nodes that have a oneDNN kernel (float32 CPU Conv2D, its backprops and
+  // _FusedConv2D; engine/kernels/onednn) run it instead of ours, after the
+  // other rewrites. Off by default; `train { kernels { onednn: true } }`
+  // turns it on.
+  bool onednn_kernels = false;
   // The devices the graph is placed on; null: this process's (DeviceMgr::Local()).
   // Borrowed: must outlive the session.
   DeviceMgr* device_mgr = nullptr;

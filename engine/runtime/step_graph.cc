@@ -4,6 +4,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "engine/graph/graph_constructor.h"
+#include "engine/graph/kernel_selection.h"
 #include "engine/graph/optimizer_constant_folding.h"
 #include "engine/graph/optimizer_cse.h"
 #include "engine/graph/optimizer_fusion.h"
@@ -129,6 +130,11 @@ absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const 
   // After the fetch rewrite: a fetched intermediate has a _Send/_Retval
   // consumer, which keeps its chain from fusing.
   if (options.fuse_bias_activation) FuseBiasActivation(FusionOptions(), graph);
+  if (options.onednn_kernels) {
+    KernelSelectionOptions select;
+    select.label = "onednn";
+    SelectLabeledKernels(select, graph);
+  }
   result.num_nodes = graph->num_nodes();
   return result;
 }

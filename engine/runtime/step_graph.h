@@ -61,8 +61,11 @@ struct StepGraphOptions {
   bool enable_constant_folding = true;
   // Identity-chain removal (engine/graph/optimizer_identity.h).
   bool enable_identity_removal = true;
-  // FuseBiasActivation, last (CPU nodes only).
+  // FuseBiasActivation (CPU nodes only).
   bool fuse_bias_activation = true;
+  // Last: nodes with a oneDNN kernel (engine/kernels/onednn) get it
+  // (SelectLabeledKernels, engine/graph/kernel_selection.h).
+  bool onednn_kernels = false;
 };
 
 struct StepGraph {

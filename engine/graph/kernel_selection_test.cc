@@ -1,0 +1,76 @@
+// Spec for kernel selection: with the oneDNN kernels linked, float32 Conv2D,
+// its backprops and _FusedConv2D on a CPU get `_kernel: "onednn"`; the same
+// ops in float64, on a GPU, and ops without a oneDNN kernel (MatMul) keep no
+// label; a node already labeled is left as it is.
+#include "engine/graph/kernel_selection.h"
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "engine/framework/op_kernel.h"
+#include "engine/graph/graph_constructor.h"
+#include "engine/graph/graph_def_builder.h"
+#include "gtest/gtest.h"
+
+namespace sluice {
+namespace {
+
+constexpr char kCpu[] = "/job:localhost/replica:0/task:0/device:CPU:0";
+constexpr char kGpu[] = "/job:localhost/replica:0/task:0/device:GPU:0";
+
+std::map<std::string, AttrValue> ConvAttrs(DataType t) {
+  return {{"T", MakeAttr(t)},
+          {"strides", MakeAttr(std::vector<int64_t>{1, 1, 1, 1})},
+          {"padding", MakeAttr("SAME")}};
+}
+
+std::string LabelOf(const Graph& g, const std::string& name) {
+  for (Node* n : g.nodes()) {
+    if (n->name() != name) continue;
+    const AttrValue* v = FindAttr(n->def(), kKernelLabelAttr);
+    return v == nullptr ? "" : v->s();
+  }
+  ADD_FAILURE() << "no node " << name;
+  return "";
+}
+
+TEST(KernelSelection, MarksTheNodesThatHaveALabeledKernel) {
+  GraphDefBuilder b;
+  b.Placeholder("x", DT_FLOAT);
+  b.Placeholder("w", DT_FLOAT);
+  b.Placeholder("xd", DT_DOUBLE);
+  b.Placeholder("wd", DT_DOUBLE);
+  b.Placeholder("sizes", DT_INT32);
+  b.Node("conv", "Conv2D", {"x", "w"}, ConvAttrs(DT_FLOAT));
+  b.Node("conv_gpu", "Conv2D", {"x", "w"}, ConvAttrs(DT_FLOAT));
+  b.Node("conv_double", "Conv2D", {"xd", "wd"}, ConvAttrs(DT_DOUBLE));
+  b.Node("dx", "Conv2DBackpropInput", {"sizes", "w", "conv"}, ConvAttrs(DT_FLOAT));
+  b.Node("dw", "Conv2DBackpropFilter", {"x", "sizes", "conv"}, ConvAttrs(DT_FLOAT));
+  b.Node("mm", "MatMul", {"x", "w"}, {{"T", MakeAttr(DT_FLOAT)}});
+  auto labeled = ConvAttrs(DT_FLOAT);
+  labeled[kKernelLabelAttr] = MakeAttr("other");
+  b.Node("conv_other", "Conv2D", {"x", "w"}, labeled);
+  auto g = GraphFromGraphDef(b.graph());
+  ASSERT_TRUE(g.ok()) << g.status();
+  for (Node* n : (*g)->nodes()) n->set_assigned_device(n->name() == "conv_gpu" ? kGpu : kCpu);
+
+  KernelSelectionOptions options;
+  options.label = "onednn";
+  EXPECT_EQ(SelectLabeledKernels(options, g->get()), 3);
+  EXPECT_EQ(LabelOf(**g, "conv"), "onednn");
+  EXPECT_EQ(LabelOf(**g, "dx"), "onednn");
+  EXPECT_EQ(LabelOf(**g, "dw"), "onednn");
+  EXPECT_EQ(LabelOf(**g, "conv_gpu"), "");
+  EXPECT_EQ(LabelOf(**g, "conv_double"), "");
+  EXPECT_EQ(LabelOf(**g, "mm"), "");
+  EXPECT_EQ(LabelOf(**g, "conv_other"), "other");
+  EXPECT_EQ(LabelOf(**g, "x"), "");
+
+  // A label nothing registers marks nothing.
+  options.label = "no_such_library";
+  EXPECT_EQ(SelectLabeledKernels(options, g->get()), 0);
+}
+
+}  // namespace
+}  // namespace sluice

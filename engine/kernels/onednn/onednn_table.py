@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Markdown table of onednn_bench's JSON output (--benchmark_out=FILE
+--benchmark_out_format=json, with --benchmark_repetitions=N): per case and
+thread count, our kernel's and oneDNN's rate (median [min, max] over the
+repetitions) and the ratio ours / oneDNN (median [min, max] of the per-
+repetition ratios, repetition i of one against repetition i of the other).
+
+  python3 engine/kernels/onednn/onednn_table.py /tmp/onednn.json
+"""
+import collections
+import json
+import re
+import statistics
+import sys
+
+
+def main(path):
+    with open(path) as f:
+        data = json.load(f)
+    # (family, case, threads) -> impl -> {repetition: (rate, label)}
+    runs = collections.defaultdict(lambda: collections.defaultdict(dict))
+    unit = {}
+    for b in data["benchmarks"]:
+        if b.get("run_type") != "iteration" or b.get("error_occurred"):
+            continue
+        m = re.match(r"BM_(\w+)/(?:case|shape):(\d+)/onednn:(\d)/threads:(\d)", b["run_name"])
+        if not m:
+            continue
+        family, case, impl, threads = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+        counter = "GFLOPs" if "GFLOPs" in b else "GBps"
+        unit[family] = "GFLOP/s" if counter == "GFLOPs" else "GB/s"
+        label = re.sub(r" (ours|onednn)$", "", b.get("label", ""))
+        runs[(family, case, threads)][impl][b.get("repetition_index", 0)] = (b[counter], label)
+    print("| op (shape) | threads | ours | oneDNN | ours / oneDNN |")
+    print("|---|---|---|---|---|")
+    for key in sorted(runs):
+        family, case, threads = key
+        ours, theirs = runs[key][0], runs[key][1]
+        if not ours or not theirs:
+            continue
+        label = next(iter(ours.values()))[1]
+        o = [v[0] for v in ours.values()]
+        t = [v[0] for v in theirs.values()]
+        ratios = [ours[i][0] / theirs[i][0] for i in ours if i in theirs]
+
+        def fmt(xs, digits=1):
+            return f"{statistics.median(xs):.{digits}f} [{min(xs):.{digits}f}, {max(xs):.{digits}f}]"
+
+        print(f"| {label} | {threads} | {fmt(o)} {unit[family]} | {fmt(t)} | {fmt(ratios, 2)} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -3,12 +3,15 @@
 // with 1 or 2 intra-op threads, without a Session (whose local device has one
 // process-wide thread count). Each Run allocates the outputs fresh, as in a
 // session step.
+// Also the inputs both benchmarks build: uniform random floats and shape
+// vectors.
 // Thread safety: a KernelRunner is used from one thread at a time.
 #ifndef SLUICE_ENGINE_KERNELS_BENCH_KERNEL_RUNNER_H_
 #define SLUICE_ENGINE_KERNELS_BENCH_KERNEL_RUNNER_H_
 
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,22 @@
 #include "engine/framework/op_kernel.h"
 
 namespace sluice {
+
+// A float tensor of `shape` filled from a fixed seed, uniform in [lo, hi).
+inline Tensor BenchRandom(const TensorShape& shape, float lo = -1, float hi = 1) {
+  Tensor t(DT_FLOAT, shape);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(lo, hi);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.NumElements(); ++i) p[i] = u(rng);
+  return t;
+}
+
+// `shape` as an int32 vector tensor (the sizes input of a backprop op).
+inline Tensor BenchDims(const TensorShape& shape) {
+  std::vector<int32_t> d(shape.dim_sizes().begin(), shape.dim_sizes().end());
+  return Tensor::FromVector<int32_t>(d);
+}
 
 // A CPU device with `threads` (1 or 2) intra-op threads, made once.
 inline Device* BenchCpuDevice(int threads) {

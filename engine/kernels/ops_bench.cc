@@ -175,19 +175,6 @@ void BM_FmaPeak(benchmark::State& state) {
   state.SetLabel(kIsa);
 }
 
-Tensor Random(const TensorShape& shape, float lo = -1, float hi = 1) {
-  Tensor t(DT_FLOAT, shape);
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(lo, hi);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.NumElements(); ++i) p[i] = u(rng);
-  return t;
-}
-
-Tensor Dims(const TensorShape& shape) {
-  std::vector<int32_t> d(shape.dim_sizes().begin(), shape.dim_sizes().end());
-  return Tensor::FromVector<int32_t>(d);
-}
 
 // Runs the kernel in the timing loop; returns the loop's wall seconds, or a
 // negative number (state skipped) on error. Counters are computed from these
@@ -215,7 +202,7 @@ void BM_MatMul(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(1));
   const double peak = PeakGflops(threads);
   KernelRunner r(threads, "MatMul", {{"T", MakeAttr(DT_FLOAT)}},
-                 {Random(TensorShape({n, n})), Random(TensorShape({n, n}))});
+                 {BenchRandom(TensorShape({n, n})), BenchRandom(TensorShape({n, n}))});
   const double secs = Loop(state, r);
   if (secs < 0) return;
   const double gflops = state.iterations() * 2.0 * n * n * n / secs / 1e9;
@@ -249,8 +236,8 @@ void BM_MatMulLstmShapes(benchmark::State& state) {
   const double peak = PeakGflops(threads);
   KernelRunner r(threads, "MatMul",
                  {{"T", MakeAttr(DT_FLOAT)}, {"transpose_a", MakeAttr(sh.ta)}, {"transpose_b", MakeAttr(sh.tb)}},
-                 {Random(sh.ta ? TensorShape({sh.k, sh.m}) : TensorShape({sh.m, sh.k})),
-                  Random(sh.tb ? TensorShape({sh.n, sh.k}) : TensorShape({sh.k, sh.n}))});
+                 {BenchRandom(sh.ta ? TensorShape({sh.k, sh.m}) : TensorShape({sh.m, sh.k})),
+                  BenchRandom(sh.tb ? TensorShape({sh.n, sh.k}) : TensorShape({sh.k, sh.n}))});
   const double secs = Loop(state, r);
   if (secs < 0) return;
   const double gflops = state.iterations() * 2.0 * sh.m * sh.n * sh.k / secs / 1e9;
@@ -342,7 +329,7 @@ void BM_Add(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   const double ref = MemcpyGbps(threads);
   KernelRunner r(threads, "Add", {{"T", MakeAttr(DT_FLOAT)}},
-                 {Random(TensorShape({kElems})), Random(TensorShape({kElems}))});
+                 {BenchRandom(TensorShape({kElems})), BenchRandom(TensorShape({kElems}))});
   const double secs = Loop(state, r);
   if (secs < 0) return;
   SetBandwidth(state, secs, 3.0 * kElemBytes, ref);
@@ -356,7 +343,7 @@ void BM_AddSmall(benchmark::State& state) {
   const int64_t rows = state.range(0);
   const int threads = static_cast<int>(state.range(1));
   KernelRunner r(threads, "Add", {{"T", MakeAttr(DT_FLOAT)}},
-                 {Random(TensorShape({rows, 1024})), Random(TensorShape({rows, 1024}))});
+                 {BenchRandom(TensorShape({rows, 1024})), BenchRandom(TensorShape({rows, 1024}))});
   const double secs = Loop(state, r);
   if (secs < 0) return;
   state.counters["GBps"] = state.iterations() * 3.0 * rows * 1024 * sizeof(float) / secs / 1e9;
@@ -365,7 +352,7 @@ void BM_AddSmall(benchmark::State& state) {
 void BM_Relu(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   const double ref = MemcpyGbps(threads);
-  KernelRunner r(threads, "Relu", {{"T", MakeAttr(DT_FLOAT)}}, {Random(TensorShape({kElems}))});
+  KernelRunner r(threads, "Relu", {{"T", MakeAttr(DT_FLOAT)}}, {BenchRandom(TensorShape({kElems}))});
   const double secs = Loop(state, r);
   if (secs < 0) return;
   SetBandwidth(state, secs, 2.0 * kElemBytes, ref);
@@ -410,24 +397,24 @@ constexpr int kConvThreads = 2;
 
 void BM_Conv2D(benchmark::State& state) {
   Layer l = GetLayer(static_cast<int>(state.range(0)));
-  KernelRunner r(kConvThreads, "Conv2D", ConvAttrs(), {Random(l.input), Random(l.filter)});
+  KernelRunner r(kConvThreads, "Conv2D", ConvAttrs(), {BenchRandom(l.input), BenchRandom(l.filter)});
   SetConvFlops(state, Loop(state, r), ConvFlops(l), kConvThreads);
 }
 void BM_Conv2DBackpropInput(benchmark::State& state) {
   Layer l = GetLayer(static_cast<int>(state.range(0)));
-  KernelRunner r(kConvThreads, "Conv2DBackpropInput", ConvAttrs(), {Dims(l.input), Random(l.filter), Random(l.output)});
+  KernelRunner r(kConvThreads, "Conv2DBackpropInput", ConvAttrs(), {BenchDims(l.input), BenchRandom(l.filter), BenchRandom(l.output)});
   SetConvFlops(state, Loop(state, r), ConvFlops(l), kConvThreads);
 }
 void BM_Conv2DBackpropFilter(benchmark::State& state) {
   Layer l = GetLayer(static_cast<int>(state.range(0)));
-  KernelRunner r(kConvThreads, "Conv2DBackpropFilter", ConvAttrs(), {Random(l.input), Dims(l.filter), Random(l.output)});
+  KernelRunner r(kConvThreads, "Conv2DBackpropFilter", ConvAttrs(), {BenchRandom(l.input), BenchDims(l.filter), BenchRandom(l.output)});
   SetConvFlops(state, Loop(state, r), ConvFlops(l), kConvThreads);
 }
 // Pools: bytes = input read + output written (MaxPoolGrad: orig input,
 // orig output and grad read, input-sized gradient written).
 void BM_MaxPool(benchmark::State& state) {
   Layer l = GetLayer(static_cast<int>(state.range(0)));
-  KernelRunner r(kConvThreads, "MaxPool", PoolAttrs(), {Random(l.output)});
+  KernelRunner r(kConvThreads, "MaxPool", PoolAttrs(), {BenchRandom(l.output)});
   const double secs = Loop(state, r);
   if (secs >= 0) {
     SetBandwidth(state, secs, 4.0 * (l.output.num_elements() + l.pooled.num_elements()), MemcpyGbps(kConvThreads));
@@ -435,7 +422,7 @@ void BM_MaxPool(benchmark::State& state) {
 }
 void BM_MaxPoolGrad(benchmark::State& state) {
   Layer l = GetLayer(static_cast<int>(state.range(0)));
-  Tensor x = Random(l.output);
+  Tensor x = BenchRandom(l.output);
   KernelRunner fwd(kConvThreads, "MaxPool", PoolAttrs(), {x});
   std::vector<Tensor> y;
   absl::Status s = fwd.status().ok() ? fwd.Run(&y) : fwd.status();
@@ -443,7 +430,7 @@ void BM_MaxPoolGrad(benchmark::State& state) {
     state.SkipWithError(std::string(s.message()).c_str());
     return;
   }
-  KernelRunner r(kConvThreads, "MaxPoolGrad", PoolAttrs(), {x, y[0], Random(l.pooled)});
+  KernelRunner r(kConvThreads, "MaxPoolGrad", PoolAttrs(), {x, y[0], BenchRandom(l.pooled)});
   const double secs = Loop(state, r);
   if (secs >= 0) {
     SetBandwidth(state, secs, 4.0 * (2 * l.output.num_elements() + 2 * l.pooled.num_elements()),
@@ -475,7 +462,7 @@ void BM_BiasRelu(benchmark::State& state) {
   const bool fused = state.range(1) != 0;
   std::map<std::string, AttrValue> attrs = c.conv ? ConvAttrs() : std::map<std::string, AttrValue>{
                                                                       {"T", MakeAttr(DT_FLOAT)}};
-  const Tensor x = Random(c.x), w = Random(c.w), bias = Random(TensorShape({c.channels}));
+  const Tensor x = BenchRandom(c.x), w = BenchRandom(c.w), bias = BenchRandom(TensorShape({c.channels}));
   double secs = -1;
   if (fused) {
     attrs["fused_ops"] = MakeAttr(std::vector<std::string>{"BiasAdd", "Relu"});

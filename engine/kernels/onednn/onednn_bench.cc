@@ -33,19 +33,6 @@
 namespace sluice {
 namespace {
 
-Tensor Random(const TensorShape& shape) {
-  Tensor t(DT_FLOAT, shape);
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(-1, 1);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.NumElements(); ++i) p[i] = u(rng);
-  return t;
-}
-
-Tensor Dims(const TensorShape& shape) {
-  std::vector<int32_t> d(shape.dim_sizes().begin(), shape.dim_sizes().end());
-  return Tensor::FromVector<int32_t>(d);
-}
 
 int CountThreads() {
   int n = 0;
@@ -110,11 +97,11 @@ void BM_Conv(benchmark::State& state) {
   std::vector<Tensor> inputs;
   std::map<std::string, AttrValue> attrs = ConvAttrs();
   switch (op) {
-    case 0: inputs = {Random(l.input), Random(l.filter)}; break;
-    case 1: inputs = {Dims(l.input), Random(l.filter), Random(l.output)}; break;
-    case 2: inputs = {Random(l.input), Dims(l.filter), Random(l.output)}; break;
+    case 0: inputs = {BenchRandom(l.input), BenchRandom(l.filter)}; break;
+    case 1: inputs = {BenchDims(l.input), BenchRandom(l.filter), BenchRandom(l.output)}; break;
+    case 2: inputs = {BenchRandom(l.input), BenchDims(l.filter), BenchRandom(l.output)}; break;
     default:
-      inputs = {Random(l.input), Random(l.filter), Random(TensorShape({l.filter.dim_size(3)}))};
+      inputs = {BenchRandom(l.input), BenchRandom(l.filter), BenchRandom(TensorShape({l.filter.dim_size(3)}))};
       attrs["fused_ops"] = MakeAttr(std::vector<std::string>{"BiasAdd", "Relu"});
       attrs["num_args"] = MakeAttr(int64_t{1});
   }
@@ -148,8 +135,8 @@ void BM_MatMul(benchmark::State& state) {
   const int impl = static_cast<int>(state.range(1)), threads = static_cast<int>(state.range(2));
   KernelRunner r(threads, "MatMul",
                  {{"T", MakeAttr(DT_FLOAT)}, {"transpose_a", MakeAttr(sh.ta)}, {"transpose_b", MakeAttr(sh.tb)}},
-                 {Random(sh.ta ? TensorShape({sh.k, sh.m}) : TensorShape({sh.m, sh.k})),
-                  Random(sh.tb ? TensorShape({sh.n, sh.k}) : TensorShape({sh.k, sh.n}))},
+                 {BenchRandom(sh.ta ? TensorShape({sh.k, sh.m}) : TensorShape({sh.m, sh.k})),
+                  BenchRandom(sh.tb ? TensorShape({sh.n, sh.k}) : TensorShape({sh.k, sh.n}))},
                  Label(impl));
   Time(state, r, 2.0 * sh.m * sh.n * sh.k, "GFLOPs", std::string(sh.what) + (impl ? " onednn" : " ours"));
 }
@@ -166,7 +153,7 @@ void BM_Pool(benchmark::State& state) {
                                             {"ksize", MakeAttr(std::vector<int64_t>{1, 2, 2, 1})},
                                             {"strides", MakeAttr(std::vector<int64_t>{1, 2, 2, 1})},
                                             {"padding", MakeAttr("SAME")}};
-  const Tensor x = Random(l.output);
+  const Tensor x = BenchRandom(l.output);
   const std::string what = std::string(grad ? "MaxPoolGrad" : "MaxPool") + " layer " + std::to_string(layer) +
                            (impl ? " onednn" : " ours");
   if (!grad) {
@@ -181,7 +168,7 @@ void BM_Pool(benchmark::State& state) {
     state.SkipWithError(std::string(s.message()).c_str());
     return;
   }
-  KernelRunner r(threads, "MaxPoolGrad", attrs, {x, y[0], Random(pooled)}, Label(impl));
+  KernelRunner r(threads, "MaxPoolGrad", attrs, {x, y[0], BenchRandom(pooled)}, Label(impl));
   Time(state, r, 4.0 * (2 * l.output.num_elements() + 2 * pooled.num_elements()), "GBps", what);
 }
 

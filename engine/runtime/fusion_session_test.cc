@@ -5,26 +5,17 @@
 // off; the fused ops really run when it is on and never when it is off; and
 // fetching an intermediate keeps its chain unfused.
 #include <map>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "engine/graph/graph_def_builder.h"
 #include "engine/runtime/session.h"
+#include "engine/runtime/session_test_util.h"
 #include "gtest/gtest.h"
 
 namespace sluice {
 namespace {
-
-Tensor RandomFloats(const TensorShape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  Tensor t(DT_FLOAT, shape);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.NumElements(); ++i) p[i] = u(rng);
-  return t;
-}
 
 using Attrs = std::map<std::string, AttrValue>;
 

@@ -5,26 +5,17 @@
 // without; oneDNN primitives run only when the option is on.
 #include <cmath>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "engine/graph/graph_def_builder.h"
 #include "engine/kernels/onednn/onednn_util.h"
 #include "engine/runtime/session.h"
+#include "engine/runtime/session_test_util.h"
 #include "gtest/gtest.h"
 
 namespace sluice {
 namespace {
-
-Tensor RandomFloats(const TensorShape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  Tensor t(DT_FLOAT, shape);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.NumElements(); ++i) p[i] = u(rng);
-  return t;
-}
 
 Tensor Int32s(std::vector<int32_t> v) { return Tensor::FromVector<int32_t>(v); }
 

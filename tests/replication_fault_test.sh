@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Faults in a replicated run (issue 16): 1 ps + 2 synchronous workers train
-# fashion_mlp (configs/fashion_mlp_sync.pbtxt, deterministic input order, 2000
-# global steps, a checkpoint every 250) under
+# fashion_mlp (configs/fashion_mlp_sync.pbtxt, deterministic input order, 1000
+# global steps, a checkpoint every 125) under
 # `--local_cluster ps=1,worker=2,restarts=3`, which starts a dead ps or worker
 # again, as a cluster manager would. At a random step:
 #   kill_worker  SIGKILL worker 1: it is started again and rejoins (the chief's
@@ -23,8 +23,8 @@ source tests/train_testlib.sh
 skip_without_data
 RUNS=${RUNS:-1}
 CASES=${1:-kill_worker kill_ps stop_ps kill_chief}
-STEPS=2000
-EVERY=250
+STEPS=1000
+EVERY=125
 LIMIT_S=300
 CONFIG_FILE="$PWD/configs/fashion_mlp_sync.pbtxt"
 FLAGS=(--set train.steps=$STEPS --set checkpoint.every_steps=$EVERY --set train.eval_every_steps=0

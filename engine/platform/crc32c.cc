@@ -138,8 +138,7 @@ SLUICE_CRC_TARGET inline uint32_t ThreeWay(uint32_t crc, const char* p, char* ds
 // Bit order: a reflected 32-bit constant k (bit i is the coefficient of
 // x^(31-i)) in the low half of a 64-bit lane stands for k * x^32, and the
 // carry-less product of two reflected values comes out with one more factor
-// of x; so the multiplier x^e is stored as x^(e-33) mod P, as in crc32c.cc's
-// Shift.
+// of x; so the multiplier x^e is stored as x^(e-33) mod P, as in Shift above.
 //
 // Four 512-bit accumulators (16 lanes, 256 bytes) are folded per iteration:
 // the products of one iteration do not depend on each other, so the loop is

@@ -46,6 +46,7 @@ absl::Status BuildExecutorGraph(Device* device, std::unique_ptr<const Graph> gra
     item.num_inputs = n->num_inputs();
     item.num_outputs = n->num_outputs();
     for (DataType t : n->input_types()) item.input_is_ref.push_back(IsRefType(t));
+    for (DataType t : n->output_types()) item.output_base_types.push_back(BaseType(t));
     item.frame = frame_of(cf[n->id()].frame_name);
     FrameInfo& frame = out->frames[item.frame];
     item.frame_local_id = static_cast<int>(frame.pending_init.size());

@@ -63,6 +63,8 @@ struct NodeItem {
   int num_outputs = 0;
   int num_data_inputs = 0;  // data in-edges (merges)
   absl::InlinedVector<bool, 4> input_is_ref;
+  // BaseType of each output's declared type (checked against what the kernel set).
+  absl::InlinedVector<DataType, 2> output_base_types;
   std::vector<OutEdge> out_edges;
   int frame = 0;            // index into ExecutorGraph::frames of the frame it runs in
   int frame_local_id = 0;   // its pending-count slot in that frame

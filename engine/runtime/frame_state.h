@@ -52,6 +52,19 @@ struct IterationState {
   int outstanding_frame_count = 0;
 };
 
+// Makes a used IterationState of `info` as new: values left in its input
+// slots (a dead Merge input, an aborted step) dropped, pending counts back
+// at their initial values. Cheaper than a new one: only slots holding a
+// value are written.
+inline void ResetIterationState(const FrameInfo& info, IterationState* state) {
+  for (Entry& e : state->inputs) {
+    if (e.has_value) e.Clear();
+  }
+  for (size_t i = 0; i < state->pending.size(); ++i) state->pending[i] = PendingState{info.pending_init[i].pending};
+  state->outstanding_ops = 0;
+  state->outstanding_frame_count = 0;
+}
+
 struct FrameState;
 
 // A node ready to run in (frame, iter); dead nodes skip their kernel.
@@ -64,8 +77,10 @@ struct TaggedNode {
 using TaggedNodeVector = absl::InlinedVector<TaggedNode, 8>;
 
 struct FrameState {
+  // `first`: iteration 0's state, fresh or reset (see ResetIterationState);
+  // null makes one.
   FrameState(const FrameInfo* info, std::string instance_name, int64_t frame_id, FrameState* parent,
-             int64_t parent_iter, int max_parallel_iterations)
+             int64_t parent_iter, int max_parallel_iterations, std::unique_ptr<IterationState> first = nullptr)
       : info(info),
         instance_name(std::move(instance_name)),
         frame_id(frame_id),
@@ -75,7 +90,7 @@ struct FrameState {
         num_pending_inputs(info->num_enters),
         iterations(max_parallel_iterations + 1),
         exit_fired(info->num_exits, false) {
-    iterations[0] = std::make_unique<IterationState>(*info);
+    iterations[0] = first != nullptr ? std::move(first) : std::make_unique<IterationState>(*info);
   }
 
   const FrameInfo* info;
@@ -97,10 +112,26 @@ struct FrameState {
   std::vector<bool> exit_fired ABSL_GUARDED_BY(mu);
 
   IterationState* GetIteration(int64_t iter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    return iterations[iter % iterations.size()].get();
+    return iterations[SlotOf(iter)].get();
+  }
+  // The input slots of a node that is ready in `iter`, from its
+  // `input_start`. Read without `mu`, by that node only: iteration `iter`
+  // was created, and its slots written, under `mu` before the node was made
+  // ready (under `mu` too), and it is not freed (nor its element of
+  // `iterations` replaced) before the node is done; `iterations` never
+  // changes size.
+  Entry* InputSlots(int64_t iter, int input_start) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return iterations[SlotOf(iter)]->inputs.data() + input_start;
   }
   void SetIteration(int64_t iter, std::unique_ptr<IterationState> state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    iterations[iter % iterations.size()] = std::move(state);
+    iterations[SlotOf(iter)] = std::move(state);
+  }
+  // The element of `iterations` that holds `iter`. Every node of the root
+  // frame, and of a loop's first iteration, is at iteration 0: no division.
+  // `iterations` never changes size, so its size needs no lock.
+  size_t SlotOf(int64_t iter) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    const size_t i = static_cast<size_t>(iter);
+    return i < iterations.size() ? i : i % iterations.size();
   }
   bool IsIterationDone(int64_t iter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     IterationState* state = GetIteration(iter);

@@ -92,6 +92,9 @@ class ExecutorState {
 
   void ActivateNodes(const NodeItem& item, bool is_dead, FrameState* frame, int64_t iter, EntryVector* outputs,
                      TaggedNodeVector* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu);
+  // ActivateNodes for the root frame of a graph_.lock_free_root graph,
+  // without its lock: atomic pending counts (no Merge, no loop).
+  void ActivateRootNodesLockFree(const NodeItem& item, bool is_dead, EntryVector* outputs, TaggedNodeVector* ready);
   void IncrementIteration(FrameState* frame, TaggedNodeVector* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu);
   bool CleanupIterations(FrameState* frame, int64_t iter, TaggedNodeVector* ready)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu);
@@ -126,6 +129,10 @@ class ExecutorState {
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, FrameState*> outstanding_frames_ ABSL_GUARDED_BY(mu_);
   FrameState* root_frame_;
+  // Its iteration 0 (the only one), fixed for the step.
+  IterationState* root_iteration_;
+  // graph_.lock_free_root.
+  const bool lock_free_root_;
 };
 
 // A kernel that took less than this the last time it ran is run inline by the
@@ -167,7 +174,7 @@ class ExecutorImpl : public Executor {
         return state;
       }
     }
-    return std::make_unique<IterationState>(graph_.frames[0]);
+    return std::make_unique<IterationState>(graph_.frames[0], graph_.lock_free_root);
   }
   // Takes back a finished step's root iteration state (no thread uses it any
   // more), reset; keeps at most one per concurrent step, up to 4.
@@ -193,7 +200,8 @@ ExecutorState::ExecutorState(const ExecutorImpl* impl, const Executor::Args& arg
       graph_(impl->graph()),
       args_(args),
       done_(std::move(done)),
-      step_container_(impl->params().device->resource_manager()) {
+      step_container_(impl->params().device->resource_manager()),
+      lock_free_root_(impl->graph().lock_free_root) {
   if (args.cancellation_manager == nullptr) {
     owned_cancellation_ = std::make_unique<CancellationManager>();
     cancellation_ = owned_cancellation_.get();
@@ -206,7 +214,9 @@ ExecutorState::ExecutorState(const ExecutorImpl* impl, const Executor::Args& arg
   base_params_.cancellation_manager = cancellation_;
   base_params_.runner = &impl->params().runner;
   base_params_.step_container = &step_container_;
-  root_frame_ = new FrameState(&graph_.frames[0], "", 0, nullptr, 0, 1, impl->TakeRootIteration());
+  std::unique_ptr<IterationState> root_iteration = impl->TakeRootIteration();
+  root_iteration_ = root_iteration.get();
+  root_frame_ = new FrameState(&graph_.frames[0], "", 0, nullptr, 0, 1, std::move(root_iteration));
 }
 
 ExecutorState::~ExecutorState() {
@@ -562,6 +572,32 @@ void ExecutorState::ActivateNodes(const NodeItem& item, bool is_dead, FrameState
   }
 }
 
+void ExecutorState::ActivateRootNodesLockFree(const NodeItem& item, bool is_dead, EntryVector* outputs,
+                                              TaggedNodeVector* ready) {
+  IterationState* state = root_iteration_;
+  for (const OutEdge& e : item.out_edges) {
+    const NodeItem& dst = graph_.items[e.dst_id];
+    const bool edge_dead = is_dead || (!e.is_control && !(*outputs)[e.src_output].has_value);
+    if (!edge_dead && !e.is_control) {
+      // Before the add below (release): the node's consumer reads it after
+      // the add that finds it ready (acquire).
+      Entry& slot = state->inputs[dst.input_start + e.dst_input];
+      Entry& src = (*outputs)[e.src_output];
+      if (e.last_use) slot = std::move(src);
+      else slot = src;
+    }
+    const uint64_t delta = edge_dead ? kDeadArrival : ~uint64_t{0};
+    const uint64_t now =
+        state->atomic_pending[dst.frame_local_id].fetch_add(delta, std::memory_order_acq_rel) + delta;
+    if ((now & kPendingMask) != 0) continue;
+    TaggedNode& t = ready->emplace_back();
+    t.item = &dst;
+    t.frame = root_frame_;
+    t.iter = 0;
+    t.is_dead = (now >> 32) != 0 && !dst.is_control_trigger;
+  }
+}
+
 void ExecutorState::IncrementIteration(FrameState* frame, TaggedNodeVector* ready) {
   ++frame->iteration_count;
   const int64_t next = frame->iteration_count;
@@ -720,6 +756,9 @@ void ExecutorState::PropagateOutputs(const TaggedNode& tagged, EntryVector* outp
       }
     }
     frame_done = DecrementOutstandingOps(input_frame, input_iter, ready);
+  } else if (lock_free_root_) {
+    // The root frame (the only one); its outstanding_ops decide nothing.
+    ActivateRootNodesLockFree(item, is_dead, outputs, ready);
   } else {
     absl::MutexLock lock(&input_frame->mu);
     ActivateNodes(item, is_dead, input_frame, input_iter, outputs, ready);

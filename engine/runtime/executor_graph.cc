@@ -104,6 +104,8 @@ absl::Status BuildExecutorGraph(Device* device, std::unique_ptr<const Graph> gra
       if (idx >= 0) item.out_edges[idx].last_use = true;
     }
   }
+  out->lock_free_root = out->frames.size() == 1 &&
+                        std::none_of(out->items.begin(), out->items.end(), [](const NodeItem& item) { return item.is_merge; });
   out->graph = std::move(graph);
   return absl::OkStatus();
 }

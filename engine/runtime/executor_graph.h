@@ -78,6 +78,9 @@ struct ExecutorGraph {
   std::vector<NodeItem> items;        // by node id (gaps for removed ids)
   std::vector<FrameInfo> frames;      // frames[0] is the root frame
   std::vector<int> root_nodes;        // nodes with no in-edges, by id
+  // No loop (one frame) and no Merge: the root frame's pending counts are
+  // atomics and its nodes make others ready without the frame's lock.
+  bool lock_free_root = false;
 };
 
 // Builds items, frames and kernels. Errors name the node.

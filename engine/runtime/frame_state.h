@@ -7,6 +7,8 @@
 #ifndef SLUICE_ENGINE_RUNTIME_FRAME_STATE_H_
 #define SLUICE_ENGINE_RUNTIME_FRAME_STATE_H_
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,13 +43,29 @@ struct PendingState {
   bool has_live = false;  // merges: a live data input arrived
 };
 
+// Pending counts of the root frame of a graph without loops or Merges
+// (ExecutorGraph::lock_free_root), one word per node: inputs still to come
+// in the low 32 bits, dead inputs that came in the high 32. An arriving edge
+// is one atomic add: -1, or kDeadArrival for a dead one.
+constexpr uint64_t kPendingMask = 0xffffffffu;
+constexpr uint64_t kDeadArrival = (uint64_t{1} << 32) - 1;
+
 struct IterationState {
-  explicit IterationState(const FrameInfo& info)
+  // `lock_free`: count in `atomic_pending` instead of `pending`.
+  explicit IterationState(const FrameInfo& info, bool lock_free = false)
       : inputs(info.total_inputs), pending(info.pending_init.size()) {
     for (size_t i = 0; i < pending.size(); ++i) pending[i].pending = info.pending_init[i].pending;
+    if (lock_free) {
+      atomic_pending = std::make_unique<std::atomic<uint64_t>[]>(pending.size());
+      for (size_t i = 0; i < pending.size(); ++i) atomic_pending[i].store(info.pending_init[i].pending);
+    }
   }
   std::vector<Entry> inputs;
   std::vector<PendingState> pending;
+  // Set only for the root frame of a lock_free_root graph; then `pending`
+  // is unused. Slots are written before the add that counts their edge, and
+  // read after the add that found the node ready (acquire-release).
+  std::unique_ptr<std::atomic<uint64_t>[]> atomic_pending;
   int outstanding_ops = 0;
   int outstanding_frame_count = 0;
 };
@@ -61,6 +79,11 @@ inline void ResetIterationState(const FrameInfo& info, IterationState* state) {
     if (e.has_value) e.Clear();
   }
   for (size_t i = 0; i < state->pending.size(); ++i) state->pending[i] = PendingState{info.pending_init[i].pending};
+  if (state->atomic_pending != nullptr) {
+    for (size_t i = 0; i < state->pending.size(); ++i) {
+      state->atomic_pending[i].store(info.pending_init[i].pending, std::memory_order_relaxed);
+    }
+  }
   state->outstanding_ops = 0;
   state->outstanding_frame_count = 0;
 }

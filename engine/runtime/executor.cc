@@ -277,10 +277,11 @@ void ExecutorState::Process(ReadyQueue inline_ready) {
     int64_t start_ns = args_.stats_collector ? NowNanos() : 0;
 
     // The node's input slots in its iteration, used in place: every producer
-    // wrote its slot before the decrement that made the node ready (under the
-    // frame's lock, which orders it before us), and no one else touches them
-    // until they are cleared below, before PropagateOutputs may free the
-    // iteration.
+    // wrote its slot before the pending-count update that made the node
+    // ready (under the frame's lock, or an acquire-release add in a
+    // lock-free root, either of which orders it before us), and no one else
+    // touches them until they are cleared below, before PropagateOutputs may
+    // free the iteration.
     Entry* const inputs = tagged.frame->InputSlots(tagged.iter, item.input_start);
 
     absl::Status s;

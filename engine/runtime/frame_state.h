@@ -3,7 +3,10 @@
 // IterationStates, each with its own pending counts and input slots, so
 // iterations of one loop run concurrently up to `parallel_iterations`.
 // Entries are the values on edges: a tensor, or a reference to a variable.
-// Thread safety: a FrameState's mutable fields are guarded by its `mu`.
+// Thread safety: a FrameState's mutable fields are guarded by its `mu`, with
+// two exceptions: a ready node reads and clears its own input slots without it
+// (InputSlots), and the root frame of a graph without loops or Merges counts
+// pending inputs in atomics (IterationState::atomic_pending), without it.
 #ifndef SLUICE_ENGINE_RUNTIME_FRAME_STATE_H_
 #define SLUICE_ENGINE_RUNTIME_FRAME_STATE_H_
 

@@ -587,15 +587,21 @@ void ExecutorState::ActivateRootNodesLockFree(const NodeItem& item, bool is_dead
       if (e.last_use) slot = std::move(src);
       else slot = src;
     }
-    const uint64_t delta = edge_dead ? kDeadArrival : ~uint64_t{0};
-    const uint64_t now =
-        state->atomic_pending[dst.frame_local_id].fetch_add(delta, std::memory_order_acq_rel) + delta;
-    if ((now & kPendingMask) != 0) continue;
+    bool dst_dead = edge_dead;
+    // A node with one in-edge is ready now, and its count is never read: no
+    // atomic add (a chain, the leaves of a fan-out).
+    if (!dst.has_one_in_edge) {
+      const uint64_t delta = edge_dead ? kDeadArrival : ~uint64_t{0};
+      const uint64_t now =
+          state->atomic_pending[dst.frame_local_id].fetch_add(delta, std::memory_order_acq_rel) + delta;
+      if ((now & kPendingMask) != 0) continue;
+      dst_dead = (now >> 32) != 0;
+    }
     TaggedNode& t = ready->emplace_back();
     t.item = &dst;
     t.frame = root_frame_;
     t.iter = 0;
-    t.is_dead = (now >> 32) != 0 && !dst.is_control_trigger;
+    t.is_dead = dst_dead && !dst.is_control_trigger;
   }
 }
 

@@ -62,6 +62,7 @@ absl::Status BuildExecutorGraph(Device* device, std::unique_ptr<const Graph> gra
       }
     }
     frame.pending_init.push_back(init);
+    item.has_one_in_edge = n->in_edges().size() == 1;
     if (n->in_edges().empty()) out->root_nodes.push_back(n->id());
     if (item.is_exit) {
       item.exit_index = frame.num_exits++;

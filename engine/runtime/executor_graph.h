@@ -62,6 +62,8 @@ struct NodeItem {
   int num_inputs = 0;
   int num_outputs = 0;
   int num_data_inputs = 0;  // data in-edges (merges)
+  // Exactly one in-edge: its arrival makes the node ready (no count to keep).
+  bool has_one_in_edge = false;
   absl::InlinedVector<bool, 4> input_is_ref;
   // BaseType of each output's declared type (checked against what the kernel set).
   absl::InlinedVector<DataType, 2> output_base_types;

@@ -280,6 +280,41 @@ TEST(Cond, ControlTriggerIsLiveAfterADeadBranch) {
   }
 }
 
+// The steps of one Run signature reuse the executor's root-frame state. A
+// step that fails after a Merge's live input arrived but before the Merge
+// ran leaves that value in its slot; in the next step that input is dead,
+// and the Merge must not see the old value (it takes its first live input).
+TEST(Cond, AFailedStepLeavesNoValueForTheNext) {
+  GraphDefBuilder b;
+  std::string x = b.Placeholder("x", DT_INT32);
+  std::string p = b.Placeholder("p", DT_BOOL);
+  std::string ok = b.Placeholder("ok", DT_BOOL);
+  std::string sw = b.Switch("sw", x, p, DT_INT32);
+  std::string f = b.Binary("Add", "f", sw + ":0", b.Const("c1", Tensor::Scalar<int32_t>(1)), DT_INT32);
+  std::string t = b.Binary("Mul", "t", sw + ":1", b.Const("c2", Tensor::Scalar<int32_t>(3)), DT_INT32);
+  // Runs after f (dead with it); fails the step when `ok` is false.
+  std::string check = b.Node("check", "Assert", {ok, x, "^" + f}, {{"T", MakeAttr(std::vector<DataType>{DT_INT32})}});
+  std::string m = b.Merge("m", {f, t}, DT_INT32);
+  b.FindNode(m)->add_input("^" + check);
+  auto session = NewSession();
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->Create(b.graph()).ok());
+  for (int step = 0; step < 4; ++step) {
+    std::vector<Tensor> out;
+    // f runs (10 + step + 1 goes to m's first slot), then check fails.
+    absl::Status s = (*session)->Run({{x, Tensor::Scalar<int32_t>(10 + step)}, {p, Tensor::Scalar<bool>(false)},
+                                      {ok, Tensor::Scalar<bool>(false)}},
+                                     {m}, {}, &out);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    // f is dead now: m takes t's value.
+    s = (*session)->Run({{x, Tensor::Scalar<int32_t>(step)}, {p, Tensor::Scalar<bool>(true)},
+                         {ok, Tensor::Scalar<bool>(true)}},
+                        {m}, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(out[0].data<int32_t>()[0], step * 3);
+  }
+}
+
 // Assert: a true condition lets the step finish; a false one fails it with
 // InvalidArgument naming the node and summarizing the data tensors.
 TEST(Assert, FailsTheStepWithTheDataSummaries) {

@@ -2,7 +2,6 @@
 #include "engine/runtime/executor.h"
 
 #include <atomic>
-#include <deque>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
@@ -29,6 +28,39 @@ namespace {
 
 class ExecutorImpl;
 
+// The nodes one Process loop runs on its own thread, in order: a vector and
+// the index of its front. A std::deque allocates and frees a 512-byte block
+// every 16 nodes that pass through it; this reuses its storage, and starts
+// without any for the common queue of a few nodes.
+class ReadyQueue {
+ public:
+  ReadyQueue() = default;
+  explicit ReadyQueue(const TaggedNode& node) { nodes_.push_back(node); }
+  bool empty() const { return front_ == nodes_.size(); }
+  void push_back(const TaggedNode& node) {
+    // Drop the taken prefix once it is most of the storage, so a queue that
+    // never drains (two interleaved chains) does not grow with the step.
+    if (front_ >= 64 && front_ * 2 >= nodes_.size()) {
+      nodes_.erase(nodes_.begin(), nodes_.begin() + front_);
+      front_ = 0;
+    }
+    nodes_.push_back(node);
+  }
+  // REQUIRES: !empty().
+  TaggedNode pop_front() {
+    TaggedNode node = nodes_[front_++];
+    if (front_ == nodes_.size()) {
+      nodes_.clear();
+      front_ = 0;
+    }
+    return node;
+  }
+
+ private:
+  absl::InlinedVector<TaggedNode, 8> nodes_;
+  size_t front_ = 0;
+};
+
 class ExecutorState {
  public:
   ExecutorState(const ExecutorImpl* impl, const Executor::Args& args, Executor::DoneCallback done);
@@ -36,18 +68,18 @@ class ExecutorState {
   void RunAsync();
 
  private:
-  using ReadyQueue = std::deque<TaggedNode>;
-
   // Runs `inline_ready` (and what it makes ready) on this thread.
   void Process(ReadyQueue inline_ready);
-  // Runs the kernel (or not, for dead nodes) and fills `outputs`.
-  absl::Status ComputeSync(const TaggedNode& tagged, EntryVector* inputs, EntryVector* outputs);
+  // Runs a synchronous kernel on the node's input slots `inputs` (read in
+  // place) with `params` (the step's, filled per node here) and fills `outputs`.
+  absl::Status ComputeSync(const TaggedNode& tagged, Entry* inputs, OpKernelContext::Params* params,
+                           EntryVector* outputs);
   // Starts an async kernel. Nodes its `done` makes ready go to `inline_ready`
   // when `done` runs on this thread before ComputeAsync returns (a value that
   // was already there), else to the inter-op pool. Returns true when the step
   // finished (the state may be gone).
   bool StartAsync(const TaggedNode& tagged, EntryVector inputs, ReadyQueue* inline_ready);
-  absl::Status PrepareInputs(const TaggedNode& tagged, EntryVector* inputs,
+  absl::Status PrepareInputs(const TaggedNode& tagged, Entry* inputs,
                              absl::InlinedVector<TensorValue, 4>* values,
                              absl::InlinedVector<std::shared_ptr<ResourceBase>, 4>* owners);
   absl::Status ProcessOutputs(const NodeItem& item, OpKernelContext* ctx, EntryVector* outputs);
@@ -60,6 +92,9 @@ class ExecutorState {
 
   void ActivateNodes(const NodeItem& item, bool is_dead, FrameState* frame, int64_t iter, EntryVector* outputs,
                      TaggedNodeVector* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu);
+  // ActivateNodes for the root frame of a graph_.lock_free_root graph,
+  // without its lock: atomic pending counts (no Merge, no loop).
+  void ActivateRootNodesLockFree(const NodeItem& item, bool is_dead, EntryVector* outputs, TaggedNodeVector* ready);
   void IncrementIteration(FrameState* frame, TaggedNodeVector* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu);
   bool CleanupIterations(FrameState* frame, int64_t iter, TaggedNodeVector* ready)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu);
@@ -94,6 +129,10 @@ class ExecutorState {
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, FrameState*> outstanding_frames_ ABSL_GUARDED_BY(mu_);
   FrameState* root_frame_;
+  // Its iteration 0 (the only one), fixed for the step.
+  IterationState* root_iteration_;
+  // graph_.lock_free_root.
+  const bool lock_free_root_;
 };
 
 // A kernel that took less than this the last time it ran is run inline by the
@@ -123,10 +162,37 @@ class ExecutorImpl : public Executor {
   // timed); written by every step's threads, hence relaxed atomics.
   std::atomic<int64_t>& last_compute_ns(int id) const { return last_compute_ns_[id]; }
 
+  // The root frame's iteration state for a new step: one a finished step
+  // gave back, else a new one. A 10,000-node graph's is 10,000 input slots
+  // (1.2 MB); making and destroying it took ~6% of a step of trivial nodes.
+  std::unique_ptr<IterationState> TakeRootIteration() const {
+    {
+      absl::MutexLock lock(&root_cache_mu_);
+      if (!root_cache_.empty()) {
+        std::unique_ptr<IterationState> state = std::move(root_cache_.back());
+        root_cache_.pop_back();
+        return state;
+      }
+    }
+    return std::make_unique<IterationState>(graph_.frames[0], graph_.lock_free_root);
+  }
+  // Takes back a finished step's root iteration state (no thread uses it any
+  // more), reset; keeps at most one per concurrent step, up to 4.
+  void ReturnRootIteration(std::unique_ptr<IterationState> state) const {
+    if (state == nullptr) return;
+    ResetIterationState(graph_.frames[0], state.get());
+    absl::MutexLock lock(&root_cache_mu_);
+    if (root_cache_.size() < kMaxCachedRootIterations) root_cache_.push_back(std::move(state));
+  }
+
  private:
+  static constexpr size_t kMaxCachedRootIterations = 4;
+
   ExecutorParams params_;
   ExecutorGraph graph_;
   std::unique_ptr<std::atomic<int64_t>[]> last_compute_ns_;
+  mutable absl::Mutex root_cache_mu_;
+  mutable std::vector<std::unique_ptr<IterationState>> root_cache_ ABSL_GUARDED_BY(root_cache_mu_);
 };
 
 ExecutorState::ExecutorState(const ExecutorImpl* impl, const Executor::Args& args, Executor::DoneCallback done)
@@ -134,7 +200,8 @@ ExecutorState::ExecutorState(const ExecutorImpl* impl, const Executor::Args& arg
       graph_(impl->graph()),
       args_(args),
       done_(std::move(done)),
-      step_container_(impl->params().device->resource_manager()) {
+      step_container_(impl->params().device->resource_manager()),
+      lock_free_root_(impl->graph().lock_free_root) {
   if (args.cancellation_manager == nullptr) {
     owned_cancellation_ = std::make_unique<CancellationManager>();
     cancellation_ = owned_cancellation_.get();
@@ -147,11 +214,18 @@ ExecutorState::ExecutorState(const ExecutorImpl* impl, const Executor::Args& arg
   base_params_.cancellation_manager = cancellation_;
   base_params_.runner = &impl->params().runner;
   base_params_.step_container = &step_container_;
-  root_frame_ = new FrameState(&graph_.frames[0], "", 0, nullptr, 0, 1);
+  std::unique_ptr<IterationState> root_iteration = impl->TakeRootIteration();
+  root_iteration_ = root_iteration.get();
+  root_frame_ = new FrameState(&graph_.frames[0], "", 0, nullptr, 0, 1, std::move(root_iteration));
 }
 
 ExecutorState::~ExecutorState() {
   for (auto& [name, frame] : outstanding_frames_) delete frame;
+  {
+    // The step is over: no other thread holds the root frame.
+    absl::MutexLock lock(&root_frame_->mu);
+    impl_->ReturnRootIteration(std::move(root_frame_->iterations[0]));
+  }
   delete root_frame_;
 }
 
@@ -193,28 +267,22 @@ void ExecutorState::RecordStats(const TaggedNode& tagged, int64_t start_ns) {
 }
 
 void ExecutorState::Process(ReadyQueue inline_ready) {
-  EntryVector inputs;
   EntryVector outputs;
   TaggedNodeVector ready;
+  // The step's kernel parameters; ComputeSync sets the per-node fields.
+  OpKernelContext::Params params = base_params_;
   while (!inline_ready.empty()) {
-    TaggedNode tagged = inline_ready.front();
-    inline_ready.pop_front();
+    const TaggedNode tagged = inline_ready.pop_front();
     const NodeItem& item = *tagged.item;
     int64_t start_ns = args_.stats_collector ? NowNanos() : 0;
 
-    // Take the inputs out of the iteration's slots.
-    inputs.clear();
-    inputs.resize(item.num_inputs);
-    {
-      FrameState* frame = tagged.frame;
-      absl::MutexLock lock(&frame->mu);
-      IterationState* state = frame->GetIteration(tagged.iter);
-      Entry* first = state->inputs.data() + item.input_start;
-      for (int i = 0; i < item.num_inputs; ++i) {
-        inputs[i] = std::move(first[i]);
-        first[i].Clear();
-      }
-    }
+    // The node's input slots in its iteration, used in place: every producer
+    // wrote its slot before the pending-count update that made the node
+    // ready (under the frame's lock, or an acquire-release add in a
+    // lock-free root, either of which orders it before us), and no one else
+    // touches them until they are cleared below, before PropagateOutputs may
+    // free the iteration.
+    Entry* const inputs = tagged.frame->InputSlots(tagged.iter, item.input_start);
 
     absl::Status s;
     outputs.clear();
@@ -225,15 +293,22 @@ void ExecutorState::Process(ReadyQueue inline_ready) {
     } else if (tagged.is_dead && !item.runs_when_dead) {
       outputs.resize(item.num_outputs);
     } else if (item.async_kernel != nullptr) {
-      if (StartAsync(tagged, std::move(inputs), &inline_ready)) return;
+      // The kernel may finish after this loop moved on: it owns its inputs.
+      EntryVector async_inputs(item.num_inputs);
+      for (int i = 0; i < item.num_inputs; ++i) {
+        async_inputs[i] = std::move(inputs[i]);
+        inputs[i].Clear();
+      }
+      if (StartAsync(tagged, std::move(async_inputs), &inline_ready)) return;
       continue;
     } else if (item.is_expensive) {
       const int64_t compute_start = NowNanos();
-      s = ComputeSync(tagged, &inputs, &outputs);
+      s = ComputeSync(tagged, inputs, &params, &outputs);
       impl_->last_compute_ns(item.node->id()).store(NowNanos() - compute_start, std::memory_order_relaxed);
     } else {
-      s = ComputeSync(tagged, &inputs, &outputs);
+      s = ComputeSync(tagged, inputs, &params, &outputs);
     }
+    for (int i = 0; i < item.num_inputs; ++i) inputs[i].Clear();
     if (args_.stats_collector != nullptr && !tagged.is_dead) RecordStats(tagged, start_ns);
     ready.clear();
     if (s.ok()) PropagateOutputs(tagged, &outputs, &ready);
@@ -255,14 +330,14 @@ absl::Status CheckRefDtype(const NodeItem& item, int i, const Tensor& t) {
                                                  DataTypeString(want), " is expected"));
 }
 
-absl::Status ExecutorState::PrepareInputs(const TaggedNode& tagged, EntryVector* inputs,
+absl::Status ExecutorState::PrepareInputs(const TaggedNode& tagged, Entry* inputs,
                                           absl::InlinedVector<TensorValue, 4>* values,
                                           absl::InlinedVector<std::shared_ptr<ResourceBase>, 4>* owners) {
   const NodeItem& item = *tagged.item;
   values->resize(item.num_inputs);
   bool any_ref = false;
   for (int i = 0; i < item.num_inputs; ++i) {
-    Entry& e = (*inputs)[i];
+    Entry& e = inputs[i];
     TensorValue& v = (*values)[i];
     if (!e.has_value) continue;  // a dead input of a Merge
     if (item.input_is_ref[i]) {
@@ -304,25 +379,25 @@ absl::Status ExecutorState::PrepareInputs(const TaggedNode& tagged, EntryVector*
   }
   if (any_ref) {
     owners->resize(item.num_inputs);
-    for (int i = 0; i < item.num_inputs; ++i) (*owners)[i] = (*inputs)[i].ref_owner;
+    for (int i = 0; i < item.num_inputs; ++i) (*owners)[i] = inputs[i].ref_owner;
   }
   return absl::OkStatus();
 }
 
-absl::Status ExecutorState::ComputeSync(const TaggedNode& tagged, EntryVector* inputs, EntryVector* outputs) {
+absl::Status ExecutorState::ComputeSync(const TaggedNode& tagged, Entry* inputs, OpKernelContext::Params* params,
+                                        EntryVector* outputs) {
   const NodeItem& item = *tagged.item;
   absl::InlinedVector<TensorValue, 4> values;
   absl::InlinedVector<std::shared_ptr<ResourceBase>, 4> owners;
   absl::Status s = PrepareInputs(tagged, inputs, &values, &owners);
   if (!s.ok()) return s;
-  OpKernelContext::Params params = base_params_;
-  params.op_kernel = item.kernel.get();
-  params.inputs = values;
-  params.input_ref_owners = owners;
-  params.frame_id = tagged.frame->frame_id;
-  params.iter_id = tagged.iter;
-  params.is_input_dead = tagged.is_dead;
-  OpKernelContext ctx(&params);
+  params->op_kernel = item.kernel.get();
+  params->inputs = values;
+  params->input_ref_owners = owners;
+  params->frame_id = tagged.frame->frame_id;
+  params->iter_id = tagged.iter;
+  params->is_input_dead = tagged.is_dead;
+  OpKernelContext ctx(params);
   item.kernel->Compute(&ctx);
   return ProcessOutputs(item, &ctx, outputs);
 }
@@ -336,7 +411,7 @@ absl::Status ExecutorState::ComputeSync(const TaggedNode& tagged, EntryVector* i
 // inside another async kernel's call that completes it), never matches.
 struct SyncDoneMarker {
   const void* execution;
-  std::deque<TaggedNode>* inline_ready;
+  ReadyQueue* inline_ready;
   bool step_finished;  // NodeDone said so: the ExecutorState is gone
 };
 thread_local SyncDoneMarker* current_sync_done = nullptr;
@@ -356,7 +431,7 @@ bool ExecutorState::StartAsync(const TaggedNode& tagged, EntryVector inputs, Rea
   state->inputs = std::move(inputs);
   state->start_ns = args_.stats_collector ? NowNanos() : 0;
   const NodeItem& item = *tagged.item;
-  absl::Status s = PrepareInputs(tagged, &state->inputs, &state->values, &state->owners);
+  absl::Status s = PrepareInputs(tagged, state->inputs.data(), &state->values, &state->owners);
   if (!s.ok()) {
     delete state;
     return NodeDone(s, tagged, TaggedNodeVector(), inline_ready);
@@ -424,7 +499,7 @@ absl::Status ExecutorState::ProcessOutputs(const NodeItem& item, OpKernelContext
       e.ref_mu = o->ref_mu;
       e.ref_owner = std::move(o->ref_owner);
     } else {
-      if (o->value.dtype() != BaseType(item.node->output_type(i))) {
+      if (o->value.dtype() != item.output_base_types[i]) {
         return absl::InternalError(absl::StrCat(ErrorContext(item), "output ", i, " has type ",
                                                 DataTypeString(o->value.dtype()), " but the op declares ",
                                                 DataTypeString(item.node->output_type(i))));
@@ -487,8 +562,46 @@ void ExecutorState::ActivateNodes(const NodeItem& item, bool is_dead, FrameState
       // Reset for reuse: pending counts are per iteration and each node runs
       // once per iteration.
       ++state->outstanding_ops;
-      ready->push_back(TaggedNode{&dst, frame, iter, dst_dead});
+      // Filled in place: a TaggedNode built on the stack and copied is
+      // written in pieces and read back whole, a store-forwarding stall.
+      TaggedNode& t = ready->emplace_back();
+      t.item = &dst;
+      t.frame = frame;
+      t.iter = iter;
+      t.is_dead = dst_dead;
     }
+  }
+}
+
+void ExecutorState::ActivateRootNodesLockFree(const NodeItem& item, bool is_dead, EntryVector* outputs,
+                                              TaggedNodeVector* ready) {
+  IterationState* state = root_iteration_;
+  for (const OutEdge& e : item.out_edges) {
+    const NodeItem& dst = graph_.items[e.dst_id];
+    const bool edge_dead = is_dead || (!e.is_control && !(*outputs)[e.src_output].has_value);
+    if (!edge_dead && !e.is_control) {
+      // Before the add below (release): the node's consumer reads it after
+      // the add that finds it ready (acquire).
+      Entry& slot = state->inputs[dst.input_start + e.dst_input];
+      Entry& src = (*outputs)[e.src_output];
+      if (e.last_use) slot = std::move(src);
+      else slot = src;
+    }
+    bool dst_dead = edge_dead;
+    // A node with one in-edge is ready now, and its count is never read: no
+    // atomic add (a chain, the leaves of a fan-out).
+    if (!dst.has_one_in_edge) {
+      const uint64_t delta = edge_dead ? kDeadArrival : ~uint64_t{0};
+      const uint64_t now =
+          state->atomic_pending[dst.frame_local_id].fetch_add(delta, std::memory_order_acq_rel) + delta;
+      if ((now & kPendingMask) != 0) continue;
+      dst_dead = (now >> 32) != 0;
+    }
+    TaggedNode& t = ready->emplace_back();
+    t.item = &dst;
+    t.frame = root_frame_;
+    t.iter = 0;
+    t.is_dead = dst_dead && !dst.is_control_trigger;
   }
 }
 
@@ -650,6 +763,9 @@ void ExecutorState::PropagateOutputs(const TaggedNode& tagged, EntryVector* outp
       }
     }
     frame_done = DecrementOutstandingOps(input_frame, input_iter, ready);
+  } else if (lock_free_root_) {
+    // The root frame (the only one); its outstanding_ops decide nothing.
+    ActivateRootNodesLockFree(item, is_dead, outputs, ready);
   } else {
     absl::MutexLock lock(&input_frame->mu);
     ActivateNodes(item, is_dead, input_frame, input_iter, outputs, ready);
@@ -678,16 +794,19 @@ bool ExecutorState::NodeDone(const absl::Status& s, const TaggedNode& tagged, co
       cancellation_->StartCancel();
     }
   }
-  int64_t ready_count = 0;
-  if (!aborted_.load(std::memory_order_relaxed)) {
-    ready_count = static_cast<int64_t>(ready.size());
-    if (ready_count > 0) num_outstanding_ops_.fetch_add(ready_count, std::memory_order_relaxed);
+  const int64_t ready_count = aborted_.load(std::memory_order_relaxed) ? 0 : static_cast<int64_t>(ready.size());
+  if (ready_count == 0) {
+    if (num_outstanding_ops_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      Finish();
+      return true;
+    }
+    return false;
   }
-  if (ready_count > 0) ScheduleReady(ready, inline_ready);
-  if (num_outstanding_ops_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    Finish();
-    return true;
-  }
+  // This node's count passes to one of the nodes it made ready (a chain
+  // touches no counter at all); it is added before they are scheduled, so
+  // the count cannot reach 0 while any of them is outstanding.
+  if (ready_count > 1) num_outstanding_ops_.fetch_add(ready_count - 1, std::memory_order_relaxed);
+  ScheduleReady(ready, inline_ready);
   return false;
 }
 
@@ -705,7 +824,7 @@ void ExecutorState::ScheduleReady(const TaggedNodeVector& ready, ReadyQueue* inl
     }
     if (expensive != nullptr) {
       TaggedNode run = *expensive;
-      impl_->params().runner([this, run]() { Process(ReadyQueue{run}); });
+      impl_->params().runner([this, run]() { Process(ReadyQueue(run)); });
     }
     expensive = &t;
   }
@@ -714,7 +833,7 @@ void ExecutorState::ScheduleReady(const TaggedNodeVector& ready, ReadyQueue* inl
       inline_ready->push_back(*expensive);
     } else {
       TaggedNode run = *expensive;
-      impl_->params().runner([this, run]() { Process(ReadyQueue{run}); });
+      impl_->params().runner([this, run]() { Process(ReadyQueue(run)); });
     }
   }
 }

@@ -46,6 +46,7 @@ absl::Status BuildExecutorGraph(Device* device, std::unique_ptr<const Graph> gra
     item.num_inputs = n->num_inputs();
     item.num_outputs = n->num_outputs();
     for (DataType t : n->input_types()) item.input_is_ref.push_back(IsRefType(t));
+    for (DataType t : n->output_types()) item.output_base_types.push_back(BaseType(t));
     item.frame = frame_of(cf[n->id()].frame_name);
     FrameInfo& frame = out->frames[item.frame];
     item.frame_local_id = static_cast<int>(frame.pending_init.size());
@@ -61,6 +62,7 @@ absl::Status BuildExecutorGraph(Device* device, std::unique_ptr<const Graph> gra
       }
     }
     frame.pending_init.push_back(init);
+    item.has_one_in_edge = n->in_edges().size() == 1;
     if (n->in_edges().empty()) out->root_nodes.push_back(n->id());
     if (item.is_exit) {
       item.exit_index = frame.num_exits++;
@@ -103,6 +105,8 @@ absl::Status BuildExecutorGraph(Device* device, std::unique_ptr<const Graph> gra
       if (idx >= 0) item.out_edges[idx].last_use = true;
     }
   }
+  out->lock_free_root = out->frames.size() == 1 &&
+                        std::none_of(out->items.begin(), out->items.end(), [](const NodeItem& item) { return item.is_merge; });
   out->graph = std::move(graph);
   return absl::OkStatus();
 }

@@ -62,7 +62,11 @@ struct NodeItem {
   int num_inputs = 0;
   int num_outputs = 0;
   int num_data_inputs = 0;  // data in-edges (merges)
+  // Exactly one in-edge: its arrival makes the node ready (no count to keep).
+  bool has_one_in_edge = false;
   absl::InlinedVector<bool, 4> input_is_ref;
+  // BaseType of each output's declared type (checked against what the kernel set).
+  absl::InlinedVector<DataType, 2> output_base_types;
   std::vector<OutEdge> out_edges;
   int frame = 0;            // index into ExecutorGraph::frames of the frame it runs in
   int frame_local_id = 0;   // its pending-count slot in that frame
@@ -76,6 +80,9 @@ struct ExecutorGraph {
   std::vector<NodeItem> items;        // by node id (gaps for removed ids)
   std::vector<FrameInfo> frames;      // frames[0] is the root frame
   std::vector<int> root_nodes;        // nodes with no in-edges, by id
+  // No loop (one frame) and no Merge: the root frame's pending counts are
+  // atomics and its nodes make others ready without the frame's lock.
+  bool lock_free_root = false;
 };
 
 // Builds items, frames and kernels. Errors name the node.

@@ -3,10 +3,15 @@
 // IterationStates, each with its own pending counts and input slots, so
 // iterations of one loop run concurrently up to `parallel_iterations`.
 // Entries are the values on edges: a tensor, or a reference to a variable.
-// Thread safety: a FrameState's mutable fields are guarded by its `mu`.
+// Thread safety: a FrameState's mutable fields are guarded by its `mu`, with
+// two exceptions: a ready node reads and clears its own input slots without it
+// (InputSlots), and the root frame of a graph without loops or Merges counts
+// pending inputs in atomics (IterationState::atomic_pending), without it.
 #ifndef SLUICE_ENGINE_RUNTIME_FRAME_STATE_H_
 #define SLUICE_ENGINE_RUNTIME_FRAME_STATE_H_
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,16 +46,50 @@ struct PendingState {
   bool has_live = false;  // merges: a live data input arrived
 };
 
+// Pending counts of the root frame of a graph without loops or Merges
+// (ExecutorGraph::lock_free_root), one word per node: inputs still to come
+// in the low 32 bits, dead inputs that came in the high 32. An arriving edge
+// is one atomic add: -1, or kDeadArrival for a dead one.
+constexpr uint64_t kPendingMask = 0xffffffffu;
+constexpr uint64_t kDeadArrival = (uint64_t{1} << 32) - 1;
+
 struct IterationState {
-  explicit IterationState(const FrameInfo& info)
+  // `lock_free`: count in `atomic_pending` instead of `pending`.
+  explicit IterationState(const FrameInfo& info, bool lock_free = false)
       : inputs(info.total_inputs), pending(info.pending_init.size()) {
     for (size_t i = 0; i < pending.size(); ++i) pending[i].pending = info.pending_init[i].pending;
+    if (lock_free) {
+      atomic_pending = std::make_unique<std::atomic<uint64_t>[]>(pending.size());
+      for (size_t i = 0; i < pending.size(); ++i) atomic_pending[i].store(info.pending_init[i].pending);
+    }
   }
   std::vector<Entry> inputs;
   std::vector<PendingState> pending;
+  // Set only for the root frame of a lock_free_root graph; then `pending`
+  // is unused. Slots are written before the add that counts their edge, and
+  // read after the add that found the node ready (acquire-release).
+  std::unique_ptr<std::atomic<uint64_t>[]> atomic_pending;
   int outstanding_ops = 0;
   int outstanding_frame_count = 0;
 };
+
+// Makes a used IterationState of `info` as new: values left in its input
+// slots (a dead Merge input, an aborted step) dropped, pending counts back
+// at their initial values. Cheaper than a new one: only slots holding a
+// value are written.
+inline void ResetIterationState(const FrameInfo& info, IterationState* state) {
+  for (Entry& e : state->inputs) {
+    if (e.has_value) e.Clear();
+  }
+  for (size_t i = 0; i < state->pending.size(); ++i) state->pending[i] = PendingState{info.pending_init[i].pending};
+  if (state->atomic_pending != nullptr) {
+    for (size_t i = 0; i < state->pending.size(); ++i) {
+      state->atomic_pending[i].store(info.pending_init[i].pending, std::memory_order_relaxed);
+    }
+  }
+  state->outstanding_ops = 0;
+  state->outstanding_frame_count = 0;
+}
 
 struct FrameState;
 
@@ -64,8 +103,10 @@ struct TaggedNode {
 using TaggedNodeVector = absl::InlinedVector<TaggedNode, 8>;
 
 struct FrameState {
+  // `first`: iteration 0's state, fresh or reset (see ResetIterationState);
+  // null makes one.
   FrameState(const FrameInfo* info, std::string instance_name, int64_t frame_id, FrameState* parent,
-             int64_t parent_iter, int max_parallel_iterations)
+             int64_t parent_iter, int max_parallel_iterations, std::unique_ptr<IterationState> first = nullptr)
       : info(info),
         instance_name(std::move(instance_name)),
         frame_id(frame_id),
@@ -75,7 +116,7 @@ struct FrameState {
         num_pending_inputs(info->num_enters),
         iterations(max_parallel_iterations + 1),
         exit_fired(info->num_exits, false) {
-    iterations[0] = std::make_unique<IterationState>(*info);
+    iterations[0] = first != nullptr ? std::move(first) : std::make_unique<IterationState>(*info);
   }
 
   const FrameInfo* info;
@@ -97,10 +138,26 @@ struct FrameState {
   std::vector<bool> exit_fired ABSL_GUARDED_BY(mu);
 
   IterationState* GetIteration(int64_t iter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    return iterations[iter % iterations.size()].get();
+    return iterations[SlotOf(iter)].get();
+  }
+  // The input slots of a node that is ready in `iter`, from its
+  // `input_start`. Read without `mu`, by that node only: iteration `iter`
+  // was created, and its slots written, under `mu` before the node was made
+  // ready (under `mu` too), and it is not freed (nor its element of
+  // `iterations` replaced) before the node is done; `iterations` never
+  // changes size.
+  Entry* InputSlots(int64_t iter, int input_start) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return iterations[SlotOf(iter)]->inputs.data() + input_start;
   }
   void SetIteration(int64_t iter, std::unique_ptr<IterationState> state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    iterations[iter % iterations.size()] = std::move(state);
+    iterations[SlotOf(iter)] = std::move(state);
+  }
+  // The element of `iterations` that holds `iter`. Every node of the root
+  // frame, and of a loop's first iteration, is at iteration 0: no division.
+  // `iterations` never changes size, so its size needs no lock.
+  size_t SlotOf(int64_t iter) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    const size_t i = static_cast<size_t>(iter);
+    return i < iterations.size() ? i : i % iterations.size();
   }
   bool IsIterationDone(int64_t iter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     IterationState* state = GetIteration(iter);

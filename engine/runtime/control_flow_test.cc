@@ -315,6 +315,35 @@ TEST(Cond, AFailedStepLeavesNoValueForTheNext) {
   }
 }
 
+// The same for a graph without Merge, whose pending inputs are counted in
+// atomics without the frame's lock: a step that fails after one of d's two
+// inputs arrived must leave d's count and slot as new for the next step (else
+// d runs early, before its second input, or never).
+TEST(Cond, AFailedStepLeavesNoCountForTheNextWithoutMerge) {
+  GraphDefBuilder b;
+  std::string x = b.Placeholder("x", DT_INT32);
+  std::string ok = b.Placeholder("ok", DT_BOOL);
+  std::string first = b.Node("first", "Identity", {x}, {{"T", MakeAttr(DT_INT32)}});
+  // Runs after `first` reached d; fails the step when `ok` is false.
+  std::string check =
+      b.Node("check", "Assert", {ok, x, "^" + first}, {{"T", MakeAttr(std::vector<DataType>{DT_INT32})}});
+  std::string second = b.Node("second", "Identity", {x, "^" + check}, {{"T", MakeAttr(DT_INT32)}});
+  std::string d = b.Binary("Add", "d", first, second, DT_INT32);
+  auto session = NewSession();
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->Create(b.graph()).ok());
+  for (int step = 0; step < 4; ++step) {
+    std::vector<Tensor> out;
+    absl::Status s = (*session)->Run({{x, Tensor::Scalar<int32_t>(100 + step)}, {ok, Tensor::Scalar<bool>(false)}},
+                                     {d}, {}, &out);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    s = (*session)->Run({{x, Tensor::Scalar<int32_t>(step)}, {ok, Tensor::Scalar<bool>(true)}}, {d}, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].data<int32_t>()[0], 2 * step);
+  }
+}
+
 // Assert: a true condition lets the step finish; a false one fails it with
 // InvalidArgument naming the node and summarizing the data tensors.
 TEST(Assert, FailsTheStepWithTheDataSummaries) {

@@ -442,6 +442,8 @@ bool ExecutorState::StartAsync(const TaggedNode& tagged, EntryVector inputs, Rea
   state->params.input_ref_owners = state->owners;
   state->params.frame_id = tagged.frame->frame_id;
   state->params.iter_id = tagged.iter;
+  // A dead _Send runs (it forwards the deadness): an async one must see it too.
+  state->params.is_input_dead = tagged.is_dead;
   state->ctx = std::make_unique<OpKernelContext>(&state->params);
   SyncDoneMarker marker{state, inline_ready, false};
   SyncDoneMarker* const outer = current_sync_done;

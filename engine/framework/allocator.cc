@@ -29,7 +29,7 @@ namespace {
 // evaluation of configs/text_lstm.pbtxt makes three blocks of 335 MB per
 // batch (its [8365, 10000] logits); with a 512 MiB cache two of them went back
 // to glibc, which maps blocks that large afresh and the kernel zeroes them
-// again on every batch: 4.1-5.6 s of system time per evaluation, 1.1-1.4 s
+// again on every batch: 4.1-4.6 s of system time per evaluation, 0.7-1.4 s
 // with the blocks kept. The cost is memory a process holds after its peak,
 // as any caching allocator does.
 constexpr size_t kSmallGranule = 64;

@@ -118,34 +118,38 @@ std::shared_ptr<const ConvPlan> MakePlan(ConvKind kind, const ConvGeometry& g, i
                                                 strides, pad_l, pad_r);
   const dnnl::convolution_forward::primitive_desc forward_pd(forward, forward_attr, e);
   auto plan = std::make_shared<ConvPlan>();
+  // The primitive, and the relayouts between our layouts and its own for x,
+  // w and y (or their gradients): the one the kind computes is written back,
+  // the other two are read.
+  auto fill = [&](dnnl::primitive primitive, const memory::desc& x, const memory::desc& w, const memory::desc& y,
+                  const memory::desc& scratchpad) {
+    const bool x_out = kind == ConvKind::kBackwardData, w_out = kind == ConvKind::kBackwardWeights,
+               y_out = kind == ConvKind::kForward;
+    plan->primitive = std::move(primitive);
+    plan->src = Relayout::Make(x_user, x, !x_out, x_out);
+    plan->weights = Relayout::Make(w_user, w, !w_out, w_out);
+    plan->dst = Relayout::Make(y_user, y, !y_out, y_out);
+    plan->scratchpad_bytes = scratchpad.get_size();
+  };
   switch (kind) {
     case ConvKind::kForward:
-      plan->primitive = dnnl::convolution_forward(forward_pd);
-      plan->src = Relayout::Make(x_user, forward_pd.src_desc(), true, false);
-      plan->weights = Relayout::Make(w_user, forward_pd.weights_desc(), true, false);
-      plan->dst = Relayout::Make(y_user, forward_pd.dst_desc(), false, true);
-      plan->scratchpad_bytes = forward_pd.scratchpad_desc().get_size();
+      fill(dnnl::convolution_forward(forward_pd), forward_pd.src_desc(), forward_pd.weights_desc(),
+           forward_pd.dst_desc(), forward_pd.scratchpad_desc());
       break;
     case ConvKind::kBackwardData: {
       const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, x_any, w_any, y_any,
                                                     strides, pad_l, pad_r);
       const dnnl::convolution_backward_data::primitive_desc pd(d, attr, e, forward_pd);
-      plan->primitive = dnnl::convolution_backward_data(pd);
-      plan->src = Relayout::Make(x_user, pd.diff_src_desc(), false, true);
-      plan->weights = Relayout::Make(w_user, pd.weights_desc(), true, false);
-      plan->dst = Relayout::Make(y_user, pd.diff_dst_desc(), true, false);
-      plan->scratchpad_bytes = pd.scratchpad_desc().get_size();
+      fill(dnnl::convolution_backward_data(pd), pd.diff_src_desc(), pd.weights_desc(), pd.diff_dst_desc(),
+           pd.scratchpad_desc());
       break;
     }
     case ConvKind::kBackwardWeights: {
       const dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, x_any, w_any, y_any,
                                                        strides, pad_l, pad_r);
       const dnnl::convolution_backward_weights::primitive_desc pd(d, attr, e, forward_pd);
-      plan->primitive = dnnl::convolution_backward_weights(pd);
-      plan->src = Relayout::Make(x_user, pd.src_desc(), true, false);
-      plan->weights = Relayout::Make(w_user, pd.diff_weights_desc(), false, true);
-      plan->dst = Relayout::Make(y_user, pd.diff_dst_desc(), true, false);
-      plan->scratchpad_bytes = pd.scratchpad_desc().get_size();
+      fill(dnnl::convolution_backward_weights(pd), pd.src_desc(), pd.diff_weights_desc(), pd.diff_dst_desc(),
+           pd.scratchpad_desc());
       break;
     }
   }

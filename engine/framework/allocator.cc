@@ -4,9 +4,11 @@
 #include "engine/framework/allocator.h"
 
 #include <malloc.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <unordered_map>
 #include <vector>
@@ -36,6 +38,20 @@ constexpr size_t kSmallGranule = 64;
 constexpr size_t kLargeBlock = 64 << 10;
 constexpr size_t kLargeGranule = 4096;
 constexpr size_t kMinCacheBytes = size_t{512} << 20;
+
+constexpr size_t kHugePageAdviceBytes = size_t{32} << 20;
+
+// Asks for transparent huge pages over the 2 MiB-aligned interior of a block
+// of kHugePageAdviceBytes or more (advice only; the kernel may refuse): a
+// large table read and written at scattered rows (sparse_embedding_bench,
+// 1M rows) otherwise misses the TLB on most rows; its step went from 1.76-1.90x
+// to 1.49-1.53x that of a 10k-row table. (The pages cost the same to zero.)
+void AdviseHugePages(void* ptr, size_t num_bytes) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(ptr) + kHuge - 1) / kHuge * kHuge;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(ptr) + num_bytes) / kHuge * kHuge;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
 
 size_t CacheMaxBytes() {
   static const size_t max_bytes = [] {
@@ -97,9 +113,11 @@ class CpuAllocatorImpl : public Allocator {
       return cached_class ? std::aligned_alloc(std::max<size_t>(alignment, 64), cls)
                           : std::aligned_alloc(alignment, rounded);
     };
+    const bool fresh = ptr == nullptr;
     if (ptr == nullptr) ptr = allocate();
     if (ptr == nullptr && kCacheBlocks && ReleaseCache()) ptr = allocate();  // memory parked in the cache
     if (ptr == nullptr) return nullptr;
+    if (fresh && kCacheBlocks && num_bytes >= kHugePageAdviceBytes) AdviseHugePages(ptr, num_bytes);
     num_allocs_.fetch_add(1, std::memory_order_relaxed);
     int64_t in_use = bytes_in_use_.fetch_add(num_bytes, std::memory_order_relaxed) + num_bytes;
     int64_t peak = peak_bytes_.load(std::memory_order_relaxed);

@@ -211,6 +211,26 @@ void BM_MatMul(benchmark::State& state) {
   state.counters["peak_GFLOPs"] = peak;
 }
 
+// One MatMul of [m, k] x [k, n] (operands stored transposed where ta / tb) on
+// `threads` threads, with its GFLOP/s and fraction of the FMA peak.
+struct MatMulShape {
+  int64_t m, k, n;
+  bool ta, tb;
+};
+
+void RunMatMulShape(benchmark::State& state, const MatMulShape& sh, int threads) {
+  const double peak = PeakGflops(threads);
+  KernelRunner r(threads, "MatMul",
+                 {{"T", MakeAttr(DT_FLOAT)}, {"transpose_a", MakeAttr(sh.ta)}, {"transpose_b", MakeAttr(sh.tb)}},
+                 {BenchRandom(sh.ta ? TensorShape({sh.k, sh.m}) : TensorShape({sh.m, sh.k})),
+                  BenchRandom(sh.tb ? TensorShape({sh.n, sh.k}) : TensorShape({sh.k, sh.n}))});
+  const double secs = Loop(state, r);
+  if (secs < 0) return;
+  const double gflops = state.iterations() * 2.0 * sh.m * sh.n * sh.k / secs / 1e9;
+  state.counters["GFLOPs"] = gflops;
+  state.counters["frac_of_peak"] = gflops / peak;
+}
+
 // The products of a step of configs/text_lstm.pbtxt (batch 32, 35 steps,
 // LSTM 256, embedding 128, 512 sampled classes), as MatMul sees them:
 // 0: h R, [32,256] x [256,1024], every forward step;
@@ -222,27 +242,27 @@ void BM_MatMul(benchmark::State& state) {
 // 6: the input projection, [1120,128] x [128,1024];
 // 7, 8: its gradients, [1120,1024] x [128,1024]^T and [1120,128]^T x [1120,1024].
 void BM_MatMulLstmShapes(benchmark::State& state) {
-  struct Shape {
-    int64_t m, k, n;
-    bool ta, tb;
-  };
-  static const Shape kShapes[] = {{32, 256, 1024, false, false}, {32, 1024, 256, false, false},
-                                  {256, 1120, 1024, true, false}, {1120, 256, 513, false, true},
-                                  {1120, 513, 256, false, false}, {513, 1120, 256, true, false},
-                                  {1120, 128, 1024, false, false}, {1120, 1024, 128, false, true},
-                                  {128, 1120, 1024, true, false}};
-  const Shape& sh = kShapes[state.range(0)];
-  const int threads = static_cast<int>(state.range(1));
-  const double peak = PeakGflops(threads);
-  KernelRunner r(threads, "MatMul",
-                 {{"T", MakeAttr(DT_FLOAT)}, {"transpose_a", MakeAttr(sh.ta)}, {"transpose_b", MakeAttr(sh.tb)}},
-                 {BenchRandom(sh.ta ? TensorShape({sh.k, sh.m}) : TensorShape({sh.m, sh.k})),
-                  BenchRandom(sh.tb ? TensorShape({sh.n, sh.k}) : TensorShape({sh.k, sh.n}))});
-  const double secs = Loop(state, r);
-  if (secs < 0) return;
-  const double gflops = state.iterations() * 2.0 * sh.m * sh.n * sh.k / secs / 1e9;
-  state.counters["GFLOPs"] = gflops;
-  state.counters["frac_of_peak"] = gflops / peak;
+  static const MatMulShape kShapes[] = {{32, 256, 1024, false, false}, {32, 1024, 256, false, false},
+                                        {256, 1120, 1024, true, false}, {1120, 256, 513, false, true},
+                                        {1120, 513, 256, false, false}, {513, 1120, 256, true, false},
+                                        {1120, 128, 1024, false, false}, {1120, 1024, 128, false, true},
+                                        {128, 1120, 1024, true, false}};
+  RunMatMulShape(state, kShapes[state.range(0)], static_cast<int>(state.range(1)));
+}
+
+// The large products of a step of configs/fashion_mlp.pbtxt (batch 128,
+// 784-512-512-10), as MatMul sees them (the forward ones run fused with their
+// bias and Relu, which this leaves out):
+// 0, 1: the forward products of fc1 and fc2, [128,784] x [784,512] and
+//       [128,512] x [512,512];
+// 2: fc2's input gradient, [128,512] x [512,512]^T;
+// 3, 4: the kernel gradients of fc2 and fc1, [128,512]^T x [128,512] and
+//       [128,784]^T x [128,512].
+void BM_MatMulMlpShapes(benchmark::State& state) {
+  static const MatMulShape kShapes[] = {{128, 784, 512, false, false}, {128, 512, 512, false, false},
+                                        {128, 512, 512, false, true},  {512, 128, 512, true, false},
+                                        {784, 128, 512, true, false}};
+  RunMatMulShape(state, kShapes[state.range(0)], static_cast<int>(state.range(1)));
 }
 
 // ---- Elementwise against memcpy ----
@@ -518,6 +538,11 @@ BENCHMARK(BM_MatMul)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatMulLstmShapes)
     ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8}, {1, 2}})
+    ->ArgNames({"shape", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatMulMlpShapes)
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
     ->ArgNames({"shape", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);

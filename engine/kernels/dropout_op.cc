@@ -7,6 +7,7 @@
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/nn_util.h"
 #include "engine/kernels/philox_random.h"
+#include "engine/kernels/run_tasks.h"
 
 namespace sluice {
 namespace {
@@ -45,8 +46,9 @@ class DropoutOp : public OpKernel {
     T* m = mask->data<T>();
     const philox::Key key = key_;
     const int64_t blocks = (n + 3) / 4;
-    ctx->eigen_cpu_device().parallelFor(
-        blocks, Eigen::TensorOpCost(4 * sizeof(T), 8 * sizeof(T), 60), [&](Eigen::Index first, Eigen::Index last) {
+    ParallelForRanges(
+        ctx->eigen_cpu_device().getPool(), ctx->eigen_cpu_device().numThreads(), blocks, 60, 1,
+        [&](Eigen::Index first, Eigen::Index last) {
           for (Eigen::Index b = first; b < last; ++b) {
             const philox::Block bits = philox::Generate(key, b, run);
             for (int j = 0; j < 4; ++j) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/nn_util.h"
+#include "engine/kernels/run_tasks.h"
 
 namespace sluice {
 namespace {
@@ -130,8 +131,9 @@ class PoolOp : public PoolOpBase {
     const double window = std::min<double>(static_cast<double>(g.rows.k) * g.cols.k,
                                            static_cast<double>(g.in_rows) * g.in_cols);
     const double row_work = static_cast<double>(g.cols.out) * window * c;
-    ctx->eigen_cpu_device().parallelFor(
-        g.batch * g.rows.out, Eigen::TensorOpCost(row_work * sizeof(T), g.cols.out * c * sizeof(T), row_work),
+    ParallelForRanges(
+        ctx->eigen_cpu_device().getPool(), ctx->eigen_cpu_device().numThreads(), g.batch * g.rows.out,
+        static_cast<int64_t>(row_work), 1,
         [&](Eigen::Index first, Eigen::Index last) {
           std::vector<Acc> acc(c);
           for (Eigen::Index r = first; r < last; ++r) {
@@ -198,9 +200,11 @@ class MaxPoolGradOp : public PoolOpBase {
       return w.stride == w.k && (w.out - 1) * w.stride - w.pad + w.k >= in;
     };
     const bool tiled = tiles(g.rows, g.in_rows) && tiles(g.cols, g.in_cols);
-    ctx->eigen_cpu_device().parallelFor(
-        g.batch, Eigen::TensorOpCost(image_size * sizeof(T), image_size * sizeof(T),
-                                      static_cast<double>(out_image) * std::min<double>(static_cast<double>(g.rows.k) * g.cols.k, image_size)),
+    const double image_work =
+        static_cast<double>(out_image) * std::min<double>(static_cast<double>(g.rows.k) * g.cols.k, image_size);
+    ParallelForRanges(
+        ctx->eigen_cpu_device().getPool(), ctx->eigen_cpu_device().numThreads(), g.batch,
+        static_cast<int64_t>(image_work), 1,
         [&](Eigen::Index first, Eigen::Index last) {
           // Per channel: the largest value so far and its position in the
           // window (row-major order). Two branch-free passes per window (find,
@@ -276,9 +280,11 @@ class AvgPoolGradOp : public PoolOpBase {
     T* o = dx->data<T>();
     const int64_t c = g.depth;
     const int64_t image_size = g.in_rows * g.in_cols * c, out_image = g.rows.out * g.cols.out * c;
-    ctx->eigen_cpu_device().parallelFor(
-        g.batch, Eigen::TensorOpCost(image_size * sizeof(T), image_size * sizeof(T),
-                                      static_cast<double>(out_image) * std::min<double>(static_cast<double>(g.rows.k) * g.cols.k, image_size)),
+    const double image_work =
+        static_cast<double>(out_image) * std::min<double>(static_cast<double>(g.rows.k) * g.cols.k, image_size);
+    ParallelForRanges(
+        ctx->eigen_cpu_device().getPool(), ctx->eigen_cpu_device().numThreads(), g.batch,
+        static_cast<int64_t>(image_work), 1,
         [&](Eigen::Index first, Eigen::Index last) {
           std::vector<Acc> acc(image_size);
           for (Eigen::Index n = first; n < last; ++n) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/philox_random.h"
+#include "engine/kernels/run_tasks.h"
 
 namespace sluice {
 namespace {
@@ -133,8 +134,9 @@ class RandomOp : public PhiloxKernel {
     T* o = out->data<T>();
     const philox::Key key = key_;
     const double cost = D == Distribution::kUniform ? 60 : 150;
-    ctx->eigen_cpu_device().parallelFor(blocks, Eigen::TensorOpCost(0, kPerBlock<T> * sizeof(T), cost),
-                                        [&](Eigen::Index first, Eigen::Index last) {
+    ParallelForRanges(
+        ctx->eigen_cpu_device().getPool(), ctx->eigen_cpu_device().numThreads(), blocks, static_cast<int64_t>(cost), 1,
+        [&](Eigen::Index first, Eigen::Index last) {
                                           FillBlocks<T, D>(key, run, first, last, n, o);
                                         });
   }
@@ -169,8 +171,9 @@ class RandomUniformIntOp : public PhiloxKernel {
     const int64_t blocks = (n + per - 1) / per;
     T* o = out->data<T>();
     const philox::Key key = key_;
-    ctx->eigen_cpu_device().parallelFor(
-        blocks, Eigen::TensorOpCost(0, per * sizeof(T), 60), [&](Eigen::Index first, Eigen::Index last) {
+    ParallelForRanges(
+        ctx->eigen_cpu_device().getPool(), ctx->eigen_cpu_device().numThreads(), blocks, 60, 1,
+        [&](Eigen::Index first, Eigen::Index last) {
           for (int64_t b = first; b < last; ++b) {
             const philox::Block bits = philox::Generate(key, b, run);
             for (int64_t j = 0; j < per && b * per + j < n; ++j) {

@@ -1,6 +1,10 @@
 // CPU kernels for the activations Relu, Relu6, LeakyRelu, Elu, Selu and
 // Softplus and their gradient helpers (ReluGrad, Relu6Grad, LeakyReluGrad,
-// EluGrad, SeluGrad, SoftplusGrad): Eigen expressions on the intra-op pool.
+// EluGrad, SeluGrad, SoftplusGrad): Eigen expressions evaluated in chunks by
+// the cwise loops (inline below a million elements; above, ranges on the
+// intra-op pool that never wait for a busy pool thread). Eigen's own
+// ThreadPoolDevice split waited for the other inter-op thread's GEMM blocks:
+// a [128, 512] ReluGrad took 200-760 us in a fashion_mlp step instead of ~10.
 // Thread safety: kernels are stateless (LeakyRelu's alpha is read once, at
 // construction).
 #include <cmath>
@@ -14,32 +18,14 @@
 namespace sluice {
 namespace {
 
-template <typename T>
-class ReluOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
-    out->flat<T>().device(ctx->eigen_cpu_device()) = x.flat<T>().cwiseMax(static_cast<T>(0));
-  }
-};
-
-template <typename T>
-class EluOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
-    auto f = x.flat<T>();
-    // Negative part: exp(x) - 1 (expm1 for accuracy near 0).
-    out->flat<T>().device(ctx->eigen_cpu_device()) =
-        (f < static_cast<T>(0)).select(f.expm1(), f);
-  }
-};
+// output 0 = f(input 0), elementwise; `cost` in element-operations per element.
+template <typename T, typename F>
+void UnaryCompute(OpKernelContext* ctx, const F& f, int64_t cost = 1) {
+  const Tensor& x = ctx->input(0);
+  Tensor* out;
+  OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+  cwise::ApplyUnary<T, T>(ctx, x, out, f, cost);
+}
 
 // Shared check: gradients and the forward tensor have the same shape.
 bool SameShapes(OpKernelContext* ctx) {
@@ -51,17 +37,43 @@ bool SameShapes(OpKernelContext* ctx) {
   return false;
 }
 
+// output 0 = f(gradients, features) over the two same-shape inputs.
+template <typename T, typename F>
+void GradCompute(OpKernelContext* ctx, const F& f) {
+  if (!SameShapes(ctx)) return;
+  Tensor* out;
+  OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
+  cwise::ApplyBinary<T, T>(ctx, ctx->input(0), ctx->input(1), cwise::BroadcastPlan(), out, f);
+}
+
+template <typename T>
+class ReluOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    UnaryCompute<T>(ctx, [](const auto& x) { return x.cwiseMax(static_cast<T>(0)); });
+  }
+};
+
+template <typename T>
+class EluOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    // Negative part: exp(x) - 1 (expm1 for accuracy near 0).
+    UnaryCompute<T>(
+        ctx, [](const auto& x) { return (x < static_cast<T>(0)).select(x.expm1(), x); }, 16);
+  }
+};
+
 template <typename T>
 class ReluGradOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    if (!SameShapes(ctx)) return;
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
-    auto dy = ctx->input(0).flat<T>();
-    auto x = ctx->input(1).flat<T>();
-    out->flat<T>().device(ctx->eigen_cpu_device()) = (x > static_cast<T>(0)).select(dy, dy.constant(static_cast<T>(0)));
+    GradCompute<T>(ctx, [](const auto& dy, const auto& x) {
+      return (x > static_cast<T>(0)).select(dy, dy.constant(static_cast<T>(0)));
+    });
   }
 };
 
@@ -70,13 +82,9 @@ class EluGradOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    if (!SameShapes(ctx)) return;
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
-    auto dy = ctx->input(0).flat<T>();
-    auto y = ctx->input(1).flat<T>();
-    out->flat<T>().device(ctx->eigen_cpu_device()) =
-        (y < static_cast<T>(0)).select(dy * (y + static_cast<T>(1)), dy);
+    GradCompute<T>(ctx, [](const auto& dy, const auto& y) {
+      return (y < static_cast<T>(0)).select(dy * (y + static_cast<T>(1)), dy);
+    });
   }
 };
 
@@ -85,10 +93,7 @@ class Relu6Op : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
-    out->flat<T>().device(ctx->eigen_cpu_device()) = x.flat<T>().cwiseMax(static_cast<T>(0)).cwiseMin(static_cast<T>(6));
+    UnaryCompute<T>(ctx, [](const auto& x) { return x.cwiseMax(static_cast<T>(0)).cwiseMin(static_cast<T>(6)); });
   }
 };
 
@@ -97,13 +102,9 @@ class Relu6GradOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    if (!SameShapes(ctx)) return;
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
-    auto dy = ctx->input(0).flat<T>();
-    auto x = ctx->input(1).flat<T>();
-    out->flat<T>().device(ctx->eigen_cpu_device()) =
-        ((x > static_cast<T>(0)) && (x < static_cast<T>(6))).select(dy, dy.constant(static_cast<T>(0)));
+    GradCompute<T>(ctx, [](const auto& dy, const auto& x) {
+      return ((x > static_cast<T>(0)) && (x < static_cast<T>(6))).select(dy, dy.constant(static_cast<T>(0)));
+    });
   }
 };
 
@@ -114,11 +115,8 @@ class LeakyReluOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("alpha", &alpha_));
   }
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
-    auto f = x.flat<T>();
-    out->flat<T>().device(ctx->eigen_cpu_device()) = (f > static_cast<T>(0)).select(f, f * static_cast<T>(alpha_));
+    const T alpha = static_cast<T>(alpha_);
+    UnaryCompute<T>(ctx, [alpha](const auto& x) { return (x > static_cast<T>(0)).select(x, x * alpha); });
   }
 
  private:
@@ -132,12 +130,9 @@ class LeakyReluGradOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("alpha", &alpha_));
   }
   void Compute(OpKernelContext* ctx) override {
-    if (!SameShapes(ctx)) return;
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
-    auto dy = ctx->input(0).flat<T>();
-    auto x = ctx->input(1).flat<T>();
-    out->flat<T>().device(ctx->eigen_cpu_device()) = (x > static_cast<T>(0)).select(dy, dy * static_cast<T>(alpha_));
+    const T alpha = static_cast<T>(alpha_);
+    GradCompute<T>(ctx,
+                   [alpha](const auto& dy, const auto& x) { return (x > static_cast<T>(0)).select(dy, dy * alpha); });
   }
 
  private:
@@ -153,13 +148,13 @@ class SeluOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
-    auto f = x.flat<T>();
-    out->flat<T>().device(ctx->eigen_cpu_device()) = (f < static_cast<T>(0))
-                                                         .select(f.expm1() * static_cast<T>(kSeluScaleAlpha),
-                                                                 f * static_cast<T>(kSeluScale));
+    UnaryCompute<T>(
+        ctx,
+        [](const auto& x) {
+          return (x < static_cast<T>(0))
+              .select(x.expm1() * static_cast<T>(kSeluScaleAlpha), x * static_cast<T>(kSeluScale));
+        },
+        16);
   }
 };
 
@@ -168,14 +163,10 @@ class SeluGradOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    if (!SameShapes(ctx)) return;
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
-    auto dy = ctx->input(0).flat<T>();
-    auto y = ctx->input(1).flat<T>();
-    out->flat<T>().device(ctx->eigen_cpu_device()) =
-        (y < static_cast<T>(0))
-            .select(dy * (y + static_cast<T>(kSeluScaleAlpha)), dy * static_cast<T>(kSeluScale));
+    GradCompute<T>(ctx, [](const auto& dy, const auto& y) {
+      return (y < static_cast<T>(0))
+          .select(dy * (y + static_cast<T>(kSeluScaleAlpha)), dy * static_cast<T>(kSeluScale));
+    });
   }
 };
 
@@ -199,11 +190,8 @@ class SoftplusOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
-    cwise::ApplyUnary<T, T>(
-        ctx, x, out, [](const auto& a) { return a.unaryExpr(SoftplusScalar<T>()); }, 16);
+    UnaryCompute<T>(
+        ctx, [](const auto& a) { return a.unaryExpr(SoftplusScalar<T>()); }, 16);
   }
 };
 
@@ -213,12 +201,7 @@ class SoftplusGradOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    if (!SameShapes(ctx)) return;
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
-    auto dy = ctx->input(0).flat<T>();
-    auto x = ctx->input(1).flat<T>();
-    out->flat<T>().device(ctx->eigen_cpu_device()) = dy / ((-x).exp() + static_cast<T>(1));
+    GradCompute<T>(ctx, [](const auto& dy, const auto& x) { return dy / ((-x).exp() + static_cast<T>(1)); });
   }
 };
 

@@ -8,6 +8,7 @@
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/nn_util.h"
 #include "engine/kernels/softmax_shape.h"
+#include "engine/kernels/run_tasks.h"
 
 namespace sluice {
 namespace {
@@ -23,8 +24,9 @@ class SoftmaxOp : public OpKernel {
     if (rows == 0) return;
     const T* in = ctx->input(0).data<T>();
     T* o = out->data<T>();
-    ctx->eigen_cpu_device().parallelFor(
-        rows, Eigen::TensorOpCost(depth * sizeof(T), depth * sizeof(T), depth * 20),
+    ParallelForRanges(
+        ctx->eigen_cpu_device().getPool(), ctx->eigen_cpu_device().numThreads(), rows,
+        static_cast<int64_t>(depth * 20), 1,
         [&](Eigen::Index first, Eigen::Index last) {
           for (Eigen::Index r = first; r < last; ++r) SoftmaxRow<T>(in + r * depth, depth, kLog, o + r * depth);
         });

@@ -11,6 +11,7 @@
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/nn_util.h"
 #include "engine/kernels/softmax_shape.h"
+#include "engine/kernels/run_tasks.h"
 
 namespace sluice {
 namespace {
@@ -28,8 +29,9 @@ class SoftmaxXentOp : public OpKernel {
     const T* y = ctx->input(1).data<T>();
     T* l = loss->data<T>();
     T* bp = backprop->data<T>();
-    ctx->eigen_cpu_device().parallelFor(
-        batch, Eigen::TensorOpCost(2 * depth * sizeof(T), depth * sizeof(T), depth * 25),
+    ParallelForRanges(
+        ctx->eigen_cpu_device().getPool(), ctx->eigen_cpu_device().numThreads(), batch,
+        static_cast<int64_t>(depth * 25), 1,
         [&](Eigen::Index first, Eigen::Index last) {
           for (Eigen::Index r = first; r < last; ++r) {
             const T* xr = x + r * depth;
@@ -76,8 +78,9 @@ class SparseSoftmaxXentOp : public OpKernel {
     const T* x = ctx->input(0).data<T>();
     T* l = loss->data<T>();
     T* bp = backprop->data<T>();
-    ctx->eigen_cpu_device().parallelFor(
-        batch, Eigen::TensorOpCost(depth * sizeof(T), depth * sizeof(T), depth * 25),
+    ParallelForRanges(
+        ctx->eigen_cpu_device().getPool(), ctx->eigen_cpu_device().numThreads(), batch,
+        static_cast<int64_t>(depth * 25), 1,
         [&](Eigen::Index first, Eigen::Index last) {
           for (Eigen::Index r = first; r < last; ++r) {
             T* br = bp + r * depth;

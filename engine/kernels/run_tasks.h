@@ -96,6 +96,9 @@ void ParallelForRanges(Eigen::ThreadPoolInterface* pool, int threads, int64_t n,
     fn(int64_t{0}, n);
     return;
   }
+  // A whole number of ranges per thread: 3 ranges on 2 threads leave one
+  // thread a second range while the other waits (2/3 of the work on one).
+  if (ranges > threads) ranges -= ranges % threads;
   align = std::max<int64_t>(align, 1);
   const int64_t aligned_units = (n + align - 1) / align;
   ranges = std::min(ranges, aligned_units);

@@ -53,6 +53,7 @@ struct InputPipeline {
   std::vector<std::string> init_ops;
   std::string queue_size;     // scalar int32 tensor: elements in the batch queue
   int64_t queue_capacity = 0;
+  int64_t queue_bytes_per_example = 0;  // one element of the batch queue, for the memory estimate
   int64_t examples_per_epoch = 0;  // 0: unknown (this shard's, when sharded)
   std::string description;         // one line for the plan
   // Text sources: the words in id order (inputs/text.h; "<unk>" and "<eos>"

@@ -86,8 +86,7 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
     return n;
   };
   for (const auto& [name, f] : train_model.named) {
-    if (out->train_input.features.count(name)) out->input_elements_per_example += per_example(f.shape);
-    else out->activation_elements_per_example += per_example(f.shape);
+    if (!out->train_input.features.count(name)) out->activation_elements_per_example += per_example(f.shape);
   }
   out->parameters = train_model.parameters();
 

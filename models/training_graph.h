@@ -53,10 +53,9 @@ struct TrainingGraph {
   std::vector<std::pair<std::string, std::string>> gradients;  // (variable, gradient tensor)
   int64_t forward_flops_per_example = 0;
   int64_t parameters = 0;
-  // Per-example elements of every layer's output (activations), and of one
-  // input example, for the memory estimate.
+  // Per-example elements of every layer's output (activations), for the
+  // memory estimate.
   int64_t activation_elements_per_example = 0;
-  int64_t input_elements_per_example = 0;
 
   // Replicated runs (ReplicaOptions::num_replicas > 1).
   // Fetched with every step: the global step after it ("": the loop counts).

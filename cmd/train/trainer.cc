@@ -112,8 +112,8 @@ void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGra
   const double weights = 4.0 * static_cast<double>(trainable + state);
   // Activations and their gradients, kept for the backward pass.
   const double activations = 2.0 * 4.0 * static_cast<double>(tg.activation_elements_per_example * batch);
-  const double queue = 4.0 * static_cast<double>(tg.train_input.queue_capacity) *
-                       static_cast<double>(tg.input_elements_per_example);
+  const double queue = static_cast<double>(tg.train_input.queue_capacity) *
+                       static_cast<double>(tg.train_input.queue_bytes_per_example);
   out << "  estimated peak memory " << FormatBytes(weights + activations + queue) << " (variables " << FormatBytes(weights)
       << ", activations " << FormatBytes(activations) << ", input queue " << FormatBytes(queue) << ")\n";
   out << "  input train    " << tg.train_input.description << "\n";

@@ -76,7 +76,10 @@ std::string OptimizerSummary(const config::Optimizer& o) {
                       o.clip_global_norm() > 0 ? absl::StrCat(", gradients clipped to norm ", o.clip_global_norm()) : "");
 }
 
-void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGraph& tg, int inter_op, std::ostream& out) {
+// `shared_pool`: the executor's nodes run on the intra-op threads
+// (SessionOptions::ops_on_intra_op_pool).
+void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGraph& tg, int inter_op, bool shared_pool,
+               std::ostream& out) {
   const config::Experiment& e = loaded.experiment;
   out << "Experiment " << e.name() << " (" << loaded.path << ")\n";
   out << "  run directory  " << e.run_dir() << "\n";
@@ -84,9 +87,13 @@ void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGra
   for (const auto& d : DeviceMgr::Local()->devices()) num_devices += d->device_type() == kDeviceCpu ? 1 : 0;
   out << (num_devices > 1 ? "  devices        " : "  device         ") << DeviceMgr::Local()->HostCpu()->name()
       << (num_devices > 1 ? absl::StrCat(" to CPU:", num_devices - 1, ", ", num_devices, " virtual CPUs on") : "")
-      << " (" << NumSchedulableCpus() << " cores, " << inter_op << " inter-op threads, "
-      << DeviceMgr::Local()->HostCpu()->intra_op_threads() << " intra-op threads"
-      << (num_devices > 1 ? " per device" : "") << ")\n";
+      << " (" << NumSchedulableCpus() << " cores, "
+      << (!shared_pool
+              ? absl::StrCat(inter_op, " inter-op threads, ", DeviceMgr::Local()->HostCpu()->intra_op_threads(),
+                             " intra-op threads", num_devices > 1 ? " per device" : "")
+              : absl::StrCat(DeviceMgr::Local()->HostCpu()->intra_op_threads(),
+                             " threads for ops and their parallel loops"))
+      << ")\n";
   for (const auto& d : DeviceMgr::Local()->devices()) {
     if (d->device_type() != kDeviceCpu) out << "  accelerator    " << d->name() << "\n";
   }
@@ -451,6 +458,11 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     return kExitPermanentError;
   }
   const bool deterministic = e.train().deterministic();
+  // One pool for nodes and kernels' loops (SessionOptions::ops_on_intra_op_pool)
+  // in a single process with one CPU device; cluster tasks (their workers'
+  // own pools) and several CPU devices (a pool each) keep the two pools.
+  const bool shared_pool =
+      !e.devices().separate_inter_op_pool() && !in_cluster && std::max(1, e.devices().cpu_devices()) == 1;
   const int inter_op = deterministic ? 1 : (e.devices().inter_op_threads() > 0 ? e.devices().inter_op_threads()
                                                                                : NumSchedulableCpus());
   const std::string config_text = ConfigText(e);
@@ -574,7 +586,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     err << options.config_path << ": error: " << monitoring.status().message() << "\n";
     return kExitBadConfig;
   }
-  PrintPlan(loaded, tg, inter_op, out);
+  PrintPlan(loaded, tg, inter_op, shared_pool, out);
   models::PrintPlacementPlan(placement, devices, out);
   if (!identity->cluster.empty()) {
     out << "  cluster        " << identity->cluster.DebugString() << " (from " << identity->cluster_source << ")\n"
@@ -644,6 +656,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   SessionOptions session_options;
   session_options.allow_soft_placement = e.devices().allow_soft_placement();
   session_options.inter_op_threads = inter_op;
+  session_options.ops_on_intra_op_pool = shared_pool;
   // Graph rewrites: unset means on.
   const config::GraphRewrites& rewrites = e.train().graph_rewrites();
   session_options.enable_constant_folding = !rewrites.has_constant_folding() || rewrites.constant_folding();

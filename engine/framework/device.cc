@@ -17,13 +17,45 @@
 #include "engine/platform/logging.h"
 
 namespace sluice {
+namespace {
+
+// The intra-op pool, which may also run the executor's nodes (a session's
+// SessionOptions::ops_on_intra_op_pool), so a kernel can be running on one of
+// its threads when it asks for parallel work:
+// - RunTasks / ParallelForRanges (engine/kernels/run_tasks.h) queue their
+//   helpers with ScheduleWithHint and never wait for a helper that has not
+//   started, so they may be called from inside the pool.
+// - Eigen's ThreadPoolDevice (tensor expressions, parallelFor) queues blocks
+//   with Schedule and then blocks in a Barrier until they ran: from a thread
+//   of this pool, with every thread so blocked, nobody would run them. So
+//   Schedule from inside the pool runs the function at once, and such an
+//   expression is evaluated on the calling thread alone. (Called from
+//   outside, its parallelFor queues only the first split and the pool
+//   thread that takes it runs the rest: about two-way. No kernel uses
+//   Eigen's parallel evaluation any more; they split with RunTasks.)
+//   Eigen's contraction must not run on this device at all: inline, its
+//   packing of the next slice of k would overwrite thread-local blocks that
+//   the current slice still reads (kernels contract on their own thread).
+class IntraOpPool : public Eigen::ThreadPool {
+ public:
+  using Eigen::ThreadPool::ThreadPool;
+  void Schedule(std::function<void()> fn) override {
+    if (CurrentThreadId() >= 0) {
+      fn();
+      return;
+    }
+    Eigen::ThreadPool::Schedule(std::move(fn));
+  }
+};
+
+}  // namespace
 
 Device::Device(std::string name, std::string device_type, Allocator* allocator, int intra_op_threads)
     : name_(std::move(name)),
       device_type_(std::move(device_type)),
       allocator_(allocator),
       intra_op_threads_(std::max(1, intra_op_threads)),
-      intra_op_pool_(std::make_unique<Eigen::ThreadPool>(intra_op_threads_)),
+      intra_op_pool_(std::make_unique<IntraOpPool>(intra_op_threads_)),
       eigen_device_(std::make_unique<Eigen::ThreadPoolDevice>(intra_op_pool_.get(), intra_op_threads_)) {}
 
 Device::~Device() = default;

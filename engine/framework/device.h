@@ -40,7 +40,10 @@ class Device {
   // the CPU): true for every dtype on a CPU device.
   virtual bool HostMemory(DataType dtype) const { return true; }
   ResourceMgr* resource_manager() { return &resource_mgr_; }
-  // For Eigen expressions: `out.device(*ctx->eigen_cpu_device()) = a + b;`.
+  // The intra-op pool and its thread count, for RunTasks / ParallelForRanges
+  // (engine/kernels/run_tasks.h). Eigen expressions evaluated on this device
+  // run on the calling thread when it is one of the pool's (device.cc), and
+  // an Eigen contraction (.contract) must not be evaluated on it at all.
   const Eigen::ThreadPoolDevice* eigen_cpu_device() const { return eigen_device_.get(); }
   Eigen::ThreadPoolInterface* intra_op_pool() const { return intra_op_pool_.get(); }
   int intra_op_threads() const { return intra_op_threads_; }

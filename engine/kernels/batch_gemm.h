@@ -71,8 +71,9 @@ void MultiplyBatches(OpKernelContext* ctx, const T* xp, const T* yp, T* op, cons
     const int64_t xs = xr * xc, ys = yr * yc, os = m * n;
     if (batches == 1 || m * n * k >= 64 * 64 * 64) {
       for (int64_t b = 0; b < batches; ++b) {
-        Mat<T>(op + b * os, m, n).device(ctx->eigen_cpu_device()) =
-            CMat<T>(xp + xi[b] * xs, xr, xc).contract(CMat<T>(yp + yi[b] * ys, yr, yc), dims);
+        // Not float: Eigen's contraction on this thread (see Product in
+        // conv_ops.cc for why not on the device's ThreadPoolDevice).
+        Mat<T>(op + b * os, m, n) = CMat<T>(xp + xi[b] * xs, xr, xc).contract(CMat<T>(yp + yi[b] * ys, yr, yc), dims);
       }
       return;
     }

@@ -70,13 +70,18 @@ void Product(const Eigen::ThreadPoolDevice& d, const T* a, int64_t a_rows, int64
     }
     CpuGemm(g, d);
   } else {
+    // Other types: Eigen's contraction on this thread. Not on the device's
+    // ThreadPoolDevice: that pool may be running this kernel, and its Schedule
+    // then runs work at once (engine/framework/device.cc), which lets the
+    // contraction's packing of the next slice of k overwrite thread-local
+    // blocks the current slice still reads.
     CHECK(epilogue == nullptr) << "a fused epilogue is float32 only";
     const ContractDims dims = {Eigen::IndexPair<Eigen::DenseIndex>(ta ? 0 : 1, tb ? 1 : 0)};
     Matrix<T> out(c, m, n);
     if (accumulate) {
-      out.device(d) += ConstMatrix<T>(a, a_rows, a_cols).contract(ConstMatrix<T>(b, b_rows, b_cols), dims);
+      out += ConstMatrix<T>(a, a_rows, a_cols).contract(ConstMatrix<T>(b, b_rows, b_cols), dims);
     } else {
-      out.device(d) = ConstMatrix<T>(a, a_rows, a_cols).contract(ConstMatrix<T>(b, b_rows, b_cols), dims);
+      out = ConstMatrix<T>(a, a_rows, a_cols).contract(ConstMatrix<T>(b, b_rows, b_cols), dims);
     }
   }
 }
@@ -266,12 +271,11 @@ template <typename T>
 void Im2Col(const Eigen::ThreadPoolDevice& d, const ConvGeometry& g, const T* input, int64_t first_image,
             int64_t count, T* patches) {
   const int64_t oh_n = g.rows.out, ow_n = g.cols.out, k = g.patch_size();
-  const int64_t row_bytes = ow_n * k * sizeof(T);
-  d.parallelFor(count * oh_n, Eigen::TensorOpCost(row_bytes, row_bytes, ow_n * g.filter_rows * g.filter_cols),
-                [&](Eigen::Index first, Eigen::Index last) {
-                  Im2ColUnits(g, input, first_image * oh_n + first, first_image * oh_n + last,
-                              patches + first * ow_n * k);
-                });
+  ParallelForRanges(d.getPool(), d.numThreads(), count * oh_n, ow_n * g.filter_rows * g.filter_cols, 1,
+                    [&](int64_t first, int64_t last) {
+                      Im2ColUnits(g, input, first_image * oh_n + first, first_image * oh_n + last,
+                                  patches + first * ow_n * k);
+                    });
 }
 
 // Col2ImUnits for images [first_image, +count) of `output` (which the caller
@@ -281,13 +285,12 @@ void Col2Im(const Eigen::ThreadPoolDevice& d, const ConvGeometry& g, const T* pa
             int64_t count, T* output) {
   const int64_t oh_n = g.rows.out;
   const int64_t per_image = g.out_pixels() * g.patch_size();
-  d.parallelFor(count, Eigen::TensorOpCost(per_image * sizeof(T), per_image * sizeof(T), per_image),
-                [&](Eigen::Index first, Eigen::Index last) {
-                  for (Eigen::Index i = first; i < last; ++i) {
-                    const int64_t image = first_image + i;
-                    Col2ImUnits(g, patches + i * per_image, image * oh_n, (image + 1) * oh_n, output);
-                  }
-                });
+  ParallelForRanges(d.getPool(), d.numThreads(), count, per_image, 1, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      const int64_t image = first_image + i;
+      Col2ImUnits(g, patches + i * per_image, image * oh_n, (image + 1) * oh_n, output);
+    }
+  });
 }
 
 template <typename T>

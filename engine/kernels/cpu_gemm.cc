@@ -539,10 +539,10 @@ void CpuGemm(const GemmArgs& g, Eigen::ThreadPoolInterface* pool, int max_thread
   const int64_t m_tiles = CeilDiv(g.m, kMr);
   const int64_t n_tiles = CeilDiv(g.n, kNr);
 
-  // A pool thread that waited here for tasks queued behind it on its own pool
-  // could deadlock, so calls from inside the pool stay on their thread.
+  // Calls from one of the pool's own threads split too: RunTasks never waits
+  // for a block that no thread has started.
   int threads = 1;
-  if (pool != nullptr && max_threads > 1 && pool->CurrentThreadId() < 0) {
+  if (pool != nullptr && max_threads > 1) {
     const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
     threads = static_cast<int>(std::min<double>(max_threads, std::max(1.0, flops / kMinFlopsPerThread)));
     threads = static_cast<int>(std::min<int64_t>(threads, m_tiles * n_tiles));

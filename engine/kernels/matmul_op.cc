@@ -54,7 +54,9 @@ class MatMulOp : public OpKernel {
       CpuGemm(FloatGemmArgs(a, b, transpose_a_, transpose_b_, s.k, out), ctx->eigen_cpu_device());
     } else {  // (an else, so float32 instantiates no Eigen contraction)
       Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> dims{Eigen::IndexPair<Eigen::DenseIndex>(a_inner, b_inner)};
-      out->matrix<T>().device(ctx->eigen_cpu_device()) = a.matrix<T>().contract(b.matrix<T>(), dims);
+      // Not float: Eigen's contraction on this thread (see Product in
+      // conv_ops.cc for why not on the device's ThreadPoolDevice).
+      out->matrix<T>() = a.matrix<T>().contract(b.matrix<T>(), dims);
     }
   }
 

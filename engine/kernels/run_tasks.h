@@ -8,7 +8,13 @@
 // GEMM on the other inter-op thread), the caller runs every task itself
 // instead of blocking behind them, and waits only for tasks already running.
 // Which thread runs a task does not change what it computes, so results do not
-// depend on timing.
+// depend on timing. The caller may itself be one of the pool's threads (when
+// the pool also runs the executor's nodes): it never waits for a helper that
+// has not started, so a pool whose every thread is in RunTasks still finishes.
+// Helpers are queued with ScheduleWithHint (the CPU device's pool runs a
+// plain Schedule from its own threads at once, for Eigen's blocking
+// parallelFor: engine/framework/device.cc); when the pool's queue is full,
+// Eigen runs a helper at once, and it then claims the tasks itself.
 // Thread safety: fn is called concurrently for different t, and each t once.
 #ifndef SLUICE_ENGINE_KERNELS_RUN_TASKS_H_
 #define SLUICE_ENGINE_KERNELS_RUN_TASKS_H_
@@ -49,11 +55,10 @@ void RunClaimed(Claims& claims, const Fn& fn) {
 
 // Runs fn(t) for every t in [0, tasks), on this thread and on up to
 // min(tasks - 1, pool threads) helpers from `pool`, and returns when all are
-// done. All run here, in order, when `pool` is null or this thread is one of
-// the pool's own (a kernel already running on the pool keeps to its thread).
+// done. All run here, in order, when `pool` is null.
 template <typename Fn>
 void RunTasks(Eigen::ThreadPoolInterface* pool, int64_t tasks, const Fn& fn) {
-  if (tasks <= 1 || pool == nullptr || pool->CurrentThreadId() >= 0) {
+  if (tasks <= 1 || pool == nullptr) {
     for (int64_t t = 0; t < tasks; ++t) fn(t);
     return;
   }
@@ -61,18 +66,17 @@ void RunTasks(Eigen::ThreadPoolInterface* pool, int64_t tasks, const Fn& fn) {
   auto claims = std::make_shared<Claims>(tasks);
   const Fn* shared_fn = &fn;
   const int64_t helpers = std::min<int64_t>(tasks - 1, pool->NumThreads());
-  for (int64_t h = 0; h < helpers; ++h) {
-    pool->Schedule([claims, shared_fn] {
-      {
-        absl::MutexLock lock(&claims->mu);
-        if (claims->closed) return;
-        ++claims->running;
-      }
-      run_tasks_internal::RunClaimed(*claims, *shared_fn);
+  auto helper = [claims, shared_fn] {
+    {
       absl::MutexLock lock(&claims->mu);
-      --claims->running;
-    });
-  }
+      if (claims->closed) return;
+      ++claims->running;
+    }
+    run_tasks_internal::RunClaimed(*claims, *shared_fn);
+    absl::MutexLock lock(&claims->mu);
+    --claims->running;
+  };
+  for (int64_t h = 0; h < helpers; ++h) pool->ScheduleWithHint(helper, 0, pool->NumThreads());
   run_tasks_internal::RunClaimed(*claims, fn);
   absl::MutexLock lock(&claims->mu);
   claims->closed = true;

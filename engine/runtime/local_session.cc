@@ -45,13 +45,22 @@ class LocalSession : public Session {
       : options_(options),
         device_mgr_(options.device_mgr != nullptr ? options.device_mgr : DeviceMgr::Local()),
         device_(device_mgr_->HostCpu()),
-        devices_(DeviceSetOf(*device_mgr_)),
-        pool_(std::make_unique<Eigen::ThreadPool>(options.inter_op_threads > 0 ? options.inter_op_threads
-                                                                               : NumSchedulableCpus())) {}
+        devices_(DeviceSetOf(*device_mgr_)) {
+    if (options.ops_on_intra_op_pool) {
+      shared_pool_ = device_->intra_op_pool();
+    } else {
+      pool_ = std::make_unique<Eigen::ThreadPool>(options.inter_op_threads > 0 ? options.inter_op_threads
+                                                                               : NumSchedulableCpus());
+    }
+  }
 
   ~LocalSession() override {
-    // Wait for steps still running (Run callers hold none of our locks).
+    // Wait for steps still running (Run callers hold none of our locks): join
+    // our own pool, or wait for what we queued on the device's.
     pool_.reset();
+    absl::MutexLock lock(&queued_->mu);
+    queued_->mu.Await(absl::Condition(
+        +[](QueuedClosures* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(q->mu) { return q->count == 0; }, queued_.get()));
   }
 
   absl::Status Create(const GraphDef& graph) override {
@@ -202,8 +211,32 @@ class LocalSession : public Session {
   ExecutorParams Params(Device* device) const {
     ExecutorParams params;
     params.device = device;
-    Eigen::ThreadPool* pool = pool_.get();
-    params.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
+    if (pool_ != nullptr) {
+      Eigen::ThreadPool* pool = pool_.get();
+      params.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
+    } else {
+      // ScheduleWithHint: the device's pool runs a plain Schedule from its own
+      // threads at once (engine/framework/device.cc); nodes are queued (or,
+      // with the pool's queue full, run at once, as Eigen does for any pool).
+      // `fn` and what it holds are released before the count drops, so
+      // ~LocalSession never races their destruction.
+      Eigen::ThreadPoolInterface* pool = shared_pool_;
+      std::shared_ptr<QueuedClosures> queued = queued_;
+      params.runner = [pool, queued](std::function<void()> fn) {
+        {
+          absl::MutexLock lock(&queued->mu);
+          ++queued->count;
+        }
+        pool->ScheduleWithHint(
+            [queued, fn = std::move(fn)]() mutable {
+              fn();
+              fn = nullptr;
+              absl::MutexLock lock(&queued->mu);
+              --queued->count;
+            },
+            0, pool->NumThreads());
+      };
+    }
     return params;
   }
 
@@ -233,7 +266,15 @@ class LocalSession : public Session {
   DeviceMgr* const device_mgr_;
   Device* const device_;
   const DeviceSet devices_;
+  // Where the executors' nodes run: our own pool, or (ops_on_intra_op_pool)
+  // the host CPU device's, with a count of the closures queued there.
   std::unique_ptr<Eigen::ThreadPool> pool_;
+  Eigen::ThreadPoolInterface* shared_pool_ = nullptr;
+  struct QueuedClosures {
+    absl::Mutex mu;
+    int64_t count ABSL_GUARDED_BY(mu) = 0;
+  };
+  std::shared_ptr<QueuedClosures> queued_ = std::make_shared<QueuedClosures>();
   std::atomic<int64_t> next_step_id_{1};
 
   absl::Mutex mu_;

@@ -30,6 +30,15 @@ class DeviceMgr;
 struct SessionOptions {
   // Threads of the inter-op pool; 0 means one per schedulable core.
   int inter_op_threads = 0;
+  // Run the executor's nodes on the host CPU device's intra-op pool (its
+  // intra_op_threads), not on a pool of inter_op_threads of the session's
+  // own: one set of threads runs nodes and kernels' parallel loops alike.
+  // With two pools, their threads outnumber the cores of a small machine and
+  // a kernel's woken helper can wait behind a running thread for most of the
+  // kernel (docs/PERFORMANCE.md, "One thread pool"). inter_op_threads is then
+  // unused. Off by default; `train` turns it on unless
+  // `devices { separate_inter_op_pool: true }`.
+  bool ops_on_intra_op_pool = false;
   // Common subexpression elimination on each pruned graph.
   bool enable_cse = true;
   // Constant folding on each pruned graph: nodes computable from constants

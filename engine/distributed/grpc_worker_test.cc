@@ -159,6 +159,40 @@ GrpcChannelOptions TestChannelOptions() {
   return options;
 }
 
+// gRPC keeps one process-wide completion queue for callback-API calls (when
+// its I/O manager does not run in the background, as on Linux). A channel or
+// server takes a reference on first use and drops it when destroyed; at zero
+// gRPC shuts the queue down, joins its threads and deletes it. Every test
+// here starts and stops its own server and client, so that teardown ran
+// between tests, and racing it aborted the binary now and then
+// ("ref_counted.h:183 assertion failed: prior > 0" in grpc_cq_internal_unref,
+// on one of gRPC's own threads; about 1 run in 6 under load). One server and
+// one client that answered a call, held for the whole binary, keep the count
+// above zero, so the queue is torn down once, at exit.
+class CallbackQueueKeepalive : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    auto server = GrpcWorkerServer::Start(GrpcServerOptions(), &fake_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    remote_ = NewGrpcRemoteWorker(kTask, absl::StrCat("127.0.0.1:", server_->port()), TestChannelOptions());
+    GetStatusRequest request;
+    GetStatusResponse response;
+    ASSERT_TRUE(Call([&](auto done) { remote_->GetStatusAsync(&request, &response, done); }).ok());
+  }
+  void TearDown() override {
+    remote_.reset();
+    server_.reset();
+  }
+
+ private:
+  FakeWorker fake_;  // outlives the server
+  std::unique_ptr<GrpcWorkerServer> server_;
+  std::unique_ptr<WorkerInterface> remote_;
+};
+const ::testing::Environment* const kCallbackQueueKeepalive =
+    ::testing::AddGlobalTestEnvironment(new CallbackQueueKeepalive);
+
 class GrpcWorkerTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -414,7 +414,9 @@ TEST(FIFOQueue, FixedShapeRowsAndStringTuplesRoundTrip) {
       ASSERT_EQ(one.tuple[0].shape(), TensorShape({2, 3}));
       EXPECT_EQ(one.tuple[0].data<float>()[5], next_out * 10 + 5);
       EXPECT_EQ(one.tuple[1].scalar<int64_t>(), next_out);
-      if (with_string) EXPECT_EQ(one.tuple[2].scalar<tstring>(), absl::StrCat("e", next_out));
+      if (with_string) {
+        EXPECT_EQ(one.tuple[2].scalar<tstring>(), absl::StrCat("e", next_out));
+      }
       ++next_out;
       Result rest;
       q->TryDequeueMany(n - 1, false, nullptr, rest.OnDequeue());
@@ -424,7 +426,9 @@ TEST(FIFOQueue, FixedShapeRowsAndStringTuplesRoundTrip) {
         EXPECT_EQ(rest.tuple[0].data<float>()[i * 6], next_out * 10);
         EXPECT_EQ(rest.tuple[0].data<float>()[i * 6 + 4], next_out * 10 + 4);
         EXPECT_EQ(rest.tuple[1].data<int64_t>()[i], next_out);
-        if (with_string) EXPECT_EQ(rest.tuple[2].data<tstring>()[i], absl::StrCat("e", next_out));
+        if (with_string) {
+          EXPECT_EQ(rest.tuple[2].data<tstring>()[i], absl::StrCat("e", next_out));
+        }
       }
     }
     EXPECT_EQ(q->Size(), 0);

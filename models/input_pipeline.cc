@@ -112,7 +112,7 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
   // The queue holds the file's bytes (uint8 pixels and labels); each batch is
   // converted after it leaves the queue. Stored as floats, fashion_mlp's
   // 20000-example shuffle buffer took 63 MB, more than the L3 cache, and
-  // gathering a batch out of it cost 150-200 us of cache misses per step; as
+  // gathering a batch out of it cost 200-300 us of cache misses per step; as
   // bytes it is 16 MB, and the conversion touches only the batch.
   auto batched = AddBatch(in, {{shaped, DT_UINT8, TensorShape(item)}, {label_scalar, DT_UINT8, TensorShape()}}, batch);
   if (!batched.ok()) return batched.status();

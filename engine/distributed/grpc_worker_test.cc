@@ -159,6 +159,18 @@ GrpcChannelOptions TestChannelOptions() {
   return options;
 }
 
+// A GrpcWorkerServer over `fake` on a free port of 127.0.0.1, and a client
+// of it (test channel options).
+void StartServerAndClient(FakeWorker* fake, std::unique_ptr<GrpcWorkerServer>* server, std::string* address,
+                          std::unique_ptr<WorkerInterface>* remote) {
+  auto started = GrpcWorkerServer::Start(GrpcServerOptions(), fake);
+  ASSERT_TRUE(started.ok()) << started.status();
+  *server = *std::move(started);
+  ASSERT_GT((*server)->port(), 0);
+  *address = absl::StrCat("127.0.0.1:", (*server)->port());
+  *remote = NewGrpcRemoteWorker(kTask, *address, TestChannelOptions());
+}
+
 // gRPC keeps one process-wide completion queue for callback-API calls (when
 // its I/O manager does not run in the background, as on Linux). A channel or
 // server takes a reference on first use and drops it when destroyed; at zero
@@ -172,10 +184,9 @@ GrpcChannelOptions TestChannelOptions() {
 class CallbackQueueKeepalive : public ::testing::Environment {
  public:
   void SetUp() override {
-    auto server = GrpcWorkerServer::Start(GrpcServerOptions(), &fake_);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    remote_ = NewGrpcRemoteWorker(kTask, absl::StrCat("127.0.0.1:", server_->port()), TestChannelOptions());
+    std::string address;
+    StartServerAndClient(&fake_, &server_, &address, &remote_);
+    ASSERT_NE(remote_, nullptr);
     GetStatusRequest request;
     GetStatusResponse response;
     ASSERT_TRUE(Call([&](auto done) { remote_->GetStatusAsync(&request, &response, done); }).ok());
@@ -195,14 +206,7 @@ const ::testing::Environment* const kCallbackQueueKeepalive =
 
 class GrpcWorkerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    auto server = GrpcWorkerServer::Start(GrpcServerOptions(), &fake_);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    ASSERT_GT(server_->port(), 0);
-    address_ = absl::StrCat("127.0.0.1:", server_->port());
-    remote_ = NewGrpcRemoteWorker(kTask, address_, TestChannelOptions());
-  }
+  void SetUp() override { StartServerAndClient(&fake_, &server_, &address_, &remote_); }
 
   void TearDown() override {
     remote_.reset();

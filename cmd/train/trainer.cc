@@ -664,6 +664,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   session_options.fuse_bias_activation = !rewrites.has_fuse_bias_activation() || rewrites.fuse_bias_activation();
   const config::Kernels& kernels = e.train().kernels();
   session_options.onednn_kernels = !kernels.has_onednn() || kernels.onednn();  // unset: on
+  session_options.winograd_kernels = !kernels.has_winograd() || kernels.winograd();  // unset: on
   // In a cluster: this task's server, then every task's answer, then a
   // session over all of them. Declared before the session, so the session
   // goes first and the other tasks are told to stop last.

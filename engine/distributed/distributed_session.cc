@@ -194,6 +194,7 @@ class DistributedSession : public Session {
     step_options.enable_identity_removal = options_.session.enable_identity_removal;
     step_options.fuse_bias_activation = options_.session.fuse_bias_activation;
     step_options.onednn_kernels = options_.session.onednn_kernels;
+    step_options.winograd_kernels = options_.session.winograd_kernels;
     auto built = BuildStepGraph(step_options, graph_def, feeds, fetches, targets);
     if (!built.ok()) return built.status();
     auto step = std::make_shared<RegisteredStep>();

@@ -257,6 +257,10 @@ using KernelFactory = std::function<OpKernel*(OpKernelConstruction*)>;
 // such as oneDNN), chosen per node by a graph pass (engine/graph/
 // kernel_selection.h) rather than per process.
 inline constexpr char kKernelLabelAttr[] = "_kernel";
+// A labeled kernel that takes only some shapes (the Winograd convolutions)
+// hands the others to the kernel labeled with this string attr (none or
+// empty: the unlabeled one).
+inline constexpr char kKernelFallbackAttr[] = "_kernel_fallback";
 
 class KernelDefBuilder {
  public:

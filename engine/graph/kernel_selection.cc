@@ -15,6 +15,13 @@ int SelectLabeledKernels(const KernelSelectionOptions& options, Graph* graph) {
     NodeDef labeled = n->def();
     (*labeled.mutable_attr())[kKernelLabelAttr] = MakeAttr(options.label);
     if (!KernelRegistry::Global()->HasKernel(options.device_type, labeled)) continue;
+    if (!options.fallback_label.empty()) {
+      NodeDef fallback = n->def();
+      (*fallback.mutable_attr())[kKernelLabelAttr] = MakeAttr(options.fallback_label);
+      if (KernelRegistry::Global()->HasKernel(options.device_type, fallback)) {
+        (*labeled.mutable_attr())[kKernelFallbackAttr] = MakeAttr(options.fallback_label);
+      }
+    }
     *n->mutable_def() = std::move(labeled);
     ++marked;
   }

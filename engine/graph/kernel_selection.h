@@ -23,6 +23,10 @@ namespace sluice {
 struct KernelSelectionOptions {
   // The label to select, e.g. "onednn".
   std::string label;
+  // When not empty: marked nodes that also have a kernel with this label get
+  // it as their `_kernel_fallback` attr (kKernelFallbackAttr), the kernel
+  // that runs the shapes the selected one does not take.
+  std::string fallback_label;
   // Only nodes assigned to a device of this type are considered.
   std::string device_type = "CPU";
 };

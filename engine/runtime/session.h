@@ -56,6 +56,11 @@ struct SessionOptions {
   // other rewrites. Off by default; `train { kernels { onednn: true } }`
   // turns it on.
   bool onednn_kernels = false;
+  // float32 5x5 stride-1 convolutions with enough channels run Winograd
+  // kernels (engine/kernels/winograd_conv.h; other shapes keep the kernel they
+  // would have had), selected before the oneDNN ones. Off by default;
+  // `train { kernels { winograd } }` (unset: on) sets it.
+  bool winograd_kernels = false;
   // The devices the graph is placed on; null: this process's (DeviceMgr::Local()).
   // Borrowed: must outlive the session.
   DeviceMgr* device_mgr = nullptr;

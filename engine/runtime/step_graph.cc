@@ -130,6 +130,12 @@ absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const 
   // After the fetch rewrite: a fetched intermediate has a _Send/_Retval
   // consumer, which keeps its chain from fusing.
   if (options.fuse_bias_activation) FuseBiasActivation(FusionOptions(), graph);
+  if (options.winograd_kernels) {
+    KernelSelectionOptions select;
+    select.label = "winograd";
+    if (options.onednn_kernels) select.fallback_label = "onednn";
+    SelectLabeledKernels(select, graph);
+  }
   if (options.onednn_kernels) {
     KernelSelectionOptions select;
     select.label = "onednn";

@@ -63,8 +63,11 @@ struct StepGraphOptions {
   bool enable_identity_removal = true;
   // FuseBiasActivation (CPU nodes only).
   bool fuse_bias_activation = true;
-  // Last: nodes with a oneDNN kernel (engine/kernels/onednn) get it
-  // (SelectLabeledKernels, engine/graph/kernel_selection.h).
+  // Last: nodes with a Winograd kernel (engine/kernels/winograd_conv_ops.cc)
+  // get it, then nodes with a oneDNN kernel (engine/kernels/onednn) get that
+  // (SelectLabeledKernels, engine/graph/kernel_selection.h); a Winograd node
+  // falls back to oneDNN's kernel when both are on.
+  bool winograd_kernels = false;
   bool onednn_kernels = false;
 };
 

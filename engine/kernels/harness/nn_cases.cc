@@ -471,6 +471,11 @@ std::vector<ConvSpec> ConvSpecs(Rng* rng, bool small) {
     // One input channel, 32 filters (the CNN's first layer): the float32
     // filter gradient takes its patches^T x dy form.
     specs.push_back({TensorShape({3, 10, 9, 1}), TensorShape({5, 5, 1, 32}), 1, 1, true});
+    // 5x5 at stride 1 with 16 or more channels: the Winograd kernels' shapes
+    // (winograd_conv.h), with odd sizes (partial 2x2 blocks at the edges),
+    // channels that are not a multiple of the vector width, and VALID.
+    specs.push_back({TensorShape({2, 9, 7, 16}), TensorShape({5, 5, 16, 20}), 1, 1, true});
+    specs.push_back({TensorShape({1, 8, 11, 24}), TensorShape({5, 5, 24, 16}), 1, 1, false});
     specs.push_back({TensorShape({0, 4, 4, 2}), TensorShape({2, 2, 2, 3}), 1, 1, true});  // empty batch
     specs.push_back({TensorShape({2, 4, 4, 0}), TensorShape({2, 2, 0, 3}), 1, 1, true});  // no input channels
     TensorShape in = RandomShape(rng, 4, 1, 6);

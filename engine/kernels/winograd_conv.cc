@@ -1,0 +1,605 @@
+// See winograd_conv.h. The transforms (points 0, +-1, +-2, infinity; derived
+// by Toom-Cook interpolation and checked exactly in rational arithmetic):
+//
+//   input  B^T (6x6), shared:    [4  0 -5  0  1  0]
+//                                [0  4  4 -1 -1  0]
+//                                [0 -4  4  1 -1  0]
+//                                [0 -2 -1  2  1  0]
+//                                [0  2 -1 -2  1  0]
+//                                [0  4  0 -5  0  1]
+//   F(2, 5): filter G (6x5, kForwardG) and output A^T (2x6, ForwardOutput1D);
+//   F(5, 2): output gradient G' (6x2, FilterGradOutputGradient1D) and
+//            filter gradient A'^T (5x6, kFilterGradAT).
+// A 2-D transform applies the 1-D one to the columns, then to the rows:
+// V = B^T d B, U = G w G^T, y = A^T (U . V) A.
+//
+// Layout of the transformed domain: a block of `tiles` tiles holds
+// V[tile][p][channel] and M[tile][p][out channel] (p = 6 * i + j, the 36
+// points), so each tile's transform reads or writes one contiguous run (with
+// the point outermost, each of its 36 vectors went to another cache line, and
+// the transforms took twice as long); the product of point p reads every
+// 36th row. The transformed filter is U[p][in][out]. Channel counts are
+// rounded up to the vector width (kLanes) with zeros, so every product runs
+// on whole vectors.
+#include "engine/kernels/winograd_conv.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+#include "engine/kernels/run_tasks.h"
+
+namespace sluice {
+namespace winograd {
+namespace {
+
+std::atomic<int64_t> g_runs{0};
+
+constexpr int kAlpha = 6;                  // side of a transformed tile
+constexpr int kPoints = kAlpha * kAlpha;   // 36
+constexpr int kOut = kAlpha - kFilterSize + 1;  // 2: side of an output block
+
+// ---- Vectors (the widest this build's target has) ----
+
+#if defined(__AVX512F__)
+using Vec = __m512;
+constexpr int kLanes = 16;
+constexpr int kMaxVectors = 4;  // columns of a product tile, in vectors
+constexpr int kAccumulators = 24;
+inline Vec Splat(float x) { return _mm512_set1_ps(x); }
+inline Vec Fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+// max(0, v), NaN kept (the second operand is returned when either is NaN).
+inline Vec Max0(Vec v) { return _mm512_max_ps(_mm512_setzero_ps(), v); }
+#elif defined(__AVX2__) && defined(__FMA__)
+using Vec = __m256;
+constexpr int kLanes = 8;
+constexpr int kMaxVectors = 2;
+constexpr int kAccumulators = 12;
+inline Vec Splat(float x) { return _mm256_set1_ps(x); }
+inline Vec Fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+inline Vec Max0(Vec v) { return _mm256_max_ps(_mm256_setzero_ps(), v); }
+#else
+typedef float Vec __attribute__((vector_size(16)));
+constexpr int kLanes = 4;
+constexpr int kMaxVectors = 2;
+constexpr int kAccumulators = 8;
+inline Vec Splat(float x) { return Vec{x, x, x, x}; }
+inline Vec Fma(Vec a, Vec b, Vec c) { return a * b + c; }
+inline Vec Max0(Vec v) { return v < 0.0f ? Vec{} : v; }
+#endif
+
+inline Vec Zero() { return Splat(0.0f); }
+inline Vec Load(const float* p) {
+  Vec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void Store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+// The first `lanes` floats at p, zeros after them.
+inline Vec LoadPartial(const float* p, int64_t lanes) {
+  float buffer[kLanes] = {};
+  std::memcpy(buffer, p, static_cast<size_t>(lanes) * sizeof(float));
+  return Load(buffer);
+}
+inline void StorePartial(float* p, Vec v, int64_t lanes) {
+  float buffer[kLanes];
+  Store(buffer, v);
+  std::memcpy(p, buffer, static_cast<size_t>(lanes) * sizeof(float));
+}
+
+int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+int64_t CeilDiv(int64_t x, int64_t m) { return (x + m - 1) / m; }
+
+// ---- The transforms ----
+
+constexpr float kForwardG[kAlpha][kFilterSize] = {
+    {1.0f / 4, 0, 0, 0, 0},
+    {1.0f / 6, 1.0f / 6, 1.0f / 6, 1.0f / 6, 1.0f / 6},
+    {1.0f / 6, -1.0f / 6, 1.0f / 6, -1.0f / 6, 1.0f / 6},
+    {1.0f / 24, 1.0f / 12, 1.0f / 6, 1.0f / 3, 2.0f / 3},
+    {1.0f / 24, -1.0f / 12, 1.0f / 6, -1.0f / 3, 2.0f / 3},
+    {0, 0, 0, 0, 1},
+};
+constexpr float kFilterGradAT[kFilterSize][kAlpha] = {
+    {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 0}, {0, 1, 1, 16, 16, 1},
+};
+
+// B^T applied to six vectors (in place of the column or row they came from).
+inline void InputTransform1D(const Vec d[kAlpha], Vec o[kAlpha]) {
+  const Vec four = Splat(4.0f), five = Splat(5.0f), two = Splat(2.0f);
+  o[0] = Fma(four, d[0], d[4]) - five * d[2];
+  o[1] = Fma(four, d[1] + d[2], -(d[3] + d[4]));
+  o[2] = Fma(four, d[2] - d[1], d[3] - d[4]);
+  o[3] = Fma(two, d[3] - d[1], d[4] - d[2]);
+  o[4] = Fma(two, d[1] - d[3], d[4] - d[2]);
+  o[5] = Fma(four, d[1], d[5]) - five * d[3];
+}
+
+// A^T of F(2, 5) applied to six vectors.
+inline void ForwardOutput1D(const Vec m[kAlpha], Vec y[kOut]) {
+  y[0] = m[0] + m[1] + m[2] + m[3] + m[4];
+  y[1] = Fma(Splat(2.0f), m[3] - m[4], m[1] - m[2]) + m[5];
+}
+
+// G' of F(5, 2) applied to two vectors.
+// G' = [1/4 0; 1/6 1/6; 1/6 -1/6; 1/24 1/12; 1/24 -1/12; 0 1].
+inline void FilterGradOutputGradient1D(const Vec g[kOut], Vec o[kAlpha]) {
+  const Vec sixth0 = Splat(1.0f / 6) * g[0], sixth1 = Splat(1.0f / 6) * g[1];
+  const Vec a = Splat(1.0f / 24) * g[0], b = Splat(1.0f / 12) * g[1];
+  o[0] = Splat(1.0f / 4) * g[0];
+  o[1] = sixth0 + sixth1;
+  o[2] = sixth0 - sixth1;
+  o[3] = a + b;
+  o[4] = a - b;
+  o[5] = g[1];
+}
+
+// Where the channels of a tile sit: `lanes` valid channels of a vector.
+struct Image {
+  const float* data;  // [rows, cols, channels]
+  int64_t rows, cols, channels;
+};
+
+// V[p * point_stride + c] = (B^T d B)[p] for the 6x6 window of `image` whose
+// top left is (row0, col0) (zeros outside the image), channels [0, padded).
+void TransformInputTile(const Image& image, int64_t row0, int64_t col0, int64_t padded, float* v,
+                        int64_t point_stride) {
+  const bool inside = row0 >= 0 && col0 >= 0 && row0 + kAlpha <= image.rows && col0 + kAlpha <= image.cols;
+  for (int64_t c0 = 0; c0 < padded; c0 += kLanes) {
+    const int64_t lanes = std::min<int64_t>(kLanes, image.channels - c0);
+    Vec t[kAlpha][kAlpha];  // B^T d, by rows
+#pragma GCC unroll 6
+    for (int j = 0; j < kAlpha; ++j) {
+      Vec column[kAlpha];
+      const int64_t x = col0 + j;
+#pragma GCC unroll 6
+      for (int i = 0; i < kAlpha; ++i) {
+        const int64_t y = row0 + i;
+        const float* at = image.data + (y * image.cols + x) * image.channels + c0;
+        if (inside && lanes == kLanes) {
+          column[i] = Load(at);
+        } else if (y < 0 || y >= image.rows || x < 0 || x >= image.cols || lanes <= 0) {
+          column[i] = Zero();
+        } else {
+          column[i] = lanes == kLanes ? Load(at) : LoadPartial(at, lanes);
+        }
+      }
+      Vec out[kAlpha];
+      InputTransform1D(column, out);
+#pragma GCC unroll 6
+      for (int i = 0; i < kAlpha; ++i) t[i][j] = out[i];
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < kAlpha; ++i) {
+      Vec out[kAlpha];
+      InputTransform1D(t[i], out);
+#pragma GCC unroll 6
+      for (int j = 0; j < kAlpha; ++j) Store(v + (i * kAlpha + j) * point_stride + c0, out[j]);
+    }
+  }
+}
+
+// U[p][c][k] (c < padded_in, k < padded_out, zeros in the padding) = (G w G^T)[p]
+// for an HWIO 5x5 filter w [5, 5, in, out].
+void TransformFilter(const float* w, int64_t in, int64_t out, int64_t padded_in, int64_t padded_out, float* u) {
+  std::fill(u, u + kPoints * padded_in * padded_out, 0.0f);
+  for (int64_t c = 0; c < in; ++c) {
+    for (int64_t k0 = 0; k0 < out; k0 += kLanes) {
+      const int64_t lanes = std::min<int64_t>(kLanes, out - k0);
+      Vec g[kFilterSize][kFilterSize];
+#pragma GCC unroll 6
+      for (int a = 0; a < kFilterSize; ++a) {
+#pragma GCC unroll 6
+        for (int b = 0; b < kFilterSize; ++b) {
+          const float* at = w + ((a * kFilterSize + b) * in + c) * out + k0;
+          g[a][b] = lanes == kLanes ? Load(at) : LoadPartial(at, lanes);
+        }
+      }
+      Vec t[kAlpha][kFilterSize];  // G g
+#pragma GCC unroll 6
+      for (int i = 0; i < kAlpha; ++i) {
+#pragma GCC unroll 6
+        for (int b = 0; b < kFilterSize; ++b) {
+          Vec s = Zero();
+#pragma GCC unroll 6
+          for (int a = 0; a < kFilterSize; ++a) {
+            if (kForwardG[i][a] != 0.0f) s = Fma(Splat(kForwardG[i][a]), g[a][b], s);
+          }
+          t[i][b] = s;
+        }
+      }
+#pragma GCC unroll 6
+      for (int i = 0; i < kAlpha; ++i) {
+#pragma GCC unroll 6
+        for (int j = 0; j < kAlpha; ++j) {
+          Vec s = Zero();
+#pragma GCC unroll 6
+          for (int b = 0; b < kFilterSize; ++b) {
+            if (kForwardG[j][b] != 0.0f) s = Fma(t[i][b], Splat(kForwardG[j][b]), s);
+          }
+          Store(u + ((i * kAlpha + j) * padded_in + c) * padded_out + k0, s);
+        }
+      }
+    }
+  }
+}
+
+// ---- Products in the transformed domain ----
+
+// c[r][k] (+)= sum_p a[r * a_row + p * a_step] * b[p * ldb + k] for r < R,
+// k < NV * kLanes: R x NV vectors of accumulators in registers.
+template <int R, int NV>
+void ProductTile(int64_t depth, const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t ldb, float* c,
+                 int64_t ldc, bool accumulate) {
+  // GCC's -O2 does not unroll these loops by itself, and the accumulators
+  // then live in memory.
+  Vec acc[R][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = accumulate ? Load(c + r * ldc + v * kLanes) : Zero();
+  }
+  for (int64_t p = 0; p < depth; ++p) {
+    Vec bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = Load(b + p * ldb + v * kLanes);
+    const float* ap = a + p * a_step;
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const Vec av = Splat(ap[r * a_row]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = Fma(av, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) Store(c + r * ldc + v * kLanes, acc[r][v]);
+  }
+}
+
+using ProductTileFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t, bool);
+
+// Rows per tile with NV vectors of columns: as many as the accumulators allow.
+constexpr int RowsFor(int vectors) { return std::min(12, kAccumulators / vectors); }
+
+template <int NV, int... Rows>
+constexpr std::array<ProductTileFn, sizeof...(Rows)> RowTable(std::integer_sequence<int, Rows...>) {
+  return {&ProductTile<Rows + 1, NV>...};
+}
+template <int NV>
+ProductTileFn TileFor(int rows) {
+  static constexpr auto table = RowTable<NV>(std::make_integer_sequence<int, RowsFor(NV)>());
+  return table[rows - 1];
+}
+ProductTileFn TileFor(int vectors, int rows) {
+  switch (vectors) {
+    case 1:
+      return TileFor<1>(rows);
+    case 2:
+      return TileFor<2>(rows);
+#if defined(__AVX512F__)
+    case 3:
+      return TileFor<3>(rows);
+    case 4:
+      return TileFor<4>(rows);
+#endif
+  }
+  return nullptr;
+}
+
+// c[r][k] (+)= sum_p a(r, p) b[p][k] for r < rows, k < cols (a multiple of
+// kLanes), with a(r, p) = a[r * a_row + p * a_step].
+void Product(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_row, int64_t a_step, const float* b,
+             int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  for (int64_t k0 = 0; k0 < cols; k0 += kMaxVectors * kLanes) {
+    const int vectors = static_cast<int>(std::min<int64_t>(kMaxVectors, (cols - k0) / kLanes));
+    // Rows spread evenly over the fewest tiles (32 rows: 6, 6, 5, 5, 5, 5
+    // rather than five of 6 and one of 2, whose few accumulators leave the
+    // FMA units waiting on loads).
+    const int64_t tiles = CeilDiv(rows, RowsFor(vectors));
+    for (int64_t tile = 0, r0 = 0; tile < tiles; ++tile) {
+      const int r = static_cast<int>(rows / tiles + (tile < rows % tiles ? 1 : 0));
+      TileFor(vectors, r)(depth, a + r0 * a_row, a_row, a_step, b + k0, ldb, c + r0 * ldc + k0, ldc, accumulate);
+      r0 += r;
+    }
+  }
+}
+
+// ---- Blocks of tiles ----
+
+// Bytes of a block's transformed tiles (and, for the filter gradient, its
+// partial sums): most of a 1 MiB L2 cache, leaving room for the filter.
+constexpr int64_t kBlockBytes = 576 * 1024;
+
+// Tiles per block for `floats_per_tile` transformed floats per tile: a
+// multiple of 12 (whole product tiles) between 12 and 240.
+int64_t TilesPerBlock(int64_t floats_per_tile) {
+  const int64_t fit = kBlockBytes / (floats_per_tile * static_cast<int64_t>(sizeof(float)));
+  return std::clamp<int64_t>(fit / 12 * 12, 12, 240);
+}
+
+// A per-thread buffer that only grows (the blocks' transformed tiles).
+float* ThreadBuffer(int64_t floats) {
+  thread_local std::vector<float> buffer;
+  if (static_cast<int64_t>(buffer.size()) < floats) buffer.resize(static_cast<size_t>(floats));
+  return buffer.data();
+}
+
+struct TileGrid {
+  int64_t rows, cols;  // output blocks per image, down and across
+  int64_t per_image() const { return rows * cols; }
+};
+
+TileGrid GridOf(const ConvDims& d) { return {CeilDiv(d.out_rows, kOut), CeilDiv(d.out_cols, kOut)}; }
+
+// y for tiles [first, last) of the forward convolution, u the transformed
+// filter.
+void ForwardTiles(const ConvDims& d, const float* x, const float* u, const float* bias, bool relu, float* y,
+                  int64_t first, int64_t last, int64_t tiles_per_block) {
+  const int64_t padded_in = RoundUp(d.in_channels, kLanes), padded_out = RoundUp(d.out_channels, kLanes);
+  const TileGrid grid = GridOf(d);
+  float* v = ThreadBuffer(kPoints * tiles_per_block * (padded_in + padded_out));
+  float* m = v + kPoints * tiles_per_block * padded_in;
+  for (int64_t b0 = first; b0 < last; b0 += tiles_per_block) {
+    const int64_t tiles = std::min(tiles_per_block, last - b0);
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t tile = b0 + t, n = tile / grid.per_image(), at = tile % grid.per_image();
+      const int64_t ty = at / grid.cols, tx = at % grid.cols;
+      const Image image{x + n * d.in_rows * d.in_cols * d.in_channels, d.in_rows, d.in_cols, d.in_channels};
+      TransformInputTile(image, ty * kOut - d.pad_top, tx * kOut - d.pad_left, padded_in, v + t * kPoints * padded_in,
+                         padded_in);
+    }
+    for (int p = 0; p < kPoints; ++p) {
+      Product(tiles, padded_out, padded_in, v + p * padded_in, kPoints * padded_in, 1, u + p * padded_in * padded_out,
+              padded_out, m + p * padded_out, kPoints * padded_out, /*accumulate=*/false);
+    }
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t tile = b0 + t, n = tile / grid.per_image(), at = tile % grid.per_image();
+      const int64_t oy = at / grid.cols * kOut, ox = at % grid.cols * kOut;
+      const int64_t out_rows = std::min<int64_t>(kOut, d.out_rows - oy), out_cols = std::min<int64_t>(kOut, d.out_cols - ox);
+      float* out = y + ((n * d.out_rows + oy) * d.out_cols + ox) * d.out_channels;
+      for (int64_t k0 = 0; k0 < d.out_channels; k0 += kLanes) {
+        const int64_t lanes = std::min<int64_t>(kLanes, d.out_channels - k0);
+        Vec s[kOut][kAlpha];  // A^T M, by rows
+#pragma GCC unroll 6
+        for (int j = 0; j < kAlpha; ++j) {
+          Vec column[kAlpha], reduced[kOut];
+#pragma GCC unroll 6
+          for (int i = 0; i < kAlpha; ++i) column[i] = Load(m + (t * kPoints + i * kAlpha + j) * padded_out + k0);
+          ForwardOutput1D(column, reduced);
+#pragma GCC unroll 6
+          for (int i = 0; i < kOut; ++i) s[i][j] = reduced[i];
+        }
+        const Vec b = bias == nullptr ? Zero() : lanes == kLanes ? Load(bias + k0) : LoadPartial(bias + k0, lanes);
+#pragma GCC unroll 6
+        for (int i = 0; i < out_rows; ++i) {
+          Vec row[kOut];
+          ForwardOutput1D(s[i], row);
+#pragma GCC unroll 6
+          for (int j = 0; j < out_cols; ++j) {
+            Vec value = row[j];
+            if (bias != nullptr) value = value + b;
+            if (relu) value = Max0(value);
+            float* to = out + (i * d.out_cols + j) * d.out_channels + k0;
+            if (lanes == kLanes) {
+              Store(to, value);
+            } else {
+              StorePartial(to, value, lanes);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The partial filter gradient of tiles [first, last) added to acc
+// ([36][padded_in][padded_out], transformed domain).
+void FilterGradTiles(const ConvDims& d, const float* x, const float* dy, int64_t first, int64_t last,
+                     int64_t tiles_per_block, float* acc) {
+  const int64_t padded_in = RoundUp(d.in_channels, kLanes), padded_out = RoundUp(d.out_channels, kLanes);
+  const TileGrid grid = GridOf(d);
+  float* v = ThreadBuffer(kPoints * tiles_per_block * (padded_in + padded_out));
+  float* g = v + kPoints * tiles_per_block * padded_in;
+  for (int64_t b0 = first; b0 < last; b0 += tiles_per_block) {
+    const int64_t tiles = std::min(tiles_per_block, last - b0);
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t tile = b0 + t, n = tile / grid.per_image(), at = tile % grid.per_image();
+      const int64_t oy = at / grid.cols * kOut, ox = at % grid.cols * kOut;
+      const Image image{x + n * d.in_rows * d.in_cols * d.in_channels, d.in_rows, d.in_cols, d.in_channels};
+      TransformInputTile(image, oy - d.pad_top, ox - d.pad_left, padded_in, v + t * kPoints * padded_in, padded_in);
+      // G' dy G^T' of the tile's 2x2 output gradient (zeros past the edge).
+      const float* dy_image = dy + n * d.out_rows * d.out_cols * d.out_channels;
+      for (int64_t k0 = 0; k0 < padded_out; k0 += kLanes) {
+        const int64_t lanes = std::min<int64_t>(kLanes, d.out_channels - k0);
+        Vec e[kOut][kOut];
+#pragma GCC unroll 6
+        for (int i = 0; i < kOut; ++i) {
+#pragma GCC unroll 6
+          for (int j = 0; j < kOut; ++j) {
+            const float* at_dy = dy_image + ((oy + i) * d.out_cols + ox + j) * d.out_channels + k0;
+            if (oy + i >= d.out_rows || ox + j >= d.out_cols || lanes <= 0) {
+              e[i][j] = Zero();
+            } else {
+              e[i][j] = lanes == kLanes ? Load(at_dy) : LoadPartial(at_dy, lanes);
+            }
+          }
+        }
+        Vec columns[kAlpha][kOut];  // G' e, by rows
+#pragma GCC unroll 6
+        for (int j = 0; j < kOut; ++j) {
+          const Vec column[kOut] = {e[0][j], e[1][j]};
+          Vec out[kAlpha];
+          FilterGradOutputGradient1D(column, out);
+#pragma GCC unroll 6
+          for (int i = 0; i < kAlpha; ++i) columns[i][j] = out[i];
+        }
+#pragma GCC unroll 6
+        for (int i = 0; i < kAlpha; ++i) {
+          Vec out[kAlpha];
+          FilterGradOutputGradient1D(columns[i], out);
+#pragma GCC unroll 6
+          for (int j = 0; j < kAlpha; ++j) Store(g + (t * kPoints + i * kAlpha + j) * padded_out + k0, out[j]);
+        }
+      }
+    }
+    // acc[p][c][k] += sum_t V[p][t][c] G[p][t][k]
+    for (int p = 0; p < kPoints; ++p) {
+      Product(padded_in, padded_out, tiles, v + p * padded_in, 1, kPoints * padded_in, g + p * padded_out,
+              kPoints * padded_out, acc + p * padded_in * padded_out, padded_out, /*accumulate=*/true);
+    }
+  }
+}
+
+// dw [5, 5, in, out] = A'^T acc A' (acc in the transformed domain).
+void FilterGradOutput(const ConvDims& d, const float* acc, float* dw) {
+  const int64_t padded_in = RoundUp(d.in_channels, kLanes), padded_out = RoundUp(d.out_channels, kLanes);
+  for (int64_t c = 0; c < d.in_channels; ++c) {
+    for (int64_t k0 = 0; k0 < d.out_channels; k0 += kLanes) {
+      const int64_t lanes = std::min<int64_t>(kLanes, d.out_channels - k0);
+      Vec t[kFilterSize][kAlpha];  // A'^T acc
+#pragma GCC unroll 6
+      for (int a = 0; a < kFilterSize; ++a) {
+#pragma GCC unroll 6
+        for (int j = 0; j < kAlpha; ++j) {
+          Vec s = Zero();
+#pragma GCC unroll 6
+          for (int i = 0; i < kAlpha; ++i) {
+            if (kFilterGradAT[a][i] != 0.0f) {
+              s = Fma(Splat(kFilterGradAT[a][i]), Load(acc + ((i * kAlpha + j) * padded_in + c) * padded_out + k0), s);
+            }
+          }
+          t[a][j] = s;
+        }
+      }
+#pragma GCC unroll 6
+      for (int a = 0; a < kFilterSize; ++a) {
+#pragma GCC unroll 6
+        for (int b = 0; b < kFilterSize; ++b) {
+          Vec s = Zero();
+#pragma GCC unroll 6
+          for (int j = 0; j < kAlpha; ++j) {
+            if (kFilterGradAT[b][j] != 0.0f) s = Fma(t[a][j], Splat(kFilterGradAT[b][j]), s);
+          }
+          float* to = dw + ((a * kFilterSize + b) * d.in_channels + c) * d.out_channels + k0;
+          if (lanes == kLanes) {
+            Store(to, s);
+          } else {
+            StorePartial(to, s, lanes);
+          }
+        }
+      }
+    }
+  }
+}
+
+int64_t TileCount(const ConvDims& d) { return d.batch * GridOf(d).per_image(); }
+
+// Rough cycles per tile, for ParallelForRanges' cut.
+int64_t CostPerTile(const ConvDims& d) {
+  return kPoints * RoundUp(d.in_channels, kLanes) * RoundUp(d.out_channels, kLanes) / kLanes + 1;
+}
+
+int64_t TilesPerBlockFor(const ConvDims& d) {
+  return TilesPerBlock(kPoints * (RoundUp(d.in_channels, kLanes) + RoundUp(d.out_channels, kLanes)));
+}
+
+// The forward convolution with a filter already in the transformed domain.
+void ForwardTransformed(const ConvDims& d, const float* x, const float* u, const float* bias, bool relu, float* y,
+                        const Threads& threads) {
+  const int64_t per_block = TilesPerBlockFor(d);
+  ParallelForRanges(threads.pool, threads.count, TileCount(d), CostPerTile(d), per_block,
+                    [&](int64_t first, int64_t last) { ForwardTiles(d, x, u, bias, relu, y, first, last, per_block); });
+}
+
+}  // namespace
+
+int64_t Runs() { return g_runs.load(std::memory_order_relaxed); }
+
+bool Worthwhile(const ConvDims& d) {
+  if (d.batch <= 0 || d.in_rows <= 0 || d.in_cols <= 0 || d.out_rows <= 0 || d.out_cols <= 0) return false;
+  // Fewer channels than a vector: most of each product would be padding.
+  if (d.in_channels < 16 || d.out_channels < 16) return false;
+  const int64_t pad_bottom = d.out_rows + kFilterSize - 1 - d.in_rows - d.pad_top;
+  const int64_t pad_right = d.out_cols + kFilterSize - 1 - d.in_cols - d.pad_left;
+  auto ok = [](int64_t pad) { return pad >= 0 && pad < kFilterSize; };
+  return ok(d.pad_top) && ok(d.pad_left) && ok(pad_bottom) && ok(pad_right);
+}
+
+ConvDims BackpropDims(const ConvDims& d) {
+  ConvDims b;
+  b.batch = d.batch;
+  b.in_rows = d.out_rows;
+  b.in_cols = d.out_cols;
+  b.in_channels = d.out_channels;
+  b.out_rows = d.in_rows;
+  b.out_cols = d.in_cols;
+  b.out_channels = d.in_channels;
+  b.pad_top = kFilterSize - 1 - d.pad_top;
+  b.pad_left = kFilterSize - 1 - d.pad_left;
+  return b;
+}
+
+void Forward(const ConvDims& d, const float* x, const float* w, const float* bias, bool relu, float* y,
+             const Threads& threads) {
+  g_runs.fetch_add(1, std::memory_order_relaxed);
+  const int64_t padded_in = RoundUp(d.in_channels, kLanes), padded_out = RoundUp(d.out_channels, kLanes);
+  std::vector<float> u(static_cast<size_t>(kPoints * padded_in * padded_out));
+  TransformFilter(w, d.in_channels, d.out_channels, padded_in, padded_out, u.data());
+  ForwardTransformed(d, x, u.data(), bias, relu, y, threads);
+}
+
+void BackpropInput(const ConvDims& d, const float* w, const float* dy, float* dx, const Threads& threads) {
+  g_runs.fetch_add(1, std::memory_order_relaxed);
+  const ConvDims b = BackpropDims(d);
+  // The filter turned 180 degrees, its channels swapped: [5, 5, out, in].
+  const int64_t in = d.in_channels, out = d.out_channels;
+  std::vector<float> turned(static_cast<size_t>(kFilterSize * kFilterSize * in * out));
+#pragma GCC unroll 6
+  for (int a = 0; a < kFilterSize; ++a) {
+#pragma GCC unroll 6
+    for (int c = 0; c < kFilterSize; ++c) {
+      const float* from = w + ((kFilterSize - 1 - a) * kFilterSize + (kFilterSize - 1 - c)) * in * out;
+      float* to = turned.data() + (a * kFilterSize + c) * in * out;
+      for (int64_t i = 0; i < in; ++i) {
+        for (int64_t k = 0; k < out; ++k) to[k * in + i] = from[i * out + k];
+      }
+    }
+  }
+  const int64_t padded_in = RoundUp(b.in_channels, kLanes), padded_out = RoundUp(b.out_channels, kLanes);
+  std::vector<float> u(static_cast<size_t>(kPoints * padded_in * padded_out));
+  TransformFilter(turned.data(), b.in_channels, b.out_channels, padded_in, padded_out, u.data());
+  ForwardTransformed(b, dy, u.data(), nullptr, false, dx, threads);
+}
+
+void BackpropFilter(const ConvDims& d, const float* x, const float* dy, float* dw, const Threads& threads) {
+  g_runs.fetch_add(1, std::memory_order_relaxed);
+  const int64_t padded_in = RoundUp(d.in_channels, kLanes), padded_out = RoundUp(d.out_channels, kLanes);
+  const int64_t tiles = TileCount(d), per_block = TilesPerBlockFor(d);
+  const int64_t acc_floats = kPoints * padded_in * padded_out;
+  // One partial sum per range; ranges (not threads) fix the summation order.
+  const int64_t blocks = CeilDiv(tiles, per_block);
+  const int64_t ranges = std::max<int64_t>(1, std::min<int64_t>(std::max(threads.count, 1), blocks));
+  std::vector<float> acc(static_cast<size_t>(ranges * acc_floats), 0.0f);
+  RunTasks(threads.count > 1 ? threads.pool : nullptr, ranges, [&](int64_t r) {
+    const int64_t first = std::min(tiles, blocks * r / ranges * per_block);
+    const int64_t last = std::min(tiles, blocks * (r + 1) / ranges * per_block);
+    if (first < last) FilterGradTiles(d, x, dy, first, last, per_block, acc.data() + r * acc_floats);
+  });
+  for (int64_t r = 1; r < ranges; ++r) {
+    const float* from = acc.data() + r * acc_floats;
+    for (int64_t i = 0; i < acc_floats; ++i) acc[static_cast<size_t>(i)] += from[i];
+  }
+  FilterGradOutput(d, acc.data(), dw);
+}
+
+}  // namespace winograd
+}  // namespace sluice

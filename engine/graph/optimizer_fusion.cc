@@ -11,6 +11,7 @@
 #include "engine/framework/device_name.h"
 #include "engine/framework/types.h"
 #include "engine/graph/algorithm.h"
+#include "engine/graph/fusion_util.h"
 #include "engine/platform/logging.h"
 
 namespace sluice {
@@ -23,33 +24,10 @@ struct Chain {
   Node* last() const { return relu != nullptr ? relu : bias_add; }
 };
 
-bool IsFloat(const Node* n) {
-  DataType t;
-  return GetNodeAttr(n->def(), "T", &t).ok() && t == DT_FLOAT && n->num_outputs() >= 1 &&
-         n->output_type(0) == DT_FLOAT;
-}
-
-// The attr's value, or `absent` when the node has none (or not a string).
-std::string StringAttr(const Node* n, const char* name, const char* absent) {
-  std::string v;
-  return GetNodeAttr(n->def(), name, &v).ok() ? v : absent;
-}
-
-bool OnCpu(const Node* n) {
-  auto d = ParseDeviceName(n->assigned_device());
-  return d.ok() && d->has_type && d->type == kDeviceCpu;
-}
-
-// The node's only data out edge, or null when it has none or several.
-const Edge* SoleDataOut(const Node* n) {
-  const Edge* found = nullptr;
-  for (const Edge* e : n->out_edges()) {
-    if (e->IsControlEdge()) continue;
-    if (found != nullptr) return nullptr;
-    found = e;
-  }
-  return found;
-}
+using fusion::IsFloat;
+using fusion::OnCpu;
+using fusion::SoleDataOut;
+using fusion::StringAttr;
 
 bool Kept(const FusionOptions& options, const Node* n) { return options.keep && options.keep(n); }
 

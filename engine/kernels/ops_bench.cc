@@ -440,7 +440,9 @@ void BM_MaxPool(benchmark::State& state) {
     SetBandwidth(state, secs, 4.0 * (l.output.num_elements() + l.pooled.num_elements()), MemcpyGbps(kConvThreads));
   }
 }
-void BM_MaxPoolGrad(benchmark::State& state) {
+// `op`: MaxPoolGrad, or _FusedMaxPoolGrad (with ReluGrad's mask and the bias
+// gradient; the same bytes).
+void RunMaxPoolGrad(benchmark::State& state, const char* op) {
   Layer l = GetLayer(static_cast<int>(state.range(0)));
   Tensor x = BenchRandom(l.output);
   KernelRunner fwd(kConvThreads, "MaxPool", PoolAttrs(), {x});
@@ -450,13 +452,15 @@ void BM_MaxPoolGrad(benchmark::State& state) {
     state.SkipWithError(std::string(s.message()).c_str());
     return;
   }
-  KernelRunner r(kConvThreads, "MaxPoolGrad", PoolAttrs(), {x, y[0], BenchRandom(l.pooled)});
+  KernelRunner r(kConvThreads, op, PoolAttrs(), {x, y[0], BenchRandom(l.pooled)});
   const double secs = Loop(state, r);
   if (secs >= 0) {
     SetBandwidth(state, secs, 4.0 * (2 * l.output.num_elements() + 2 * l.pooled.num_elements()),
                  MemcpyGbps(kConvThreads));
   }
 }
+void BM_MaxPoolGrad(benchmark::State& state) { RunMaxPoolGrad(state, "MaxPoolGrad"); }
+void BM_FusedMaxPoolGrad(benchmark::State& state) { RunMaxPoolGrad(state, "_FusedMaxPoolGrad"); }
 
 // ---- Bias + activation fusion ----
 
@@ -561,6 +565,7 @@ BENCHMARK(BM_Conv2DBackpropInput)->SLUICE_LAYER_ARGS;
 BENCHMARK(BM_Conv2DBackpropFilter)->SLUICE_LAYER_ARGS;
 BENCHMARK(BM_MaxPool)->SLUICE_LAYER_ARGS;
 BENCHMARK(BM_MaxPoolGrad)->SLUICE_LAYER_ARGS;
+BENCHMARK(BM_FusedMaxPoolGrad)->SLUICE_LAYER_ARGS;
 BENCHMARK(BM_BiasRelu)
     ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1}})
     ->ArgNames({"case", "fused"})

@@ -4,11 +4,17 @@
 // (as if it held -inf), AvgPool divides by the number of covered positions
 // (TensorFlow's semantics). MaxPoolGrad sends each window's gradient to the
 // first maximal position in the window (row-major order), per channel.
+// _FusedMaxPoolGrad (float32; the fusion pass's MaxPoolGrad + ReluGrad [+
+// BiasAddGrad]) is MaxPoolGrad's kernel with the ReluGrad mask applied where
+// each window's gradient lands (orig_input > 0 there) and the per-channel sum
+// of the result taken from the pooled gradient.
 // Work is split by image (grads) or by output row (forward) on the intra-op pool.
 // Thread safety: kernels are stateless.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
@@ -167,7 +173,8 @@ class PoolOp : public PoolOpBase {
 template <typename T>
 class MaxPoolGradOp : public PoolOpBase {
  public:
-  using PoolOpBase::PoolOpBase;
+  explicit MaxPoolGradOp(OpKernelConstruction* ctx)
+      : PoolOpBase(ctx), fused_(ctx->def().op() == "_FusedMaxPoolGrad") {}
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
     const Tensor& output = ctx->input(1);
@@ -186,7 +193,18 @@ class MaxPoolGradOp : public PoolOpBase {
                                                         " input positions; at most 2^31 - 1 are supported")));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input.shape(), &dx));
+    // _FusedMaxPoolGrad: the per-channel sum of dx, from per-image partial
+    // sums (float32, over one image's windows) added in double in image order
+    // (the same for any thread count).
+    Tensor* bias_grad = nullptr;
+    std::vector<double> image_sums;
+    if (fused_) {
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({g.depth}), &bias_grad));
+      std::fill(bias_grad->data<T>(), bias_grad->data<T>() + g.depth, T(0));
+      if (dx->NumElements() > 0) image_sums.assign(static_cast<size_t>(g.batch * g.depth), 0.0);
+    }
     if (dx->NumElements() == 0) return;
+    const bool relu = fused_;
     const T* in = input.data<T>();
     const T* dy = grad.data<T>();
     T* o = dx->data<T>();
@@ -210,13 +228,15 @@ class MaxPoolGradOp : public PoolOpBase {
           // window (row-major order). Two branch-free passes per window (find,
           // then add the gradient where the position matches) vectorize
           // across channels; a per-channel scatter did not.
-          std::vector<T> best_value(c);
+          std::vector<T> best_value(c), image_sum(relu ? c : 0);
           std::vector<int32_t> best_at(c);
           T* __restrict bv = best_value.data();
           int32_t* __restrict bi = best_at.data();
+          T* __restrict sum = image_sum.data();
           for (Eigen::Index n = first; n < last; ++n) {
             const T* image = in + n * image_size;
             T* dimage = o + n * image_size;
+            if (relu) std::fill(sum, sum + c, T(0));
             if (!tiled) std::fill(dimage, dimage + image_size, T(0));
             for (int64_t oh = 0; oh < g.rows.out; ++oh) {
               for (int64_t ow = 0; ow < g.cols.out; ++ow) {
@@ -241,6 +261,13 @@ class MaxPoolGradOp : public PoolOpBase {
                   }
                 }
                 const T* __restrict gsrc = dy + n * out_image + (oh * g.cols.out + ow) * c;
+                if (relu) {
+                  // ReluGrad against orig_input: the window's gradient counts
+                  // only where its maximum (the element it lands on) is > 0.
+                  // Two loops of one element width each, so both vectorize.
+                  for (int64_t j = 0; j < c; ++j) bi[j] = bv[j] > T(0) ? bi[j] : -1;
+                  for (int64_t j = 0; j < c; ++j) sum[j] += bv[j] > T(0) ? gsrc[j] : T(0);
+                }
                 q = 0;
                 for (int64_t h = w.h0; h < w.h1; ++h) {
                   for (int64_t x = w.w0; x < w.w1; ++x, ++q) {
@@ -254,9 +281,20 @@ class MaxPoolGradOp : public PoolOpBase {
                 }
               }
             }
+            if (relu) std::copy(sum, sum + c, image_sums.begin() + n * c);
           }
         });
+    if (fused_) {
+      T* b = bias_grad->data<T>();
+      for (int64_t n = 0; n < g.batch; ++n) {
+        for (int64_t j = 0; j < c; ++j) image_sums[n * c + j] += n > 0 ? image_sums[(n - 1) * c + j] : 0.0;
+      }
+      for (int64_t j = 0; j < c; ++j) b[j] = static_cast<T>(image_sums[(g.batch - 1) * c + j]);
+    }
   }
+
+ private:
+  const bool fused_;
 };
 
 template <typename T>
@@ -323,6 +361,7 @@ SLUICE_REGISTER_MAX_POOL_(int64_t);
 SLUICE_REGISTER_MAX_POOL_(uint8_t);
 SLUICE_REGISTER_MAX_POOL_(uint16_t);
 #undef SLUICE_REGISTER_MAX_POOL_
+REGISTER_KERNEL_BUILDER(Name("_FusedMaxPoolGrad").Device(kDeviceCpu).TypeConstraint<float>("T"), MaxPoolGradOp<float>);
 
 #define SLUICE_REGISTER_AVG_POOL_(T)                                                                \
   REGISTER_KERNEL_BUILDER(Name("AvgPool").Device(kDeviceCpu).TypeConstraint<T>("T"), PoolOp<T, false>); \

@@ -2,7 +2,10 @@
 // (Conv2D + BiasAdd [+ Relu]), which the fusion pass
 // (engine/graph/optimizer_fusion.h) makes from chains on a CPU; their
 // kernels (matmul_op.cc, conv_ops.cc) add the bias and apply the activation
-// in CpuGemm's epilogue. TensorFlow's grappler ops of the same names and attrs:
+// in CpuGemm's epilogue. _FusedMaxPoolGrad (MaxPoolGrad + ReluGrad [+
+// BiasAddGrad], engine/graph/optimizer_pool_grad_fusion.h) is the backward of
+// conv -> bias -> relu -> max pool in one pass (pooling_ops.cc); it is ours,
+// TensorFlow has no such op. TensorFlow's grappler ops of the same names and attrs:
 // args = [bias] (num_args 1), fused_ops ["BiasAdd"] or ["BiasAdd", "Relu"];
 // epsilon and leakyrelu_alpha are accepted for TensorFlow's GraphDefs and
 // unused. Each shape function is the unfused op's own (looked up in the
@@ -87,6 +90,37 @@ REGISTER_OP("_FusedConv2D")
     .Attr("epsilon: float = 0.0001")
     .Attr("leakyrelu_alpha: float = 0.2")
     .SetShapeFn([](InferenceContext* c) { return FusedBiasShape(c, "Conv2D"); })
+    .SetNotDifferentiable();
+
+// MaxPoolGrad's shape function on the fused node (the same inputs and
+// attrs), then output 1: one element per channel of orig_input.
+absl::Status FusedMaxPoolGradShape(InferenceContext* c) {
+  const OpDef* def = OpRegistry::Global()->LookUp("MaxPoolGrad");
+  if (def == nullptr || !def->shape_fn) return c->Error("op MaxPoolGrad is not registered");
+  absl::Status s = def->shape_fn(c);
+  if (!s.ok()) return s;
+  const PartialShape& in = c->output(0);
+  c->set_output(1, PartialShape({in.rank_known() && in.rank() == 4 ? in.dim(3) : kUnknownDim}));
+  return absl::OkStatus();
+}
+
+// output = ReluGrad(MaxPoolGrad(orig_input, orig_output, grad), orig_input):
+// each window's gradient goes to its first maximal element of orig_input, and
+// only where that element is positive; bias_backprop = BiasAddGrad(output),
+// the sum of output per channel (NHWC).
+REGISTER_OP("_FusedMaxPoolGrad")
+    .Input("orig_input: T")
+    .Input("orig_output: T")
+    .Input("grad: T")
+    .Output("output: T")
+    .Output("bias_backprop: T")
+    .Attr("ksize: list(int) >= 4")
+    .Attr("strides: list(int) >= 4")
+    .Attr("padding: string")
+    .Attr("explicit_paddings: list(int) = []")
+    .Attr("data_format: string = 'NHWC'")
+    .Attr("T: {float}")
+    .SetShapeFn(FusedMaxPoolGradShape)
     .SetNotDifferentiable();
 
 }  // namespace

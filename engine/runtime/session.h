@@ -49,7 +49,9 @@ struct SessionOptions {
   // (engine/graph/optimizer_identity.h).
   bool enable_identity_removal = true;
   // MatMul / Conv2D + BiasAdd (+ Relu) chains on CPU devices fused into one
-  // node each (engine/graph/optimizer_fusion.h), after CSE.
+  // node each (engine/graph/optimizer_fusion.h), after CSE; so are their
+  // backward MaxPoolGrad + ReluGrad (+ BiasAddGrad) chains
+  // (engine/graph/optimizer_pool_grad_fusion.h).
   bool fuse_bias_activation = true;
   // Nodes that have a oneDNN kernel (float32 CPU Conv2D, its backprops and
   // _FusedConv2D; engine/kernels/onednn) run it instead of ours, after the

@@ -8,6 +8,7 @@
 #include "engine/graph/optimizer_constant_folding.h"
 #include "engine/graph/optimizer_cse.h"
 #include "engine/graph/optimizer_fusion.h"
+#include "engine/graph/optimizer_pool_grad_fusion.h"
 #include "engine/graph/optimizer_identity.h"
 #include "engine/graph/partition.h"
 #include "engine/graph/placer.h"
@@ -129,7 +130,12 @@ absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const 
   }
   // After the fetch rewrite: a fetched intermediate has a _Send/_Retval
   // consumer, which keeps its chain from fusing.
-  if (options.fuse_bias_activation) FuseBiasActivation(FusionOptions(), graph);
+  if (options.fuse_bias_activation) {
+    FuseBiasActivation(FusionOptions(), graph);
+    PoolGradFusionOptions pool_grad;
+    pool_grad.keep = is_target;
+    FuseMaxPoolReluGrad(pool_grad, graph);
+  }
   if (options.winograd_kernels) {
     KernelSelectionOptions select;
     select.label = "winograd";

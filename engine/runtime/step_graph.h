@@ -61,7 +61,7 @@ struct StepGraphOptions {
   bool enable_constant_folding = true;
   // Identity-chain removal (engine/graph/optimizer_identity.h).
   bool enable_identity_removal = true;
-  // FuseBiasActivation (CPU nodes only).
+  // FuseBiasActivation, then FuseMaxPoolReluGrad (CPU nodes only).
   bool fuse_bias_activation = true;
   // Last: nodes with a Winograd kernel (engine/kernels/winograd_conv_ops.cc)
   // get it, then nodes with a oneDNN kernel (engine/kernels/onednn) get that

@@ -811,6 +811,43 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
       return cases;
     }});
 
+// _FusedMaxPoolGrad (the fusion pass's MaxPoolGrad + ReluGrad + BiasAddGrad):
+// MaxPoolGrad's routing, kept only where the element it lands on is > 0,
+// and the per-channel sum of that.
+REGISTER_OP_HARNESS(OpHarnessEntry{
+    "_FusedMaxPoolGrad", {DT_FLOAT}, [](DataType dtype, Rng* rng) {
+      std::vector<OpCase> cases;
+      for (const PoolSpec& s : PoolSpecs(rng)) {
+        OpCase c;
+        c.description = PoolDescription(s);
+        Tensor x = RandomTensor(dtype, s.input, rng, -5, 5);
+        std::vector<double> xv = ToDoubles(x);
+        TensorShape out_shape = PoolOutShape(s);
+        Tensor y = FromDoubles(dtype, out_shape, PoolForward(s, xv, true));
+        Tensor dy = RandomTensor(dtype, out_shape, rng, -5, 5);
+        std::vector<double> g = ToDoubles(dy), dx(s.input.num_elements(), 0.0);
+        ForEachPoolWindow(s, [&](int64_t o, const std::vector<int64_t>& window) {
+          int64_t best = window[0];
+          for (int64_t i : window) best = xv[i] > xv[best] ? i : best;
+          if (xv[best] > 0) dx[best] += g[o];
+        });
+        const int64_t channels = s.input.dim_size(3);
+        std::vector<double> bias(channels, 0.0);
+        for (size_t i = 0; i < dx.size(); ++i) bias[i % channels] += dx[i];
+        c.inputs = {x, y, dy};
+        c.attrs = PoolAttrs(s);
+        c.expected = {FromDoubles(dtype, s.input, dx), FromDoubles(dtype, TensorShape({channels}), bias)};
+        cases.push_back(std::move(c));
+      }
+      auto make = [&](const PoolSpec& s) {
+        TensorShape out_shape = PoolOutShape(s);
+        return std::vector<Tensor>{RandomTensor(dtype, s.input, rng), RandomTensor(dtype, out_shape, rng),
+                                   RandomTensor(dtype, out_shape, rng)};
+      };
+      for (OpCase& c : PoolErrorCases(dtype, rng, make)) cases.push_back(std::move(c));
+      return cases;
+    }});
+
 REGISTER_OP_HARNESS(OpHarnessEntry{
     "AvgPoolGrad", FloatTypes(), [](DataType dtype, Rng* rng) {
       std::vector<OpCase> cases;

@@ -1,0 +1,49 @@
+// Node tests shared by the fusion passes (optimizer_fusion.cc,
+// optimizer_pool_grad_fusion.cc).
+// Thread safety: functions of their arguments.
+#ifndef SLUICE_ENGINE_GRAPH_FUSION_UTIL_H_
+#define SLUICE_ENGINE_GRAPH_FUSION_UTIL_H_
+
+#include <string>
+
+#include "engine/framework/device_name.h"
+#include "engine/framework/node_def_util.h"
+#include "engine/framework/types.h"
+#include "engine/graph/graph.h"
+
+namespace sluice {
+namespace fusion {
+
+// The node's "T" attr is float32, and so is its output 0.
+inline bool IsFloat(const Node* n) {
+  DataType t;
+  return GetNodeAttr(n->def(), "T", &t).ok() && t == DT_FLOAT && n->num_outputs() >= 1 &&
+         n->output_type(0) == DT_FLOAT;
+}
+
+// The attr's value, or `absent` when the node has none (or not a string).
+inline std::string StringAttr(const Node* n, const char* name, const char* absent) {
+  std::string v;
+  return GetNodeAttr(n->def(), name, &v).ok() ? v : absent;
+}
+
+inline bool OnCpu(const Node* n) {
+  auto d = ParseDeviceName(n->assigned_device());
+  return d.ok() && d->has_type && d->type == kDeviceCpu;
+}
+
+// The node's only data out edge, or null when it has none or several.
+inline const Edge* SoleDataOut(const Node* n) {
+  const Edge* found = nullptr;
+  for (const Edge* e : n->out_edges()) {
+    if (e->IsControlEdge()) continue;
+    if (found != nullptr) return nullptr;
+    found = e;
+  }
+  return found;
+}
+
+}  // namespace fusion
+}  // namespace sluice
+
+#endif  // SLUICE_ENGINE_GRAPH_FUSION_UTIL_H_

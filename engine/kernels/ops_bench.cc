@@ -261,7 +261,10 @@ void BM_MatMulLstmShapes(benchmark::State& state) {
 void BM_MatMulMlpShapes(benchmark::State& state) {
   static const MatMulShape kShapes[] = {{128, 784, 512, false, false}, {128, 512, 512, false, false},
                                         {128, 512, 512, false, true},  {512, 128, 512, true, false},
-                                        {784, 128, 512, true, false}};
+                                        {784, 128, 512, true, false},
+                                        // fashion_cnn's fc1: forward, dx, dW
+                                        {128, 3136, 1024, false, false}, {128, 1024, 3136, false, true},
+                                        {3136, 128, 1024, true, false}};
   RunMatMulShape(state, kShapes[state.range(0)], static_cast<int>(state.range(1)));
 }
 
@@ -546,7 +549,7 @@ BENCHMARK(BM_MatMulLstmShapes)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatMulMlpShapes)
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {1, 2}})
     ->ArgNames({"shape", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);

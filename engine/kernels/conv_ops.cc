@@ -1,7 +1,10 @@
 // CPU kernels for Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter (NHWC
 // input, HWIO filter, SAME/VALID padding, dilation 1).
 //
-// All three are im2col + matrix products. The patches of a set of output
+// One input channel at stride 1 (a first layer on grayscale images): the
+// forward pass and the filter gradient read the taps from a padded copy of
+// each image straight into register tiles (single_channel_conv.h).
+// Otherwise all three are im2col + matrix products. The patches of a set of output
 // pixels form a [rows, K = KH*KW*C] matrix (zero where a window hangs over
 // the padding), and
 //   forward:         out[rows, O]   = patches x filter[K, O]
@@ -27,6 +30,7 @@
 #include "engine/kernels/fused_epilogue.h"
 #include "engine/kernels/nn_util.h"
 #include "engine/kernels/run_tasks.h"
+#include "engine/kernels/single_channel_conv.h"
 #include "engine/platform/logging.h"
 
 namespace sluice {
@@ -544,6 +548,13 @@ void ConvForward(OpKernelContext* ctx, const std::vector<int64_t>& strides, cons
   Tensor cut_filter;
   OP_REQUIRES_OK(ctx, CutFilterToUsedTaps<T>(ctx, filter, &g, &cut_filter, &w));
   const int64_t k = g.patch_size(), o = g.out_depth;
+  if constexpr (std::is_same<T, float>::value) {
+    if (single_channel::Applies(g)) {  // one input channel: no patch matrix
+      single_channel::Forward(g, input.data<float>(), w, epilogue_args.bias, epilogue_args.relu, out->data<float>(),
+                              d.getPool(), d.numThreads());
+      return;
+    }
+  }
   if (g.is_pointwise() && g.rows.pad == 0 && g.cols.pad == 0) {
     const int64_t rows = g.batch * g.in_rows * g.in_cols;
     Product<T>(d, input.data<T>(), rows, k, false, w, k, o, false, out->data<T>(), false, epilogue);
@@ -668,6 +679,10 @@ class Conv2DBackpropFilterOp : public ConvOpBase {
       return absl::OkStatus();
     }
     if constexpr (std::is_same<T, float>::value) {
+      if (single_channel::Applies(g)) {
+        single_channel::BackpropFilter(g, input.data<float>(), dy.data<float>(), dw, d.getPool(), d.numThreads());
+        return absl::OkStatus();
+      }
       return ConvBackpropFilterFloat(ctx, g, input.data<float>(), dy.data<float>(), dw);
     }
     const int64_t chunk = ChunkImages(g);

@@ -30,10 +30,7 @@
 #include <utility>
 #include <vector>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
-
+#include "engine/kernels/float_vec.h"
 #include "engine/kernels/run_tasks.h"
 
 namespace sluice {
@@ -46,53 +43,32 @@ constexpr int kAlpha = 6;                  // side of a transformed tile
 constexpr int kPoints = kAlpha * kAlpha;   // 36
 constexpr int kOut = kAlpha - kFilterSize + 1;  // 2: side of an output block
 
-// ---- Vectors (the widest this build's target has) ----
+// ---- Vectors (float_vec.h) ----
 
+using simd::Fma;
+using simd::kLanes;
+using simd::Load;
+using simd::LoadPartial;
+using simd::Max0;
+using simd::PrefetchRun;
+using simd::Splat;
+using simd::Store;
+using simd::StorePartial;
+using simd::Vec;
+using simd::Zero;
+
+// Product tiles: at most this many vectors of columns, and of accumulators
+// (a few registers left for the loads of b and the broadcast of a).
 #if defined(__AVX512F__)
-using Vec = __m512;
-constexpr int kLanes = 16;
-constexpr int kMaxVectors = 4;  // columns of a product tile, in vectors
+constexpr int kMaxVectors = 4;
 constexpr int kAccumulators = 24;
-inline Vec Splat(float x) { return _mm512_set1_ps(x); }
-inline Vec Fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
-// max(0, v), NaN kept (the second operand is returned when either is NaN).
-inline Vec Max0(Vec v) { return _mm512_max_ps(_mm512_setzero_ps(), v); }
 #elif defined(__AVX2__) && defined(__FMA__)
-using Vec = __m256;
-constexpr int kLanes = 8;
 constexpr int kMaxVectors = 2;
 constexpr int kAccumulators = 12;
-inline Vec Splat(float x) { return _mm256_set1_ps(x); }
-inline Vec Fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
-inline Vec Max0(Vec v) { return _mm256_max_ps(_mm256_setzero_ps(), v); }
 #else
-typedef float Vec __attribute__((vector_size(16)));
-constexpr int kLanes = 4;
 constexpr int kMaxVectors = 2;
 constexpr int kAccumulators = 8;
-inline Vec Splat(float x) { return Vec{x, x, x, x}; }
-inline Vec Fma(Vec a, Vec b, Vec c) { return a * b + c; }
-inline Vec Max0(Vec v) { return v < 0.0f ? Vec{} : v; }
 #endif
-
-inline Vec Zero() { return Splat(0.0f); }
-inline Vec Load(const float* p) {
-  Vec v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void Store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
-// The first `lanes` floats at p, zeros after them.
-inline Vec LoadPartial(const float* p, int64_t lanes) {
-  float buffer[kLanes] = {};
-  std::memcpy(buffer, p, static_cast<size_t>(lanes) * sizeof(float));
-  return Load(buffer);
-}
-inline void StorePartial(float* p, Vec v, int64_t lanes) {
-  float buffer[kLanes];
-  Store(buffer, v);
-  std::memcpy(p, buffer, static_cast<size_t>(lanes) * sizeof(float));
-}
 
 int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 int64_t CeilDiv(int64_t x, int64_t m) { return (x + m - 1) / m; }
@@ -147,44 +123,85 @@ struct Image {
   int64_t rows, cols, channels;
 };
 
-// V[p * point_stride + c] = (B^T d B)[p] for the 6x6 window of `image` whose
-// top left is (row0, col0) (zeros outside the image), channels [0, padded).
-void TransformInputTile(const Image& image, int64_t row0, int64_t col0, int64_t padded, float* v,
-                        int64_t point_stride) {
-  const bool inside = row0 >= 0 && col0 >= 0 && row0 + kAlpha <= image.rows && col0 + kAlpha <= image.cols;
-  for (int64_t c0 = 0; c0 < padded; c0 += kLanes) {
-    const int64_t lanes = std::min<int64_t>(kLanes, image.channels - c0);
-    Vec t[kAlpha][kAlpha];  // B^T d, by rows
+// The input transform of a block's tiles, in the order they come. B^T d B is
+// B^T applied down each of the window's 6 columns, then across each of the
+// resulting 6 rows. The next tile of the same row of an image starts 2
+// columns further and shares 4 columns with the last one: their column
+// transforms are kept (in slots by column mod 6) and only 2 are made, which
+// takes the tile from 12 one-dimensional transforms and 36 loads from the
+// image to 8 and 12.
+class InputTransform {
+ public:
+  // `cache` holds ColumnCacheFloats(padded) floats.
+  InputTransform(int64_t padded, float* cache) : padded_(padded), cache_(cache) {}
+
+  static int64_t ColumnCacheFloats(int64_t padded) { return kAlpha * padded * kAlpha; }
+
+  // V[p * point_stride + c] = (B^T d B)[p] for the 6x6 window of `image`
+  // whose top left is (row0, col0) (zeros outside the image), channels
+  // [0, padded).
+  void Tile(const Image& image, int64_t row0, int64_t col0, float* v, int64_t point_stride) {
+    const bool next = image.data == image_ && row0 == row0_ && col0 == col0_ + kOut;
+    for (int j = next ? kAlpha - kOut : 0; j < kAlpha; ++j) Column(image, row0, col0 + j);
+    // The next tile's new columns, from memory while this one is transformed.
+    for (int64_t x = col0 + kAlpha; x < col0 + kAlpha + kOut && x < image.cols; ++x) {
+      for (int64_t y = std::max<int64_t>(row0, 0); y < std::min(row0 + kAlpha, image.rows); ++y) {
+        PrefetchRun(image.data + (y * image.cols + x) * image.channels, image.channels);
+      }
+    }
+    image_ = image.data;
+    row0_ = row0;
+    col0_ = col0;
+    const float* slots[kAlpha];
+    for (int j = 0; j < kAlpha; ++j) slots[j] = Slot(col0 + j);
+    for (int64_t c0 = 0; c0 < padded_; c0 += kLanes) {
 #pragma GCC unroll 6
-    for (int j = 0; j < kAlpha; ++j) {
-      Vec column[kAlpha];
-      const int64_t x = col0 + j;
+      for (int i = 0; i < kAlpha; ++i) {
+        Vec row[kAlpha], out[kAlpha];
+#pragma GCC unroll 6
+        for (int j = 0; j < kAlpha; ++j) row[j] = Load(slots[j] + i * padded_ + c0);
+        InputTransform1D(row, out);
+#pragma GCC unroll 6
+        for (int j = 0; j < kAlpha; ++j) Store(v + (i * kAlpha + j) * point_stride + c0, out[j]);
+      }
+    }
+  }
+
+ private:
+  // The slot of input column x: [6][padded], B^T applied down the column.
+  float* Slot(int64_t x) { return cache_ + (((x % kAlpha) + kAlpha) % kAlpha) * kAlpha * padded_; }
+
+  void Column(const Image& image, int64_t row0, int64_t x) {
+    float* slot = Slot(x);
+    const bool column_inside = x >= 0 && x < image.cols;
+    const bool rows_inside = row0 >= 0 && row0 + kAlpha <= image.rows;
+    const float* base = image.data + x * image.channels;
+    for (int64_t c0 = 0; c0 < padded_; c0 += kLanes) {
+      const int64_t lanes = std::min<int64_t>(kLanes, image.channels - c0);
+      Vec column[kAlpha], out[kAlpha];
 #pragma GCC unroll 6
       for (int i = 0; i < kAlpha; ++i) {
         const int64_t y = row0 + i;
-        const float* at = image.data + (y * image.cols + x) * image.channels + c0;
-        if (inside && lanes == kLanes) {
+        const float* at = base + y * image.cols * image.channels + c0;
+        if (column_inside && rows_inside && lanes == kLanes) {
           column[i] = Load(at);
-        } else if (y < 0 || y >= image.rows || x < 0 || x >= image.cols || lanes <= 0) {
+        } else if (!column_inside || y < 0 || y >= image.rows || lanes <= 0) {
           column[i] = Zero();
         } else {
           column[i] = lanes == kLanes ? Load(at) : LoadPartial(at, lanes);
         }
       }
-      Vec out[kAlpha];
       InputTransform1D(column, out);
 #pragma GCC unroll 6
-      for (int i = 0; i < kAlpha; ++i) t[i][j] = out[i];
-    }
-#pragma GCC unroll 6
-    for (int i = 0; i < kAlpha; ++i) {
-      Vec out[kAlpha];
-      InputTransform1D(t[i], out);
-#pragma GCC unroll 6
-      for (int j = 0; j < kAlpha; ++j) Store(v + (i * kAlpha + j) * point_stride + c0, out[j]);
+      for (int i = 0; i < kAlpha; ++i) Store(slot + i * padded_ + c0, out[i]);
     }
   }
-}
+
+  const int64_t padded_;
+  float* const cache_;
+  const float* image_ = nullptr;
+  int64_t row0_ = 0, col0_ = 0;
+};
 
 // U[p][c][k] (c < padded_in, k < padded_out, zeros in the padding) = (G w G^T)[p]
 // for an HWIO 5x5 filter w [5, 5, in, out].
@@ -346,16 +363,17 @@ void ForwardTiles(const ConvDims& d, const float* x, const float* u, const float
                   int64_t first, int64_t last, int64_t tiles_per_block) {
   const int64_t padded_in = RoundUp(d.in_channels, kLanes), padded_out = RoundUp(d.out_channels, kLanes);
   const TileGrid grid = GridOf(d);
-  float* v = ThreadBuffer(kPoints * tiles_per_block * (padded_in + padded_out));
+  float* v = ThreadBuffer(kPoints * tiles_per_block * (padded_in + padded_out) +
+                         InputTransform::ColumnCacheFloats(padded_in));
   float* m = v + kPoints * tiles_per_block * padded_in;
+  InputTransform transform(padded_in, m + kPoints * tiles_per_block * padded_out);
   for (int64_t b0 = first; b0 < last; b0 += tiles_per_block) {
     const int64_t tiles = std::min(tiles_per_block, last - b0);
     for (int64_t t = 0; t < tiles; ++t) {
       const int64_t tile = b0 + t, n = tile / grid.per_image(), at = tile % grid.per_image();
       const int64_t ty = at / grid.cols, tx = at % grid.cols;
       const Image image{x + n * d.in_rows * d.in_cols * d.in_channels, d.in_rows, d.in_cols, d.in_channels};
-      TransformInputTile(image, ty * kOut - d.pad_top, tx * kOut - d.pad_left, padded_in, v + t * kPoints * padded_in,
-                         padded_in);
+      transform.Tile(image, ty * kOut - d.pad_top, tx * kOut - d.pad_left, v + t * kPoints * padded_in, padded_in);
     }
     for (int p = 0; p < kPoints; ++p) {
       Product(tiles, padded_out, padded_in, v + p * padded_in, kPoints * padded_in, 1, u + p * padded_in * padded_out,
@@ -407,17 +425,25 @@ void FilterGradTiles(const ConvDims& d, const float* x, const float* dy, int64_t
                      int64_t tiles_per_block, float* acc) {
   const int64_t padded_in = RoundUp(d.in_channels, kLanes), padded_out = RoundUp(d.out_channels, kLanes);
   const TileGrid grid = GridOf(d);
-  float* v = ThreadBuffer(kPoints * tiles_per_block * (padded_in + padded_out));
+  float* v = ThreadBuffer(kPoints * tiles_per_block * (padded_in + padded_out) +
+                         InputTransform::ColumnCacheFloats(padded_in));
   float* g = v + kPoints * tiles_per_block * padded_in;
+  InputTransform transform(padded_in, g + kPoints * tiles_per_block * padded_out);
   for (int64_t b0 = first; b0 < last; b0 += tiles_per_block) {
     const int64_t tiles = std::min(tiles_per_block, last - b0);
     for (int64_t t = 0; t < tiles; ++t) {
       const int64_t tile = b0 + t, n = tile / grid.per_image(), at = tile % grid.per_image();
       const int64_t oy = at / grid.cols * kOut, ox = at % grid.cols * kOut;
       const Image image{x + n * d.in_rows * d.in_cols * d.in_channels, d.in_rows, d.in_cols, d.in_channels};
-      TransformInputTile(image, oy - d.pad_top, ox - d.pad_left, padded_in, v + t * kPoints * padded_in, padded_in);
+      transform.Tile(image, oy - d.pad_top, ox - d.pad_left, v + t * kPoints * padded_in, padded_in);
       // G' dy G^T' of the tile's 2x2 output gradient (zeros past the edge).
       const float* dy_image = dy + n * d.out_rows * d.out_cols * d.out_channels;
+      // The next tile's gradient (in this image; at worst a few useless
+      // prefetches at the image's end), from memory while this one works.
+      for (int i = 0; i < kOut; ++i) {
+        const int64_t y = std::min(oy + i, d.out_rows - 1), x = ox + kOut;
+        PrefetchRun(dy_image + (y * d.out_cols + x) * d.out_channels, kOut * d.out_channels);
+      }
       for (int64_t k0 = 0; k0 < padded_out; k0 += kLanes) {
         const int64_t lanes = std::min<int64_t>(kLanes, d.out_channels - k0);
         Vec e[kOut][kOut];

@@ -33,6 +33,7 @@
 #include "engine/kernels/fused_epilogue.h"
 #include "engine/kernels/nn_util.h"
 #include "engine/kernels/onednn/onednn_util.h"
+#include "engine/kernels/single_channel_conv.h"
 
 namespace sluice {
 namespace onednn {
@@ -45,11 +46,14 @@ std::atomic<bool> g_prefer_ours{true};
 
 enum class ConvKind { kForward, kBackwardData, kBackwardWeights };
 
-// Our kernels' backprop input is faster with few input channels (the CNN's
-// first layer, one channel: oneDNN's blocked kernel pads the channel to 16;
-// figures in docs/PERFORMANCE.md, "oneDNN against our kernels").
+// Our kernels are faster with few input channels (the CNN's first layer, one
+// channel: oneDNN's blocked kernel pads the channel to 16): the input
+// gradient below 8 channels, and with one channel the forward pass and the
+// filter gradient of single_channel_conv.h (figures in docs/PERFORMANCE.md,
+// "oneDNN against our kernels" and "One input channel").
 bool ConvPrefersOurs(ConvKind kind, const ConvGeometry& g) {
-  return kind == ConvKind::kBackwardData && g.in_depth < 8;
+  if (kind == ConvKind::kBackwardData) return g.in_depth < 8;
+  return single_channel::Applies(g);
 }
 
 // One primitive for `images` images of one geometry, and its reorders:

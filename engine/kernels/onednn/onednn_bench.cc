@@ -29,6 +29,7 @@
 #include "engine/kernels/bench_kernel_runner.h"
 #include "engine/kernels/onednn/conv_ops.h"
 #include "engine/kernels/onednn/onednn_util.h"
+#include "engine/kernels/winograd_conv.h"
 
 namespace sluice {
 namespace {
@@ -43,7 +44,10 @@ int CountThreads() {
   return n;
 }
 
-std::string Label(int impl) { return impl ? onednn::kLabel : ""; }
+// impl 0: our kernel, 1: oneDNN's, 2: the Winograd kernel (convolutions only;
+// shapes it does not take run ours).
+std::string Label(int impl) { return impl == 1 ? onednn::kLabel : impl == 2 ? winograd::kLabel : ""; }
+const char* ImplName(int impl) { return impl == 1 ? " onednn" : impl == 2 ? " winograd" : " ours"; }
 
 // Times `r` and sets the rate counters; `work` is FLOPs (or bytes) per run.
 void Time(benchmark::State& state, KernelRunner& r, double work, const char* counter, const std::string& what) {
@@ -107,7 +111,7 @@ void BM_Conv(benchmark::State& state) {
   }
   KernelRunner r(threads, kOps[op], attrs, inputs, Label(impl));
   Time(state, r, flops, "GFLOPs",
-       std::string(kOps[op]) + " layer " + std::to_string(layer) + (impl ? " onednn" : " ours"));
+       std::string(kOps[op]) + " layer " + std::to_string(layer) + ImplName(impl));
 }
 
 // ---- MatMul ----
@@ -173,7 +177,7 @@ void BM_Pool(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Conv)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2}, {1, 2}})
     ->ArgNames({"case", "onednn", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);

@@ -29,24 +29,31 @@ def main(path):
         family, case, impl, threads = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
         counter = "GFLOPs" if "GFLOPs" in b else "GBps"
         unit[family] = "GFLOP/s" if counter == "GFLOPs" else "GB/s"
-        label = re.sub(r" (ours|onednn)$", "", b.get("label", ""))
+        label = re.sub(r" (ours|onednn|winograd)$", "", b.get("label", ""))
         runs[(family, case, threads)][impl][b.get("repetition_index", 0)] = (b[counter], label)
-    print("| op (shape) | threads | ours | oneDNN | ours / oneDNN |")
-    print("|---|---|---|---|---|")
-    for key in sorted(runs):
-        family, case, threads = key
-        ours, theirs = runs[key][0], runs[key][1]
-        if not ours or not theirs:
+    def fmt(xs, digits=1):
+        return f"{statistics.median(xs):.{digits}f} [{min(xs):.{digits}f}, {max(xs):.{digits}f}]"
+
+    # impl 0 ours, 1 oneDNN, 2 the Winograd kernel (convolutions; shapes it
+    # does not take run ours): one table per pair against oneDNN.
+    for impl, name in ((0, "ours"), (2, "Winograd")):
+        rows = []
+        for key in sorted(runs):
+            family, case, threads = key
+            mine, theirs = runs[key][impl], runs[key][1]
+            if not mine or not theirs:
+                continue
+            label = next(iter(mine.values()))[1]
+            o = [v[0] for v in mine.values()]
+            t = [v[0] for v in theirs.values()]
+            ratios = [mine[i][0] / theirs[i][0] for i in mine if i in theirs]
+            rows.append(f"| {label} | {threads} | {fmt(o)} {unit[family]} | {fmt(t)} | {fmt(ratios, 2)} |")
+        if not rows:
             continue
-        label = next(iter(ours.values()))[1]
-        o = [v[0] for v in ours.values()]
-        t = [v[0] for v in theirs.values()]
-        ratios = [ours[i][0] / theirs[i][0] for i in ours if i in theirs]
-
-        def fmt(xs, digits=1):
-            return f"{statistics.median(xs):.{digits}f} [{min(xs):.{digits}f}, {max(xs):.{digits}f}]"
-
-        print(f"| {label} | {threads} | {fmt(o)} {unit[family]} | {fmt(t)} | {fmt(ratios, 2)} |")
+        print(f"| op (shape) | threads | {name} | oneDNN | {name} / oneDNN |")
+        print("|---|---|---|---|---|")
+        print("\n".join(rows))
+        print()
 
 
 if __name__ == "__main__":

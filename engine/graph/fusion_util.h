@@ -1,10 +1,13 @@
-// Node tests shared by the fusion passes (optimizer_fusion.cc,
-// optimizer_pool_grad_fusion.cc).
-// Thread safety: functions of their arguments.
+// What the fusion passes (optimizer_fusion.cc, optimizer_pool_grad_fusion.cc)
+// share: node tests, and the replacement of a chain by its fused node.
+// Thread safety: functions of their arguments; ReplaceWithFusedNode mutates
+// the caller's graph.
 #ifndef SLUICE_ENGINE_GRAPH_FUSION_UTIL_H_
 #define SLUICE_ENGINE_GRAPH_FUSION_UTIL_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/framework/device_name.h"
 #include "engine/framework/node_def_util.h"
@@ -42,6 +45,19 @@ inline const Edge* SoleDataOut(const Node* n) {
   }
   return found;
 }
+
+// The edges a fused node takes over from its chain.
+struct FusedEdges {
+  std::vector<std::pair<Node*, int>> data_in;  // (src, src_output) by the fused node's input index
+  std::vector<Node*> control_in, control_out;  // may hold members and duplicates: both are dropped
+  std::vector<std::pair<int, std::pair<Node*, int>>> data_out;  // (fused output, (dst, dst_input))
+};
+
+// Removes the chain's `members` (null entries skipped) and adds `def` in their
+// place, assigned to `device`, with `edges`. The def and edges are the pass's
+// own: an unconnected input or an invalid def is our bug (CHECK).
+Node* ReplaceWithFusedNode(Graph* graph, const std::vector<Node*>& members, NodeDef def, const std::string& device,
+                           FusedEdges edges);
 
 }  // namespace fusion
 }  // namespace sluice

@@ -7,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "engine/framework/device_name.h"
 #include "engine/framework/types.h"
 #include "engine/graph/algorithm.h"
@@ -106,56 +105,32 @@ NodeDef FusedDef(const Chain& chain) {
 }
 
 void Fuse(const Chain& chain, Graph* graph) {
-  const absl::flat_hash_set<const Node*> members = {chain.product, chain.bias_add, chain.relu};
   // Inputs: a, b (or input, filter), bias; then the edges to carry over.
-  std::vector<std::pair<Node*, int>> data_in(3, {nullptr, 0});
-  std::vector<Node*> control_in, control_out;
-  std::vector<std::pair<int, std::pair<Node*, int>>> data_out;  // (src_output, (dst, dst_input))
+  fusion::FusedEdges edges;
+  edges.data_in.assign(3, {nullptr, 0});
   for (const Edge* e : chain.product->in_edges()) {
-    if (e->IsControlEdge()) control_in.push_back(e->src);
-    else data_in[e->dst_input] = {e->src, e->src_output};
+    if (e->IsControlEdge()) edges.control_in.push_back(e->src);
+    else edges.data_in[e->dst_input] = {e->src, e->src_output};
   }
   for (const Edge* e : chain.bias_add->in_edges()) {
-    if (e->IsControlEdge()) control_in.push_back(e->src);
-    else if (e->dst_input == 1) data_in[2] = {e->src, e->src_output};
+    if (e->IsControlEdge()) edges.control_in.push_back(e->src);
+    else if (e->dst_input == 1) edges.data_in[2] = {e->src, e->src_output};
   }
   if (chain.relu != nullptr) {
     for (const Edge* e : chain.relu->in_edges()) {
-      if (e->IsControlEdge()) control_in.push_back(e->src);
+      if (e->IsControlEdge()) edges.control_in.push_back(e->src);
     }
   }
   for (const Node* n : {chain.product, chain.bias_add, chain.relu}) {
     if (n == nullptr) continue;
     for (const Edge* e : n->out_edges()) {
-      if (e->IsControlEdge()) control_out.push_back(e->dst);
-      else if (n == chain.last()) data_out.push_back({e->src_output, {e->dst, e->dst_input}});
+      if (e->IsControlEdge()) edges.control_out.push_back(e->dst);
+      else if (n == chain.last()) edges.data_out.push_back({e->src_output, {e->dst, e->dst_input}});
     }
   }
-  auto outside = [&](std::vector<Node*>* nodes) {
-    nodes->erase(std::remove_if(nodes->begin(), nodes->end(), [&](Node* n) { return members.contains(n); }),
-                 nodes->end());
-    std::sort(nodes->begin(), nodes->end(), [](Node* a, Node* b) { return a->id() < b->id(); });
-    nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
-  };
-  outside(&control_in);
-  outside(&control_out);
-  for (const auto& [src, port] : data_in) CHECK(src != nullptr) << "a fused chain input is not connected";
-
   const std::string device = chain.last()->assigned_device();
-  NodeDef def = FusedDef(chain);
-  for (Node* n : {chain.relu, chain.bias_add, chain.product}) {
-    if (n != nullptr) graph->RemoveNode(n);
-  }
-  const bool internal = !def.name().empty() && def.name()[0] == '_';
-  auto fused = graph->AddNode(std::move(def), internal);
-  // The def is ours and its name was just freed: failing here is our bug.
-  CHECK(fused.ok()) << "fusion made an invalid node: " << fused.status();
-  Node* f = *fused;
-  f->set_assigned_device(device);
-  for (int i = 0; i < 3; ++i) graph->AddEdge(data_in[i].first, data_in[i].second, f, i);
-  for (Node* src : control_in) graph->AddControlEdge(src, f);
-  for (Node* dst : control_out) graph->AddControlEdge(f, dst);
-  for (const auto& [port, to] : data_out) graph->AddEdge(f, port, to.first, to.second);
+  fusion::ReplaceWithFusedNode(graph, {chain.relu, chain.bias_add, chain.product}, FusedDef(chain), device,
+                               std::move(edges));
 }
 
 }  // namespace

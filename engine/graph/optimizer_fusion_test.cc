@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/graph/fusion_test_util.h"
 #include "engine/graph/graph_constructor.h"
 #include "engine/graph/graph_def_builder.h"
 #include "gmock/gmock.h"
@@ -21,39 +22,13 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 
-constexpr char kCpu[] = "/job:localhost/replica:0/task:0/device:CPU:0";
-constexpr char kCpu1[] = "/job:localhost/replica:0/task:0/device:CPU:1";
-constexpr char kGpu[] = "/job:localhost/replica:0/task:0/device:GPU:0";
-
-// Builds the graph with every node on `device`.
-std::unique_ptr<Graph> MustBuild(const GraphDef& def, const std::string& device = kCpu) {
-  auto g = GraphFromGraphDef(def);
-  EXPECT_TRUE(g.ok()) << g.status();
-  if (!g.ok()) return nullptr;
-  for (Node* n : (*g)->nodes()) n->set_assigned_device(device);
-  return std::move(g).value();
-}
-
-NodeDef DefOf(const Graph& g, const std::string& node) {
-  GraphDef def;
-  g.ToGraphDef(&def);
-  for (const NodeDef& n : def.node()) {
-    if (n.name() == node) return n;
-  }
-  ADD_FAILURE() << "no node " << node;
-  return NodeDef();
-}
-
-std::vector<std::string> InputsOf(const Graph& g, const std::string& node) {
-  NodeDef n = DefOf(g, node);
-  return {n.input().begin(), n.input().end()};
-}
-
-int CountOps(const Graph& g, const std::string& op) {
-  int n = 0;
-  for (Node* node : g.nodes()) n += node->type_string() == op;
-  return n;
-}
+using fusion_test::CountOps;
+using fusion_test::DefOf;
+using fusion_test::InputsOf;
+using fusion_test::kCpu;
+using fusion_test::kCpu1;
+using fusion_test::kGpu;
+using fusion_test::MustBuild;
 
 std::vector<std::string> FusedOps(const Graph& g, const std::string& node) {
   std::vector<std::string> ops;

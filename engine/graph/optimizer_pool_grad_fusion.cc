@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "engine/graph/algorithm.h"
 #include "engine/graph/fusion_util.h"
 #include "engine/platform/logging.h"
@@ -84,51 +83,28 @@ NodeDef FusedDef(const Chain& chain) {
 }
 
 void Fuse(const Chain& chain, Graph* graph) {
-  const absl::flat_hash_set<const Node*> members = {chain.pool_grad, chain.relu_grad, chain.bias_grad};
-  std::vector<std::pair<Node*, int>> data_in(3, {nullptr, 0});  // MaxPoolGrad's three inputs
-  std::vector<Node*> control_in, control_out;
-  std::vector<std::pair<int, std::pair<Node*, int>>> data_out;  // (fused output, (dst, dst_input))
-  for (const Node* n : {chain.pool_grad, chain.relu_grad, chain.bias_grad}) {
+  const std::vector<Node*> members = {chain.bias_grad, chain.relu_grad, chain.pool_grad};
+  auto member = [&](const Node* n) { return std::find(members.begin(), members.end(), n) != members.end(); };
+  fusion::FusedEdges edges;
+  edges.data_in.assign(3, {nullptr, 0});  // MaxPoolGrad's three inputs
+  for (const Node* n : members) {
     if (n == nullptr) continue;
     for (const Edge* e : n->in_edges()) {
-      if (e->IsControlEdge()) control_in.push_back(e->src);
-      else if (n == chain.pool_grad) data_in[e->dst_input] = {e->src, e->src_output};
+      if (e->IsControlEdge()) edges.control_in.push_back(e->src);
+      else if (n == chain.pool_grad) edges.data_in[e->dst_input] = {e->src, e->src_output};
     }
     for (const Edge* e : n->out_edges()) {
       if (e->IsControlEdge()) {
-        control_out.push_back(e->dst);
-      } else if (!members.contains(e->dst)) {
+        edges.control_out.push_back(e->dst);
+      } else if (!member(e->dst)) {
         // Only ReluGrad's and BiasAddGrad's outputs leave the chain.
         CHECK(n != chain.pool_grad) << "MaxPoolGrad's output has a consumer outside the chain";
-        data_out.push_back({n == chain.relu_grad ? 0 : 1, {e->dst, e->dst_input}});
+        edges.data_out.push_back({n == chain.relu_grad ? 0 : 1, {e->dst, e->dst_input}});
       }
     }
   }
-  auto outside = [&](std::vector<Node*>* nodes) {
-    nodes->erase(std::remove_if(nodes->begin(), nodes->end(), [&](Node* n) { return members.contains(n); }),
-                 nodes->end());
-    std::sort(nodes->begin(), nodes->end(), [](Node* a, Node* b) { return a->id() < b->id(); });
-    nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
-  };
-  outside(&control_in);
-  outside(&control_out);
-  for (const auto& [src, port] : data_in) CHECK(src != nullptr) << "a fused chain input is not connected";
-
   const std::string device = chain.relu_grad->assigned_device();
-  NodeDef def = FusedDef(chain);
-  for (Node* n : {chain.bias_grad, chain.relu_grad, chain.pool_grad}) {
-    if (n != nullptr) graph->RemoveNode(n);
-  }
-  const bool internal = !def.name().empty() && def.name()[0] == '_';
-  auto fused = graph->AddNode(std::move(def), internal);
-  // The def is ours and its name was just freed: failing here is our bug.
-  CHECK(fused.ok()) << "fusion made an invalid node: " << fused.status();
-  Node* f = *fused;
-  f->set_assigned_device(device);
-  for (int i = 0; i < 3; ++i) graph->AddEdge(data_in[i].first, data_in[i].second, f, i);
-  for (Node* src : control_in) graph->AddControlEdge(src, f);
-  for (Node* dst : control_out) graph->AddControlEdge(f, dst);
-  for (const auto& [port, to] : data_out) graph->AddEdge(f, port, to.first, to.second);
+  fusion::ReplaceWithFusedNode(graph, members, FusedDef(chain), device, std::move(edges));
 }
 
 }  // namespace

@@ -203,6 +203,38 @@ class InputTransform {
   int64_t row0_ = 0, col0_ = 0;
 };
 
+// out = m x m^T for a constant R x C matrix m and a C x C block of vectors x
+// (the 2-D transforms of a filter and of a filter gradient); zero entries of
+// m cost nothing.
+template <int R, int C>
+void Sandwich(const float (&m)[R][C], const Vec (&x)[C][C], Vec (&out)[R][R]) {
+  Vec t[R][C];  // m x
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 6
+    for (int b = 0; b < C; ++b) {
+      Vec s = Zero();
+#pragma GCC unroll 6
+      for (int a = 0; a < C; ++a) {
+        if (m[i][a] != 0.0f) s = Fma(Splat(m[i][a]), x[a][b], s);
+      }
+      t[i][b] = s;
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 6
+    for (int j = 0; j < R; ++j) {
+      Vec s = Zero();
+#pragma GCC unroll 6
+      for (int b = 0; b < C; ++b) {
+        if (m[j][b] != 0.0f) s = Fma(t[i][b], Splat(m[j][b]), s);
+      }
+      out[i][j] = s;
+    }
+  }
+}
+
 // U[p][c][k] (c < padded_in, k < padded_out, zeros in the padding) = (G w G^T)[p]
 // for an HWIO 5x5 filter w [5, 5, in, out].
 void TransformFilter(const float* w, int64_t in, int64_t out, int64_t padded_in, int64_t padded_out, float* u) {
@@ -219,30 +251,12 @@ void TransformFilter(const float* w, int64_t in, int64_t out, int64_t padded_in,
           g[a][b] = lanes == kLanes ? Load(at) : LoadPartial(at, lanes);
         }
       }
-      Vec t[kAlpha][kFilterSize];  // G g
+      Vec transformed[kAlpha][kAlpha];
+      Sandwich(kForwardG, g, transformed);
 #pragma GCC unroll 6
       for (int i = 0; i < kAlpha; ++i) {
 #pragma GCC unroll 6
-        for (int b = 0; b < kFilterSize; ++b) {
-          Vec s = Zero();
-#pragma GCC unroll 6
-          for (int a = 0; a < kFilterSize; ++a) {
-            if (kForwardG[i][a] != 0.0f) s = Fma(Splat(kForwardG[i][a]), g[a][b], s);
-          }
-          t[i][b] = s;
-        }
-      }
-#pragma GCC unroll 6
-      for (int i = 0; i < kAlpha; ++i) {
-#pragma GCC unroll 6
-        for (int j = 0; j < kAlpha; ++j) {
-          Vec s = Zero();
-#pragma GCC unroll 6
-          for (int b = 0; b < kFilterSize; ++b) {
-            if (kForwardG[j][b] != 0.0f) s = Fma(t[i][b], Splat(kForwardG[j][b]), s);
-          }
-          Store(u + ((i * kAlpha + j) * padded_in + c) * padded_out + k0, s);
-        }
+        for (int j = 0; j < kAlpha; ++j) Store(u + ((i * kAlpha + j) * padded_in + c) * padded_out + k0, transformed[i][j]);
       }
     }
   }
@@ -491,35 +505,22 @@ void FilterGradOutput(const ConvDims& d, const float* acc, float* dw) {
   for (int64_t c = 0; c < d.in_channels; ++c) {
     for (int64_t k0 = 0; k0 < d.out_channels; k0 += kLanes) {
       const int64_t lanes = std::min<int64_t>(kLanes, d.out_channels - k0);
-      Vec t[kFilterSize][kAlpha];  // A'^T acc
+      Vec sums[kAlpha][kAlpha], grad[kFilterSize][kFilterSize];
 #pragma GCC unroll 6
-      for (int a = 0; a < kFilterSize; ++a) {
+      for (int i = 0; i < kAlpha; ++i) {
 #pragma GCC unroll 6
-        for (int j = 0; j < kAlpha; ++j) {
-          Vec s = Zero();
-#pragma GCC unroll 6
-          for (int i = 0; i < kAlpha; ++i) {
-            if (kFilterGradAT[a][i] != 0.0f) {
-              s = Fma(Splat(kFilterGradAT[a][i]), Load(acc + ((i * kAlpha + j) * padded_in + c) * padded_out + k0), s);
-            }
-          }
-          t[a][j] = s;
-        }
+        for (int j = 0; j < kAlpha; ++j) sums[i][j] = Load(acc + ((i * kAlpha + j) * padded_in + c) * padded_out + k0);
       }
+      Sandwich(kFilterGradAT, sums, grad);
 #pragma GCC unroll 6
       for (int a = 0; a < kFilterSize; ++a) {
 #pragma GCC unroll 6
         for (int b = 0; b < kFilterSize; ++b) {
-          Vec s = Zero();
-#pragma GCC unroll 6
-          for (int j = 0; j < kAlpha; ++j) {
-            if (kFilterGradAT[b][j] != 0.0f) s = Fma(t[a][j], Splat(kFilterGradAT[b][j]), s);
-          }
           float* to = dw + ((a * kFilterSize + b) * d.in_channels + c) * d.out_channels + k0;
           if (lanes == kLanes) {
-            Store(to, s);
+            Store(to, grad[a][b]);
           } else {
-            StorePartial(to, s, lanes);
+            StorePartial(to, grad[a][b], lanes);
           }
         }
       }

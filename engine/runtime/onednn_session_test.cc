@@ -74,16 +74,10 @@ TEST(OneDnnSession, OneDnnKernelsComputeWhatOursDo) {
   const char* names[] = {"conv_relu", "conv2", "dx", "dw"};
   for (size_t i = 0; i < ours.size(); ++i) {
     ASSERT_EQ(ours[i].shape(), theirs[i].shape()) << names[i];
-    const float* a = ours[i].data<float>();
-    const float* b = theirs[i].data<float>();
-    double worst = 0, scale = 0;
-    for (int64_t j = 0; j < ours[i].NumElements(); ++j) {
-      worst = std::max(worst, static_cast<double>(std::abs(a[j] - b[j])));
-      scale = std::max(scale, static_cast<double>(std::abs(a[j])));
-    }
-    EXPECT_GT(scale, 1.0) << names[i] << " is trivial";
+    const FloatDifference d = CompareFloats(ours[i], theirs[i]);
+    EXPECT_GT(d.scale, 1.0) << names[i] << " is trivial";
     // Sums of up to 4 * 12 * 12 = 576 products of values in [-1, 1].
-    EXPECT_LE(worst, 1e-4 * scale) << names[i];
+    EXPECT_LE(d.worst, 1e-4 * d.scale) << names[i];
   }
 }
 

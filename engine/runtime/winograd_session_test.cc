@@ -76,17 +76,11 @@ void ExpectClose(const std::vector<Tensor>& direct, const std::vector<Tensor>& w
   ASSERT_EQ(winograd.size(), std::size(kOutputs));
   for (size_t i = 0; i < direct.size(); ++i) {
     ASSERT_EQ(direct[i].shape(), winograd[i].shape()) << kOutputs[i];
-    const float* a = direct[i].data<float>();
-    const float* b = winograd[i].data<float>();
-    double worst = 0, scale = 0;
-    for (int64_t j = 0; j < direct[i].NumElements(); ++j) {
-      worst = std::max(worst, static_cast<double>(std::abs(a[j] - b[j])));
-      scale = std::max(scale, static_cast<double>(std::abs(a[j])));
-    }
-    EXPECT_GT(scale, 1.0) << kOutputs[i] << " is trivial";
+    const FloatDifference d = CompareFloats(direct[i], winograd[i]);
+    EXPECT_GT(d.scale, 1.0) << kOutputs[i] << " is trivial";
     // Sums of up to 3 * 11 * 9 = 297 products of values in [-1, 1]; the
     // transforms scale by up to 5 in and 16 out (winograd_conv.h).
-    EXPECT_LE(worst, 1e-4 * scale) << kOutputs[i];
+    EXPECT_LE(d.worst, 1e-4 * d.scale) << kOutputs[i];
   }
 }
 

@@ -774,79 +774,58 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"MaxPool", RealNumberTypes(),
 REGISTER_OP_HARNESS(OpHarnessEntry{"AvgPool", FloatTypes(),
                                    [](DataType dtype, Rng* rng) { return PoolCases(dtype, rng, false); }});
 
-REGISTER_OP_HARNESS(OpHarnessEntry{
-    "MaxPoolGrad", RealNumberTypes(), [](DataType dtype, Rng* rng) {
-      std::vector<OpCase> cases;
-      for (const PoolSpec& s : PoolSpecs(rng)) {
-        OpCase c;
-        c.description = PoolDescription(s);
-        Tensor x = RandomTensor(dtype, s.input, rng, -5, 5);
-        std::vector<double> xv = ToDoubles(x);
-        TensorShape out_shape = PoolOutShape(s);
-        Tensor y = FromDoubles(dtype, out_shape, PoolForward(s, xv, true));
-        Tensor dy = RandomTensor(dtype, out_shape, rng, -5, 5);
-        std::vector<double> g = ToDoubles(dy), dx(s.input.num_elements(), 0.0);
-        ForEachPoolWindow(s, [&](int64_t o, const std::vector<int64_t>& window) {
-          int64_t best = window[0];
-          for (int64_t i : window) best = xv[i] > xv[best] ? i : best;
-          dx[best] += g[o];
-        });
-        c.inputs = {x, y, dy};
-        c.attrs = PoolAttrs(s);
-        c.expected = {FromDoubles(dtype, s.input, dx)};
-        if (dtype == DT_HALF || dtype == DT_BFLOAT16) c.tolerance = 0.05;
-        cases.push_back(std::move(c));
-      }
-      auto make = [&](const PoolSpec& s) {
-        TensorShape out_shape = PoolOutShape(s);
-        return std::vector<Tensor>{RandomTensor(dtype, s.input, rng), RandomTensor(dtype, out_shape, rng),
-                                   RandomTensor(dtype, out_shape, rng)};
-      };
-      for (OpCase& c : PoolErrorCases(dtype, rng, make)) cases.push_back(std::move(c));
-      PoolSpec ok{TensorShape({1, 4, 4, 2}), 2, 2, 2, 2, false};
-      cases.push_back(ErrorCase("grad of the wrong shape",
-                                {RandomTensor(dtype, ok.input, rng), RandomTensor(dtype, TensorShape({1, 2, 2, 2}), rng),
-                                 RandomTensor(dtype, TensorShape({1, 3, 2, 2}), rng)},
-                                PoolAttrs(ok), "pooled shape"));
-      return cases;
-    }});
+// A value case of MaxPoolGrad (each window's gradient to its first maximal
+// element), or with `fused` of _FusedMaxPoolGrad (the fusion pass's
+// MaxPoolGrad + ReluGrad + BiasAddGrad: only where that element is > 0, and
+// the per-channel sum of the result as output 1).
+OpCase MaxPoolGradCase(DataType dtype, const PoolSpec& s, Rng* rng, bool fused) {
+  OpCase c;
+  c.description = PoolDescription(s);
+  Tensor x = RandomTensor(dtype, s.input, rng, -5, 5);
+  std::vector<double> xv = ToDoubles(x);
+  TensorShape out_shape = PoolOutShape(s);
+  Tensor y = FromDoubles(dtype, out_shape, PoolForward(s, xv, true));
+  Tensor dy = RandomTensor(dtype, out_shape, rng, -5, 5);
+  std::vector<double> g = ToDoubles(dy), dx(s.input.num_elements(), 0.0);
+  ForEachPoolWindow(s, [&](int64_t o, const std::vector<int64_t>& window) {
+    int64_t best = window[0];
+    for (int64_t i : window) best = xv[i] > xv[best] ? i : best;
+    if (!fused || xv[best] > 0) dx[best] += g[o];
+  });
+  c.inputs = {x, y, dy};
+  c.attrs = PoolAttrs(s);
+  c.expected = {FromDoubles(dtype, s.input, dx)};
+  if (fused) {
+    const int64_t channels = s.input.dim_size(3);
+    std::vector<double> bias(channels, 0.0);
+    for (size_t i = 0; i < dx.size(); ++i) bias[i % channels] += dx[i];
+    c.expected.push_back(FromDoubles(dtype, TensorShape({channels}), bias));
+  }
+  if (dtype == DT_HALF || dtype == DT_BFLOAT16) c.tolerance = 0.05;
+  return c;
+}
 
-// _FusedMaxPoolGrad (the fusion pass's MaxPoolGrad + ReluGrad + BiasAddGrad):
-// MaxPoolGrad's routing, kept only where the element it lands on is > 0,
-// and the per-channel sum of that.
-REGISTER_OP_HARNESS(OpHarnessEntry{
-    "_FusedMaxPoolGrad", {DT_FLOAT}, [](DataType dtype, Rng* rng) {
-      std::vector<OpCase> cases;
-      for (const PoolSpec& s : PoolSpecs(rng)) {
-        OpCase c;
-        c.description = PoolDescription(s);
-        Tensor x = RandomTensor(dtype, s.input, rng, -5, 5);
-        std::vector<double> xv = ToDoubles(x);
-        TensorShape out_shape = PoolOutShape(s);
-        Tensor y = FromDoubles(dtype, out_shape, PoolForward(s, xv, true));
-        Tensor dy = RandomTensor(dtype, out_shape, rng, -5, 5);
-        std::vector<double> g = ToDoubles(dy), dx(s.input.num_elements(), 0.0);
-        ForEachPoolWindow(s, [&](int64_t o, const std::vector<int64_t>& window) {
-          int64_t best = window[0];
-          for (int64_t i : window) best = xv[i] > xv[best] ? i : best;
-          if (xv[best] > 0) dx[best] += g[o];
-        });
-        const int64_t channels = s.input.dim_size(3);
-        std::vector<double> bias(channels, 0.0);
-        for (size_t i = 0; i < dx.size(); ++i) bias[i % channels] += dx[i];
-        c.inputs = {x, y, dy};
-        c.attrs = PoolAttrs(s);
-        c.expected = {FromDoubles(dtype, s.input, dx), FromDoubles(dtype, TensorShape({channels}), bias)};
-        cases.push_back(std::move(c));
-      }
-      auto make = [&](const PoolSpec& s) {
-        TensorShape out_shape = PoolOutShape(s);
-        return std::vector<Tensor>{RandomTensor(dtype, s.input, rng), RandomTensor(dtype, out_shape, rng),
-                                   RandomTensor(dtype, out_shape, rng)};
-      };
-      for (OpCase& c : PoolErrorCases(dtype, rng, make)) cases.push_back(std::move(c));
-      return cases;
-    }});
+std::vector<OpCase> MaxPoolGradCases(DataType dtype, Rng* rng, bool fused) {
+  std::vector<OpCase> cases;
+  for (const PoolSpec& s : PoolSpecs(rng)) cases.push_back(MaxPoolGradCase(dtype, s, rng, fused));
+  auto make = [&](const PoolSpec& s) {
+    TensorShape out_shape = PoolOutShape(s);
+    return std::vector<Tensor>{RandomTensor(dtype, s.input, rng), RandomTensor(dtype, out_shape, rng),
+                               RandomTensor(dtype, out_shape, rng)};
+  };
+  for (OpCase& c : PoolErrorCases(dtype, rng, make)) cases.push_back(std::move(c));
+  PoolSpec ok{TensorShape({1, 4, 4, 2}), 2, 2, 2, 2, false};
+  cases.push_back(ErrorCase("grad of the wrong shape",
+                            {RandomTensor(dtype, ok.input, rng), RandomTensor(dtype, TensorShape({1, 2, 2, 2}), rng),
+                             RandomTensor(dtype, TensorShape({1, 3, 2, 2}), rng)},
+                            PoolAttrs(ok), "pooled shape"));
+  return cases;
+}
+
+REGISTER_OP_HARNESS(OpHarnessEntry{"MaxPoolGrad", RealNumberTypes(),
+                                   [](DataType dtype, Rng* rng) { return MaxPoolGradCases(dtype, rng, false); }});
+REGISTER_OP_HARNESS(OpHarnessEntry{"_FusedMaxPoolGrad", {DT_FLOAT},
+                                   [](DataType dtype, Rng* rng) { return MaxPoolGradCases(dtype, rng, true); }});
 
 REGISTER_OP_HARNESS(OpHarnessEntry{
     "AvgPoolGrad", FloatTypes(), [](DataType dtype, Rng* rng) {

@@ -18,8 +18,9 @@
 //   - control edges into or out of any member move to the fused node, unless
 //     a member's input depends on the chain (a cycle): then nothing is fused.
 // The fused node takes ReluGrad's name. Values: output 0 is bit for bit
-// ReluGrad's; output 1 is BiasAddGrad's sum taken in another order (both in
-// double), so equal within one float32 rounding.
+// ReluGrad's; output 1 is BiasAddGrad's sum taken in another order (float sums
+// per image, then a double sum across images; BiasAddGrad sums in float), so
+// equal within float32 accumulation error, not bit for bit.
 //
 // Thread safety: mutates the caller's graph; no shared state.
 #ifndef SLUICE_ENGINE_GRAPH_OPTIMIZER_POOL_GRAD_FUSION_H_

@@ -175,20 +175,20 @@ class InputTransform {
     float* slot = Slot(x);
     const bool column_inside = x >= 0 && x < image.cols;
     const bool rows_inside = row0 >= 0 && row0 + kAlpha <= image.rows;
-    const float* base = image.data + x * image.channels;
     for (int64_t c0 = 0; c0 < padded_; c0 += kLanes) {
       const int64_t lanes = std::min<int64_t>(kLanes, image.channels - c0);
       Vec column[kAlpha], out[kAlpha];
 #pragma GCC unroll 6
       for (int i = 0; i < kAlpha; ++i) {
         const int64_t y = row0 + i;
-        const float* at = base + y * image.cols * image.channels + c0;
+        // An offset, not a pointer: outside the image (padding) no address is formed.
+        const int64_t at = (y * image.cols + x) * image.channels + c0;
         if (column_inside && rows_inside && lanes == kLanes) {
-          column[i] = Load(at);
+          column[i] = Load(image.data + at);
         } else if (!column_inside || y < 0 || y >= image.rows || lanes <= 0) {
           column[i] = Zero();
         } else {
-          column[i] = lanes == kLanes ? Load(at) : LoadPartial(at, lanes);
+          column[i] = lanes == kLanes ? Load(image.data + at) : LoadPartial(image.data + at, lanes);
         }
       }
       InputTransform1D(column, out);

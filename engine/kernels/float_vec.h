@@ -24,6 +24,10 @@ inline Vec Splat(float x) { return _mm512_set1_ps(x); }
 inline Vec Fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
 // max(0, v), NaN kept (the second operand is returned when either is NaN).
 inline Vec Max0(Vec v) { return _mm512_max_ps(_mm512_setzero_ps(), v); }
+// std::max(acc, x) in each lane: x where acc < x, else acc (so a NaN in acc
+// stays, a NaN in x is dropped; -0 and +0 keep acc's). maxps returns its second
+// operand when either is NaN or both are zero.
+inline Vec StdMax(Vec acc, Vec x) { return _mm512_max_ps(x, acc); }
 #elif defined(__AVX2__) && defined(__FMA__)
 using Vec = __m256;
 constexpr int kLanes = 8;
@@ -31,6 +35,7 @@ constexpr int kRegisters = 16;
 inline Vec Splat(float x) { return _mm256_set1_ps(x); }
 inline Vec Fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
 inline Vec Max0(Vec v) { return _mm256_max_ps(_mm256_setzero_ps(), v); }
+inline Vec StdMax(Vec acc, Vec x) { return _mm256_max_ps(x, acc); }
 #else
 typedef float Vec __attribute__((vector_size(16)));
 constexpr int kLanes = 4;
@@ -38,6 +43,7 @@ constexpr int kRegisters = 16;
 inline Vec Splat(float x) { return Vec{x, x, x, x}; }
 inline Vec Fma(Vec a, Vec b, Vec c) { return a * b + c; }
 inline Vec Max0(Vec v) { return v < 0.0f ? Vec{} : v; }
+inline Vec StdMax(Vec acc, Vec x) { return acc < x ? x : acc; }
 #endif
 
 inline Vec Zero() { return Splat(0.0f); }

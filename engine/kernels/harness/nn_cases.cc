@@ -717,6 +717,9 @@ std::vector<PoolSpec> PoolSpecs(Rng* rng) {
       // Tiling windows with padding before (MaxPoolGrad writes dx once), and
       // stride == size windows that leave the last row and column uncovered.
       {TensorShape({2, 7, 7, 3}), 3, 3, 3, 3, true}, {TensorShape({1, 5, 5, 2}), 2, 2, 2, 2, false},
+      // More channels than a vector holds, not a multiple of one (whole and
+      // partial vectors of the float kernel).
+      {TensorShape({2, 6, 6, 37}), 2, 2, 2, 2, false}, {TensorShape({1, 5, 5, 20}), 3, 3, 2, 2, true},
   };
 }
 

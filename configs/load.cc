@@ -333,7 +333,9 @@ void ApplyDefaults(Experiment* e) {
     if (p->reader_threads() == 0) p->set_reader_threads(1);
     if (p->has_shuffle()) {
       if (p->shuffle().capacity() == 0) p->mutable_shuffle()->set_capacity(10000);
-      if (p->shuffle().min_after_dequeue() == 0) p->mutable_shuffle()->set_min_after_dequeue(5000);
+      if (!p->shuffle().has_min_after_dequeue()) {
+        p->mutable_shuffle()->set_min_after_dequeue(p->shuffle().capacity() / 2);
+      }
     }
     if (p->has_text()) {
       Input::Text* t = p->mutable_text();
@@ -345,18 +347,21 @@ void ApplyDefaults(Experiment* e) {
     }
   }
   Optimizer* o = e->mutable_optimizer();
-  if (o->has_momentum() && o->momentum().momentum() == 0) o->mutable_momentum()->set_momentum(0.9f);
-  if (o->has_adagrad() && o->adagrad().initial_accumulator() == 0) o->mutable_adagrad()->set_initial_accumulator(0.1f);
+  // Optimizer settings whose 0 means something (momentum 0, beta1 0) or must
+  // be refused (learning rate 0) are `optional` fields: a default fills only
+  // a field left out, never a 0 the user wrote.
+  if (o->has_momentum() && !o->momentum().has_momentum()) o->mutable_momentum()->set_momentum(0.9f);
+  if (o->has_adagrad() && !o->adagrad().has_initial_accumulator()) o->mutable_adagrad()->set_initial_accumulator(0.1f);
   if (o->has_rmsprop()) {
-    if (o->rmsprop().decay() == 0) o->mutable_rmsprop()->set_decay(0.9f);
-    if (o->rmsprop().epsilon() == 0) o->mutable_rmsprop()->set_epsilon(1e-10f);
+    if (!o->rmsprop().has_decay()) o->mutable_rmsprop()->set_decay(0.9f);
+    if (!o->rmsprop().has_epsilon()) o->mutable_rmsprop()->set_epsilon(1e-10f);
   }
   if (o->has_adam()) {
     Optimizer::Adam* a = o->mutable_adam();
-    if (a->learning_rate() == 0) a->set_learning_rate(0.001f);
-    if (a->beta1() == 0) a->set_beta1(0.9f);
-    if (a->beta2() == 0) a->set_beta2(0.999f);
-    if (a->epsilon() == 0) a->set_epsilon(1e-8f);
+    if (!a->has_learning_rate()) a->set_learning_rate(0.001f);
+    if (!a->has_beta1()) a->set_beta1(0.9f);
+    if (!a->has_beta2()) a->set_beta2(0.999f);
+    if (!a->has_epsilon()) a->set_epsilon(1e-8f);
   }
   if (e->train().seed() == 0) e->mutable_train()->set_seed(1);
   if (e->train().log_every_steps() == 0) e->mutable_train()->set_log_every_steps(100);
@@ -371,7 +376,7 @@ void ApplyDefaults(Experiment* e) {
     }
   }
   for (Loss& loss : *e->mutable_model()->mutable_loss()) {
-    if (loss.weight() == 0) loss.set_weight(1);
+    if (!loss.has_weight()) loss.set_weight(1);
   }
 }
 

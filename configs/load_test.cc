@@ -219,6 +219,73 @@ TEST(Load, OverridesSetFieldsAndExplainMistakes) {
   EXPECT_NE(s.message().find("field.path=value"), std::string::npos) << s;
 }
 
+// Loads `text` with `overrides` and applies the defaults (no validation).
+Experiment Defaulted(const std::string& text, std::vector<std::string> overrides = {}) {
+  auto loaded = ParseExperiment("t.pbtxt", text);
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  if (!loaded.ok()) return Experiment();
+  absl::Status s = ApplyOverrides(overrides, &(*loaded)->experiment);
+  EXPECT_TRUE(s.ok()) << s;
+  ApplyDefaults(&(*loaded)->experiment);
+  return (*loaded)->experiment;
+}
+
+// A default fills a field that was left out, never a value the user wrote:
+// `--set optimizer.adam.learning_rate=0` used to train at 0.001 silently.
+TEST(Load, DefaultsFillOnlyFieldsLeftOut) {
+  const std::string adam = absl::StrReplaceAll(Base(), {{"sgd { learning_rate: 0.1 }", "adam {}"}});
+  Experiment e = Defaulted(adam);
+  EXPECT_FLOAT_EQ(e.optimizer().adam().learning_rate(), 0.001f);
+  EXPECT_FLOAT_EQ(e.optimizer().adam().beta1(), 0.9f);
+  EXPECT_FLOAT_EQ(e.optimizer().adam().beta2(), 0.999f);
+  EXPECT_FLOAT_EQ(e.optimizer().adam().epsilon(), 1e-8f);
+  EXPECT_FLOAT_EQ(e.model().loss(0).weight(), 1.0f);
+
+  e = Defaulted(adam, {"optimizer.adam.beta1=0", "model.loss[0].weight=0"});
+  EXPECT_EQ(e.optimizer().adam().beta1(), 0.0f);
+  EXPECT_FLOAT_EQ(e.optimizer().adam().beta2(), 0.999f);
+  EXPECT_EQ(e.model().loss(0).weight(), 0.0f);
+  EXPECT_TRUE(Check(adam, {"optimizer.adam.beta1=0"}).ok());
+
+  e = Defaulted(absl::StrReplaceAll(Base(), {{"sgd { learning_rate: 0.1 }", "momentum { learning_rate: 0.1 momentum: 0 }"}}));
+  EXPECT_EQ(e.optimizer().momentum().momentum(), 0.0f);
+  e = Defaulted(absl::StrReplaceAll(Base(), {{"sgd { learning_rate: 0.1 }", "momentum { learning_rate: 0.1 }"}}));
+  EXPECT_FLOAT_EQ(e.optimizer().momentum().momentum(), 0.9f);
+
+  // A learning rate of 0, in the file or from --set, is refused where it was written.
+  absl::Status s = Check(adam, {"optimizer.adam.learning_rate=0"});
+  EXPECT_NE(s.message().find("learning_rate must be a positive number, got 0"), std::string::npos) << s;
+  s = Check(absl::StrReplaceAll(adam, {{"adam {}", "adam { learning_rate: 0 }"}}));
+  EXPECT_NE(s.message().find("t.pbtxt:10:"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("learning_rate must be a positive number"), std::string::npos) << s;
+}
+
+TEST(Load, OptimizerSettingsOutOfRangeAreRefused) {
+  const std::string adam = absl::StrReplaceAll(Base(), {{"sgd { learning_rate: 0.1 }", "adam {}"}});
+  absl::Status s = Check(adam, {"optimizer.adam.epsilon=0", "optimizer.adam.beta2=1"});
+  EXPECT_NE(s.message().find("epsilon must be > 0"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("beta2 must be in [0, 1), got 1"), std::string::npos) << s;
+  s = Check(absl::StrReplaceAll(Base(), {{"sgd { learning_rate: 0.1 }", "adagrad { learning_rate: 0.1 initial_accumulator: 0 }"}}));
+  EXPECT_NE(s.message().find("t.pbtxt:10:"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("initial_accumulator must be > 0"), std::string::npos) << s;
+  s = Check(absl::StrReplaceAll(Base(), {{"sgd { learning_rate: 0.1 }", "rmsprop { learning_rate: 0.1 decay: 1.5 epsilon: -1 }"}}));
+  EXPECT_NE(s.message().find("decay must be in [0, 1), got 1.5"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("epsilon must be > 0"), std::string::npos) << s;
+  EXPECT_TRUE(Check(absl::StrReplaceAll(Base(), {{"sgd { learning_rate: 0.1 }", "rmsprop { learning_rate: 0.1 }"}})).ok());
+}
+
+TEST(Load, ShuffleMinimumDefaultsToHalfTheCapacity) {
+  const std::string shuffled = absl::StrReplaceAll(Base(), {{"batch_size: 32", "batch_size: 32 shuffle {}"}});
+  Experiment e = Defaulted(shuffled);
+  EXPECT_EQ(e.input().train().shuffle().capacity(), 10000);
+  EXPECT_EQ(e.input().train().shuffle().min_after_dequeue(), 5000);
+  e = Defaulted(shuffled, {"input.train.shuffle.capacity=100"});
+  EXPECT_EQ(e.input().train().shuffle().min_after_dequeue(), 50);
+  EXPECT_TRUE(Check(shuffled, {"input.train.shuffle.capacity=100"}).ok());
+  e = Defaulted(shuffled, {"input.train.shuffle.min_after_dequeue=0"});
+  EXPECT_EQ(e.input().train().shuffle().min_after_dequeue(), 0);
+}
+
 // Issue 22, class 5: protobuf's text parser has no nesting limit of its own,
 // so `attr { value { func { attr { ...` deep enough overflowed the stack, in
 // the file and in a --set message alike. The limit is 64 levels; a config

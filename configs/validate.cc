@@ -421,23 +421,38 @@ class Validator {
     }
   }
 
+  void UnitInterval(const google::protobuf::Message& m, const char* field, float v) {
+    if (!(v >= 0 && v < 1)) Error(m, field, -1, absl::StrCat(field, " must be in [0, 1), got ", v));
+  }
+
+  void PositiveFloat(const google::protobuf::Message& m, const char* field, float v, const char* why) {
+    if (!(v > 0) || !std::isfinite(v)) Error(m, field, -1, absl::StrCat(field, " must be > 0 (", why, "), got ", v));
+  }
+
   void CheckOptimizer() {
     const Optimizer& o = e_.optimizer();
     switch (o.kind_case()) {
       case Optimizer::kSgd: LearningRate(o.sgd(), o.sgd().learning_rate()); break;
       case Optimizer::kMomentum:
         LearningRate(o.momentum(), o.momentum().learning_rate());
-        if (!(o.momentum().momentum() >= 0 && o.momentum().momentum() < 1)) {
-          Error(o.momentum(), "momentum", -1, absl::StrCat("momentum must be in [0, 1), got ", o.momentum().momentum()));
-        }
+        UnitInterval(o.momentum(), "momentum", o.momentum().momentum());
         break;
-      case Optimizer::kAdagrad: LearningRate(o.adagrad(), o.adagrad().learning_rate()); break;
-      case Optimizer::kRmsprop: LearningRate(o.rmsprop(), o.rmsprop().learning_rate()); break;
+      case Optimizer::kAdagrad:
+        LearningRate(o.adagrad(), o.adagrad().learning_rate());
+        PositiveFloat(o.adagrad(), "initial_accumulator", o.adagrad().initial_accumulator(),
+                      "it divides the first update");
+        break;
+      case Optimizer::kRmsprop:
+        LearningRate(o.rmsprop(), o.rmsprop().learning_rate());
+        UnitInterval(o.rmsprop(), "decay", o.rmsprop().decay());
+        UnitInterval(o.rmsprop(), "momentum", o.rmsprop().momentum());
+        PositiveFloat(o.rmsprop(), "epsilon", o.rmsprop().epsilon(), "it keeps updates finite where a gradient is 0");
+        break;
       case Optimizer::kAdam:
         LearningRate(o.adam(), o.adam().learning_rate());
-        for (const auto& [field, v] : {std::pair<const char*, float>{"beta1", o.adam().beta1()}, {"beta2", o.adam().beta2()}}) {
-          if (!(v >= 0 && v < 1)) Error(o.adam(), field, -1, absl::StrCat(field, " must be in [0, 1), got ", v));
-        }
+        UnitInterval(o.adam(), "beta1", o.adam().beta1());
+        UnitInterval(o.adam(), "beta2", o.adam().beta2());
+        PositiveFloat(o.adam(), "epsilon", o.adam().epsilon(), "it keeps updates finite where a gradient is 0");
         break;
       case Optimizer::KIND_NOT_SET:
         errors_->Add(loaded_.Where(e_, "optimizer"), "the experiment needs an optimizer (sgd, momentum, adagrad, rmsprop or adam)");

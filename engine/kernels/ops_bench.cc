@@ -14,6 +14,8 @@
 //     MaxPoolGrad at DESIGN.md's CNN shapes (batch 128: 28x28x1 -> 5x5x32
 //     SAME -> pool 2x2; 14x14x32 -> 5x5x64 SAME -> pool 2x2) on 2 threads;
 //     convs report GFLOPs (2 x multiply-adds), pools GBps.
+//   - Dropout of fashion_cnn's fc1 activations ([128, 1024], rate 0.4), 1
+//     and 2 threads.
 //   - BiasRelu: the layers of the shipped models as the fusion pass leaves
 //     them (one _FusedMatMul / _FusedConv2D: bias and Relu in CpuGemm's
 //     epilogue; fused:1) against MatMul/Conv2D, BiasAdd and Relu one after
@@ -382,6 +384,19 @@ void BM_Relu(benchmark::State& state) {
   state.counters["memcpy_GBps"] = ref;
 }
 
+// Dropout (rate 0.4, as fashion_cnn's) of fashion_cnn's fc1 activations,
+// [128, 1024]: the Philox stream, the mask and the scaled output; GBps counts
+// the input read and the two outputs written.
+void BM_Dropout(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  KernelRunner r(threads, "Dropout",
+                 {{"T", MakeAttr(DT_FLOAT)}, {"seed", MakeAttr(int64_t{1})}, {"seed2", MakeAttr(int64_t{2})}},
+                 {BenchRandom(TensorShape({128, 1024})), Tensor::Scalar<float>(0.4f), Tensor::Scalar<int64_t>(7)});
+  const double secs = Loop(state, r);
+  if (secs < 0) return;
+  state.counters["GBps"] = state.iterations() * 3.0 * 128 * 1024 * sizeof(float) / secs / 1e9;
+}
+
 // ---- Conv2D and MaxPool, forward and backward ----
 
 struct Layer {
@@ -566,6 +581,7 @@ BENCHMARK(BM_Relu)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benc
 BENCHMARK(BM_Conv2D)->SLUICE_LAYER_ARGS;
 BENCHMARK(BM_Conv2DBackpropInput)->SLUICE_LAYER_ARGS;
 BENCHMARK(BM_Conv2DBackpropFilter)->SLUICE_LAYER_ARGS;
+BENCHMARK(BM_Dropout)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MaxPool)->SLUICE_LAYER_ARGS;
 BENCHMARK(BM_MaxPoolGrad)->SLUICE_LAYER_ARGS;
 BENCHMARK(BM_FusedMaxPoolGrad)->SLUICE_LAYER_ARGS;

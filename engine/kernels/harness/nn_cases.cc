@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "engine/kernels/harness/op_harness.h"
+#include "engine/kernels/philox_random.h"
 
 namespace sluice {
 namespace harness {
@@ -931,7 +932,8 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
       std::vector<OpCase> cases;
       const AttrList seeds = {{"seed", MakeAttr(int64_t{7})}, {"seed2", MakeAttr(int64_t{3})}};
       for (double rate : {0.0, 0.25, 0.5, 0.9}) {
-        for (TensorShape shape : {TensorShape({4, 5}), TensorShape({0, 3}), TensorShape({2000})}) {
+        // 2000 and 1001: whole 64-element vector groups, then leftover blocks and a partial block.
+        for (TensorShape shape : {TensorShape({4, 5}), TensorShape({0, 3}), TensorShape({2000}), TensorShape({1001})}) {
           OpCase c;
           c.description = "rate " + std::to_string(rate) + " shape " + shape.DebugString();
           Tensor x = RandomTensor(dtype, shape, rng, 0.5, 3);  // nonzero, so dropped values are visible
@@ -940,8 +942,20 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
           c.expected = {x, x};
           c.skip_output = {true, true};
           const bool big = shape.num_elements() >= 1000;
-          c.check = [x, rate, big, dtype](const std::vector<Tensor>& out) -> absl::Status {
+          // The rate as the kernel reads it (rounded to dtype).
+          const double dtype_rate = ToDoubles(c.inputs[1])[0];
+          c.check = [x, rate, big, dtype, dtype_rate](const std::vector<Tensor>& out) -> absl::Status {
             std::vector<double> xv = ToDoubles(x), y = ToDoubles(out[0]), m = ToDoubles(out[1]);
+            // The mask is the documented stream: element i keeps when the
+            // uniform from word i % 4 of Philox block i / 4 (key of seeds 7
+            // and 3, counter run 11) is >= rate.
+            const philox::Key key = philox::KeyFromSeeds(7, 3);
+            for (size_t i = 0; i < m.size(); ++i) {
+              const double u = philox::ToFloat(philox::Generate(key, i / 4, 11)[i % 4]);
+              if (m[i] != (u >= dtype_rate ? 1.0 : 0.0)) {
+                return absl::InternalError("mask differs from the Philox stream at " + std::to_string(i));
+              }
+            }
             const double tol = (dtype == DT_HALF || dtype == DT_BFLOAT16) ? 2e-2 : 1e-6;
             double kept = 0;
             for (size_t i = 0; i < xv.size(); ++i) {

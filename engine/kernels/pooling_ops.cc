@@ -236,6 +236,90 @@ class PoolOp : public PoolOpBase {
   }
 };
 
+#if defined(__AVX512F__)
+// The gradient of one max-pooling window for the channels [c0, c0 + 16 *
+// kVectors), the last vector's lanes in `tail`, with the maxima, their
+// positions (as floats: exact below 2^24 positions) and the gradient in
+// registers: the same selections and sums as MaxPoolGradOp's generic loop
+// (first strictly larger value; with `relu`, only maxima > 0 pass and `sum`
+// adds the gradient that passes; `tiled`: dx written, else added to).
+template <int kVectors>
+inline void FloatMaxPoolGradWindow(const float* image, float* dimage, const float* gsrc, float* sum,
+                                   int64_t in_cols, int64_t c, const Window& w, int64_t c0, __mmask16 tail,
+                                   bool relu, bool tiled) {
+  auto lanes = [&](int v) { return v == kVectors - 1 ? tail : static_cast<__mmask16>(0xFFFF); };
+  __m512 best[kVectors], at[kVectors], grad[kVectors];
+  const float* first = image + (w.h0 * in_cols + w.w0) * c + c0;
+#pragma GCC unroll 4
+  for (int v = 0; v < kVectors; ++v) {
+    best[v] = _mm512_maskz_loadu_ps(lanes(v), first + 16 * v);
+    at[v] = _mm512_setzero_ps();
+  }
+  float q = 0;
+  for (int64_t h = w.h0; h < w.h1; ++h) {
+    for (int64_t x = h == w.h0 ? w.w0 + 1 : w.w0; x < w.w1; ++x) {
+      q += 1;
+      const float* p = image + (h * in_cols + x) * c + c0;
+      const __m512 position = _mm512_set1_ps(q);
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) {
+        const __m512 value = _mm512_maskz_loadu_ps(lanes(v), p + 16 * v);
+        const __mmask16 larger = _mm512_cmp_ps_mask(best[v], value, _CMP_LT_OQ);
+        best[v] = _mm512_mask_mov_ps(best[v], larger, value);
+        at[v] = _mm512_mask_mov_ps(at[v], larger, position);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int v = 0; v < kVectors; ++v) {
+    grad[v] = _mm512_maskz_loadu_ps(lanes(v), gsrc + c0 + 16 * v);
+    if (relu) {
+      const __mmask16 positive = _mm512_cmp_ps_mask(best[v], _mm512_setzero_ps(), _CMP_GT_OQ);
+      at[v] = _mm512_mask_mov_ps(_mm512_set1_ps(-1.0f), positive, at[v]);
+      float* s = sum + c0 + 16 * v;
+      _mm512_mask_storeu_ps(s, lanes(v),
+                            _mm512_add_ps(_mm512_maskz_loadu_ps(lanes(v), s), _mm512_maskz_mov_ps(positive, grad[v])));
+    }
+  }
+  q = 0;
+  for (int64_t h = w.h0; h < w.h1; ++h) {
+    for (int64_t x = w.w0; x < w.w1; ++x, q += 1) {
+      float* d = dimage + (h * in_cols + x) * c + c0;
+      const __m512 position = _mm512_set1_ps(q);
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) {
+        __m512 value = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(at[v], position, _CMP_EQ_OQ), grad[v]);
+        if (!tiled) value = _mm512_add_ps(_mm512_maskz_loadu_ps(lanes(v), d + 16 * v), value);
+        _mm512_mask_storeu_ps(d + 16 * v, lanes(v), value);
+      }
+    }
+  }
+}
+
+// All channels of one window, in blocks of four, two and one vectors.
+inline void FloatMaxPoolGradChannels(const float* image, float* dimage, const float* gsrc, float* sum,
+                                     int64_t in_cols, int64_t c, const Window& w, bool relu, bool tiled) {
+  constexpr __mmask16 kAll = 0xFFFF;
+  int64_t c0 = 0;
+  for (; c0 + 64 <= c; c0 += 64) FloatMaxPoolGradWindow<4>(image, dimage, gsrc, sum, in_cols, c, w, c0, kAll, relu, tiled);
+  if (c0 + 32 <= c) {
+    FloatMaxPoolGradWindow<2>(image, dimage, gsrc, sum, in_cols, c, w, c0, kAll, relu, tiled);
+    c0 += 32;
+  }
+  if (c0 < c) {  // one vector, whole or partial
+    const int64_t left = std::min<int64_t>(16, c - c0);
+    const __mmask16 tail = static_cast<__mmask16>((1u << left) - 1);
+    FloatMaxPoolGradWindow<1>(image, dimage, gsrc, sum, in_cols, c, w, c0, tail, relu, tiled);
+    c0 += left;
+    if (c0 < c) {
+      const int64_t rest = c - c0;
+      FloatMaxPoolGradWindow<1>(image, dimage, gsrc, sum, in_cols, c, w, c0,
+                                static_cast<__mmask16>((1u << rest) - 1), relu, tiled);
+    }
+  }
+}
+#endif
+
 template <typename T>
 class MaxPoolGradOp : public PoolOpBase {
  public:
@@ -286,6 +370,8 @@ class MaxPoolGradOp : public PoolOpBase {
     const bool tiled = tiles(g.rows, g.in_rows) && tiles(g.cols, g.in_cols);
     const double image_work =
         static_cast<double>(out_image) * std::min<double>(static_cast<double>(g.rows.k) * g.cols.k, image_size);
+    // The float AVX-512 path counts window positions in float lanes.
+    [[maybe_unused]] const bool vector_positions = window_positions <= (int64_t{1} << 24);
     ParallelForRanges(
         ctx->eigen_cpu_device().getPool(), ctx->eigen_cpu_device().numThreads(), g.batch,
         static_cast<int64_t>(image_work), 1,
@@ -309,6 +395,15 @@ class MaxPoolGradOp : public PoolOpBase {
                 // Windows always cover at least one input position: start
                 // from the first, then keep the first strictly larger value.
                 const Window w = Clip(g, oh, ow);
+#if defined(__AVX512F__)
+                if constexpr (std::is_same_v<T, float>) {
+                  if (vector_positions) {
+                    FloatMaxPoolGradChannels(image, dimage, dy + n * out_image + (oh * g.cols.out + ow) * c, sum,
+                                             g.in_cols, c, w, relu, tiled);
+                    continue;
+                  }
+                }
+#endif
                 const T* __restrict first_src = image + (w.h0 * g.in_cols + w.w0) * c;
                 for (int64_t j = 0; j < c; ++j) {
                   bv[j] = first_src[j];

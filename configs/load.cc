@@ -5,6 +5,7 @@
 #include <glob.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -333,8 +334,9 @@ void ApplyDefaults(Experiment* e) {
     if (p->reader_threads() == 0) p->set_reader_threads(1);
     if (p->has_shuffle()) {
       if (p->shuffle().capacity() == 0) p->mutable_shuffle()->set_capacity(10000);
-      if (!p->shuffle().has_min_after_dequeue()) {
-        p->mutable_shuffle()->set_min_after_dequeue(p->shuffle().capacity() / 2);
+      // A negative capacity is left for validation to report alone.
+      if (!p->shuffle().has_min_after_dequeue() && p->shuffle().capacity() > 0) {
+        p->mutable_shuffle()->set_min_after_dequeue(std::min<int64_t>(5000, p->shuffle().capacity() / 2));
       }
     }
     if (p->has_text()) {

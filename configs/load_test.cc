@@ -274,7 +274,7 @@ TEST(Load, OptimizerSettingsOutOfRangeAreRefused) {
   EXPECT_TRUE(Check(absl::StrReplaceAll(Base(), {{"sgd { learning_rate: 0.1 }", "rmsprop { learning_rate: 0.1 }"}})).ok());
 }
 
-TEST(Load, ShuffleMinimumDefaultsToHalfTheCapacity) {
+TEST(Load, ShuffleMinimumDefaultsTo5000OrHalfTheCapacity) {
   const std::string shuffled = absl::StrReplaceAll(Base(), {{"batch_size: 32", "batch_size: 32 shuffle {}"}});
   Experiment e = Defaulted(shuffled);
   EXPECT_EQ(e.input().train().shuffle().capacity(), 10000);
@@ -282,6 +282,13 @@ TEST(Load, ShuffleMinimumDefaultsToHalfTheCapacity) {
   e = Defaulted(shuffled, {"input.train.shuffle.capacity=100"});
   EXPECT_EQ(e.input().train().shuffle().min_after_dequeue(), 50);
   EXPECT_TRUE(Check(shuffled, {"input.train.shuffle.capacity=100"}).ok());
+  // A large capacity keeps the old default minimum, so such configs train (and resume) as before.
+  e = Defaulted(shuffled, {"input.train.shuffle.capacity=20000"});
+  EXPECT_EQ(e.input().train().shuffle().min_after_dequeue(), 5000);
+  // A negative capacity is one error, about the capacity, not also about a minimum nobody wrote.
+  absl::Status s = Check(shuffled, {"input.train.shuffle.capacity=-2"});
+  EXPECT_NE(s.message().find("capacity (-2)"), std::string::npos) << s;
+  EXPECT_EQ(s.message().find("min_after_dequeue must"), std::string::npos) << s;
   e = Defaulted(shuffled, {"input.train.shuffle.min_after_dequeue=0"});
   EXPECT_EQ(e.input().train().shuffle().min_after_dequeue(), 0);
 }

@@ -3,9 +3,9 @@
 // with overlapping 3x3 stride-2 SAME windows, computes the same values with
 // SessionOptions::fuse_bias_activation on and off: the input gradient and a
 // convolution's filter gradient that reads it bit for bit, the bias gradient
-// within float32 rounding (BiasAddGrad sums in float32 by blocks, the fused
-// kernel in float64 by images: both within a few roundings of the sum of
-// magnitudes); the fused op
+// within float32 accumulation error (BiasAddGrad sums in float32 by blocks,
+// the fused kernel in float32 per image, then in float64 across images: both
+// within a few roundings of the sum of magnitudes); the fused op
 // runs when the option is on, and MaxPoolGrad, ReluGrad and BiasAddGrad do not.
 #include <cmath>
 #include <map>

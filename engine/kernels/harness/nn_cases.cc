@@ -721,6 +721,7 @@ std::vector<PoolSpec> PoolSpecs(Rng* rng) {
       // More channels than a vector holds, not a multiple of one (whole and
       // partial vectors of the float kernel).
       {TensorShape({2, 6, 6, 37}), 2, 2, 2, 2, false}, {TensorShape({1, 5, 5, 20}), 3, 3, 2, 2, true},
+      {TensorShape({1, 4, 4, 100}), 2, 2, 2, 2, false}, {TensorShape({1, 5, 5, 88}), 3, 3, 2, 2, true},
   };
 }
 

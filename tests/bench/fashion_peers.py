@@ -45,6 +45,19 @@ def ensure_peers_python():
     os.execv(py, [py, script] + sys.argv[1:])
 
 
+def require_peers(script, modules):
+    """Exits with status 2 and a line that says how to install them when the running python
+    cannot import one of `modules` (checked without importing them; a peer child that
+    fails on its import would otherwise end the run with a traceback from deep inside)."""
+    import importlib.util
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        print("%s: %s not installed for %s: run `bash tools/peers.sh%s`" % (
+            script, " and ".join(missing), sys.executable, " --with-torch" if "torch" in missing else ""),
+            file=sys.stderr)
+        sys.exit(2)
+
+
 # ---------------------------------------------------------------- data
 
 def read_idx(path):

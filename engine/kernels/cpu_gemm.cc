@@ -228,23 +228,26 @@ void PackB(const View& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float*
       float* d = dst + p * kNr;
       if (p + 4 < kc) {  // the same columns of row p + 4, a line at a time
         const char* ahead = reinterpret_cast<const char*>(row + 4 * b.rs);
-        for (int64_t off = 0; off < full * kNr * 4; off += 64) __builtin_prefetch(ahead + off, 0, 3);
+        const int64_t bytes = full * kNr * static_cast<int64_t>(sizeof(float));
+        for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(ahead + off, 0, 3);
       }
       for (int64_t q = 0; q < full; ++q) std::memcpy(d + q * kc * kNr, row + q * kNr, kNr * sizeof(float));
     }
     jr = full * kNr;
     dst += full * kc * kNr;
   }
+  // What is left: every panel of a B stored transposed (or strided), or the
+  // last partial panel of a row-major one.
   for (; jr < nc; jr += kNr, dst += kc * kNr) {
     const int64_t cols = std::min<int64_t>(kNr, nc - jr);
     const float* base = b.p + p0 * b.rs + (j0 + jr) * b.cs;
-    if (cols == kNr && b.cs == 1) {  // row-major B: a row of the panel is contiguous
-      for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * kNr, base + p * b.rs, kNr * sizeof(float));
 #ifdef SLUICE_GEMM_AVX2
-    } else if (cols == kNr && b.rs == 1) {  // B stored transposed: transpose 8 x 8 blocks
+    if (cols == kNr && b.rs == 1) {  // B stored transposed: transpose 8 x 8 blocks
       for (int q = 0; q < kNr; q += 8) PackRowsTransposed<8, kNr>(base + q * b.cs, b.cs, kc, dst + q);
+      continue;
+    }
 #endif
-    } else if (b.cs == 1) {  // row-major B, last partial panel: copy, then zero the rest
+    if (b.cs == 1) {  // row-major B, last partial panel: copy, then zero the rest
       for (int64_t p = 0; p < kc; ++p) {
         float* d = dst + p * kNr;
         const float* row = base + p * b.rs;

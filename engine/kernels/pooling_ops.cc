@@ -119,6 +119,25 @@ inline Window Clip(const PoolGeometry& g, int64_t oh, int64_t ow) {
   return w;
 }
 
+// Cuts c channels into blocks for kernels that keep a window's values in
+// vector registers: fn(std::integral_constant<int, V>(), c0, lanes) for blocks
+// of V = 4, then 2, then 1 whole vectors of kWidth lanes (lanes == kWidth),
+// and last V = 0 for the remaining lanes < kWidth channels, if any.
+template <int kWidth, typename Fn>
+inline void ForEachChannelBlock(int64_t c, Fn&& fn) {
+  int64_t c0 = 0;
+  for (; c0 + 4 * kWidth <= c; c0 += 4 * kWidth) fn(std::integral_constant<int, 4>(), c0, int64_t{kWidth});
+  if (c0 + 2 * kWidth <= c) {
+    fn(std::integral_constant<int, 2>(), c0, int64_t{kWidth});
+    c0 += 2 * kWidth;
+  }
+  if (c0 + kWidth <= c) {
+    fn(std::integral_constant<int, 1>(), c0, int64_t{kWidth});
+    c0 += kWidth;
+  }
+  if (c0 < c) fn(std::integral_constant<int, 0>(), c0, c - c0);
+}
+
 // The maximum over window `w` of channels [c0, c0 + kVectors * kLanes) (or of
 // `lanes` < kLanes channels when kVectors is 0), into dst[c0...]: the window's
 // positions are read in order, each a contiguous run of channels, and the
@@ -163,17 +182,9 @@ void FloatMaxPoolRows(const PoolGeometry& g, const float* in, float* out, int64_
     for (int64_t ow = 0; ow < g.cols.out; ++ow) {
       const Window w = Clip(g, oh, ow);
       float* dst = out + (r * g.cols.out + ow) * c;
-      int64_t c0 = 0;
-      for (; c0 + 4 * kLanes <= c; c0 += 4 * kLanes) MaxWindowChannels<4>(image, g.in_cols, c, w, c0, kLanes, dst);
-      if (c0 + 2 * kLanes <= c) {
-        MaxWindowChannels<2>(image, g.in_cols, c, w, c0, kLanes, dst);
-        c0 += 2 * kLanes;
-      }
-      if (c0 + kLanes <= c) {
-        MaxWindowChannels<1>(image, g.in_cols, c, w, c0, kLanes, dst);
-        c0 += kLanes;
-      }
-      if (c0 < c) MaxWindowChannels<0>(image, g.in_cols, c, w, c0, c - c0, dst);
+      ForEachChannelBlock<kLanes>(c, [&](auto vectors, int64_t c0, int64_t lanes) {
+        MaxWindowChannels<decltype(vectors)::value>(image, g.in_cols, c, w, c0, lanes, dst);
+      });
     }
   }
 }
@@ -296,27 +307,15 @@ inline void FloatMaxPoolGradWindow(const float* image, float* dimage, const floa
   }
 }
 
-// All channels of one window, in blocks of four, two and one vectors.
+// All channels of one window, in blocks of four, two and one vectors; the
+// last, partial vector is a one-vector block whose masked lanes are ignored.
 inline void FloatMaxPoolGradChannels(const float* image, float* dimage, const float* gsrc, float* sum,
                                      int64_t in_cols, int64_t c, const Window& w, bool relu, bool tiled) {
-  constexpr __mmask16 kAll = 0xFFFF;
-  int64_t c0 = 0;
-  for (; c0 + 64 <= c; c0 += 64) FloatMaxPoolGradWindow<4>(image, dimage, gsrc, sum, in_cols, c, w, c0, kAll, relu, tiled);
-  if (c0 + 32 <= c) {
-    FloatMaxPoolGradWindow<2>(image, dimage, gsrc, sum, in_cols, c, w, c0, kAll, relu, tiled);
-    c0 += 32;
-  }
-  if (c0 < c) {  // one vector, whole or partial
-    const int64_t left = std::min<int64_t>(16, c - c0);
-    const __mmask16 tail = static_cast<__mmask16>((1u << left) - 1);
-    FloatMaxPoolGradWindow<1>(image, dimage, gsrc, sum, in_cols, c, w, c0, tail, relu, tiled);
-    c0 += left;
-    if (c0 < c) {
-      const int64_t rest = c - c0;
-      FloatMaxPoolGradWindow<1>(image, dimage, gsrc, sum, in_cols, c, w, c0,
-                                static_cast<__mmask16>((1u << rest) - 1), relu, tiled);
-    }
-  }
+  ForEachChannelBlock<16>(c, [&](auto vectors, int64_t c0, int64_t lanes) {
+    constexpr int kVectors = decltype(vectors)::value == 0 ? 1 : decltype(vectors)::value;
+    const __mmask16 tail = static_cast<__mmask16>((1u << lanes) - 1);
+    FloatMaxPoolGradWindow<kVectors>(image, dimage, gsrc, sum, in_cols, c, w, c0, tail, relu, tiled);
+  });
 }
 #endif
 

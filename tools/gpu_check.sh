@@ -7,7 +7,10 @@
 #   2. fashion_mlp for 300 steps on the GPU (the plan must name the GPU);
 #   3. fashion_cnn's full schedule (4700 steps, eval at the end) on the GPU: its test accuracy
 #      against the CPU run's (README: 92.2%), within 0.3 points;
-#   4. tests/bench/gpu_vs_torch (steps/s against PyTorch on the same GPU).
+#   4. tests/bench/gpu_vs_torch (steps/s against PyTorch on the same GPU);
+#   5. trace (not in the default set): three traced steps (250-252) of fashion_mlp and of
+#      fashion_cnn at batch 128 on the GPU, summarized by tools/trace_summary.py (host time per
+#      device and op, idle time between nodes); the traces go to $OUT/traces/ when $OUT is set.
 # Usage: bash tools/gpu_check.sh [checks...]   (default: tests mlp cnn bench)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -55,6 +58,24 @@ for check in "${checks[@]}"; do
       SLUICE_TRAIN="$RUN train" SLUICE_FASHION_DIR="$DATA" timeout 300 python3 tests/bench/gpu_vs_torch \
         --rounds "${ROUNDS:-1}" ${BENCH_FLAGS:-} 2>&1
       rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=(bench) ;;
+    trace)
+      for model in fashion_mlp fashion_cnn; do
+        step "trace: $model, steps 250-252"
+        rm -rf "/tmp/gpu_trace_$model"
+        timeout 120 "$RUN" train "$CONFIGS/$model.pbtxt" --run_dir "/tmp/gpu_trace_$model" \
+          --set train.steps=253 --set train.eval_every_steps=0 --set summaries.every_steps=0 \
+          --set checkpoint.every_steps=0 --set monitoring.metrics_port=-1 --trace_steps=250-252 2>&1 | tail -n 5
+        rc=${PIPESTATUS[0]}; echo "exit $rc"
+        traces=("/tmp/gpu_trace_$model"/traces/step_*.json)
+        if ((rc != 0)) || [[ ! -e "${traces[0]}" ]]; then failures+=("trace $model"); continue; fi
+        python3 tools/trace_summary.py --top 12 "${traces[@]}" || failures+=("trace_summary $model")
+        if [[ -n "${OUT:-}" ]]; then
+          mkdir -p "$OUT/traces/$model" && cp "${traces[@]}" "$OUT/traces/$model/"
+        fi
+      done ;;
+    *)
+      echo "gpu_check: unknown check '$check' (tests, mlp, cnn, bench, trace)"
+      failures+=("$check") ;;
   esac
 done
 echo

@@ -25,13 +25,22 @@ namespace {
 constexpr int kMr = kCpuGemmTileRows;
 constexpr int kNr = kCpuGemmTileCols;
 #if defined(SLUICE_GEMM_AVX512)
-// KC x NR of B (32 KiB) stays in L1/L2 while the micro-kernel sweeps the MC x
-// KC block of A (128 KiB, L2); the KC x NC block of B (1 MiB) is shared through
-// L3. A deep KC halves the passes over C against 128 (each pass loads and
-// stores every tile of C), and the micro-kernel prefetches its tile of C.
-// Measured on a Zen 4 EPYC (1 MiB L2 per core): docs/PERFORMANCE.md, "GEMM
-// blocking for AVX-512".
+// KC x NR of B (32 KiB; 64 KiB with kKcDeep) stays in L1/L2 while the
+// micro-kernel sweeps the MC x KC block of A (128 or 256 KiB, L2); the KC x NC
+// block of B (1 or 2 MiB) is shared through L3, and the micro-kernel
+// prefetches its tile of C. Each call of the
+// micro-kernel costs a fixed 120-160 cycles besides its 16 x KC FMA cycles
+// (starting and draining 16 accumulator chains, storing the tile): alone, with
+// A and B in cache, it runs at 0.95 of the FMA peak with KC = 256 and
+// 0.98-0.99 with 512-1024. Deep products (k >= kDeepK) therefore take blocks
+// of up to kKcDeep, which also halves their passes over C: +2-3% at n = 1024
+// and 2048. Shallower ones keep kKc: with 512 everywhere, fashion_mlp's steps
+// (k = 784 and 512, B read in place) ran 8% slower. Measured on a Zen 4 EPYC
+// (1 MiB L2 per core): docs/PERFORMANCE.md, "GEMM blocking for AVX-512" and
+// "Session 20".
 constexpr int64_t kKc = 256;
+constexpr int64_t kKcDeep = 512;
+constexpr int64_t kDeepK = 1024;
 constexpr int64_t kMc = 128;   // a multiple of kMr
 constexpr int64_t kNc = 1024;  // a multiple of kNr
 #else
@@ -39,6 +48,8 @@ constexpr int64_t kNc = 1024;  // a multiple of kNr
 // x KC block of A (144 KiB, L2); the KC x NC block of B (2 MiB) is shared
 // through L3.
 constexpr int64_t kKc = 256;
+constexpr int64_t kKcDeep = kKc;
+constexpr int64_t kDeepK = 0;
 constexpr int64_t kMc = 144;   // a multiple of kMr
 constexpr int64_t kNc = 2048;  // a multiple of kNr
 #endif
@@ -47,10 +58,15 @@ constexpr double kMinFlopsPerThread = 2.0 * 1024 * 1024;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The depth of the blocks of k: k in equal blocks of at most kKc (the last one
-// may be shorter by less than the number of blocks), never a thin last block
-// that would pass over C for a few steps of k. (k = 0 has no blocks.)
-int64_t KBlockDepth(int64_t k) { return k <= 0 ? kKc : CeilDiv(k, CeilDiv(k, kKc)); }
+// The depth of the blocks of k: k in equal blocks of at most kKc (kKcDeep when
+// k >= kDeepK; the last one may be shorter by less than the number of blocks),
+// never a thin last block that would pass over C for a few steps of k. It
+// depends on k alone, so every split of C across threads, and PackGemmB, use
+// the same blocks (and C the same sums). (k = 0 has no blocks.)
+int64_t KBlockDepth(int64_t k) {
+  const int64_t most = k >= kDeepK ? kKcDeep : kKc;
+  return k <= 0 ? kKc : CeilDiv(k, CeilDiv(k, most));
+}
 
 // op(X) as a strided view: element (r, c) is at p[r * rs + c * cs].
 struct View {

@@ -143,8 +143,9 @@ TEST(CpuGemmTest, AccumulatesIntoC) {
 
 TEST(CpuGemmTest, LargeBlocksCrossEveryCacheBlockBoundary) {
   Eigen::ThreadPool pool(2);
-  // m > kMc, n > kNc, k > 2 * kKc, none a multiple of its block.
-  Problem p{151, 2081, 530, false, true, 0, 0, 0};
+  // m > kMc, n > kNc, k > 2 * kKc (kKc is 512 with AVX-512, 256 otherwise),
+  // none a multiple of its block.
+  Problem p{151, 2081, 1100, false, true, 0, 0, 0};
   const Operands o = MakeOperands(p, 42);
   std::vector<float> c(p.m * o.ldc, 1.0f);
   RunGemm(p, o, &c, false, &pool, 2);

@@ -5,11 +5,13 @@
 //   compute stream's work that produced it) and sends the host copy once the
 //   copy is done; it is async, and keeps the device tensor alive until then.
 //   _Recv copies the received host value into a new device tensor on the
-//   host-to-device stream, makes the compute stream wait for the copy, keeps
-//   the host value alive until the copy is done, and finishes at once: stream
-//   order protects every consumer on the compute stream.
+//   host-to-device stream (a pageable value through a pinned copy first, so
+//   the host never waits for the GPU), makes the compute stream wait for the
+//   copy, keeps the host value alive until the copy is done, and finishes at
+//   once: stream order protects every consumer on the compute stream.
 #include <cuda_runtime.h>
 
+#include <cstring>
 #include <string>
 
 #include "engine/framework/device_name.h"
@@ -106,18 +108,42 @@ class GpuRecvOp : public AsyncOpKernel {
     Tensor* out = nullptr;
     absl::Status s = ctx->allocate_output(0, value.shape(), &out);
     if (!s.ok() || value.TotalBytes() == 0) return s;
+    // A copy from pageable memory starts with a synchronization of its
+    // stream, and this stream waits for the compute stream (below): the host
+    // would wait for the GPU to finish all the work queued before this copy
+    // (the previous step's backward pass, say), and the GPU would then idle
+    // while the host queues the next kernels. From pinned memory the copy is
+    // asynchronous, so a pageable value (the CPU allocator's: an input batch)
+    // is first copied to a pinned buffer on the host.
+    const Tensor staged = StagedInPinnedMemory(dev, value);
     cudaStream_t h2d = dev->host_to_device_stream();
     // The new buffer may have been freed by work still queued on the compute
     // stream: the copy waits for that work first.
     s = dev->StreamWaitStream(h2d, dev->compute_stream());
     if (s.ok()) {
-      s = CudaStatus(cudaMemcpyAsync(out->raw_data(), value.raw_data(), value.TotalBytes(), cudaMemcpyHostToDevice, h2d),
+      s = CudaStatus(cudaMemcpyAsync(out->raw_data(), staged.raw_data(), staged.TotalBytes(), cudaMemcpyHostToDevice, h2d),
                      "cudaMemcpyAsync(host to device)");
     }
     if (s.ok()) s = dev->StreamWaitStream(dev->compute_stream(), h2d);
-    // The host value must outlive the copy.
-    dev->ThenRun(h2d, [value](absl::Status) {});
+    // The host value (and its pinned copy) must outlive the copy.
+    dev->ThenRun(h2d, [value, staged](absl::Status) {});
     return s;
+  }
+
+  // `value` when it is in page-locked memory already (or pinning fails: the
+  // copy then goes from pageable memory, slower but correct); else a copy of
+  // it in the device's pinned host memory.
+  static Tensor StagedInPinnedMemory(GpuDevice* dev, const Tensor& value) {
+    cudaPointerAttributes attributes;
+    if (cudaPointerGetAttributes(&attributes, value.raw_data()) != cudaSuccess) {
+      cudaGetLastError();  // clears the error this query left behind
+      return value;
+    }
+    if (attributes.type != cudaMemoryTypeUnregistered) return value;
+    absl::StatusOr<Tensor> pinned = Tensor::Allocate(dev->host_allocator(), value.dtype(), value.shape());
+    if (!pinned.ok()) return value;
+    std::memcpy(pinned->raw_data(), value.raw_data(), value.TotalBytes());
+    return *std::move(pinned);
   }
 
   RendezvousAttrs attrs_;

@@ -29,12 +29,11 @@ constexpr int kNr = kCpuGemmTileCols;
 // micro-kernel sweeps the MC x KC block of A (128 or 256 KiB, L2); the KC x NC
 // block of B (1 or 2 MiB) is shared through L3, and the micro-kernel
 // prefetches its tile of C. Each call of the
-// micro-kernel costs a fixed 120-160 cycles besides its 16 x KC FMA cycles
-// (starting and draining 16 accumulator chains, storing the tile): alone, with
-// A and B in cache, it runs at 0.95 of the FMA peak with KC = 256 and
-// 0.98-0.99 with 512-1024. Deep products (k >= kDeepK) therefore take blocks
-// of up to kKcDeep, which also halves their passes over C: +2-3% at n = 1024
-// and 2048. Shallower ones keep kKc: with 512 everywhere, fashion_mlp's steps
+// micro-kernel has a fixed cost besides its 16 x KC FMA cycles (starting and
+// draining 16 accumulator chains, storing the tile), which a deeper KC spreads
+// over more FMAs. Deep products (k >= kDeepK) take blocks of up to kKcDeep,
+// which also halves their passes over C: +2-3% of the peak at n = 1024 and
+// 2048. Shallower ones keep kKc: with 512 everywhere, fashion_mlp's steps
 // (k = 784 and 512, B read in place) ran 8% slower. Measured on a Zen 4 EPYC
 // (1 MiB L2 per core): docs/PERFORMANCE.md, "GEMM blocking for AVX-512" and
 // "Session 20".

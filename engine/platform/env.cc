@@ -37,6 +37,10 @@ absl::Status ErrnoToStatus(int err, absl::string_view op, absl::string_view path
   }
 }
 
+absl::StatusOr<std::unique_ptr<MappedRegion>> RandomAccessFile::Map(uint64_t, size_t) const {
+  return absl::UnimplementedError(absl::StrCat(name(), " cannot be mapped"));
+}
+
 namespace {
 
 class PosixRandomAccessFile : public RandomAccessFile {
@@ -57,6 +61,14 @@ class PosixRandomAccessFile : public RandomAccessFile {
     }
     *result = absl::string_view(scratch, got);
     return absl::OkStatus();
+  }
+  absl::StatusOr<std::unique_ptr<MappedRegion>> Map(uint64_t offset, size_t n) const override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return ErrnoToStatus(errno, "stat", name_);
+    if (!S_ISREG(st.st_mode)) return absl::UnimplementedError(absl::StrCat(name_, " is not a regular file"));
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    const uint64_t left = offset < size ? size - offset : 0;
+    return MappedRegion::Create(fd_, offset, n < left ? n : static_cast<size_t>(left), name_);
   }
   const std::string& name() const override { return name_; }
 

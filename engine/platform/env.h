@@ -9,7 +9,7 @@
 // AlreadyExists (EEXIST), ResourceExhausted (ENOSPC, EDQUOT: a full disk) and
 // Unavailable for other I/O errors (retryable, exit code >= 128).
 // Ownership: callers own the file objects an Env returns; Env::Default() lives
-// forever. Thread safety: Env methods and RandomAccessFile::Read may be called
+// forever. Thread safety: Env methods and RandomAccessFile::Read and Map may be called
 // concurrently; a WritableFile is used by one thread at a time.
 #ifndef SLUICE_ENGINE_PLATFORM_ENV_H_
 #define SLUICE_ENGINE_PLATFORM_ENV_H_
@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/platform/mapped_region.h"
 
 namespace sluice {
 
@@ -34,6 +35,11 @@ class RandomAccessFile {
   // *result is then shorter than n (empty at or past the end). Files that
   // grow while open (a writer appending) show their new bytes to later reads.
   virtual absl::Status Read(uint64_t offset, size_t n, absl::string_view* result, char* scratch) const = 0;
+  // Maps up to n bytes at `offset` read-only (mapped_region.h): fewer at the
+  // end of the file as it is now, none at or past it. Unimplemented where the
+  // file cannot be mapped (the default, and a POSIX file that is not a regular
+  // file); callers then Read instead.
+  virtual absl::StatusOr<std::unique_ptr<MappedRegion>> Map(uint64_t offset, size_t n) const;
   virtual const std::string& name() const = 0;
 };
 

@@ -10,7 +10,9 @@
 //   - a full disk: once a byte budget is spent, Append writes what fits and
 //     fails with ResourceExhausted (a short write, like ENOSPC);
 //   - failing fsyncs (Sync, SyncFile, SyncDir return Unavailable);
-//   - read errors: reads of a file that cover a chosen byte fail;
+//   - read errors: reads of a file that cover a chosen byte fail (its files
+//     cannot be mapped, so readers that would map read them, and every
+//     injected fault reaches them);
 //   - a power cut: DropUnsyncedData() truncates each file written through
 //     this Env to the bytes it had fsynced (after LevelDB's
 //     FaultInjectionTestEnv).

@@ -11,20 +11,36 @@
 namespace sluice {
 
 RecordReader::RecordReader(RandomAccessFile* file, RecordReaderOptions options)
-    : file_(file), options_(options) {
+    : file_(file), options_(options), map_(options.map_file && !options.follow) {
   if (options_.buffer_bytes < kRecordHeaderBytes) options_.buffer_bytes = kRecordHeaderBytes;
+  if (options_.map_window_bytes < kRecordHeaderBytes) options_.map_window_bytes = kRecordHeaderBytes;
 }
 
 absl::Status RecordReader::ReadBytes(uint64_t offset, size_t n, absl::string_view* out) {
   if (offset >= buffer_start_ && offset + n <= buffer_start_ + buffer_len_) {
-    *out = absl::string_view(buffer_.data() + (offset - buffer_start_), n);
+    *out = absl::string_view(window_ + (offset - buffer_start_), n);
     return absl::OkStatus();
+  }
+  if (map_) {
+    auto region = file_->Map(offset, n > options_.map_window_bytes ? n : options_.map_window_bytes);
+    if (region.ok()) {
+      region_ = *std::move(region);  // unmaps the previous window
+      window_ = region_->data();
+      buffer_start_ = offset;
+      buffer_len_ = region_->size();
+      *out = absl::string_view(window_, n < buffer_len_ ? n : buffer_len_);
+      return absl::OkStatus();
+    }
+    // Not mappable (or out of mappings): read from now on.
+    map_ = false;
+    region_.reset();
   }
   size_t want = n > options_.buffer_bytes ? n : options_.buffer_bytes;
   if (buffer_.size() < want) buffer_.resize(want);
   absl::string_view got;
   absl::Status s = file_->Read(offset, want, &got, buffer_.data());
   if (got.data() != buffer_.data() && !got.empty()) std::memmove(buffer_.data(), got.data(), got.size());
+  window_ = buffer_.data();
   buffer_start_ = offset;
   buffer_len_ = s.ok() ? got.size() : 0;
   if (!s.ok()) return s;
@@ -60,7 +76,7 @@ absl::Status RecordReader::ReadFrame(uint64_t start, uint64_t* length, absl::str
   }
   const uint64_t data_start = start + kRecordHeaderBytes;
   const size_t want = static_cast<size_t>(*length) + kRecordFooterBytes;
-  if (want > options_.buffer_bytes) {
+  if (!map_ && want > options_.buffer_bytes) {
     // Large record: read it whole, past the buffer.
     large_.resize(want);
     s = file_->Read(data_start, want, body, large_.data());
@@ -77,11 +93,17 @@ absl::Status RecordReader::CorruptData(uint64_t start, uint64_t length) const {
                                           " bytes): the data's checksum does not match"));
 }
 
+absl::Status RecordReader::FileChanged(uint64_t start) const {
+  return absl::DataLossError(absl::StrCat(file_->name(), ": the file changed while it was being read: the record at offset ",
+                                          start, " is gone (the file was truncated, or its disk failed, after the reader "
+                                          "mapped it)"));
+}
+
 absl::Status RecordReader::NextFrame(uint64_t start, uint64_t* length, absl::string_view* body) {
   // Fast path: the whole frame is already in the buffer and its header is good.
   const uint64_t buffer_end = buffer_start_ + buffer_len_;
   if (start >= buffer_start_ && start + kRecordHeaderBytes <= buffer_end) {
-    const char* header = buffer_.data() + (start - buffer_start_);
+    const char* header = window_ + (start - buffer_start_);
     const uint64_t n = absl::little_endian::Load64(header);
     if (n <= options_.max_record_bytes && start + kRecordHeaderBytes + n + kRecordFooterBytes <= buffer_end &&
         crc32c::ValueOf8Bytes(header) == crc32c::Unmask(absl::little_endian::Load32(header + 8))) {
@@ -94,41 +116,52 @@ absl::Status RecordReader::NextFrame(uint64_t start, uint64_t* length, absl::str
   return ReadFrame(start, length, body);
 }
 
-absl::Status RecordReader::FrameData(uint64_t start, absl::string_view* data, uint32_t* stored_crc,
-                                     uint64_t* next) {
+absl::Status RecordReader::FrameData(uint64_t start, absl::string_view* data, uint64_t* next) {
   uint64_t length = 0;
   absl::string_view body;
   absl::Status s = NextFrame(start, &length, &body);
   if (!s.ok()) return s;
   const size_t n = static_cast<size_t>(length);
   *data = body.substr(0, n);
-  *stored_crc = crc32c::Unmask(absl::little_endian::Load32(body.data() + n));
   *next = start + kRecordHeaderBytes + n + kRecordFooterBytes;
   return absl::OkStatus();
 }
 
+namespace {
+
+// Loaded only after the data's checksum is computed: the footer lies past the
+// data, and loading it first would wait for memory the checksum's sequential
+// pass is about to bring in anyway (in a mapped window, a miss to DRAM).
+uint32_t StoredDataCrc(absl::string_view data) {
+  return crc32c::Unmask(absl::little_endian::Load32(data.data() + data.size()));
+}
+
+}  // namespace
+
 absl::Status RecordReader::ReadRecord(uint64_t* offset, std::string* record) {
   absl::string_view data;
-  uint32_t stored_crc;
   uint64_t next;
-  absl::Status s = FrameData(*offset, &data, &stored_crc, &next);
-  if (!s.ok()) return s;
+  absl::Status s = FrameData(*offset, &data, &next);
+  if (!s.ok()) return Damaged() ? FileChanged(*offset) : s;
   // Verify while copying: one pass over the record's bytes.
   record->resize(data.size());
-  if (crc32c::ExtendAndCopy(0, data.data(), data.size(), &(*record)[0]) != stored_crc) {
-    return CorruptData(*offset, data.size());
+  if (crc32c::ExtendAndCopy(0, data.data(), data.size(), &(*record)[0]) != StoredDataCrc(data)) {
+    return Damaged() ? FileChanged(*offset) : CorruptData(*offset, data.size());
   }
+  if (Damaged()) return FileChanged(*offset);
   *offset = next;
   return absl::OkStatus();
 }
 
 absl::Status RecordReader::ReadRecord(uint64_t* offset, absl::string_view* record) {
   absl::string_view data;
-  uint32_t stored_crc;
   uint64_t next;
-  absl::Status s = FrameData(*offset, &data, &stored_crc, &next);
-  if (!s.ok()) return s;
-  if (crc32c::Value(data) != stored_crc) return CorruptData(*offset, data.size());
+  absl::Status s = FrameData(*offset, &data, &next);
+  if (!s.ok()) return Damaged() ? FileChanged(*offset) : s;
+  if (crc32c::Value(data) != StoredDataCrc(data)) {
+    return Damaged() ? FileChanged(*offset) : CorruptData(*offset, data.size());
+  }
+  if (Damaged()) return FileChanged(*offset);
   *record = data;
   *offset = next;
   return absl::OkStatus();

@@ -13,11 +13,17 @@
 //                    and the record's byte offset
 //   ResourceExhausted a record longer than max_record_bytes
 //   other            the file's I/O error
+// By default the reader maps the file in windows (map_file) and checks each
+// record where it lies; a file that cannot be mapped (not a regular file, a
+// test Env's file) is read into a buffer instead, with the same results. A
+// file truncated under the mapping is DataLoss for the records that are gone
+// ("the file changed while it was being read"), never a SIGBUS.
 // Ownership: the reader does not own the file. Thread safety: not thread-safe.
 #ifndef SLUICE_ENGINE_PLATFORM_RECORD_READER_H_
 #define SLUICE_ENGINE_PLATFORM_RECORD_READER_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -33,6 +39,15 @@ struct RecordReaderOptions {
   // Bytes read from the file at a time (records larger than this are read
   // directly).
   size_t buffer_bytes = 1 << 20;
+  // Map the file (RandomAccessFile::Map) and check records where they lie in
+  // the page cache, instead of reading it into the buffer above: the kernel's
+  // copy into the buffer goes away (docs/PERFORMANCE.md, "Session 23"). Used
+  // when the file can be mapped and `follow` is off; otherwise the reader
+  // reads. If the file shrinks under the mapping, the records that are gone
+  // are DataLoss ("the file changed while it was being read"), not a crash.
+  bool map_file = true;
+  // Bytes mapped at a time (a larger record gets a window of its own size).
+  size_t map_window_bytes = 4 << 20;
 };
 
 class RecordReader {
@@ -40,9 +55,14 @@ class RecordReader {
   explicit RecordReader(RandomAccessFile* file, RecordReaderOptions options = {});
 
   absl::Status ReadRecord(uint64_t* offset, std::string* record);
-  // The same without a copy: *record points into the reader's buffer and is
-  // valid until the next call.
+  // The same without a copy: *record points into the reader's buffer, or
+  // into the file's mapping, and is valid until the next call (while the file
+  // is not rewritten in place or truncated: a mapping shows such changes,
+  // see mapped_region.h).
   absl::Status ReadRecord(uint64_t* offset, absl::string_view* record);
+  // True when the reader reads through mappings of the file (map_file, and
+  // the file could be mapped when last asked), false when it reads.
+  bool mapping() const { return map_; }
 
  private:
   // Points *out at n bytes at `offset` (fewer at the end of the file).
@@ -52,16 +72,24 @@ class RecordReader {
   absl::Status ReadFrame(uint64_t start, uint64_t* length, absl::string_view* body);
   // ReadFrame without a call into the file when the frame is in the buffer.
   absl::Status NextFrame(uint64_t start, uint64_t* length, absl::string_view* body);
-  // The record at `start`: its data, its stored (unmasked) data CRC, not yet
-  // verified, and the offset of the record after it.
-  absl::Status FrameData(uint64_t start, absl::string_view* data, uint32_t* stored_crc, uint64_t* next);
+  // The record at `start`: its data, not yet verified (its stored CRC follows
+  // it), and the offset of the record after it.
+  absl::Status FrameData(uint64_t start, absl::string_view* data, uint64_t* next);
   absl::Status CorruptData(uint64_t start, uint64_t length) const;
+  // True when the mapped window lost pages (the file shrank under it).
+  bool Damaged() const { return region_ != nullptr && region_->damaged(); }
+  absl::Status FileChanged(uint64_t start) const;
   absl::Status Truncated(uint64_t offset, absl::string_view what, size_t want, size_t got) const;
 
   RandomAccessFile* file_;
   RecordReaderOptions options_;
   std::string large_;        // a record larger than the buffer
-  std::string buffer_;       // bytes [buffer_start_, buffer_start_ + buffer_len_) of the file
+  std::string buffer_;       // what the reader read, when it reads
+  std::unique_ptr<MappedRegion> region_;  // what it mapped, when it maps
+  bool map_;                 // map windows; false after a failed Map
+  // Bytes [buffer_start_, buffer_start_ + buffer_len_) of the file, in
+  // buffer_ or region_.
+  const char* window_ = nullptr;
   uint64_t buffer_start_ = 0;
   size_t buffer_len_ = 0;
 };
@@ -74,6 +102,7 @@ class SequentialRecordReader {
   absl::Status ReadRecord(std::string* record) { return reader_.ReadRecord(&offset_, record); }
   absl::Status ReadRecord(absl::string_view* record) { return reader_.ReadRecord(&offset_, record); }
   uint64_t offset() const { return offset_; }
+  bool mapping() const { return reader_.mapping(); }
   // Continue from a byte offset at which a record starts.
   void Seek(uint64_t offset) { offset_ = offset; }
 

@@ -1,0 +1,71 @@
+// MappedRegion: part of a file mapped read-only into memory, so a reader can
+// check and copy records straight from the page cache instead of first having
+// the kernel copy them into a buffer (RandomAccessFile::Map, RecordReader).
+//
+// The danger of a mapping, and the guard against it: touching a page that lies
+// past the file's end (someone truncated the file after it was mapped) or that
+// the disk cannot deliver raises SIGBUS, which would end the process. Every
+// live region is registered with one process-wide SIGBUS handler, installed
+// with the first region. A fault inside a registered region has that region's
+// pages, from the faulting one to its end, replaced by zero pages, and marks
+// the region damaged(); the faulting load then runs again and reads zeros.
+// Users of the bytes check damaged() after reading them and report the file as
+// changed. A SIGBUS anywhere else goes to the action installed before ours (by
+// default the process ends, as it would have without us). If more regions are
+// live than the registry holds, Create fails with ResourceExhausted and the
+// caller reads instead.
+//
+// Bytes already read stay as they were read; a view kept across a truncation
+// shows zeros from then on, and one kept across a write in place shows the new
+// bytes (a mapping shares the page cache).
+//
+// Ownership: a region owns its mapping and unmaps it when destroyed; it does
+// not own the file descriptor. Thread safety: data() may be read from any
+// thread, and damaged() called from any, while the region lives.
+#ifndef SLUICE_ENGINE_PLATFORM_MAPPED_REGION_H_
+#define SLUICE_ENGINE_PLATFORM_MAPPED_REGION_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace sluice {
+
+class MappedRegion {
+ public:
+  // Maps bytes [offset, offset + n) of the open file `fd`; n == 0 gives an
+  // empty region with no mapping. `name` is for error messages.
+  // REQUIRES: [offset, offset + n) lies within the file as it is now.
+  static absl::StatusOr<std::unique_ptr<MappedRegion>> Create(int fd, uint64_t offset, size_t n,
+                                                              absl::string_view name);
+  ~MappedRegion();
+  MappedRegion(const MappedRegion&) = delete;
+  MappedRegion& operator=(const MappedRegion&) = delete;
+
+  // The byte at `offset`, and how many follow it.
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+  // True once a page of the region could not be read (the file shrank, or
+  // the disk failed) and was replaced by zeros.
+  bool damaged() const;
+
+ private:
+  MappedRegion(void* base, size_t mapped_bytes, const char* data, size_t size, int slot)
+      : base_(base), mapped_bytes_(mapped_bytes), data_(data), size_(size), slot_(slot) {}
+
+  void* base_;           // the mapping (page-aligned), or nullptr when empty
+  size_t mapped_bytes_;  // its length
+  const char* data_;
+  size_t size_;
+  int slot_;  // in the SIGBUS guard's registry; -1 when empty
+};
+
+// How many regions can be live at once (the registry's size).
+constexpr int kMaxMappedRegions = 512;
+
+}  // namespace sluice
+
+#endif  // SLUICE_ENGINE_PLATFORM_MAPPED_REGION_H_

@@ -1,0 +1,193 @@
+// MappedRegion and its SIGBUS guard: a region shows the file's bytes; a file
+// truncated under a region reads as zeros and marks it damaged instead of
+// ending the process; a SIGBUS that is not in a region still ends the process
+// (or reaches the handler installed before the guard); when the registry is
+// full, Create says so and the record reader reads instead.
+#include "engine/platform/mapped_region.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/platform/env.h"
+#include "engine/platform/record_reader.h"
+#include "engine/platform/record_writer.h"
+#include "engine/platform/test_dirs.h"
+#include "gtest/gtest.h"
+
+namespace sluice {
+namespace {
+
+class Mapped : public ::testing::Test {
+ protected:
+  Mapped() : dir_(FreshTestDir(::testing::UnitTest::GetInstance()->current_test_info()->name())) {}
+  // A file of `n` bytes, byte i = i * 7 mod 256; returns its descriptor.
+  int MakeFile(const std::string& name, size_t n) {
+    std::string data(n, '\0');
+    for (size_t i = 0; i < n; ++i) data[i] = static_cast<char>(i * 7);
+    path_ = JoinPath(dir_, name);
+    EXPECT_TRUE(WriteStringToFile(Env::Default(), path_, data).ok());
+    const int fd = open(path_.c_str(), O_RDONLY);
+    EXPECT_GE(fd, 0);
+    return fd;
+  }
+  const std::string dir_;
+  std::string path_;
+};
+
+constexpr size_t kPage = 4096;
+
+TEST_F(Mapped, ShowsTheFileBytesAtAnUnalignedOffset) {
+  const int fd = MakeFile("f", 5 * kPage);
+  auto region = MappedRegion::Create(fd, kPage + 123, 2 * kPage, "f");
+  ASSERT_TRUE(region.ok()) << region.status();
+  ASSERT_EQ((*region)->size(), 2 * kPage);
+  for (size_t i = 0; i < 2 * kPage; ++i) {
+    ASSERT_EQ((*region)->data()[i], static_cast<char>((kPage + 123 + i) * 7)) << i;
+  }
+  EXPECT_FALSE((*region)->damaged());
+  auto empty = MappedRegion::Create(fd, 0, 0, "f");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ((*empty)->size(), 0u);
+  close(fd);
+}
+
+TEST_F(Mapped, PosixFilesMapUpToTheirEnd) {
+  close(MakeFile("f", 3 * kPage + 10));
+  auto file = Env::Default()->NewRandomAccessFile(path_);
+  ASSERT_TRUE(file.ok());
+  auto tail = (*file)->Map(3 * kPage, 1 << 20);
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  EXPECT_EQ((*tail)->size(), 10u);
+  EXPECT_EQ((*tail)->data()[9], static_cast<char>((3 * kPage + 9) * 7));
+  auto past = (*file)->Map(4 * kPage, 100);
+  ASSERT_TRUE(past.ok());
+  EXPECT_EQ((*past)->size(), 0u);
+}
+
+TEST_F(Mapped, ATruncatedFileReadsAsZerosAndMarksTheRegionDamaged) {
+  const int fd = MakeFile("f", 4 * kPage);
+  auto region = MappedRegion::Create(fd, 0, 4 * kPage, "f");
+  ASSERT_TRUE(region.ok());
+  const volatile char* bytes = (*region)->data();
+  EXPECT_EQ(bytes[kPage + 1], static_cast<char>((kPage + 1) * 7));
+  ASSERT_EQ(truncate(path_.c_str(), static_cast<off_t>(kPage)), 0);
+  // The first page is still in the file; pages 1-3 are gone.
+  EXPECT_EQ(bytes[5], static_cast<char>(5 * 7));
+  EXPECT_FALSE((*region)->damaged());
+  EXPECT_EQ(bytes[2 * kPage + 3], 0);  // SIGBUS without the guard
+  EXPECT_TRUE((*region)->damaged());
+  // Page 1, behind the first fault, faults in turn and reads zeros too.
+  EXPECT_EQ(bytes[kPage + 1], 0);
+  close(fd);
+}
+
+// Maps `path` with a plain mmap (no region), empties the file and touches the
+// mapping: a SIGBUS outside every region.
+void FaultOutsideAnyRegion(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDWR);
+  const volatile char* m =
+      static_cast<const volatile char*>(mmap(nullptr, 2 * kPage, PROT_READ, MAP_SHARED, fd, 0));
+  if (m == MAP_FAILED || ftruncate(fd, 0) != 0) _exit(3);
+  (void)m[kPage];
+  _exit(4);  // not reached: the SIGBUS ends the process first
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SLUICE_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SLUICE_UNDER_SANITIZER 1
+#endif
+#endif
+
+// The process ended on the SIGBUS: killed by it, or under a sanitizer (whose
+// SIGBUS handler came before the guard and is passed the signal) with its
+// report and its error exit code (not FaultOutsideAnyRegion's 3 or 4).
+bool EndedBySigbus(int status) {
+#ifdef SLUICE_UNDER_SANITIZER
+  if (WIFEXITED(status)) return WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 3 && WEXITSTATUS(status) != 4;
+#endif
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS;
+}
+
+TEST_F(Mapped, ASigbusOutsideEveryRegionStillEndsTheProcess) {
+  const int fd = MakeFile("f", 4 * kPage);
+  close(MakeFile("g", 4 * kPage));
+  auto region = MappedRegion::Create(fd, 0, kPage, "f");  // the guard is installed
+  ASSERT_TRUE(region.ok());
+  EXPECT_EXIT(FaultOutsideAnyRegion(path_), EndedBySigbus, "");
+  EXPECT_EXIT(raise(SIGBUS), EndedBySigbus, "");
+  close(fd);
+}
+
+void ExitWith42(int, siginfo_t*, void*) { _exit(42); }
+
+TEST_F(Mapped, ASigbusOutsideEveryRegionReachesTheHandlerInstalledBefore) {
+  // "threadsafe": the child runs this test from a fresh start, so the guard
+  // is installed after the handler below, not inherited from this process.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  close(MakeFile("g", 4 * kPage));
+  const std::string foreign = path_;
+  const int fd = MakeFile("f", 4 * kPage);
+  EXPECT_EXIT(
+      {
+        struct sigaction action = {};
+        action.sa_sigaction = ExitWith42;
+        action.sa_flags = SA_SIGINFO;
+        sigaction(SIGBUS, &action, nullptr);
+        auto region = MappedRegion::Create(fd, 0, 4 * kPage, "f");
+        if (!region.ok()) _exit(2);
+        // A truncation under the region is still the guard's: no exit here.
+        if (truncate(path_.c_str(), 0) != 0 || (*region)->data()[kPage] != 0 || !(*region)->damaged()) _exit(5);
+        FaultOutsideAnyRegion(foreign);
+      },
+      ::testing::ExitedWithCode(42), "");
+  close(fd);
+}
+
+TEST_F(Mapped, WhenTheRegistryIsFullTheRecordReaderReads) {
+  const int fd = MakeFile("f", kPage);
+  std::vector<std::unique_ptr<MappedRegion>> held;
+  for (int i = 0; i < kMaxMappedRegions; ++i) {
+    auto region = MappedRegion::Create(fd, 0, kPage, "f");
+    ASSERT_TRUE(region.ok()) << i << ": " << region.status();
+    held.push_back(*std::move(region));
+  }
+  auto one_more = MappedRegion::Create(fd, 0, kPage, "f");
+  ASSERT_TRUE(absl::IsResourceExhausted(one_more.status())) << one_more.status();
+
+  const std::string records_path = JoinPath(dir_, "records");
+  {
+    auto out = Env::Default()->NewWritableFile(records_path);
+    ASSERT_TRUE(out.ok());
+    RecordWriter writer(out->get());
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(writer.WriteRecord(std::string(static_cast<size_t>(i), 'r')).ok());
+    ASSERT_TRUE(writer.Close().ok());
+  }
+  auto file = Env::Default()->NewRandomAccessFile(records_path);
+  ASSERT_TRUE(file.ok());
+  SequentialRecordReader reader(file->get());
+  std::string r;
+  int n = 0;
+  absl::Status s;
+  while ((s = reader.ReadRecord(&r)).ok()) {
+    EXPECT_EQ(r, std::string(static_cast<size_t>(n), 'r'));
+    ++n;
+  }
+  EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
+  EXPECT_EQ(n, 100);
+  EXPECT_FALSE(reader.mapping());
+
+  held.pop_back();
+  EXPECT_TRUE(MappedRegion::Create(fd, 0, kPage, "f").ok());
+  close(fd);
+}
+
+}  // namespace
+}  // namespace sluice

@@ -103,6 +103,11 @@ absl::Status ReadAllRecords(const std::string& path, size_t buffer_bytes, std::v
   for (int i = 0; i < 10000; ++i) {  // bounded: the file holds a few dozen records
     std::string record;
     absl::Status s = reader.ReadRecord(&record);
+    // The mapped half really maps (a non-empty file: an empty one is read).
+    if (buffer_bytes == 0 && !reader.mapping()) {
+      auto size = Env::Default()->GetFileSize(path);
+      if (!size.ok() || *size != 0) return absl::InternalError("the reader does not map the file");
+    }
     if (absl::IsOutOfRange(s)) return absl::OkStatus();
     if (!s.ok()) return s;
     out->push_back(std::move(record));

@@ -66,6 +66,8 @@ class PosixRandomAccessFile : public RandomAccessFile {
     struct stat st;
     if (::fstat(fd_, &st) != 0) return ErrnoToStatus(errno, "stat", name_);
     if (!S_ISREG(st.st_mode)) return absl::UnimplementedError(absl::StrCat(name_, " is not a regular file"));
+    // Files of /proc and the like say 0 and still have bytes: only reads see them.
+    if (st.st_size == 0) return absl::UnimplementedError(absl::StrCat(name_, " reports a size of 0"));
     const uint64_t size = static_cast<uint64_t>(st.st_size);
     const uint64_t left = offset < size ? size - offset : 0;
     return MappedRegion::Create(fd_, offset, n < left ? n : static_cast<size_t>(left), name_);

@@ -37,8 +37,8 @@ class RandomAccessFile {
   virtual absl::Status Read(uint64_t offset, size_t n, absl::string_view* result, char* scratch) const = 0;
   // Maps up to n bytes at `offset` read-only (mapped_region.h): fewer at the
   // end of the file as it is now, none at or past it. Unimplemented where the
-  // file cannot be mapped (the default, and a POSIX file that is not a regular
-  // file); callers then Read instead.
+  // file cannot be mapped (the default; a POSIX file that is not a regular
+  // file, or that reports a size of 0, as /proc's do); callers then Read.
   virtual absl::StatusOr<std::unique_ptr<MappedRegion>> Map(uint64_t offset, size_t n) const;
   virtual const std::string& name() const = 0;
 };

@@ -32,6 +32,13 @@ struct Slot {
   std::atomic<bool> damaged{false};
 };
 
+// The handler reads these without locks; the raw mmap call below takes a
+// 64-bit offset argument (x86-64, AArch64), unlike 32-bit targets' mmap2.
+static_assert(std::atomic<uintptr_t>::is_always_lock_free, "lock-free atomics for the signal handler");
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "lock-free atomics for the signal handler");
+static_assert(std::atomic<bool>::is_always_lock_free, "lock-free atomics for the signal handler");
+static_assert(sizeof(void*) == 8, "the SIGBUS guard's raw mmap call assumes a 64-bit target");
+
 Slot g_slots[kMaxMappedRegions];
 uintptr_t g_page_size = 0;
 struct sigaction g_previous_action;
@@ -66,12 +73,14 @@ Slot* FindRegion(uintptr_t addr, uintptr_t* end) {
 // A SIGBUS that is not ours: what would have happened without the guard.
 void PassOn(int sig, siginfo_t* info, void* context) {
   const struct sigaction& previous = g_previous_action;
-  if ((previous.sa_flags & SA_SIGINFO) != 0) {
-    if (previous.sa_sigaction != nullptr) previous.sa_sigaction(sig, info, context);
-    return;
-  }
+  // sa_handler and sa_sigaction share storage: SIG_DFL and SIG_IGN are
+  // checked first, whatever the flags say (SA_RESETHAND keeps SA_SIGINFO).
   if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
-    previous.sa_handler(sig);
+    if ((previous.sa_flags & SA_SIGINFO) != 0) {
+      previous.sa_sigaction(sig, info, context);
+    } else {
+      previous.sa_handler(sig);
+    }
     return;
   }
   const bool sent = info->si_code <= 0;  // by kill(), sigqueue() or tgkill(), not a fault
@@ -94,13 +103,15 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
   Slot* slot = info->si_code > 0 ? FindRegion(addr, &end) : nullptr;
   if (slot != nullptr) {
     // Zero pages over the rest of the region; the load then reads zeros.
+    // Marked first, so no reader of the region sees zeros before the mark.
+    slot->damaged.store(true, std::memory_order_release);
     const uintptr_t page = addr & ~(g_page_size - 1);
     const long got = syscall(SYS_mmap, page, end - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if (static_cast<uintptr_t>(got) == page) {
-      slot->damaged.store(true, std::memory_order_release);
       errno = saved_errno;
       return;
     }
+    // Out of mappings (vm.max_map_count): the process ends as it would have.
   }
   errno = saved_errno;
   PassOn(sig, info, context);
@@ -113,7 +124,10 @@ void InstallGuard() {
   action.sa_sigaction = OnSigbus;
   action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
   sigemptyset(&action.sa_mask);
-  sigaction(SIGBUS, &action, &g_previous_action);
+  // The previous action is saved before ours is installed, so a SIGBUS that
+  // arrives in between never finds it unset.
+  sigaction(SIGBUS, nullptr, &g_previous_action);
+  sigaction(SIGBUS, &action, nullptr);
 }
 
 int TakeSlot() {
@@ -131,6 +145,8 @@ absl::StatusOr<std::unique_ptr<MappedRegion>> MappedRegion::Create(int fd, uint6
   if (n == 0) return std::unique_ptr<MappedRegion>(new MappedRegion(nullptr, 0, nullptr, 0, -1));
   static std::once_flag installed;
   std::call_once(installed, InstallGuard);
+  // Allocated first, so nothing can fail between the mmap and its owner.
+  std::unique_ptr<MappedRegion> region(new MappedRegion(nullptr, 0, nullptr, 0, -1));
   const int slot = TakeSlot();
   if (slot < 0) {
     return absl::ResourceExhaustedError(
@@ -149,8 +165,13 @@ absl::StatusOr<std::unique_ptr<MappedRegion>> MappedRegion::Create(int fd, uint6
   const uintptr_t b = reinterpret_cast<uintptr_t>(base);
   // The registered range covers whole pages: the kernel maps them whole.
   PublishRange(s, b, (b + mapped_bytes + g_page_size - 1) & ~(g_page_size - 1));
-  const char* data = static_cast<const char*>(base) + (offset - start);
-  return std::unique_ptr<MappedRegion>(new MappedRegion(base, mapped_bytes, data, n, slot));
+  region->base_ = base;
+  region->mapped_bytes_ = mapped_bytes;
+  region->data_ = static_cast<const char*>(base) + (offset - start);
+  region->size_ = n;
+  region->slot_ = slot;
+  region->damaged_flag_ = &s.damaged;
+  return region;
 }
 
 MappedRegion::~MappedRegion() {
@@ -161,8 +182,5 @@ MappedRegion::~MappedRegion() {
   s.taken.store(false, std::memory_order_release);
 }
 
-bool MappedRegion::damaged() const {
-  return slot_ >= 0 && g_slots[slot_].damaged.load(std::memory_order_acquire);
-}
 
 }  // namespace sluice

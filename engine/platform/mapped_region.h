@@ -19,12 +19,19 @@
 // shows zeros from then on, and one kept across a write in place shows the new
 // bytes (a mapping shares the page cache).
 //
+// What the guard cannot cover: a thread that has SIGBUS blocked (the kernel
+// then kills the process), a SIGBUS handler installed after ours that does not
+// pass signals on, and a process out of mappings (vm.max_map_count) when the
+// zero pages are mapped. Nothing in Sluice blocks SIGBUS or installs another
+// handler for it.
+//
 // Ownership: a region owns its mapping and unmaps it when destroyed; it does
 // not own the file descriptor. Thread safety: data() may be read from any
 // thread, and damaged() called from any, while the region lives.
 #ifndef SLUICE_ENGINE_PLATFORM_MAPPED_REGION_H_
 #define SLUICE_ENGINE_PLATFORM_MAPPED_REGION_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -37,8 +44,10 @@ namespace sluice {
 class MappedRegion {
  public:
   // Maps bytes [offset, offset + n) of the open file `fd`; n == 0 gives an
-  // empty region with no mapping. `name` is for error messages.
-  // REQUIRES: [offset, offset + n) lies within the file as it is now.
+  // empty region with no mapping. `name` is for error messages. The range
+  // should lie within the file (RandomAccessFile::Map cuts it at the size);
+  // pages past the end, as after a truncation, read as zeros and mark the
+  // region damaged.
   static absl::StatusOr<std::unique_ptr<MappedRegion>> Create(int fd, uint64_t offset, size_t n,
                                                               absl::string_view name);
   ~MappedRegion();
@@ -50,7 +59,9 @@ class MappedRegion {
   size_t size() const { return size_; }
   // True once a page of the region could not be read (the file shrank, or
   // the disk failed) and was replaced by zeros.
-  bool damaged() const;
+  bool damaged() const {
+    return damaged_flag_ != nullptr && damaged_flag_->load(std::memory_order_acquire);
+  }
 
  private:
   MappedRegion(void* base, size_t mapped_bytes, const char* data, size_t size, int slot)
@@ -61,6 +72,7 @@ class MappedRegion {
   const char* data_;
   size_t size_;
   int slot_;  // in the SIGBUS guard's registry; -1 when empty
+  const std::atomic<bool>* damaged_flag_ = nullptr;  // that slot's mark (inline: read per record)
 };
 
 // How many regions can be live at once (the registry's size).

@@ -40,7 +40,7 @@ class Mapped : public ::testing::Test {
   std::string path_;
 };
 
-constexpr size_t kPage = 4096;
+const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 
 TEST_F(Mapped, ShowsTheFileBytesAtAnUnalignedOffset) {
   const int fd = MakeFile("f", 5 * kPage);
@@ -126,7 +126,11 @@ TEST_F(Mapped, ASigbusOutsideEveryRegionStillEndsTheProcess) {
   close(fd);
 }
 
-void ExitWith42(int, siginfo_t*, void*) { _exit(42); }
+// Set just before the fault outside every region: a SIGBUS that reaches the
+// earlier handler before then (the guard failed on a fault in a region) exits
+// with 43 instead.
+volatile sig_atomic_t g_foreign_fault_next = 0;
+void ExitWith42(int, siginfo_t*, void*) { _exit(g_foreign_fault_next ? 42 : 43); }
 
 TEST_F(Mapped, ASigbusOutsideEveryRegionReachesTheHandlerInstalledBefore) {
   // "threadsafe": the child runs this test from a fresh start, so the guard
@@ -145,6 +149,7 @@ TEST_F(Mapped, ASigbusOutsideEveryRegionReachesTheHandlerInstalledBefore) {
         if (!region.ok()) _exit(2);
         // A truncation under the region is still the guard's: no exit here.
         if (truncate(path_.c_str(), 0) != 0 || (*region)->data()[kPage] != 0 || !(*region)->damaged()) _exit(5);
+        g_foreign_fault_next = 1;
         FaultOutsideAnyRegion(foreign);
       },
       ::testing::ExitedWithCode(42), "");

@@ -17,7 +17,7 @@ RecordReader::RecordReader(RandomAccessFile* file, RecordReaderOptions options)
 }
 
 absl::Status RecordReader::ReadBytes(uint64_t offset, size_t n, absl::string_view* out) {
-  if (offset >= buffer_start_ && offset + n <= buffer_start_ + buffer_len_) {
+  if (offset >= buffer_start_ && offset - buffer_start_ <= buffer_len_ && n <= buffer_len_ - (offset - buffer_start_)) {
     *out = absl::string_view(window_ + (offset - buffer_start_), n);
     return absl::OkStatus();
   }
@@ -93,19 +93,15 @@ absl::Status RecordReader::CorruptData(uint64_t start, uint64_t length) const {
                                           " bytes): the data's checksum does not match"));
 }
 
-absl::Status RecordReader::FileChanged(uint64_t start) const {
-  return absl::DataLossError(absl::StrCat(file_->name(), ": the file changed while it was being read: the record at offset ",
-                                          start, " is gone (the file was truncated, or its disk failed, after the reader "
-                                          "mapped it)"));
-}
-
 absl::Status RecordReader::NextFrame(uint64_t start, uint64_t* length, absl::string_view* body) {
   // Fast path: the whole frame is already in the buffer and its header is good.
-  const uint64_t buffer_end = buffer_start_ + buffer_len_;
-  if (start >= buffer_start_ && start + kRecordHeaderBytes <= buffer_end) {
+  // (Written without start + ..., which could wrap for an offset near 2^64.)
+  if (start >= buffer_start_ && start - buffer_start_ <= buffer_len_ &&
+      buffer_len_ - (start - buffer_start_) >= kRecordHeaderBytes + kRecordFooterBytes) {
+    const uint64_t room = buffer_len_ - (start - buffer_start_) - kRecordHeaderBytes - kRecordFooterBytes;
     const char* header = window_ + (start - buffer_start_);
     const uint64_t n = absl::little_endian::Load64(header);
-    if (n <= options_.max_record_bytes && start + kRecordHeaderBytes + n + kRecordFooterBytes <= buffer_end &&
+    if (n <= options_.max_record_bytes && n <= room &&
         crc32c::ValueOf8Bytes(header) == crc32c::Unmask(absl::little_endian::Load32(header + 8))) {
       *length = n;
       *body = absl::string_view(header + kRecordHeaderBytes, static_cast<size_t>(n) + kRecordFooterBytes);
@@ -138,33 +134,60 @@ uint32_t StoredDataCrc(absl::string_view data) {
 
 }  // namespace
 
-absl::Status RecordReader::ReadRecord(uint64_t* offset, std::string* record) {
+inline absl::Status RecordReader::ReadRecordOnce(uint64_t* offset, std::string* record) {
   absl::string_view data;
   uint64_t next;
   absl::Status s = FrameData(*offset, &data, &next);
-  if (!s.ok()) return Damaged() ? FileChanged(*offset) : s;
+  if (!s.ok()) return s;
   // Verify while copying: one pass over the record's bytes.
   record->resize(data.size());
-  if (crc32c::ExtendAndCopy(0, data.data(), data.size(), &(*record)[0]) != StoredDataCrc(data)) {
-    return Damaged() ? FileChanged(*offset) : CorruptData(*offset, data.size());
-  }
-  if (Damaged()) return FileChanged(*offset);
+  const uint32_t crc = crc32c::ExtendAndCopy(0, data.data(), data.size(), &(*record)[0]);
+  if (crc != StoredDataCrc(data)) return CorruptData(*offset, data.size());
   *offset = next;
   return absl::OkStatus();
 }
 
-absl::Status RecordReader::ReadRecord(uint64_t* offset, absl::string_view* record) {
+inline absl::Status RecordReader::ReadRecordOnce(uint64_t* offset, absl::string_view* record) {
   absl::string_view data;
   uint64_t next;
   absl::Status s = FrameData(*offset, &data, &next);
-  if (!s.ok()) return Damaged() ? FileChanged(*offset) : s;
-  if (crc32c::Value(data) != StoredDataCrc(data)) {
-    return Damaged() ? FileChanged(*offset) : CorruptData(*offset, data.size());
-  }
-  if (Damaged()) return FileChanged(*offset);
+  if (!s.ok()) return s;
+  const uint32_t crc = crc32c::Value(data);
+  if (crc != StoredDataCrc(data)) return CorruptData(*offset, data.size());
   *record = data;
   *offset = next;
   return absl::OkStatus();
+}
+
+void RecordReader::StartReadRetry() {
+  map_after_retry_ = !Damaged();
+  region_.reset();
+  window_ = nullptr;
+  buffer_start_ = 0;
+  buffer_len_ = 0;
+  map_ = false;
+}
+
+absl::Status RecordReader::ReadRecord(uint64_t* offset, std::string* record) {
+  const uint64_t start = *offset;
+  absl::Status s = ReadRecordOnce(offset, record);
+  if (!NeedsReadRetry(s)) return s;
+  StartReadRetry();
+  *offset = start;
+  s = ReadRecordOnce(offset, record);
+  map_ = map_after_retry_;
+  return s;
+}
+
+absl::Status RecordReader::ReadRecord(uint64_t* offset, absl::string_view* record) {
+  const uint64_t start = *offset;
+  absl::Status s = ReadRecordOnce(offset, record);
+  if (!NeedsReadRetry(s)) return s;
+  StartReadRetry();
+  *offset = start;
+  s = ReadRecordOnce(offset, record);
+  map_ = map_after_retry_;
+  return s;
 }
 
 }  // namespace sluice

@@ -15,9 +15,13 @@
 //   other            the file's I/O error
 // By default the reader maps the file in windows (map_file) and checks each
 // record where it lies; a file that cannot be mapped (not a regular file, a
-// test Env's file) is read into a buffer instead, with the same results. A
-// file truncated under the mapping is DataLoss for the records that are gone
-// ("the file changed while it was being read"), never a SIGBUS.
+// test Env's file) is read into a buffer instead. The results are the same
+// either way: a record that a window shows as bad (DataLoss), and any record
+// of a window that lost pages (the file was truncated under it, or its disk
+// failed: mapped_region.h turns the SIGBUS into zero pages), is read again
+// with the Env's Read, whose result is returned. So a file that shrank reads
+// like the shorter file it now is, a disk error is the Env's error, and a
+// window that lost pages turns mapping off for the rest of the reader's life.
 // Ownership: the reader does not own the file. Thread safety: not thread-safe.
 #ifndef SLUICE_ENGINE_PLATFORM_RECORD_READER_H_
 #define SLUICE_ENGINE_PLATFORM_RECORD_READER_H_
@@ -43,8 +47,8 @@ struct RecordReaderOptions {
   // the page cache, instead of reading it into the buffer above: the kernel's
   // copy into the buffer goes away (docs/PERFORMANCE.md, "Session 23"). Used
   // when the file can be mapped and `follow` is off; otherwise the reader
-  // reads. If the file shrinks under the mapping, the records that are gone
-  // are DataLoss ("the file changed while it was being read"), not a crash.
+  // reads. If the file shrinks under the mapping, the reader reads it as the
+  // shorter file it now is (see the top of this file), and does not crash.
   bool map_file = true;
   // Bytes mapped at a time (a larger record gets a window of its own size).
   size_t map_window_bytes = 4 << 20;
@@ -76,9 +80,19 @@ class RecordReader {
   // it), and the offset of the record after it.
   absl::Status FrameData(uint64_t start, absl::string_view* data, uint64_t* next);
   absl::Status CorruptData(uint64_t start, uint64_t length) const;
+  // ReadRecord from the current window or buffer, without the retry.
+  absl::Status ReadRecordOnce(uint64_t* offset, std::string* record);
+  absl::Status ReadRecordOnce(uint64_t* offset, absl::string_view* record);
   // True when the mapped window lost pages (the file shrank under it).
   bool Damaged() const { return region_ != nullptr && region_->damaged(); }
-  absl::Status FileChanged(uint64_t start) const;
+  // Whether a result `s` from a mapped window must be confirmed by reading:
+  // it is DataLoss, or the window lost pages.
+  bool NeedsReadRetry(const absl::Status& s) const {
+    return region_ != nullptr && ((!s.ok() && absl::IsDataLoss(s)) || region_->damaged());
+  }
+  // Drops the window and switches to reads for one retry; map_after_retry_
+  // says whether mapping resumes after it (not after a window lost pages).
+  void StartReadRetry();
   absl::Status Truncated(uint64_t offset, absl::string_view what, size_t want, size_t got) const;
 
   RandomAccessFile* file_;
@@ -87,6 +101,7 @@ class RecordReader {
   std::string buffer_;       // what the reader read, when it reads
   std::unique_ptr<MappedRegion> region_;  // what it mapped, when it maps
   bool map_;                 // map windows; false after a failed Map
+  bool map_after_retry_ = true;
   // Bytes [buffer_start_, buffer_start_ + buffer_len_) of the file, in
   // buffer_ or region_.
   const char* window_ = nullptr;

@@ -14,10 +14,7 @@ source tests/train_testlib.sh
 skip_without_data
 
 CLIENT="$PWD/tests/malformed_rpc_client"
-read -r PS_PORT CHIEF_PORT <<< "$(python3 -c 'import socket
-ss = [socket.socket() for _ in range(2)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))')"
+read -r PS_PORT CHIEF_PORT <<< "$(free_ports 2)"
 TASK=/job:ps/replica:0/task:0
 LOG="$SCRATCH/ps.log"
 

@@ -30,13 +30,9 @@ stop_started() {
 }
 trap stop_started EXIT
 
-# A TCP port on 127.0.0.1 that is free now.
+# A TCP port on 127.0.0.1 that is free now, below the ephemeral range (tests/free_ports.py).
 free_port() {
-  if command -v python3 >/dev/null 2>&1; then
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-  else
-    echo $((20000 + RANDOM % 30000))
-  fi
+  python3 tests/free_ports.py 1
 }
 
 # start_bg LOG CMD...: runs CMD in the background with output in LOG; sets BG_PID.

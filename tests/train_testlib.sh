@@ -68,9 +68,6 @@ relative_difference() {  # A B
 }
 
 # N free 127.0.0.1 ports, space-separated, all held open together so that they differ.
-free_ports() {  # N
-  python3 -c 'import socket, sys
-ss = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
+free_ports() {  # N: N distinct free ports of 127.0.0.1, below the ephemeral range (tests/free_ports.py)
+  python3 tests/free_ports.py "$1"
 }

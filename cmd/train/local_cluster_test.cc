@@ -10,8 +10,11 @@
 // launcher's thread; the test thread only reads files and sends signals.
 #include "cmd/train/local_cluster.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,6 +34,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cmd/train/task_process.h"
 #include "engine/distributed/cluster_spec.h"
 #include "engine/platform/test_dirs.h"
 #include "gmock/gmock.h"
@@ -222,6 +226,37 @@ class FakeCluster {
   std::chrono::steady_clock::time_point start_;
   std::future<RunResult> future_;
 };
+
+// The lowest port of the kernel's ephemeral range, as the launcher reads it.
+int EphemeralLow() {
+  std::ifstream f("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 32768;
+  f >> low;
+  return low;
+}
+
+TEST(PickFreeLoopbackPortsTest, DistinctFreePortsBelowTheEphemeralRange) {
+  const int low = EphemeralLow();
+  if (low - kLowestPickedPort < 1000) GTEST_SKIP() << "no room below the ephemeral range (" << low << ")";
+  for (int round = 0; round < 20; ++round) {
+    absl::StatusOr<std::vector<int>> ports = PickFreeLoopbackPorts(8);
+    ASSERT_TRUE(ports.ok()) << ports.status();
+    ASSERT_EQ(ports->size(), 8u);
+    EXPECT_EQ(std::set<int>(ports->begin(), ports->end()).size(), 8u);
+    for (int port : *ports) {
+      EXPECT_GE(port, kLowestPickedPort);
+      EXPECT_LT(port, low);  // never a port an outgoing connection can be given
+      // Free: a task can bind it now.
+      const int fd = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in address = {};
+      address.sin_family = AF_INET;
+      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      address.sin_port = htons(static_cast<uint16_t>(port));
+      EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0) << port;
+      close(fd);
+    }
+  }
+}
 
 TEST(RunLocalClusterTest, EachTaskGetsItsOwnFreePortAndTfConfig) {
   FakeCluster cluster("tf_config", {2, 3});

@@ -11,7 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <memory>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 
@@ -93,27 +97,56 @@ absl::Status ExecError(const std::string& program, int error) {
   _exit(127);
 }
 
+// The lowest port of the kernel's ephemeral range (32768 when it cannot be read).
+int EphemeralRangeLow() {
+  int low = 32768;
+  FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  if (f != nullptr) {
+    if (std::fscanf(f, "%d", &low) != 1) low = 32768;
+    std::fclose(f);
+  }
+  return low;
+}
+
+// Binds `socket_fd` to 127.0.0.1:port (0: the kernel picks) and returns the
+// port bound, or -1 with errno set.
+int BindLoopback(int socket_fd, int port) {
+  sockaddr_in address;
+  std::memset(&address, 0, sizeof(address));
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  if (bind(socket_fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) return -1;
+  socklen_t length = sizeof(address);
+  if (getsockname(socket_fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return -1;
+  return ntohs(address.sin_port);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<int>> PickFreeLoopbackPorts(int count) {
-  std::vector<Fd> sockets(count > 0 ? count : 0);
+  std::vector<std::unique_ptr<Fd>> sockets;  // held until all are picked, so the ports differ
   std::vector<int> ports;
-  for (Fd& socket_fd : sockets) {
-    socket_fd.Reset(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const int high = EphemeralRangeLow() - 1;
+  std::mt19937 rng(static_cast<uint32_t>(std::random_device{}()) ^ static_cast<uint32_t>(getpid()));
+  std::uniform_int_distribution<int> below_range(kLowestPickedPort, high);
+  const int tries = high - kLowestPickedPort >= 1000 ? 200 * count : 0;
+  for (int i = 0; i < tries && static_cast<int>(ports.size()) < count; ++i) {
+    const int port = below_range(rng);
+    if (std::find(ports.begin(), ports.end(), port) != ports.end()) continue;
+    Fd socket_fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (socket_fd.get() < 0) return absl::UnavailableError(absl::StrCat("socket: ", ErrnoText(errno)));
-    sockaddr_in address;
-    std::memset(&address, 0, sizeof(address));
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = 0;
-    if (bind(socket_fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-      return absl::UnavailableError(absl::StrCat("bind 127.0.0.1:0: ", ErrnoText(errno)));
-    }
-    socklen_t length = sizeof(address);
-    if (getsockname(socket_fd.get(), reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      return absl::UnavailableError(absl::StrCat("getsockname: ", ErrnoText(errno)));
-    }
-    ports.push_back(ntohs(address.sin_port));
+    if (BindLoopback(socket_fd.get(), port) != port) continue;  // taken
+    ports.push_back(port);
+    sockets.push_back(std::make_unique<Fd>(socket_fd.Release()));
+  }
+  while (static_cast<int>(ports.size()) < count) {  // no room below the range: the kernel's pick
+    Fd socket_fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (socket_fd.get() < 0) return absl::UnavailableError(absl::StrCat("socket: ", ErrnoText(errno)));
+    const int port = BindLoopback(socket_fd.get(), 0);
+    if (port < 0) return absl::UnavailableError(absl::StrCat("bind 127.0.0.1:0: ", ErrnoText(errno)));
+    ports.push_back(port);
+    sockets.push_back(std::make_unique<Fd>(socket_fd.Release()));
   }
   return ports;  // `sockets` close here
 }

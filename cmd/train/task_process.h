@@ -21,21 +21,23 @@
 
 namespace sluice {
 
-// `count` distinct TCP ports on 127.0.0.1 that were free a moment ago: each
-// is bound with port 0 (the kernel picks a free one), read back with
-// getsockname, and the sockets are held until all are picked, so the ports
-// differ from one another; then they are closed for the tasks to bind.
+// `count` distinct TCP ports on 127.0.0.1 that were free a moment ago, for
+// the tasks to bind. They are drawn at random from [kLowestPickedPort, the
+// kernel's ephemeral range) and each is bound, and held until all are picked
+// (so they differ); then they are closed for the tasks to bind.
 //
-// The race: between that close and a task's own bind, another process of
-// the machine may take the port. We accept it rather than hand sockets down
-// to the tasks (which the runtime would have to know about): the window is
-// short (the tasks bind as they start), the kernel picks ports for bind(0)
-// and for outgoing connections from a random point of the ephemeral range, so
-// a just-freed port is unlikely to be handed out again at once, and a task
-// that cannot bind fails and the run is started again. The sockets are never
-// listened on, so nothing lingers in TIME_WAIT.
+// Why below the ephemeral range (net.ipv4.ip_local_port_range, 32768-60999 by
+// default): the kernel hands ports of that range to every outgoing connection
+// and to bind(port 0), so a port picked with bind(0) and released can be taken
+// by any client of the machine connecting anywhere (gRPC channels of other
+// runs) before the task binds it. Below the range only a process binding that
+// very port can take it in the short window before the task binds; a task
+// that cannot bind fails and the run is started again. When the range leaves
+// fewer than 1000 ports below it, the kernel's bind(0) picks instead. The
+// sockets are never listened on, so nothing lingers in TIME_WAIT.
 // Errors: Unavailable when the system refuses a socket or a bind.
 absl::StatusOr<std::vector<int>> PickFreeLoopbackPorts(int count);
+constexpr int kLowestPickedPort = 10000;
 
 struct TaskProcessSpec {
   std::string program;            // path given to execve

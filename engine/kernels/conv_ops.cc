@@ -420,11 +420,6 @@ absl::Status ConvBackpropInputFloat(OpKernelContext* ctx, const ConvGeometry& g,
   return absl::OkStatus();
 }
 
-// The share of a tiled m x n product's work that is not tile padding.
-double TileUse(int64_t m, int64_t n) {
-  return static_cast<double>(m) / (CeilDiv(m, kCpuGemmTileRows) * kCpuGemmTileRows) * static_cast<double>(n) /
-         (CeilDiv(n, kCpuGemmTileCols) * kCpuGemmTileCols);
-}
 
 // dfilter[K, O] = patches^T x dy, summed over kFilterGroups fixed groups of
 // units (one partial each, added in group order). Each partial is
@@ -435,7 +430,7 @@ absl::Status ConvBackpropFilterFloat(OpKernelContext* ctx, const ConvGeometry& g
                                      const float* dy, float* dw) {
   const auto& d = ctx->eigen_cpu_device();
   const int64_t k = g.patch_size(), o = g.out_depth, ow = g.cols.out;
-  const bool transposed = TileUse(o, k) * 1.1 >= TileUse(k, o);
+  const bool transposed = CpuGemmTileUse(o, k) * 1.1 >= CpuGemmTileUse(k, o);
   const int64_t units = g.batch * g.rows.out, groups = std::min(units, kFilterGroups);
   const int64_t piece = std::min(CeilDiv(units, groups), PieceUnits(g, kFilterPieceFloats));
   const int64_t tasks = TaskCount(d, groups);

@@ -69,6 +69,14 @@ constexpr int kCpuGemmTileRows = 6;
 constexpr int kCpuGemmTileCols = 16;
 #endif
 
+// The share of a tiled m x n product's work that is not tile padding.
+inline double CpuGemmTileUse(int64_t m, int64_t n) {
+  const int64_t padded_m = (m + kCpuGemmTileRows - 1) / kCpuGemmTileRows * kCpuGemmTileRows;
+  const int64_t padded_n = (n + kCpuGemmTileCols - 1) / kCpuGemmTileCols * kCpuGemmTileCols;
+  return static_cast<double>(m) / static_cast<double>(padded_m) * static_cast<double>(n) /
+         static_cast<double>(padded_n);
+}
+
 // Floats PackGemmB writes for a k x n op(B).
 int64_t PackedGemmBFloats(int64_t k, int64_t n);
 

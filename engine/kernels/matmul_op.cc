@@ -1,7 +1,9 @@
 // CPU MatMul: float32 through CpuGemm (our blocked GEMM), the other types as
 // an Eigen tensor contraction; both on the device's intra-op pool. Shape
 // checks: matmul_shape.h (shared with the GPU kernel). _FusedMatMul (float32):
-// the same product with the bias (and Relu) applied in CpuGemm's epilogue.
+// the same product with the bias (and Relu) applied in CpuGemm's epilogue. A
+// narrow float product (n well under the micro-kernel's 32 columns, as
+// fashion's 10 logits) is computed as its transpose, which fills the tiles.
 #include <type_traits>
 
 #include "engine/framework/op_kernel.h"
@@ -29,6 +31,47 @@ GemmArgs FloatGemmArgs(const Tensor& a, const Tensor& b, bool transpose_a, bool 
   return g;
 }
 
+// True when C^T = op(B)^T op(A)^T wastes clearly less of the micro-kernel's
+// tiles than C = op(A) op(B): a narrow C (fashion's logits, n = 10, fill a
+// third of a 32-column tile; their transpose fills 10 of 16 rows), with k
+// deep enough that transposing the small result back costs next to nothing.
+bool TransposedProductIsBetter(int64_t m, int64_t n, int64_t k) {
+  return k >= 16 && CpuGemmTileUse(n, m) >= 1.5 * CpuGemmTileUse(m, n);
+}
+
+// out = act(op(a) op(b) + bias) computed as the product's transpose in
+// `scratch` ([n, m]), then transposed into out with the bias (null: none) and
+// Relu applied as CpuGemm's epilogue applies them (the same roundings, so the
+// result is bitwise that of the fused and of the unfused ops).
+void TransposedProduct(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b, int64_t k,
+                       const float* bias, bool relu, float* scratch, Tensor* out,
+                       const Eigen::ThreadPoolDevice& device) {
+  const int64_t m = out->dim_size(0), n = out->dim_size(1);
+  GemmArgs g;
+  g.m = n;
+  g.n = m;
+  g.k = k;
+  g.a = b.data<float>();  // op(B)^T: B stored [k, n] is read transposed, [n, k] as it is
+  g.lda = b.dim_size(1);
+  g.transpose_a = !transpose_b;
+  g.b = a.data<float>();  // op(A)^T likewise
+  g.ldb = a.dim_size(1);
+  g.transpose_b = !transpose_a;
+  g.c = scratch;
+  g.ldc = m;
+  CpuGemm(g, device);
+  float* c = out->data<float>();
+  for (int64_t j = 0; j < n; ++j) {
+    const float add = bias != nullptr ? bias[j] : 0.0f;
+    for (int64_t i = 0; i < m; ++i) {
+      float x = scratch[j * m + i];
+      if (bias != nullptr) x += add;
+      if (relu && x < 0.0f) x = 0.0f;  // NaN stays NaN, as in the epilogue
+      c[i * n + j] = x;
+    }
+  }
+}
+
 template <typename T>
 class MatMulOp : public OpKernel {
  public:
@@ -51,6 +94,13 @@ class MatMulOp : public OpKernel {
       return;
     }
     if constexpr (std::is_same<T, float>::value) {
+      if (TransposedProductIsBetter(out->dim_size(0), out->dim_size(1), s.k)) {
+        Tensor scratch;
+        OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, out->shape(), &scratch));
+        TransposedProduct(a, b, transpose_a_, transpose_b_, s.k, nullptr, false, scratch.data<float>(), out,
+                          ctx->eigen_cpu_device());
+        return;
+      }
       CpuGemm(FloatGemmArgs(a, b, transpose_a_, transpose_b_, s.k, out), ctx->eigen_cpu_device());
     } else {  // (an else, so float32 instantiates no Eigen contraction)
       Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> dims{Eigen::IndexPair<Eigen::DenseIndex>(a_inner, b_inner)};
@@ -85,6 +135,13 @@ class FusedMatMulOp : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, s.out, &out));
     if (out->NumElements() == 0) return;
+    if (TransposedProductIsBetter(out->dim_size(0), out->dim_size(1), s.k)) {  // (never k == 0)
+      Tensor scratch;
+      OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, out->shape(), &scratch));
+      TransposedProduct(a, b, transpose_a_, transpose_b_, s.k, bias.data<float>(), relu_, scratch.data<float>(),
+                        out, ctx->eigen_cpu_device());
+      return;
+    }
     // k == 0: CpuGemm writes act(bias) in every row.
     GemmArgs g = FloatGemmArgs(a, b, transpose_a_, transpose_b_, s.k, out);
     g.bias = bias.data<float>();

@@ -788,7 +788,12 @@ struct Registrations {
         "MatMul", {DT_HALF, DT_BFLOAT16, DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64}, [](DataType dtype, Rng* rng) {
           std::vector<OpCase> cases;
           std::vector<std::array<int64_t, 3>> dims = {{2, 3, 4}, {1, 1, 1}, {5, 0, 3}, {0, 4, 2}, {7, 9, 5}};
-          if (dtype == DT_FLOAT) dims.push_back({130, 70, 90});
+          if (dtype == DT_FLOAT) {
+            dims.push_back({130, 70, 90});
+            // Narrow products that the float kernel computes as their transpose.
+            dims.push_back({130, 70, 10});
+            dims.push_back({300, 20, 7});
+          }
           for (const auto& d : dims) {
             for (int t = 0; t < 4; ++t) {
               const bool ta = t & 1, tb = t & 2;
@@ -824,7 +829,9 @@ struct Registrations {
     Entries().push_back(OpHarnessEntry{"_FusedMatMul", {DT_FLOAT}, [](DataType dtype, Rng* rng) {
       std::vector<OpCase> cases;
       const std::vector<std::array<int64_t, 3>> dims = {{2, 3, 4},  {1, 1, 1},    {7, 9, 5},     {5, 0, 3},
-                                                        {0, 4, 2},  {6, 40, 32},  {130, 70, 90}, {13, 300, 37}};
+                                                        {0, 4, 2},  {6, 40, 32},  {130, 70, 90}, {13, 300, 37},
+                                                        // computed as the transpose (a narrow product)
+                                                        {130, 70, 10}};
       auto fused_ops = [](bool relu) {
         return MakeAttr(relu ? std::vector<std::string>{"BiasAdd", "Relu"} : std::vector<std::string>{"BiasAdd"});
       };

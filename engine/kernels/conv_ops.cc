@@ -420,7 +420,6 @@ absl::Status ConvBackpropInputFloat(OpKernelContext* ctx, const ConvGeometry& g,
   return absl::OkStatus();
 }
 
-
 // dfilter[K, O] = patches^T x dy, summed over kFilterGroups fixed groups of
 // units (one partial each, added in group order). Each partial is
 // dfilter^T = dy^T x patches, which reads the patches row by row in place,

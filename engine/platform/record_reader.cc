@@ -168,7 +168,8 @@ void RecordReader::StartReadRetry() {
   map_ = false;
 }
 
-absl::Status RecordReader::ReadRecord(uint64_t* offset, std::string* record) {
+template <typename Record>
+absl::Status RecordReader::ReadRecordWithRetry(uint64_t* offset, Record* record) {
   const uint64_t start = *offset;
   absl::Status s = ReadRecordOnce(offset, record);
   if (!NeedsReadRetry(s)) return s;
@@ -179,15 +180,12 @@ absl::Status RecordReader::ReadRecord(uint64_t* offset, std::string* record) {
   return s;
 }
 
+absl::Status RecordReader::ReadRecord(uint64_t* offset, std::string* record) {
+  return ReadRecordWithRetry(offset, record);
+}
+
 absl::Status RecordReader::ReadRecord(uint64_t* offset, absl::string_view* record) {
-  const uint64_t start = *offset;
-  absl::Status s = ReadRecordOnce(offset, record);
-  if (!NeedsReadRetry(s)) return s;
-  StartReadRetry();
-  *offset = start;
-  s = ReadRecordOnce(offset, record);
-  map_ = map_after_retry_;
-  return s;
+  return ReadRecordWithRetry(offset, record);
 }
 
 }  // namespace sluice

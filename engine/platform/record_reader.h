@@ -93,6 +93,10 @@ class RecordReader {
   // Drops the window and switches to reads for one retry; map_after_retry_
   // says whether mapping resumes after it (not after a window lost pages).
   void StartReadRetry();
+  // ReadRecordOnce, then once more by reading when NeedsReadRetry says so
+  // (both ReadRecord overloads; Record is std::string or absl::string_view).
+  template <typename Record>
+  absl::Status ReadRecordWithRetry(uint64_t* offset, Record* record);
   absl::Status Truncated(uint64_t offset, absl::string_view what, size_t want, size_t got) const;
 
   RandomAccessFile* file_;

@@ -790,7 +790,8 @@ struct Registrations {
           std::vector<std::array<int64_t, 3>> dims = {{2, 3, 4}, {1, 1, 1}, {5, 0, 3}, {0, 4, 2}, {7, 9, 5}};
           if (dtype == DT_FLOAT) {
             dims.push_back({130, 70, 90});
-            // Narrow products that the float kernel computes as their transpose.
+            // Narrow products that the float kernel computes as their transpose
+            // (with AVX-512's 8 x 32 tiles; matmul_exact_test covers both tile sizes).
             dims.push_back({130, 70, 10});
             dims.push_back({300, 20, 7});
           }
@@ -830,7 +831,7 @@ struct Registrations {
       std::vector<OpCase> cases;
       const std::vector<std::array<int64_t, 3>> dims = {{2, 3, 4},  {1, 1, 1},    {7, 9, 5},     {5, 0, 3},
                                                         {0, 4, 2},  {6, 40, 32},  {130, 70, 90}, {13, 300, 37},
-                                                        // computed as the transpose (a narrow product)
+                                                        // computed as the transpose with AVX-512's tiles
                                                         {130, 70, 10}};
       auto fused_ops = [](bool relu) {
         return MakeAttr(relu ? std::vector<std::string>{"BiasAdd", "Relu"} : std::vector<std::string>{"BiasAdd"});

@@ -40,37 +40,38 @@ bool TransposedProductIsBetter(int64_t m, int64_t n, int64_t k) {
   return k >= 16 && CpuGemmTileUse(n, m) >= 1.5 * CpuGemmTileUse(m, n);
 }
 
-// out = act(op(a) op(b) + bias) computed as the product's transpose in
-// `scratch` ([n, m]), then transposed into out with the bias (null: none) and
-// Relu applied as CpuGemm's epilogue applies them (the same roundings, so the
-// result is bitwise that of the fused and of the unfused ops).
-void TransposedProduct(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b, int64_t k,
-                       const float* bias, bool relu, float* scratch, Tensor* out,
-                       const Eigen::ThreadPoolDevice& device) {
+// out = act(op(a) op(b) + bias) (bias null: none; act Relu when `relu`), float32.
+// A narrow product (k >= 16) is computed as its transpose into scratch ([n, m])
+// and transposed into out with the bias and Relu applied as CpuGemm's
+// epilogue applies them (the same roundings, so the result is bitwise that of
+// the direct product); any other product goes to CpuGemm directly.
+absl::Status FloatProduct(OpKernelContext* ctx, const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                          int64_t k, const float* bias, bool relu, Tensor* out) {
   const int64_t m = out->dim_size(0), n = out->dim_size(1);
-  GemmArgs g;
-  g.m = n;
-  g.n = m;
-  g.k = k;
-  g.a = b.data<float>();  // op(B)^T: B stored [k, n] is read transposed, [n, k] as it is
-  g.lda = b.dim_size(1);
-  g.transpose_a = !transpose_b;
-  g.b = a.data<float>();  // op(A)^T likewise
-  g.ldb = a.dim_size(1);
-  g.transpose_b = !transpose_a;
-  g.c = scratch;
-  g.ldc = m;
-  CpuGemm(g, device);
+  if (!TransposedProductIsBetter(m, n, k)) {
+    GemmArgs g = FloatGemmArgs(a, b, transpose_a, transpose_b, k, out);
+    g.bias = bias;
+    g.relu = relu;
+    CpuGemm(g, ctx->eigen_cpu_device());
+    return absl::OkStatus();
+  }
+  Tensor scratch;
+  absl::Status s = ctx->allocate_temp(DT_FLOAT, TensorShape({n, m}), &scratch);
+  if (!s.ok()) return s;
+  // C^T = op(B)^T op(A)^T: each operand read with its transpose flag flipped.
+  CpuGemm(FloatGemmArgs(b, a, !transpose_b, !transpose_a, k, &scratch), ctx->eigen_cpu_device());
+  const float* t = scratch.data<float>();
   float* c = out->data<float>();
   for (int64_t j = 0; j < n; ++j) {
     const float add = bias != nullptr ? bias[j] : 0.0f;
     for (int64_t i = 0; i < m; ++i) {
-      float x = scratch[j * m + i];
+      float x = t[j * m + i];
       if (bias != nullptr) x += add;
       if (relu && x < 0.0f) x = 0.0f;  // NaN stays NaN, as in the epilogue
       c[i * n + j] = x;
     }
   }
+  return absl::OkStatus();
 }
 
 template <typename T>
@@ -95,14 +96,7 @@ class MatMulOp : public OpKernel {
       return;
     }
     if constexpr (std::is_same<T, float>::value) {
-      if (TransposedProductIsBetter(out->dim_size(0), out->dim_size(1), s.k)) {
-        Tensor scratch;
-        OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, TensorShape({out->dim_size(1), out->dim_size(0)}), &scratch));
-        TransposedProduct(a, b, transpose_a_, transpose_b_, s.k, nullptr, false, scratch.data<float>(), out,
-                          ctx->eigen_cpu_device());
-        return;
-      }
-      CpuGemm(FloatGemmArgs(a, b, transpose_a_, transpose_b_, s.k, out), ctx->eigen_cpu_device());
+      OP_REQUIRES_OK(ctx, FloatProduct(ctx, a, b, transpose_a_, transpose_b_, s.k, nullptr, false, out));
     } else {  // (an else, so float32 instantiates no Eigen contraction)
       Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> dims{Eigen::IndexPair<Eigen::DenseIndex>(a_inner, b_inner)};
       // Not float: Eigen's contraction on this thread (see Product in
@@ -136,18 +130,8 @@ class FusedMatMulOp : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, s.out, &out));
     if (out->NumElements() == 0) return;
-    if (TransposedProductIsBetter(out->dim_size(0), out->dim_size(1), s.k)) {  // (never k == 0)
-      Tensor scratch;
-      OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, TensorShape({out->dim_size(1), out->dim_size(0)}), &scratch));
-      TransposedProduct(a, b, transpose_a_, transpose_b_, s.k, bias.data<float>(), relu_, scratch.data<float>(),
-                        out, ctx->eigen_cpu_device());
-      return;
-    }
-    // k == 0: CpuGemm writes act(bias) in every row.
-    GemmArgs g = FloatGemmArgs(a, b, transpose_a_, transpose_b_, s.k, out);
-    g.bias = bias.data<float>();
-    g.relu = relu_;
-    CpuGemm(g, ctx->eigen_cpu_device());
+    // k == 0 (never the transposed path): CpuGemm writes act(bias) in every row.
+    OP_REQUIRES_OK(ctx, FloatProduct(ctx, a, b, transpose_a_, transpose_b_, s.k, bias.data<float>(), relu_, out));
   }
 
  private:

@@ -287,7 +287,9 @@ TEST(Saver, CrashAtAnyStepOfACommitLeavesOldOrNewCheckpoint) {
     auto found = FindLatestValidCheckpoint(Env::Default(), o.run_dir, VerifyLevel::kFull);
     ASSERT_TRUE(found.ok()) << "crash at op " << crash_at << ": " << found.status();
     EXPECT_TRUE(found->step == 1 || found->step == 2) << found->step;
-    if (s.ok()) EXPECT_EQ(found->step, 2);
+    if (s.ok()) {
+      EXPECT_EQ(found->step, 2);
+    }
     auto reader = CheckpointReader::Open(found->dir);
     ASSERT_TRUE(reader.ok());
     EXPECT_EQ((*reader)->ReadTensor("w")->SummarizeValue(10), found->step == 1 ? "1 2 3" : "2 3 4");

@@ -324,7 +324,7 @@ class Validator {
       Error(input, field, -1, absl::StrCat("input '", field, "' needs a source (idx, tfrecord, csv or text)"));
     }
     if (p.has_idx()) {
-      for (const std::string& which : {"images", "labels"}) {
+      for (const char* which : {"images", "labels"}) {
         const std::string& path = which == std::string("images") ? p.idx().images() : p.idx().labels();
         if (path.empty()) {
           Error(p.idx(), which, -1, absl::StrCat("'", which, "' is required"));

@@ -379,7 +379,9 @@ TEST_F(OpsTest, IdxRecordReaderReopensAChangedFile) {
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_EQ((*r)[0].shape(), TensorShape({3, 2}));
     for (int i = 0; i < 6; ++i) EXPECT_EQ((*r)[0].data<uint8_t>()[i], base + i) << "epoch of " << base;
-    if (base == 0) ASSERT_TRUE(write(path, 50).ok());
+    if (base == 0) {
+      ASSERT_TRUE(write(path, 50).ok());
+    }
   }
 }
 

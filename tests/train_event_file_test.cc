@@ -368,7 +368,9 @@ TEST_F(TrainEventFileTest, FirstRunWritesVersionGraphScalarsHistogramsImages) {
       double total = 0;
       for (size_t i = 0; i < h.limits.size(); ++i) {
         EXPECT_TRUE(default_set.count(h.limits[i])) << "limit " << h.limits[i] << " is not a default limit";
-        if (i > 0) EXPECT_LT(h.limits[i - 1], h.limits[i]);
+        if (i > 0) {
+          EXPECT_LT(h.limits[i - 1], h.limits[i]);
+        }
         total += h.counts[i];
       }
       EXPECT_EQ(total, h.num);

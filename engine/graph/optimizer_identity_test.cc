@@ -53,7 +53,9 @@ RunResult RunWith(bool remove, const GraphDef& def, const std::vector<std::strin
   if (!session.ok()) return {};
   EXPECT_TRUE((*session)->Create(def).ok());
   std::vector<Tensor> ignored;
-  if (!init.empty()) EXPECT_TRUE((*session)->Run({}, {}, init, &ignored).ok());
+  if (!init.empty()) {
+    EXPECT_TRUE((*session)->Run({}, {}, init, &ignored).ok());
+  }
   RunResult result;
   RunMetadata metadata;
   absl::Status s = (*session)->Run(RunOptions(), feeds, fetches, {}, &result.outputs, &metadata);

@@ -273,7 +273,9 @@ TEST(CpuGemmTest, BiasReluEpilogueMatchesSeparatePasses) {
               // (got == want also covers the padding columns of C, left as they were.)
               // The case tests something: some sums are negative, so relu has work
               // (all are zero only for k == 0 without a bias or an initial C).
-              if (p.m * p.n >= 16 && (p.k > 0 || accumulate || with_bias)) ASSERT_GT(negatives, 0) << what;
+              if (p.m * p.n >= 16 && (p.k > 0 || accumulate || with_bias)) {
+                ASSERT_GT(negatives, 0) << what;
+              }
             }
           }
         }

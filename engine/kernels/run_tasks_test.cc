@@ -59,7 +59,9 @@ TEST(ParallelForRanges, CoversEveryUnitOnceInAlignedContiguousRanges) {
       EXPECT_EQ(ranges.back().second, n);
       for (size_t i = 0; i < ranges.size(); ++i) {
         EXPECT_LT(ranges[i].first, ranges[i].second);
-        if (i > 0) EXPECT_EQ(ranges[i].first, ranges[i - 1].second) << "n=" << n;
+        if (i > 0) {
+          EXPECT_EQ(ranges[i].first, ranges[i - 1].second) << "n=" << n;
+        }
         EXPECT_EQ(ranges[i].first % align, 0) << "n=" << n << " align=" << align;
       }
     }

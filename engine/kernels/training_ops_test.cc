@@ -164,7 +164,9 @@ void RunApplyCase(const ApplyCase& c, DataType dtype, bool resource = false) {
       ASSERT_TRUE(s.ok()) << where << ": " << s;
       ExpectNear(Values(out[0]), state[0], dtype, absl::StrCat(where, " step ", step, " output"));
     }
-    if (resource) EXPECT_EQ(Values(before[0]), before_values) << where << " step " << step;
+    if (resource) {
+      EXPECT_EQ(Values(before[0]), before_values) << where << " step " << step;
+    }
     s = session->Run({}, reads, {}, &out);
     ASSERT_TRUE(s.ok()) << where << ": " << s;
     for (int i = 0; i < c.num_refs; ++i) {

@@ -257,7 +257,7 @@ TEST(Cond, FetchingADeadTensorIsAnError) {
 // A NoOp after the untaken branch of a cond is dead, and so is what waits on
 // it; a ControlTrigger there is live, so what waits on it runs.
 TEST(Cond, ControlTriggerIsLiveAfterADeadBranch) {
-  for (const std::string& op : {"NoOp", "ControlTrigger"}) {
+  for (const std::string op : {"NoOp", "ControlTrigger"}) {
     GraphDefBuilder b;
     std::string x = b.Const("x", Tensor::Scalar<int32_t>(10));
     std::string p = b.Const("p", Tensor::Scalar<bool>(false));

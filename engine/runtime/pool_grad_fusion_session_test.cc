@@ -123,7 +123,9 @@ TEST(PoolGradFusionSession, FusedAndUnfusedGraphsComputeTheSameValues) {
     EXPECT_GT(nonzeros, 0) << kFetches[i];
     // The input gradients are zero off the window maxima and where the relu
     // clipped: the mask did something.
-    if (kFetches[i].find("relu") == 0) EXPECT_GT(zeros, a.NumElements() / 2) << kFetches[i];
+    if (kFetches[i].find("relu") == 0) {
+      EXPECT_GT(zeros, a.NumElements() / 2) << kFetches[i];
+    }
   }
   EXPECT_EQ(off.ops.count("_FusedMaxPoolGrad"), 0u);
   EXPECT_EQ(off.ops.count("MaxPoolGrad"), 2u);

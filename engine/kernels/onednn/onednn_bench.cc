@@ -14,8 +14,9 @@
 // oneDNN for every shape. Counters: GFLOPs (2 x multiply-adds; pools: GBps
 // of input + output bytes), tasks (the process's threads after the run: no
 // OpenMP threads appear). Ratios: onednn_table.py.
-//   bazel run //engine/kernels/onednn:onednn_bench -- \
-//     --benchmark_enable_random_interleaving=true --benchmark_repetitions=9 \
+// Command (one line):
+//   bazel run //engine/kernels/onednn:onednn_bench --
+//     --benchmark_enable_random_interleaving=true --benchmark_repetitions=9
 //     --benchmark_out=/tmp/onednn.json --benchmark_out_format=json
 #include <dirent.h>
 

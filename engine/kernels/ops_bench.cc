@@ -8,7 +8,9 @@
 //     device with 1 or 2 intra-op threads; counters GFLOPs and frac_of_peak
 //     (achieved / FmaPeak measured at the same thread count in this process).
 //     MatMulPaired: the same products, each round against an FMA peak
-//     measured beside it; the median of the rounds' ratios with min and max.
+//     measured beside it; the median of the rounds' ratios with min and max,
+//     and rounds_above_peak (rounds whose ratio is over 1: the machine's
+//     speed changed within them).
 //   - Memcpy, Add and Relu on 32 MiB float32 tensors, 1 and 2 threads;
 //     counters GBps (logical bytes read + written: memcpy 2N, Add 3N, Relu 2N)
 //     and frac_of_memcpy (against Memcpy's GBps at the same thread count).
@@ -223,7 +225,9 @@ void BM_MatMul(benchmark::State& state) {
 // swings by 10-25% between runs (other guests on the host), which moves a
 // ratio against a peak measured earlier in the process, but moves both halves
 // of one round together, and best-of-3 on both sides drops the same short
-// interruptions from each. One iteration runs all rounds.
+// interruptions from each. One iteration runs all rounds. rounds_above_peak
+// counts the rounds whose ratio is above 1, which only a change of the
+// machine's speed within the round produces: with any, distrust the spread.
 constexpr int kPairRounds = 9;
 
 void BM_MatMulPaired(benchmark::State& state) {
@@ -283,6 +287,11 @@ void BM_MatMulPaired(benchmark::State& state) {
   state.counters["frac_of_peak"] = ratios[ratios.size() / 2];
   state.counters["frac_min"] = ratios.front();
   state.counters["frac_max"] = ratios.back();
+  // A product cannot beat the FMA loop it is made of: a round above 1 means
+  // the machine's speed changed between its two halves, and the run's spread
+  // says more about the host than about the kernel.
+  state.counters["rounds_above_peak"] =
+      static_cast<double>(std::count_if(ratios.begin(), ratios.end(), [](double r) { return r > 1.0; }));
 }
 
 // One MatMul of [m, k] x [k, n] (operands stored transposed where ta / tb) on

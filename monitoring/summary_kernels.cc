@@ -2,6 +2,7 @@
 // summary_op.cc and summary_image_op.cc: the same tags, the same histogram buckets, the same
 // float-image normalization, so TensorBoard shows the same thing for the same values.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -94,7 +95,15 @@ class HistogramSummaryOp : public OpKernel {
     absl::Status bad;
     OP_REQUIRES_OK(ctx, VisitReal(values, [&](const auto* v) {
                      const int64_t n = values.NumElements();
-                     for (int64_t i = 0; i < n; ++i) {
+                     // float32, the common case: one vectorizable pass says whether any value
+                     // is NaN or infinite; only then the loop below finds which comes first.
+                     bool all_finite = false;
+                     if constexpr (std::is_same<std::decay_t<decltype(*v)>, float>::value) {
+                       bool bad_seen = false;
+                       for (int64_t i = 0; i < n; ++i) bad_seen |= !(std::fabs(v[i]) <= FLT_MAX);
+                       all_finite = !bad_seen;
+                     }
+                     for (int64_t i = 0; !all_finite && i < n; ++i) {
                        const double d = AsDouble(v[i]);
                        if (std::isnan(d)) {
                          bad = absl::InvalidArgumentError(absl::StrCat("Nan in summary histogram for: ", tag));

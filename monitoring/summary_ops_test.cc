@@ -174,15 +174,32 @@ TEST(HistogramSummaryTest, MatchesHistogramAndDefaultLimits) {
 }
 
 TEST(HistogramSummaryTest, NanAndInfinityAreErrors) {
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+  // The error names the first bad value's kind (float32 checks all values in one pass first).
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::pair<std::vector<float>, std::string>> cases = {
+      {{1.0f, nan}, "Nan in summary histogram for: w"},
+      {{1.0f, inf}, "Infinity in summary histogram for: w"},
+      {{-inf, 2.0f}, "Infinity in summary histogram for: w"},
+      {{1.0f, inf, nan}, "Infinity in summary histogram for: w"},
+      {{nan, inf, 3.0f}, "Nan in summary histogram for: w"},
+  };
+  for (const auto& [v, message] : cases) {
     GraphDefBuilder b;
     std::string tag = b.Const("tag", Strings({"w"}, TensorShape({})));
     std::string values = b.Placeholder("values", DT_FLOAT);
     b.Node("h", "HistogramSummary", {tag, values}, {{"T", MakeAttr(DT_FLOAT)}});
-    auto s = RunSummary(b, "h", {{"values", Tensor::FromVector<float>({1.0f, bad})}});
+    auto s = RunSummary(b, "h", {{"values", Tensor::FromVector<float>(v)}});
     EXPECT_TRUE(absl::IsInvalidArgument(s.status())) << s.status();
-    EXPECT_TRUE(absl::StrContains(s.status().message(), "in summary histogram for: w")) << s.status();
+    EXPECT_TRUE(absl::StrContains(s.status().message(), message)) << s.status() << " (want " << message << ")";
   }
+  // The largest finite floats are values, not errors.
+  GraphDefBuilder b;
+  std::string tag = b.Const("tag", Strings({"w"}, TensorShape({})));
+  std::string values = b.Placeholder("values", DT_FLOAT);
+  b.Node("h", "HistogramSummary", {tag, values}, {{"T", MakeAttr(DT_FLOAT)}});
+  auto s = RunSummary(b, "h", {{"values", Tensor::FromVector<float>({FLT_MAX, -FLT_MAX})}});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->value(0).histo().num(), 2);
 }
 
 TEST(HistogramSummaryTest, DefaultTypeIsFloatAndIntsWork) {

@@ -95,15 +95,14 @@ class HistogramSummaryOp : public OpKernel {
     absl::Status bad;
     OP_REQUIRES_OK(ctx, VisitReal(values, [&](const auto* v) {
                      const int64_t n = values.NumElements();
-                     // float32, the common case: one vectorizable pass says whether any value
-                     // is NaN or infinite; only then the loop below finds which comes first.
-                     bool all_finite = false;
+                     // float32, the common case: one branchless pass says whether any value is
+                     // NaN or infinite; only then the loop below finds which comes first.
+                     bool any_bad = true;
                      if constexpr (std::is_same<std::decay_t<decltype(*v)>, float>::value) {
-                       bool bad_seen = false;
-                       for (int64_t i = 0; i < n; ++i) bad_seen |= !(std::fabs(v[i]) <= FLT_MAX);
-                       all_finite = !bad_seen;
+                       any_bad = false;
+                       for (int64_t i = 0; i < n; ++i) any_bad |= !(std::fabs(v[i]) <= FLT_MAX);
                      }
-                     for (int64_t i = 0; !all_finite && i < n; ++i) {
+                     for (int64_t i = 0; any_bad && i < n; ++i) {
                        const double d = AsDouble(v[i]);
                        if (std::isnan(d)) {
                          bad = absl::InvalidArgumentError(absl::StrCat("Nan in summary histogram for: ", tag));

@@ -178,9 +178,10 @@ class ExecutorImpl : public Executor {
   }
   // Takes back a finished step's root iteration state (no thread uses it any
   // more), reset; keeps at most one per concurrent step, up to 4.
-  void ReturnRootIteration(std::unique_ptr<IterationState> state) const {
+  // `step_ok`: the step ended without an error (see ResetIterationState).
+  void ReturnRootIteration(std::unique_ptr<IterationState> state, bool step_ok) const {
     if (state == nullptr) return;
-    ResetIterationState(graph_.frames[0], state.get());
+    ResetIterationState(graph_.frames[0], state.get(), /*slots_clear=*/step_ok);
     absl::MutexLock lock(&root_cache_mu_);
     if (root_cache_.size() < kMaxCachedRootIterations) root_cache_.push_back(std::move(state));
   }
@@ -224,7 +225,8 @@ ExecutorState::~ExecutorState() {
   {
     // The step is over: no other thread holds the root frame.
     absl::MutexLock lock(&root_frame_->mu);
-    impl_->ReturnRootIteration(std::move(root_frame_->iterations[0]));
+    // aborted_ is set by the step's first error, whatever its source.
+    impl_->ReturnRootIteration(std::move(root_frame_->iterations[0]), !aborted_.load(std::memory_order_relaxed));
   }
   delete root_frame_;
 }

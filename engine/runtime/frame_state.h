@@ -19,6 +19,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/framework/tensor.h"
+#include "engine/platform/logging.h"
 #include "engine/runtime/executor_graph.h"
 
 namespace sluice {
@@ -76,16 +77,26 @@ struct IterationState {
 // Makes a used IterationState of `info` as new: values left in its input
 // slots (a dead Merge input, an aborted step) dropped, pending counts back
 // at their initial values. Cheaper than a new one: only slots holding a
-// value are written.
-inline void ResetIterationState(const FrameInfo& info, IterationState* state) {
-  for (Entry& e : state->inputs) {
-    if (e.has_value) e.Clear();
+// value are written. `slots_clear`: the step that used it ended without an
+// error, so every node that had a value stored for it ran and cleared its own
+// slots (Process does, dead or alive), and the scan of the slots (120 bytes
+// each: ~2% of a step of 10,000 trivial nodes) is skipped.
+inline void ResetIterationState(const FrameInfo& info, IterationState* state, bool slots_clear = false) {
+  if (!slots_clear) {
+    for (Entry& e : state->inputs) {
+      if (e.has_value) e.Clear();
+    }
   }
-  for (size_t i = 0; i < state->pending.size(); ++i) state->pending[i] = PendingState{info.pending_init[i].pending};
+#ifndef NDEBUG
+  for (const Entry& e : state->inputs) CHECK(!e.has_value) << "an input slot kept its value after a clean step";
+#endif
   if (state->atomic_pending != nullptr) {
+    // `pending` is unused then (see atomic_pending).
     for (size_t i = 0; i < state->pending.size(); ++i) {
       state->atomic_pending[i].store(info.pending_init[i].pending, std::memory_order_relaxed);
     }
+  } else {
+    for (size_t i = 0; i < state->pending.size(); ++i) state->pending[i] = PendingState{info.pending_init[i].pending};
   }
   state->outstanding_ops = 0;
   state->outstanding_frame_count = 0;

@@ -7,6 +7,9 @@
 
 #include "absl/synchronization/notification.h"
 #include "engine/framework/device.h"
+#include "engine/framework/op_def.h"
+#include "engine/framework/op_kernel.h"
+#include "engine/framework/shape_inference.h"
 #include "engine/graph/graph_constructor.h"
 #include "engine/graph/graph_def_builder.h"
 #include "engine/runtime/executor.h"
@@ -15,7 +18,25 @@
 #include "gtest/gtest.h"
 
 namespace sluice {
+
+// A kernel that breaks its op's contract on purpose: `set` = "none" leaves its
+// output unset, "int32" sets an int32 where the op declares float.
+REGISTER_OP("ExecutorTestBadOutput").Input("x: float").Output("y: float").Attr("set: string").SetShapeFn(
+    shape_fns::Unchanged);
+
 namespace {
+
+class BadOutputOp : public OpKernel {
+ public:
+  explicit BadOutputOp(OpKernelConstruction* ctx) : OpKernel(ctx) { OP_REQUIRES_OK(ctx, ctx->GetAttr("set", &set_)); }
+  void Compute(OpKernelContext* ctx) override {
+    if (set_ == "int32") ctx->set_output(0, Tensor::Scalar<int32_t>(7));
+  }
+
+ private:
+  std::string set_;
+};
+REGISTER_KERNEL_BUILDER(Name("ExecutorTestBadOutput").Device(kDeviceCpu), BadOutputOp);
 
 constexpr char kCpu[] = "/job:localhost/replica:0/task:0/device:CPU:0";
 
@@ -308,6 +329,70 @@ TEST_F(ExecutorTest, MissingKernelIsReportedAtConstruction) {
   auto graph = GraphFromGraphDef(b.graph());
   EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(graph.status().message().find("add_bools"), std::string::npos);
+}
+
+// Both ways outputs leave a sync kernel are checked: straight into the
+// consumers' slots (a graph without loops or Merges: the lock-free root) and
+// through the frame's lock (here, because a cond's Merge is in the graph).
+TEST_F(ExecutorTest, KernelOutputsAreCheckedAgainstTheOp) {
+  for (bool with_merge : {false, true}) {
+    for (const std::string set : {"none", "int32"}) {
+      SCOPED_TRACE(std::string(with_merge ? "with" : "without") + " a Merge, set=" + set);
+      GraphDefBuilder b;
+      std::string x = b.Const("x", Tensor::Scalar<float>(1));
+      std::string bad = b.Node("bad", "ExecutorTestBadOutput", {x}, {{"set", MakeAttr(set)}});
+      b.Identity("after", bad, DT_FLOAT);
+      if (with_merge) {
+        std::string pred = b.Const("pred", Tensor::Scalar<bool>(true));
+        std::string sw = b.Switch("switch", x, pred, DT_FLOAT);
+        b.Merge("merge", {sw, sw + ":1"}, DT_FLOAT);
+      }
+      auto executor = Build(b.graph(), 1);
+      for (int step = 0; step < 2; ++step) {
+        absl::Status s = executor->Run(Executor::Args());
+        EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+        EXPECT_NE(s.message().find("node 'bad'"), std::string::npos) << s;
+        const std::string want =
+            set == "none" ? "kernel did not produce output 0" : "output 0 has type int32 but the op declares float";
+        EXPECT_NE(s.message().find(want), std::string::npos) << s;
+      }
+    }
+  }
+}
+
+// One output read by several consumers (copied to all but the last, moved to
+// the last), step after step on one executor, with and without the lock-free
+// root; a ref output (a variable) read the same way.
+TEST_F(ExecutorTest, OutputsFanOutToEveryConsumerEveryStep) {
+  for (bool with_merge : {false, true}) {
+    SCOPED_TRACE(with_merge ? "with a Merge" : "without a Merge");
+    GraphDefBuilder b;
+    std::string x = b.Const("x", Tensor::FromVector<float>({1, 2}));
+    std::string doubled = b.Binary("Add", "doubled", x, x, DT_FLOAT);
+    std::string a = b.Binary("Add", "a", doubled, x, DT_FLOAT);        // 3, 6
+    std::string c = b.Binary("Mul", "c", doubled, doubled, DT_FLOAT);  // 4, 16
+    std::string sum = b.Binary("Add", "sum", a, c, DT_FLOAT);          // 7, 22
+    if (with_merge) {
+      std::string pred = b.Const("pred", Tensor::Scalar<bool>(false));
+      std::string sw = b.Switch("switch", sum, pred, DT_FLOAT);
+      sum = b.Merge("merge", {sw, sw + ":1"}, DT_FLOAT);
+    }
+    SendNode(&b, "out", sum, "out");
+    auto executor = Build(b.graph(), 2);
+    for (int step = 0; step < 5; ++step) {
+      LocalRendezvous rendezvous;
+      Executor::Args args;
+      args.rendezvous = &rendezvous;
+      ASSERT_TRUE(executor->Run(args).ok());
+      Tensor out;
+      bool dead = true;
+      ASSERT_TRUE(rendezvous.Recv(Key("out"), &out, &dead, absl::ZeroDuration()).ok());
+      EXPECT_FALSE(dead);
+      ASSERT_EQ(out.NumElements(), 2);
+      EXPECT_EQ(out.data<float>()[0], 7.0f);
+      EXPECT_EQ(out.data<float>()[1], 22.0f);
+    }
+  }
 }
 
 }  // namespace

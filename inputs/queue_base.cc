@@ -78,11 +78,6 @@ std::string QueueBase::DebugString() const {
   return absl::StrCat(kind(), " '", name_, "' (size ", Size(), ", capacity ", capacity_, ")");
 }
 
-int32_t QueueBase::Size() const {
-  absl::MutexLock lock(&mu_);
-  return static_cast<int32_t>(SizeLocked());
-}
-
 bool QueueBase::IsClosed() const {
   absl::MutexLock lock(&mu_);
   return closed_;
@@ -317,6 +312,7 @@ void QueueBase::FlushLocked(std::vector<std::function<void()>>* ready) {
       break;
     }
   }
+  size_.store(static_cast<int32_t>(SizeLocked()), std::memory_order_release);
 }
 
 void QueueBase::Finish(const std::shared_ptr<Attempt>& a, absl::Status s, std::vector<std::function<void()>>* ready) {

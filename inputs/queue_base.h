@@ -25,6 +25,7 @@
 #ifndef SLUICE_INPUTS_QUEUE_BASE_H_
 #define SLUICE_INPUTS_QUEUE_BASE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -63,7 +64,10 @@ class QueueBase : public ResourceBase, public std::enable_shared_from_this<Queue
   void TryDequeueMany(int32_t num, bool allow_small_batch, CancellationManager* cm, DequeueCallback done);
   void Close(bool cancel_pending_enqueues, DoneCallback done);
 
-  int32_t Size() const;
+  // The number of elements after the latest change, without taking the
+  // queue's lock: QueueSize runs every step beside a DequeueMany, which holds
+  // the lock while it gathers its batch (~120 us for fashion_mlp's 128 rows).
+  int32_t Size() const { return size_.load(std::memory_order_acquire); }
   bool IsClosed() const;
   const std::string& name() const { return name_; }
   int32_t capacity() const { return capacity_; }
@@ -151,6 +155,9 @@ class QueueBase : public ResourceBase, public std::enable_shared_from_this<Queue
   int64_t next_attempt_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<std::shared_ptr<Attempt>> enqueue_attempts_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<Attempt>> dequeue_attempts_ ABSL_GUARDED_BY(mu_);
+  // SizeLocked() as of the end of the latest FlushLocked, through which every
+  // push, pop and restore goes; written under mu_, read without it.
+  std::atomic<int32_t> size_{0};
 };
 
 // Tensor helpers shared by queues and batching kernels.

@@ -463,7 +463,8 @@ absl::Status ExecutorState::RunSync(const TaggedNode& tagged, Entry* inputs, OpK
   if (!s.ok()) return s;
   if (lock_free_root_) {
     // No frames to enter or leave: straight from the kernel's outputs, with
-    // no copy into `outputs` (~10% of a trivial node).
+    // no copy into `outputs` (a chain of Identity nodes: 0.76 of the time per
+    // node; docs/PERFORMANCE.md, "Session 27").
     ActivateRootNodesLockFree(
         item, tagged.is_dead, [&ctx](int i) -> KernelOutput& { return *ctx.mutable_output(i); }, ready);
     return s;

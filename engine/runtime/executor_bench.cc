@@ -1,6 +1,9 @@
 // Per-node executor overhead (whitepaper: "hundreds of ns"): a 10,000-node
 // chain and a 10,000-node fan-out of trivial ops, each run as one whole
 // session step. items_per_second is nodes/s; per_node is its inverse (seconds).
+// BM_LockedChain10k is the chain behind a cond (a Switch and its Merge): with a
+// Merge in the graph, pending counts are kept under the frame's lock, as in
+// every graph with conds or loops.
 // Trivial kernels run inline on the thread that made them ready, so these two
 // measure the inline path only. The hand-off to the inter-op pool is measured
 // with BenchSpin, an op of this file whose kernel spins for `ns` nanoseconds
@@ -101,6 +104,16 @@ GraphDef Chain() {
   return b.graph();
 }
 
+GraphDef LockedChain() {
+  GraphDefBuilder b;
+  std::string x = b.Const("x", Tensor::Scalar<float>(1));
+  std::string pred = b.Const("pred", Tensor::Scalar<bool>(true));
+  std::string sw = b.Switch("switch", x, pred, DT_FLOAT);
+  std::string cur = b.Merge("merge", {sw, sw + ":1"}, DT_FLOAT);
+  for (int i = 5; i < kNodes; ++i) cur = b.Identity("n" + std::to_string(i), cur, DT_FLOAT);
+  return b.graph();
+}
+
 GraphDef FanOut() {
   GraphDefBuilder b;
   std::string root = b.Const("root", Tensor::Scalar<float>(1));
@@ -156,6 +169,11 @@ void BM_Chain10k(benchmark::State& state) {
   RunSteps(state, *graph, "n" + std::to_string(kNodes - 1));
 }
 
+void BM_LockedChain10k(benchmark::State& state) {
+  static const GraphDef* graph = new GraphDef(LockedChain());
+  RunSteps(state, *graph, "n" + std::to_string(kNodes - 1));
+}
+
 void BM_FanOut10k(benchmark::State& state) {
   static const GraphDef* graph = new GraphDef(FanOut());
   RunSteps(state, *graph, "sink");
@@ -177,6 +195,7 @@ void BM_PoolLadder(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Chain10k)->Arg(1)->Arg(2)->ArgName("inter_op_threads")->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_LockedChain10k)->Arg(1)->Arg(2)->ArgName("inter_op_threads")->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_FanOut10k)->Arg(1)->Arg(2)->ArgName("inter_op_threads")->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_PoolFanOut)->Arg(1)->Arg(2)->ArgName("inter_op_threads")->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_PoolLadder)->Arg(1)->Arg(2)->ArgName("inter_op_threads")->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -96,6 +96,12 @@ namespace {
 // and < (below) its smallest value; a value then needs one comparison with the next limit.
 constexpr int kCellShift = 18;  // 23 mantissa bits - 5
 constexpr size_t kCells = size_t{1} << (31 - kCellShift);
+// The vector path's cell words (FloatBucketTable::cell_words): the low kCellShift bits of the
+// threshold inside the cell, 11 bits of count above them, then the in-cell flag.
+constexpr int kCountShift = kCellShift;
+constexpr uint32_t kCountBits = (1u << 11) - 1;
+constexpr int kInCellShift = kCountShift + 11;
+static_assert(kInCellShift < 31, "a cell word is 32 bits, and its top bit stays clear");
 
 // The smallest float whose double value is >= limit (or > limit when `strict`): for a float a,
 // limit <= a (limit < a) exactly when a >= the result. +infinity when no finite float is.
@@ -116,10 +122,11 @@ struct FloatBucketTable {
   std::vector<double> limits;  // the positive limits, then +infinity
   size_t n = 0;
   // For the vector path, one 32-bit word per cell, from the limits' float thresholds t[k] (the
-  // smallest float >= p[k], FloatThreshold): bits 18-28 the number of thresholds below the
-  // cell's lowest float, bit 29 set when a threshold lies in the cell, bits 0-17 its low 18 bits
-  // (its other bits are the cell's). Within a cell floats order as their low bits, so for a
-  // positive float a in the cell: #{k: p[k] <= a} = base + (bit 29 && low18(a) >= low18(t)).
+  // smallest float >= p[k], FloatThreshold): at kCountShift the number of thresholds below the
+  // cell's lowest float, at kInCellShift a flag set when a threshold lies in the cell, and below
+  // kCellShift that threshold's low bits (its other bits are the cell's). Within a cell floats
+  // order as their low bits, so for a positive float a in the cell:
+  // #{k: p[k] <= a} = count + (flag && low(a) >= low(t)).
   // When no limit is exactly a float (so t[k] is also the smallest float > p[k]), the same
   // count is #{k: p[k] < a}, which negative values need. `vector_ok` says that holds.
   std::vector<uint32_t> cell_words;
@@ -139,7 +146,7 @@ struct FloatBucketTable {
       at_or_below[cell] = static_cast<uint16_t>(std::upper_bound(limits.begin(), limits.begin() + n, v) - limits.begin());
       below[cell] = static_cast<uint16_t>(std::lower_bound(limits.begin(), limits.begin() + n, v) - limits.begin());
     }
-    vector_ok = n < (1u << 11);
+    vector_ok = n <= kCountBits;
     std::vector<uint32_t> threshold_bits;  // t[k] as bits, increasing
     for (size_t k = 0; k < n; ++k) {
       const float at_least = FloatThreshold(limits[k], /*strict=*/false);
@@ -153,9 +160,9 @@ struct FloatBucketTable {
     for (size_t cell = 0; cell < kCells; ++cell) {
       const uint32_t lowest = static_cast<uint32_t>(cell << kCellShift);
       while (k < threshold_bits.size() && threshold_bits[k] < lowest) ++k;
-      uint32_t word = static_cast<uint32_t>(k) << 18;
+      uint32_t word = static_cast<uint32_t>(k) << kCountShift;
       if (k < threshold_bits.size() && (threshold_bits[k] >> kCellShift) == cell) {
-        word |= uint32_t{1} << 29 | (threshold_bits[k] & ((uint32_t{1} << kCellShift) - 1));
+        word |= uint32_t{1} << kInCellShift | (threshold_bits[k] & ((uint32_t{1} << kCellShift) - 1));
         // A second threshold in one cell would break the one-comparison rule.
         if (k + 1 < threshold_bits.size() && (threshold_bits[k + 1] >> kCellShift) == cell) vector_ok = false;
       }
@@ -215,8 +222,8 @@ void Histogram::AddFloats(const float* values, size_t count) {
     const int* cells = reinterpret_cast<const int*>(t.cell_words.data());
     const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
     const __m512i low_bits = _mm512_set1_epi32((1 << kCellShift) - 1);
-    const __m512i base_bits = _mm512_set1_epi32(0x7ff);
-    const __m512i in_cell_bit = _mm512_set1_epi32(1 << 29);
+    const __m512i count_bits = _mm512_set1_epi32(kCountBits);
+    const __m512i in_cell_bit = _mm512_set1_epi32(1 << kInCellShift);
     const __m512i zero = _mm512_setzero_si512();
     const __m512i one = _mm512_set1_epi32(1);
     const __m512i positive_base = _mm512_set1_epi32(static_cast<int>(n + 2));
@@ -233,7 +240,7 @@ void Histogram::AddFloats(const float* values, size_t count) {
         const __m512i bits = _mm512_castps_si512(v);
         const __m512i abs_bits = _mm512_and_si512(bits, abs_mask);
         const __m512i word = _mm512_i32gather_epi32(_mm512_srli_epi32(abs_bits, kCellShift), cells, 4);
-        const __m512i below = _mm512_and_si512(_mm512_srli_epi32(word, 18), base_bits);
+        const __m512i below = _mm512_and_si512(_mm512_srli_epi32(word, kCountShift), count_bits);
         const __mmask16 reached =
             _mm512_test_epi32_mask(word, in_cell_bit) &
             _mm512_cmpge_epu32_mask(_mm512_and_si512(abs_bits, low_bits), _mm512_and_si512(word, low_bits));
@@ -272,8 +279,8 @@ void Histogram::AddFloats(const float* values, size_t count) {
     const int* cells = reinterpret_cast<const int*>(t.cell_words.data());
     const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
     const __m256i low_bits = _mm256_set1_epi32((1 << kCellShift) - 1);
-    const __m256i base_bits = _mm256_set1_epi32(0x7ff);
-    const __m256i in_cell_bit = _mm256_set1_epi32(1 << 29);
+    const __m256i count_bits = _mm256_set1_epi32(kCountBits);
+    const __m256i in_cell_bit = _mm256_set1_epi32(1 << kInCellShift);
     const __m256i zero = _mm256_setzero_si256();
     const __m256i positive_base = _mm256_set1_epi32(static_cast<int>(n + 2));
     const __m256i negative_base = _mm256_set1_epi32(static_cast<int>(n + 1));
@@ -289,7 +296,7 @@ void Histogram::AddFloats(const float* values, size_t count) {
         const __m256i bits = _mm256_castps_si256(v);
         const __m256i abs_bits = _mm256_and_si256(bits, abs_mask);
         const __m256i word = _mm256_i32gather_epi32(cells, _mm256_srli_epi32(abs_bits, kCellShift), 4);
-        const __m256i below = _mm256_and_si256(_mm256_srli_epi32(word, 18), base_bits);
+        const __m256i below = _mm256_and_si256(_mm256_srli_epi32(word, kCountShift), count_bits);
         const __m256i in_cell = _mm256_cmpeq_epi32(_mm256_and_si256(word, in_cell_bit), in_cell_bit);
         const __m256i short_of_it = _mm256_cmpgt_epi32(_mm256_and_si256(word, low_bits), _mm256_and_si256(abs_bits, low_bits));
         const __m256i reached = _mm256_andnot_si256(short_of_it, in_cell);

@@ -28,9 +28,9 @@ class L2LossOp : public OpKernel {
     Acc sum = 0;
     if constexpr (std::is_same_v<T, Acc>) {
       // Eigen's vectorized reduction: several vector accumulators, not one
-      // chain of dependent adds (a scalar loop took 1.4 ns per value, 0.56 ms
-      // for fashion_mlp's fc1 in every summary step), and closer to the exact
-      // sum. The order depends only on n and the build, so results repeat.
+      // chain of dependent adds (fashion_mlp's six L2Loss nodes in a summary
+      // step: 586 -> 272 us), and closer to the exact sum. The order depends
+      // only on n and the build, so results repeat.
       sum = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(x, n).squaredNorm();
     } else {
       for (int64_t i = 0; i < n; ++i) {

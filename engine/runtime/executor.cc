@@ -74,14 +74,15 @@ inline void StoreInSlot(Entry* slot, Entry* src, bool last_use) {
 }
 inline void StoreInSlot(Entry* slot, KernelOutput* src, bool last_use) {
   slot->has_value = true;
-  slot->ref = src->ref;
-  slot->ref_mu = src->ref_mu;
-  if (last_use) {
+  if (src->ref != nullptr) {  // a reference: its value stays in the variable
+    slot->ref = src->ref;
+    slot->ref_mu = src->ref_mu;
+    if (last_use) slot->ref_owner = std::move(src->ref_owner);
+    else slot->ref_owner = src->ref_owner;
+  } else if (last_use) {
     slot->val = std::move(src->value);
-    slot->ref_owner = std::move(src->ref_owner);
   } else {
     slot->val = src->value;
-    slot->ref_owner = src->ref_owner;
   }
 }
 
@@ -315,7 +316,7 @@ void ExecutorState::RecordStats(const TaggedNode& tagged, int64_t start_ns) {
 void ExecutorState::Process(ReadyQueue inline_ready) {
   EntryVector outputs;
   TaggedNodeVector ready;
-  // The step's kernel parameters; ComputeSync sets the per-node fields.
+  // The step's kernel parameters; RunSync sets the per-node fields.
   OpKernelContext::Params params = base_params_;
   while (!inline_ready.empty()) {
     const TaggedNode tagged = inline_ready.pop_front();

@@ -362,7 +362,7 @@ TEST_F(ExecutorTest, KernelOutputsAreCheckedAgainstTheOp) {
 
 // One output read by several consumers (copied to all but the last, moved to
 // the last), step after step on one executor, with and without the lock-free
-// root; a ref output (a variable) read the same way.
+// root.
 TEST_F(ExecutorTest, OutputsFanOutToEveryConsumerEveryStep) {
   for (bool with_merge : {false, true}) {
     SCOPED_TRACE(with_merge ? "with a Merge" : "without a Merge");

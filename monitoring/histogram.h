@@ -37,7 +37,8 @@ class Histogram {
   // exact answer against the table, so it equals the binary search, several times faster.
   // REQUIRES: finite `value`.
   static size_t DefaultBucketIndex(double value);
-  // Add for each of values[0, n): the same buckets, min, max and num; sum and sum_squares
+  // Add for each of values[0, n): the same buckets, min, max (up to the sign of a zero) and
+  // num; sum and sum_squares
   // are summed in another order (several partial sums), so their last bits may differ.
   // With the default limits a float's bucket comes from a table indexed by its exponent and
   // top mantissa bits plus one comparison, without branches (with AVX-512 or AVX2, for 16 or 8

@@ -38,8 +38,7 @@ class Histogram {
   // REQUIRES: finite `value`.
   static size_t DefaultBucketIndex(double value);
   // Add for each of values[0, n): the same buckets, min, max (up to the sign of a zero) and
-  // num; sum and sum_squares
-  // are summed in another order (several partial sums), so their last bits may differ.
+  // num; sum and sum_squares are summed in another order (several partial sums), so their last bits may differ.
   // With the default limits a float's bucket comes from a table indexed by its exponent and
   // top mantissa bits plus one comparison, without branches (with AVX-512 or AVX2, for 16 or 8
   // values at a time).

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #endif
 
@@ -213,68 +213,13 @@ void Histogram::AddFloats(const float* values, size_t count) {
   double lo0 = min_, hi0 = max_, lo1 = min_, hi1 = max_;
   double sum0 = 0, sum1 = 0, square0 = 0, square1 = 0;
   size_t i = 0;
-#if defined(__AVX512F__)
-  // AVX-512: 16 values at a time, one gather of their cells' words (FloatBucketTable::cell_words) and
-  // one integer comparison each; the buckets of up to 256 values go to a buffer, then into the
-  // counts. The scalar loop below is ~30 instructions per value (monitoring_bench
-  // BM_Histogram on 2^20 values: 3.2-3.9x, docs/PERFORMANCE.md "Session 27").
-  if (count >= 16 && t.vector_ok) {
-    const int* cells = reinterpret_cast<const int*>(t.cell_words.data());
-    const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
-    const __m512i low_bits = _mm512_set1_epi32((1 << kCellShift) - 1);
-    const __m512i count_bits = _mm512_set1_epi32(kCountBits);
-    const __m512i in_cell_bit = _mm512_set1_epi32(1 << kInCellShift);
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512i one = _mm512_set1_epi32(1);
-    const __m512i positive_base = _mm512_set1_epi32(static_cast<int>(n + 2));
-    const __m512i negative_base = _mm512_set1_epi32(static_cast<int>(n + 1));
-    __m512 lo = _mm512_set1_ps(std::numeric_limits<float>::infinity());
-    __m512 hi = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    __m512d sums[2] = {_mm512_setzero_pd(), _mm512_setzero_pd()};
-    __m512d squares[2] = {_mm512_setzero_pd(), _mm512_setzero_pd()};
-    alignas(64) uint32_t index[256];
-    while (i + 16 <= count) {
-      const size_t block = std::min<size_t>((count - i) / 16 * 16, 256);
-      for (size_t j = 0; j < block; j += 16) {
-        const __m512 v = _mm512_loadu_ps(values + i + j);
-        const __m512i bits = _mm512_castps_si512(v);
-        const __m512i abs_bits = _mm512_and_si512(bits, abs_mask);
-        const __m512i word = _mm512_i32gather_epi32(_mm512_srli_epi32(abs_bits, kCellShift), cells, 4);
-        const __m512i below = _mm512_and_si512(_mm512_srli_epi32(word, kCountShift), count_bits);
-        const __mmask16 reached =
-            _mm512_test_epi32_mask(word, in_cell_bit) &
-            _mm512_cmpge_epu32_mask(_mm512_and_si512(abs_bits, low_bits), _mm512_and_si512(word, low_bits));
-        // #{k: p[k] <= |v|}, which is also #{k: p[k] < |v|} (vector_ok): bucket_of's up and down.
-        const __m512i limits_below = _mm512_mask_add_epi32(below, reached, below, one);
-        // As in bucket_of: negative values (not -0) count down from n + 1, the rest up from n + 2.
-        const __mmask16 negative = _mm512_cmplt_epi32_mask(bits, zero) & ~_mm512_cmpeq_epi32_mask(abs_bits, zero);
-        const __m512i bucket = _mm512_mask_blend_epi32(negative, _mm512_add_epi32(positive_base, limits_below),
-                                                       _mm512_sub_epi32(negative_base, limits_below));
-        _mm512_store_si512(index + j, bucket);
-        lo = _mm512_min_ps(lo, v);
-        hi = _mm512_max_ps(hi, v);
-        const __m512d low_half = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        const __m512d high_half =
-            _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-        sums[0] = _mm512_add_pd(sums[0], low_half);
-        sums[1] = _mm512_add_pd(sums[1], high_half);
-        squares[0] = _mm512_fmadd_pd(low_half, low_half, squares[0]);
-        squares[1] = _mm512_fmadd_pd(high_half, high_half, squares[1]);
-      }
-      for (size_t j = 0; j < block; j += 2) {
-        ++even[index[j]];
-        ++odd[index[j + 1]];
-      }
-      i += block;
-    }
-    lo0 = std::min(lo0, static_cast<double>(_mm512_reduce_min_ps(lo)));
-    hi0 = std::max(hi0, static_cast<double>(_mm512_reduce_max_ps(hi)));
-    sum0 += _mm512_reduce_add_pd(_mm512_add_pd(sums[0], sums[1]));
-    square0 += _mm512_reduce_add_pd(_mm512_add_pd(squares[0], squares[1]));
-  }
-#elif defined(__AVX2__) && defined(__FMA__)
-  // The same, 8 values at a time (masks as all-ones lanes; the low-bit comparison is signed,
-  // which is exact below 2^18).
+#if defined(__AVX2__) && defined(__FMA__)
+  // 8 values at a time: one gather of their cells' words (FloatBucketTable::cell_words) and one
+  // integer comparison each (masks as all-ones lanes; the low-bit comparison is signed, which is
+  // exact below 2^kCellShift); the buckets of up to 256 values go to a buffer, then into the
+  // counts. The scalar loop below is ~30 instructions per value (monitoring_bench BM_Histogram
+  // on 2^20 values: 3.2-3.9x; a 16-wide AVX-512 version ran no faster on Zen 4:
+  // docs/PERFORMANCE.md, "Session 27").
   if (count >= 8 && t.vector_ok) {
     const int* cells = reinterpret_cast<const int*>(t.cell_words.data());
     const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);

@@ -40,8 +40,8 @@ class Histogram {
   // Add for each of values[0, n): the same buckets, min, max (up to the sign of a zero) and
   // num; sum and sum_squares are summed in another order (several partial sums), so their last bits may differ.
   // With the default limits a float's bucket comes from a table indexed by its exponent and
-  // top mantissa bits plus one comparison, without branches (with AVX-512 or AVX2, for 16 or 8
-  // values at a time).
+  // top mantissa bits plus one comparison, without branches (with AVX2, for 8 values
+  // at a time).
   // REQUIRES: every value finite.
   void AddFloats(const float* values, size_t n);
 

@@ -87,7 +87,7 @@ inline void StoreInSlot(Entry* slot, KernelOutput* src, bool last_use) {
 }
 
 // A sync kernel's outputs, checked (ExecutorState::CheckOutputs), moved into
-// `outputs`; unset ones (dead) have no value.
+// `outputs`; unset ones (dead) have no value. REQUIRES: `outputs` empty.
 void MoveOutputs(const NodeItem& item, OpKernelContext* ctx, EntryVector* outputs) {
   outputs->resize(item.num_outputs);
   for (int i = 0; i < item.num_outputs; ++i) {
@@ -470,7 +470,6 @@ absl::Status ExecutorState::RunSync(const TaggedNode& tagged, Entry* inputs, OpK
         item, tagged.is_dead, [&ctx](int i) -> KernelOutput& { return *ctx.mutable_output(i); }, ready);
     return s;
   }
-  outputs->clear();
   MoveOutputs(item, &ctx, outputs);
   PropagateOutputs(tagged, outputs, ready);
   return s;

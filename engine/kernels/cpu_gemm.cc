@@ -25,18 +25,18 @@ namespace {
 constexpr int kMr = kCpuGemmTileRows;
 constexpr int kNr = kCpuGemmTileCols;
 #if defined(SLUICE_GEMM_AVX512)
-// KC x NR of B (32 KiB; 64 KiB with kKcDeep) stays in L1/L2 while the
+// KC x NR of B (32 KiB; 64 KiB with deep blocks) stays in L1/L2 while the
 // micro-kernel sweeps the MC x KC block of A (128 or 256 KiB, L2); the KC x NC
 // block of B (1 or 2 MiB) is shared through L3, and the micro-kernel
 // prefetches its tile of C. Each call of the
 // micro-kernel has a fixed cost besides its 16 x KC FMA cycles (starting and
 // draining 16 accumulator chains, storing the tile), which a deeper KC spreads
-// over more FMAs. Deep products (k >= kDeepK) take blocks of up to kKcDeep,
-// which also halves their passes over C: +2-3% of the peak at n = 1024 and
-// 2048. Shallower ones keep kKc: with 512 everywhere, fashion_mlp's steps
-// (k = 784 and 512, B read in place) ran 8% slower. Measured on a Zen 4 EPYC
-// (1 MiB L2 per core): docs/PERFORMANCE.md, "GEMM blocking for AVX-512" and
-// "Session 20".
+// over more FMAs. Deep products (k >= kDeepK) take blocks of up to
+// DeepKBlock(): kKcDeep on a Zen 4 EPYC (1 MiB L2, 32 KiB L1 per core), which
+// also halves their passes over C: +2-3% of the peak at n = 1024 and 2048.
+// Shallower ones keep kKc: with 512 everywhere, fashion_mlp's steps (k = 784
+// and 512, B read in place) ran 8% slower. docs/PERFORMANCE.md, "GEMM
+// blocking for AVX-512", "Session 20" and "Session 28".
 constexpr int64_t kKc = 256;
 constexpr int64_t kKcDeep = 512;
 constexpr int64_t kDeepK = 1024;
@@ -57,13 +57,32 @@ constexpr double kMinFlopsPerThread = 2.0 * 1024 * 1024;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The depth of the blocks of k: k in equal blocks of at most kKc (kKcDeep when
-// k >= kDeepK; the last one may be shorter by less than the number of blocks),
+// The most a deep product's block of k holds on this machine. Intel's server
+// cores with two 512-bit FMA units consume B twice as fast as Zen 4, and a
+// 64 KiB panel, which overflows their 48 KiB L1, cost 2-4 points of the peak
+// at n = 1024 and 2048 on one such Xeon: there deep products keep kKc, whose
+// 32 KiB panel stays in L1. The rule by vendor is a heuristic from the two
+// machines measured. Decided once per process, so every product (and
+// PackGemmB's layout) uses the same blocks.
+int64_t DeepKBlock() {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  static const int64_t depth = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("intel") ? kKc : kKcDeep;
+  }();
+  return depth;
+#else
+  return kKcDeep;
+#endif
+}
+
+// The depth of the blocks of k: k in equal blocks of at most kKc (DeepKBlock()
+// when k >= kDeepK; the last one may be shorter by less than the number of blocks),
 // never a thin last block that would pass over C for a few steps of k. It
 // depends on k alone, so every split of C across threads, and PackGemmB, use
 // the same blocks (and C the same sums). (k = 0 has no blocks.)
 int64_t KBlockDepth(int64_t k) {
-  const int64_t most = k >= kDeepK ? kKcDeep : kKc;
+  const int64_t most = k >= kDeepK ? DeepKBlock() : kKc;
   return k <= 0 ? kKc : CeilDiv(k, CeilDiv(k, most));
 }
 

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -38,10 +39,34 @@ struct Claims {
   explicit Claims(int64_t tasks) : tasks(tasks) {}
   const int64_t tasks;
   std::atomic<int64_t> next{0};
+  // Helpers between joining (under mu, while not closed) and leaving.
+  std::atomic<int> running{0};
   absl::Mutex mu;
   bool closed ABSL_GUARDED_BY(mu) = false;
-  int running ABSL_GUARDED_BY(mu) = 0;  // helpers between joining and leaving
 };
+
+// How long the caller spins for its helpers' last tasks before it sleeps. A
+// thread woken from a futex on a VM starts 35-47 us later (measured on a
+// 2-vCPU Xeon VM); a product split in two halves of 100-300 us would lose that
+// at every join.
+constexpr int64_t kJoinSpinNanos = 200000;
+
+// Waits until no helper is running: spins up to kJoinSpinNanos, then blocks.
+// REQUIRES: claims.closed (no helper joins any more).
+inline void AwaitHelpers(Claims& claims) {
+  if (claims.running.load(std::memory_order_acquire) == 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kJoinSpinNanos);
+  for (int spins = 1;; ++spins) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (claims.running.load(std::memory_order_acquire) == 0) return;
+    if (spins % 64 == 0 && std::chrono::steady_clock::now() > deadline) break;
+  }
+  absl::MutexLock lock(&claims.mu);
+  claims.mu.Await(absl::Condition(
+      +[](Claims* c) { return c->running.load(std::memory_order_acquire) == 0; }, &claims));
+}
 
 template <typename Fn>
 void RunClaimed(Claims& claims, const Fn& fn) {
@@ -70,18 +95,21 @@ void RunTasks(Eigen::ThreadPoolInterface* pool, int64_t tasks, const Fn& fn) {
     {
       absl::MutexLock lock(&claims->mu);
       if (claims->closed) return;
-      ++claims->running;
+      claims->running.fetch_add(1, std::memory_order_relaxed);
     }
     run_tasks_internal::RunClaimed(*claims, *shared_fn);
-    absl::MutexLock lock(&claims->mu);
-    --claims->running;
+    // The last helper out takes the lock once, so that a caller blocked in
+    // AwaitHelpers re-evaluates its condition. It touches only `claims` from
+    // here on: the caller may have returned.
+    if (claims->running.fetch_sub(1, std::memory_order_acq_rel) == 1) absl::MutexLock lock(&claims->mu);
   };
   for (int64_t h = 0; h < helpers; ++h) pool->ScheduleWithHint(helper, 0, pool->NumThreads());
   run_tasks_internal::RunClaimed(*claims, fn);
-  absl::MutexLock lock(&claims->mu);
-  claims->closed = true;
-  claims->mu.Await(absl::Condition(
-      +[](Claims* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c->mu) { return c->running == 0; }, claims.get()));
+  {
+    absl::MutexLock lock(&claims->mu);
+    claims->closed = true;
+  }
+  run_tasks_internal::AwaitHelpers(*claims);
 }
 
 // Runs fn(first, last) over [0, n) cut into contiguous ranges (each but the

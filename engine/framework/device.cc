@@ -6,15 +6,18 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <thread>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/platform/logging.h"
+#include "engine/framework/spinning_thread_pool.h"
 
 namespace sluice {
 namespace {
@@ -36,15 +39,30 @@ namespace {
 //   Eigen's contraction must not run on this device at all: inline, its
 //   packing of the next slice of k would overwrite thread-local blocks that
 //   the current slice still reads (kernels contract on their own thread).
-class IntraOpPool : public Eigen::ThreadPool {
+class IntraOpPool : public SpinningThreadPool {
  public:
-  using Eigen::ThreadPool::ThreadPool;
+  explicit IntraOpPool(int num_threads) : SpinningThreadPool(num_threads, SpinNanosFromEnv()) {}
   void Schedule(std::function<void()> fn) override {
     if (CurrentThreadId() >= 0) {
       fn();
       return;
     }
-    Eigen::ThreadPool::Schedule(std::move(fn));
+    SpinningThreadPool::Schedule(std::move(fn));
+  }
+
+ private:
+  // SLUICE_SPIN_WAIT_US: how long an idle intra-op thread spins before it
+  // sleeps (0: at once, for machines shared with other work), in
+  // microseconds; unset or invalid: the default.
+  static int64_t SpinNanosFromEnv() {
+    const char* v = std::getenv("SLUICE_SPIN_WAIT_US");
+    int64_t us = 0;
+    if (v == nullptr || !absl::SimpleAtoi(v, &us) || us < 0 || us > 1000000) {
+      if (v != nullptr) LOG(WARNING) << "SLUICE_SPIN_WAIT_US='" << v << "' is not a number of microseconds in [0, 1000000]; using "
+                                     << SpinningThreadPool::kDefaultSpinNanos / 1000;
+      return SpinningThreadPool::kDefaultSpinNanos;
+    }
+    return us * 1000;
   }
 };
 

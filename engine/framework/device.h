@@ -1,6 +1,6 @@
 // Device: where kernels run. Owns its Allocator, its ResourceMgr (the
-// containers of stateful resources) and, for the CPU, an Eigen thread pool for
-// intra-op parallelism. Devices are named like
+// containers of stateful resources) and, for the CPU, a thread pool for
+// intra-op parallelism (a SpinningThreadPool: spinning_thread_pool.h). Devices are named like
 // "/job:localhost/replica:0/task:0/device:CPU:0".
 // DeviceMgr::Local() holds this process's devices for its whole lifetime, so
 // every session in the process shares their containers.
@@ -54,7 +54,7 @@ class Device {
   Allocator* allocator_;
   ResourceMgr resource_mgr_;
   int intra_op_threads_;
-  std::unique_ptr<Eigen::ThreadPool> intra_op_pool_;
+  std::unique_ptr<Eigen::ThreadPoolInterface> intra_op_pool_;
   std::unique_ptr<Eigen::ThreadPoolDevice> eigen_device_;
 };
 

@@ -10,14 +10,14 @@
 #include <thread>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
-#include "engine/platform/logging.h"
 #include "engine/framework/spinning_thread_pool.h"
+#include "engine/platform/logging.h"
 
 namespace sluice {
 namespace {
@@ -41,7 +41,7 @@ namespace {
 //   the current slice still reads (kernels contract on their own thread).
 class IntraOpPool : public SpinningThreadPool {
  public:
-  explicit IntraOpPool(int num_threads) : SpinningThreadPool(num_threads, SpinNanosFromEnv()) {}
+  explicit IntraOpPool(int num_threads) : SpinningThreadPool(num_threads, SpinNanos()) {}
   void Schedule(std::function<void()> fn) override {
     if (CurrentThreadId() >= 0) {
       fn();
@@ -51,15 +51,21 @@ class IntraOpPool : public SpinningThreadPool {
   }
 
  private:
+  // Read once per process (a process makes many devices).
+  static int64_t SpinNanos() {
+    static const int64_t nanos = SpinNanosFromEnv();
+    return nanos;
+  }
   // SLUICE_SPIN_WAIT_US: how long an idle intra-op thread spins before it
   // sleeps (0: at once, for machines shared with other work), in
   // microseconds; unset or invalid: the default.
   static int64_t SpinNanosFromEnv() {
     const char* v = std::getenv("SLUICE_SPIN_WAIT_US");
     int64_t us = 0;
-    if (v == nullptr || !absl::SimpleAtoi(v, &us) || us < 0 || us > 1000000) {
-      if (v != nullptr) LOG(WARNING) << "SLUICE_SPIN_WAIT_US='" << v << "' is not a number of microseconds in [0, 1000000]; using "
-                                     << SpinningThreadPool::kDefaultSpinNanos / 1000;
+    if (v == nullptr) return SpinningThreadPool::kDefaultSpinNanos;
+    if (!absl::SimpleAtoi(v, &us) || us < 0 || us > 1000000) {
+      LOG(WARNING) << "SLUICE_SPIN_WAIT_US='" << v << "' is not a number of microseconds in [0, 1000000]; using "
+                   << SpinningThreadPool::kDefaultSpinNanos / 1000;
       return SpinningThreadPool::kDefaultSpinNanos;
     }
     return us * 1000;

@@ -5,7 +5,6 @@
 #include "engine/framework/spinning_thread_pool.h"
 
 #include <atomic>
-#include <memory>
 #include <thread>
 #include <vector>
 

@@ -1,12 +1,10 @@
 // SpinningThreadPool: one FIFO queue, threads that spin before they sleep.
 #include "engine/framework/spinning_thread_pool.h"
 
-#include <sched.h>
-
-#include <chrono>
 #include <utility>
 
 #include "engine/platform/logging.h"
+#include "engine/platform/spin_wait.h"
 
 namespace sluice {
 namespace {
@@ -14,15 +12,9 @@ namespace {
 thread_local const SpinningThreadPool* current_pool = nullptr;
 thread_local int current_index = -1;
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 // While spinning, a thread gives the core to any other runnable thread this
 // often.
-constexpr auto kYieldEvery = std::chrono::microseconds(5);
+constexpr int64_t kYieldEveryNanos = 5000;
 
 }  // namespace
 
@@ -77,22 +69,12 @@ void SpinningThreadPool::WorkerLoop(int index) {
       fn = nullptr;
       continue;
     }
-    if (spin_nanos_ > 0) {
-      const auto start = std::chrono::steady_clock::now();
-      auto last_yield = start;
-      for (int spins = 1; queued_.load(std::memory_order_relaxed) == 0; ++spins) {
-        CpuRelax();
-        if (spins % 64 != 0) continue;
-        if (stopping_.load(std::memory_order_relaxed)) break;
-        const auto now = std::chrono::steady_clock::now();
-        if (now - start > std::chrono::nanoseconds(spin_nanos_)) break;
-        if (now - last_yield > kYieldEvery) {
-          sched_yield();
-          last_yield = now;
-        }
-      }
-      if (queued_.load(std::memory_order_acquire) > 0) continue;
-    }
+    SpinUntil(
+        [this] {
+          return queued_.load(std::memory_order_relaxed) != 0 || stopping_.load(std::memory_order_relaxed);
+        },
+        spin_nanos_, kYieldEveryNanos);
+    if (queued_.load(std::memory_order_acquire) > 0) continue;
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
         +[](SpinningThreadPool* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) { return !p->queue_.empty() || p->done_; },

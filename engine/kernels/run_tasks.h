@@ -21,11 +21,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 
 #include "absl/synchronization/mutex.h"
+#include "engine/platform/spin_wait.h"
 
 #define EIGEN_USE_THREADS
 #include "unsupported/Eigen/CXX11/ThreadPool"
@@ -46,23 +46,16 @@ struct Claims {
 };
 
 // How long the caller spins for its helpers' last tasks before it sleeps. A
-// thread woken from a futex on a VM starts 35-47 us later (measured on a
-// 2-vCPU Xeon VM); a product split in two halves of 100-300 us would lose that
-// at every join.
+// thread woken from a futex on a VM starts 35-47 us later
+// (engine/platform/spin_wait.h); a product split in two halves of 100-300 us
+// would lose that at every join.
 constexpr int64_t kJoinSpinNanos = 200000;
 
 // Waits until no helper is running: spins up to kJoinSpinNanos, then blocks.
 // REQUIRES: claims.closed (no helper joins any more).
 inline void AwaitHelpers(Claims& claims) {
-  if (claims.running.load(std::memory_order_acquire) == 0) return;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kJoinSpinNanos);
-  for (int spins = 1;; ++spins) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-    if (claims.running.load(std::memory_order_acquire) == 0) return;
-    if (spins % 64 == 0 && std::chrono::steady_clock::now() > deadline) break;
-  }
+  const auto none_running = [&claims] { return claims.running.load(std::memory_order_acquire) == 0; };
+  if (SpinUntil(none_running, kJoinSpinNanos)) return;
   absl::MutexLock lock(&claims.mu);
   claims.mu.Await(absl::Condition(
       +[](Claims* c) { return c->running.load(std::memory_order_acquire) == 0; }, &claims));

@@ -21,6 +21,11 @@
 // its spin: fan-out, threads x wall / node - spin; ladder, wall per layer minus
 // the spin it must contain (1 spin on 2 threads, 2 on 1 thread) - i.e. the
 // per-layer latency of the hand-off.
+// The pool cases run twice: shared_pool:0 on a session's own inter-op pool
+// (Eigen's), shared_pool:1 on the CPU device's intra-op pool
+// (SessionOptions::ops_on_intra_op_pool with a device of inter_op_threads
+// intra-op threads: a SpinningThreadPool), which is what `train` runs its
+// nodes on.
 //   bazel run //engine/runtime:executor_bench
 #include <chrono>
 #include <map>
@@ -29,6 +34,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "engine/framework/local_devices.h"
 #include "engine/framework/op_def.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/framework/shape_inference.h"
@@ -125,9 +131,18 @@ GraphDef FanOut() {
 
 // Runs `target` once (executor built and cached, kernels timed), then steps in
 // the benchmark loop; returns the wall seconds per step (0 after an error).
-double RunSteps(benchmark::State& state, const GraphDef& graph, const std::string& target) {
+// With shared_pool, the nodes run on the intra-op pool of a CPU device of
+// state.range(0) threads (see the file comment).
+double RunSteps(benchmark::State& state, const GraphDef& graph, const std::string& target,
+                bool shared_pool = false) {
   SessionOptions options;
   options.inter_op_threads = static_cast<int>(state.range(0));
+  std::unique_ptr<DeviceMgr> devices;  // outlives the session (declared first)
+  if (shared_pool) {
+    devices = NewCpuDeviceMgr(1, options.inter_op_threads);
+    options.device_mgr = devices.get();
+    options.ops_on_intra_op_pool = true;
+  }
   // The fan-out's leaves are identical: keep CSE from merging them.
   options.enable_cse = false;
   // Nor constant folding from computing them at build time (they read a
@@ -181,7 +196,7 @@ void BM_FanOut10k(benchmark::State& state) {
 
 void BM_PoolFanOut(benchmark::State& state) {
   static const GraphDef* graph = new GraphDef(PoolFanOut());
-  const double step = RunSteps(state, *graph, "sink");
+  const double step = RunSteps(state, *graph, "sink", state.range(1) != 0);
   if (step > 0) {
     state.counters["handoff"] = static_cast<double>(state.range(0)) * step / kPoolLeaves - kSpinNs * 1e-9;
   }
@@ -189,7 +204,7 @@ void BM_PoolFanOut(benchmark::State& state) {
 
 void BM_PoolLadder(benchmark::State& state) {
   static const GraphDef* graph = new GraphDef(PoolLadder());
-  const double step = RunSteps(state, *graph, "sink");
+  const double step = RunSteps(state, *graph, "sink", state.range(1) != 0);
   const int spins_per_layer = state.range(0) >= 2 ? 1 : 2;
   if (step > 0) state.counters["handoff"] = step / kLadderLayers - spins_per_layer * kSpinNs * 1e-9;
 }
@@ -197,8 +212,16 @@ void BM_PoolLadder(benchmark::State& state) {
 BENCHMARK(BM_Chain10k)->Arg(1)->Arg(2)->ArgName("inter_op_threads")->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_LockedChain10k)->Arg(1)->Arg(2)->ArgName("inter_op_threads")->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_FanOut10k)->Arg(1)->Arg(2)->ArgName("inter_op_threads")->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_PoolFanOut)->Arg(1)->Arg(2)->ArgName("inter_op_threads")->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_PoolLadder)->Arg(1)->Arg(2)->ArgName("inter_op_threads")->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_PoolFanOut)
+    ->ArgsProduct({{1, 2}, {0, 1}})
+    ->ArgNames({"inter_op_threads", "shared_pool"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_PoolLadder)
+    ->ArgsProduct({{1, 2}, {0, 1}})
+    ->ArgNames({"inter_op_threads", "shared_pool"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace sluice

@@ -43,6 +43,8 @@ struct Claims {
   std::atomic<int> running{0};
   absl::Mutex mu;
   bool closed ABSL_GUARDED_BY(mu) = false;
+
+  bool NoneRunning() const { return running.load(std::memory_order_acquire) == 0; }
 };
 
 // How long the caller spins for its helpers' last tasks before it sleeps. A
@@ -54,11 +56,9 @@ constexpr int64_t kJoinSpinNanos = 200000;
 // Waits until no helper is running: spins up to kJoinSpinNanos, then blocks.
 // REQUIRES: claims.closed (no helper joins any more).
 inline void AwaitHelpers(Claims& claims) {
-  const auto none_running = [&claims] { return claims.running.load(std::memory_order_acquire) == 0; };
-  if (SpinUntil(none_running, kJoinSpinNanos)) return;
+  if (SpinUntil([&claims] { return claims.NoneRunning(); }, kJoinSpinNanos)) return;
   absl::MutexLock lock(&claims.mu);
-  claims.mu.Await(absl::Condition(
-      +[](Claims* c) { return c->running.load(std::memory_order_acquire) == 0; }, &claims));
+  claims.mu.Await(absl::Condition(&claims, &Claims::NoneRunning));
 }
 
 template <typename Fn>

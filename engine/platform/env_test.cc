@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,51 @@ TEST_F(EnvTest, BufferedBytesReachTheFileOnFlush) {
   EXPECT_EQ(*env_->GetFileSize(Path("b")), 0u) << "still in the buffer";
   ASSERT_TRUE((*file)->Flush().ok());
   EXPECT_EQ(*env_->GetFileSize(Path("b")), 3u);
+}
+
+// Appends are written out in pieces that end on multiples of 2 MB of the file
+// (so the page cache can hold it in 2 MB folios: env.cc): between flushes the
+// file's size is the last 2 MB boundary the data has passed, and every byte
+// arrives in order, from appends of any size, after a Flush that broke the
+// alignment, and in a file opened for appending at an odd size.
+TEST_F(EnvTest, WritesEndOnTwoMegabyteBoundariesAndKeepEveryByte) {
+  constexpr uint64_t kChunk = 2 << 20;
+  std::string expected;
+  auto next_piece = [&expected](size_t n) {
+    std::string piece(n, '\0');
+    for (size_t i = 0; i < n; ++i) piece[i] = static_cast<char>((expected.size() + i) * 2654435761u >> 13);
+    return piece;
+  };
+  auto file = env_->NewWritableFile(Path("w"));
+  ASSERT_TRUE(file.ok());
+  uint64_t flushed = 0;
+  const std::vector<size_t> sizes = {1, 1000, 300000, 5 << 20, 17, 123457, 2 << 20, 999999, 3, 4 << 20};
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const std::string piece = next_piece(sizes[i]);
+    ASSERT_TRUE((*file)->Append(piece).ok());
+    expected += piece;
+    const uint64_t boundary = expected.size() / kChunk * kChunk;
+    EXPECT_EQ(*env_->GetFileSize(Path("w")), std::max(boundary, flushed)) << "after append " << i;
+    if (i == 4) {
+      ASSERT_TRUE((*file)->Flush().ok());
+      flushed = expected.size();
+      EXPECT_EQ(*env_->GetFileSize(Path("w")), flushed);
+    }
+  }
+  ASSERT_TRUE((*file)->Close().ok());
+  EXPECT_TRUE(*ReadFileToString(env_, Path("w"), 64 << 20) == expected) << "the file's bytes differ";
+
+  // Appending to a file of 1,000,003 bytes: the first write ends at 2 MB.
+  expected = next_piece(1000003);
+  ASSERT_TRUE(WriteStringToFile(env_, Path("a"), expected).ok());
+  auto appendable = env_->NewAppendableFile(Path("a"));
+  ASSERT_TRUE(appendable.ok());
+  const std::string more = next_piece(3 << 20);
+  ASSERT_TRUE((*appendable)->Append(more).ok());
+  expected += more;
+  EXPECT_EQ(*env_->GetFileSize(Path("a")), kChunk);
+  ASSERT_TRUE((*appendable)->Close().ok());
+  EXPECT_TRUE(*ReadFileToString(env_, Path("a"), 64 << 20) == expected) << "the file's bytes differ";
 }
 
 TEST_F(EnvTest, ExclusiveCreateRefusesAnExistingFile) {

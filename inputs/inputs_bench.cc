@@ -6,7 +6,11 @@
 //    records as views, copy:1 copies each into a std::string (as the reader
 //    op does). map:1 is the reader's default (it maps the file in 4 MB windows and
 //    checks records in place); map:0 makes it read into its buffer instead,
-//    the same preads as the plain read.
+//    the same preads as the plain read. foreign_writes:0 reads a file this
+//    process wrote (through the Env, in aligned 2 MB writes, so the page cache
+//    holds it in folios of up to 2 MB); foreign_writes:1 the same bytes
+//    rewritten in 64 KB write()s, as a program with a small buffer writes
+//    (folios of at most 64 KB, which the mapping then takes page by page).
 //    Both sides are timed in the thread's CPU time (CLOCK_THREAD_CPUTIME_ID:
 //    user + kernel, so the pread copies count), so time spent waiting for a
 //    core on this shared machine counts for neither; with the file in the page
@@ -31,8 +35,11 @@
 //    DequeueMany(128) at seq_len 35, the graph models/input_pipeline.cc builds
 //    for a `text` input, on the same corpus.
 //   bazel run //inputs:inputs_bench
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 
@@ -62,7 +69,7 @@ void Check(const absl::Status& s) {
   }
 }
 
-std::string WriteRecordFile(size_t record_bytes) {
+std::string WriteRecordFile(size_t record_bytes, bool foreign_writes) {
   std::string path = absl::StrCat(TmpDir(), "/sluice_bench_", record_bytes, ".tfrecord");
   auto file = Env::Default()->NewWritableFile(path);
   Check(file.status());
@@ -76,6 +83,19 @@ std::string WriteRecordFile(size_t record_bytes) {
     Check(w.WriteRecord(rec));
   }
   Check(w.Close());
+  if (foreign_writes) {
+    auto bytes = ReadFileToString(Env::Default(), path, 1 << 30);
+    Check(bytes.status());
+    const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC);
+    if (fd < 0) Check(absl::InternalError(absl::StrCat("open ", path)));
+    for (size_t at = 0; at < bytes->size(); at += 65536) {
+      const size_t n = std::min<size_t>(65536, bytes->size() - at);
+      if (::write(fd, bytes->data() + at, n) != static_cast<ssize_t>(n)) {
+        Check(absl::InternalError(absl::StrCat("write ", path)));
+      }
+    }
+    ::close(fd);
+  }
   return path;
 }
 
@@ -91,7 +111,7 @@ void BM_TFRecordRead(benchmark::State& state) {
   const bool copy = state.range(1) != 0;
   RecordReaderOptions options;
   options.map_file = state.range(2) != 0;
-  const std::string path = WriteRecordFile(record_bytes);
+  const std::string path = WriteRecordFile(record_bytes, state.range(3) != 0);
   auto file = Env::Default()->NewRandomAccessFile(path);
   Check(file.status());
   auto size = Env::Default()->GetFileSize(path);
@@ -139,8 +159,10 @@ void BM_TFRecordRead(benchmark::State& state) {
   Env::Default()->DeleteFile(path).IgnoreError();
 }
 BENCHMARK(BM_TFRecordRead)
-    ->ArgNames({"record_bytes", "copy", "map"})
-    ->ArgsProduct({{1024, 3072}, {0, 1}, {1, 0}})
+    ->ArgNames({"record_bytes", "copy", "map", "foreign_writes"})
+    ->ArgsProduct({{1024, 3072}, {0, 1}, {1, 0}, {0}})
+    ->Args({1024, 0, 1, 1})
+    ->Args({1024, 0, 0, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 

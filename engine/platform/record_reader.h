@@ -50,7 +50,9 @@ struct RecordReaderOptions {
   // reads. If the file shrinks under the mapping, the reader reads it as the
   // shorter file it now is (see the top of this file), and does not crash.
   bool map_file = true;
-  // Bytes mapped at a time (a larger record gets a window of its own size).
+  // Bytes mapped at a time (a larger record gets a window of its own size);
+  // windows of 2 MB and more are widened to start and end on 2 MB
+  // boundaries of the file.
   size_t map_window_bytes = 4 << 20;
 };
 
@@ -76,6 +78,9 @@ class RecordReader {
   absl::Status ReadFrame(uint64_t start, uint64_t* length, absl::string_view* body);
   // ReadFrame without a call into the file when the frame is in the buffer.
   absl::Status NextFrame(uint64_t start, uint64_t* length, absl::string_view* body);
+  // In a mapped window: prefetches what lies a little past the frame at
+  // `frame` (frame_bytes long), where the next records' checksums will read.
+  void PrefetchAhead(const char* frame, size_t frame_bytes) const;
   // The record at `start`: its data, not yet verified (its stored CRC follows
   // it), and the offset of the record after it.
   absl::Status FrameData(uint64_t start, absl::string_view* data, uint64_t* next);

@@ -10,7 +10,11 @@
 //     MatMulPaired: the same products, each round against an FMA peak
 //     measured beside it; the median of the rounds' ratios with min and max,
 //     and rounds_above_peak (rounds whose ratio is over 1: the machine's
-//     speed changed within them).
+//     speed changed within them). on_pool:1 calls the kernel from one of the
+//     device's intra-op threads, as `train` does (its nodes run on that pool),
+//     so a 2-thread product runs on the pool's two threads; on_pool:0 calls
+//     it from the benchmark's thread, and the pool's idle thread spins beside
+//     the two that work (three threads on a 2-core machine).
 //   - Memcpy, Add and Relu on 32 MiB float32 tensors, 1 and 2 threads;
 //     counters GBps (logical bytes read + written: memcpy 2N, Add 3N, Relu 2N)
 //     and frac_of_memcpy (against Memcpy's GBps at the same thread count).
@@ -48,6 +52,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "benchmark/benchmark.h"
 #include "engine/framework/allocator.h"
 #include "engine/framework/device.h"
@@ -251,10 +256,25 @@ void BM_MatMulPaired(benchmark::State& state) {
     } while (secs < min_secs);
     return runs * 2.0 * n * n * n / secs / 1e9;
   };
+  // MatMuls for at least `min_secs` as above, called from this thread or, with
+  // on_pool, from one of the device's intra-op threads (one hand-off per
+  // timed run, not per MatMul).
+  const bool on_pool = state.range(2) != 0;
+  auto timed = [&](double min_secs) -> double {
+    if (!on_pool) return matmul_gflops(min_secs);
+    double result = 0;
+    absl::Notification done;
+    BenchCpuDevice(threads)->intra_op_pool()->Schedule([&] {
+      result = matmul_gflops(min_secs);
+      done.Notify();
+    });
+    done.WaitForNotification();
+    return result;
+  };
   std::vector<double> ratios;
   for (auto _ : state) {
     ratios.clear();
-    if (matmul_gflops(0.05) < 0) {  // warm-up: packing buffers, allocator cache
+    if (timed(0.05) < 0) {  // warm-up: packing buffers, allocator cache
       state.SkipWithError("MatMul failed");
       return;
     }
@@ -262,7 +282,7 @@ void BM_MatMulPaired(benchmark::State& state) {
       auto best_matmul = [&]() -> double {
         double best = 0;
         for (int i = 0; i < 3; ++i) {
-          const double gflops = matmul_gflops(0.01);
+          const double gflops = timed(0.01);
           if (gflops < 0) return -1;
           best = std::max(best, gflops);
         }
@@ -640,8 +660,8 @@ BENCHMARK(BM_MatMul)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatMulPaired)
-    ->ArgsProduct({{512, 1024, 2048}, {1, 2}})
-    ->ArgNames({"n", "threads"})
+    ->ArgsProduct({{512, 1024, 2048}, {1, 2}, {0, 1}})
+    ->ArgNames({"n", "threads", "on_pool"})
     ->Iterations(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);

@@ -190,6 +190,22 @@ void BM_FmaPeak(benchmark::State& state) {
 // Runs the kernel in the timing loop; returns the loop's wall seconds, or a
 // negative number (state skipped) on error. Counters are computed from these
 // seconds as plain values (not kIsRate, which would print "/s" on ratios).
+// Runs fn() on one of the intra-op threads of BenchCpuDevice(threads) and
+// returns its result; this thread waits (asleep) meanwhile. A kernel called
+// there runs as `train` runs it: its parallel pieces go to the pool's other
+// threads, and no thread outside the pool competes with them for the cores.
+template <typename Fn>
+auto OnDevicePool(int threads, const Fn& fn) -> decltype(fn()) {
+  decltype(fn()) result{};
+  absl::Notification done;
+  BenchCpuDevice(threads)->intra_op_pool()->Schedule([&] {
+    result = fn();
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return result;
+}
+
 double Loop(benchmark::State& state, KernelRunner& r) {
   if (!r.status().ok()) {
     state.SkipWithError(std::string(r.status().message()).c_str());
@@ -262,14 +278,7 @@ void BM_MatMulPaired(benchmark::State& state) {
   const bool on_pool = state.range(2) != 0;
   auto timed = [&](double min_secs) -> double {
     if (!on_pool) return matmul_gflops(min_secs);
-    double result = 0;
-    absl::Notification done;
-    BenchCpuDevice(threads)->intra_op_pool()->Schedule([&] {
-      result = matmul_gflops(min_secs);
-      done.Notify();
-    });
-    done.WaitForNotification();
-    return result;
+    return OnDevicePool(threads, [&] { return matmul_gflops(min_secs); });
   };
   std::vector<double> ratios;
   for (auto _ : state) {
@@ -321,13 +330,15 @@ struct MatMulShape {
   bool ta, tb;
 };
 
-void RunMatMulShape(benchmark::State& state, const MatMulShape& sh, int threads) {
+// on_pool: the timed loop runs on one of the device's intra-op threads
+// (OnDevicePool), as `train` calls the kernel.
+void RunMatMulShape(benchmark::State& state, const MatMulShape& sh, int threads, bool on_pool) {
   const double peak = PeakGflops(threads);
   KernelRunner r(threads, "MatMul",
                  {{"T", MakeAttr(DT_FLOAT)}, {"transpose_a", MakeAttr(sh.ta)}, {"transpose_b", MakeAttr(sh.tb)}},
                  {BenchRandom(sh.ta ? TensorShape({sh.k, sh.m}) : TensorShape({sh.m, sh.k})),
                   BenchRandom(sh.tb ? TensorShape({sh.n, sh.k}) : TensorShape({sh.k, sh.n}))});
-  const double secs = Loop(state, r);
+  const double secs = on_pool ? OnDevicePool(threads, [&] { return Loop(state, r); }) : Loop(state, r);
   if (secs < 0) return;
   const double gflops = state.iterations() * 2.0 * sh.m * sh.n * sh.k / secs / 1e9;
   state.counters["GFLOPs"] = gflops;
@@ -350,7 +361,7 @@ void BM_MatMulLstmShapes(benchmark::State& state) {
                                         {1120, 513, 256, false, false}, {513, 1120, 256, true, false},
                                         {1120, 128, 1024, false, false}, {1120, 1024, 128, false, true},
                                         {128, 1120, 1024, true, false}};
-  RunMatMulShape(state, kShapes[state.range(0)], static_cast<int>(state.range(1)));
+  RunMatMulShape(state, kShapes[state.range(0)], static_cast<int>(state.range(1)), state.range(2) != 0);
 }
 
 // The large products of a step of configs/fashion_mlp.pbtxt (batch 128,
@@ -368,7 +379,7 @@ void BM_MatMulMlpShapes(benchmark::State& state) {
                                         // fashion_cnn's fc1: forward, dx, dW
                                         {128, 3136, 1024, false, false}, {128, 1024, 3136, false, true},
                                         {3136, 128, 1024, true, false}};
-  RunMatMulShape(state, kShapes[state.range(0)], static_cast<int>(state.range(1)));
+  RunMatMulShape(state, kShapes[state.range(0)], static_cast<int>(state.range(1)), state.range(2) != 0);
 }
 
 // ---- Elementwise against memcpy ----
@@ -666,13 +677,13 @@ BENCHMARK(BM_MatMulPaired)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatMulLstmShapes)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8}, {1, 2}})
-    ->ArgNames({"shape", "threads"})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8}, {1, 2}, {0, 1}})
+    ->ArgNames({"shape", "threads", "on_pool"})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatMulMlpShapes)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {1, 2}})
-    ->ArgNames({"shape", "threads"})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {1, 2}, {0, 1}})
+    ->ArgNames({"shape", "threads", "on_pool"})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Memcpy)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -43,6 +43,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -108,13 +109,32 @@ constexpr int64_t kFmaIters = 4'000'000;  // ~1e8 FMA instructions per thread
 double FlopsPerFmaLoop() { return 2.0 * kAcc * kLanes * static_cast<double>(kFmaIters); }
 
 // Runs FmaLoop on `threads` threads at once (the caller is one of them).
-float RunFma(int threads) {
+// Runs `loop` (kFmaIters iterations) on `threads` threads at once and returns
+// the seconds from their common start to the last one's end: the threads are
+// created and wait at a barrier first, so thread creation and exit are not
+// timed (they would lower the peak, and so raise every ratio against it).
+double TimeFmaLoops(int threads, float (*loop)(int64_t)) {
+  using Clock = std::chrono::steady_clock;
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<Clock::time_point> ends(threads);
   std::vector<float> sink(threads);
+  auto body = [&](int t) {
+    ready.fetch_add(1);
+    while (!go.load(std::memory_order_acquire)) {
+    }
+    sink[t] = loop(kFmaIters);
+    ends[t] = Clock::now();
+  };
   std::vector<std::thread> ts;
-  for (int t = 1; t < threads; ++t) ts.emplace_back([&sink, t] { sink[t] = FmaLoop(kFmaIters); });
-  sink[0] = FmaLoop(kFmaIters);
+  for (int t = 1; t < threads; ++t) ts.emplace_back(body, t);
+  while (ready.load() < threads - 1) std::this_thread::yield();
+  const Clock::time_point start = Clock::now();
+  go.store(true, std::memory_order_release);
+  body(0);
   for (auto& t : ts) t.join();
-  return sink[0];
+  benchmark::DoNotOptimize(sink.data());
+  return std::chrono::duration<double>(*std::max_element(ends.begin(), ends.end()) - start).count();
 }
 
 double g_peak_gflops[3] = {0, 0, 0};    // by thread count
@@ -126,12 +146,7 @@ double MeasureNow(int threads, double (*once)(int)) {
   return best;
 }
 
-double FmaOnce(int threads) {
-  auto t0 = std::chrono::steady_clock::now();
-  benchmark::DoNotOptimize(RunFma(threads));
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return threads * FlopsPerFmaLoop() / s / 1e9;
-}
+double FmaOnce(int threads) { return threads * FlopsPerFmaLoop() / TimeFmaLoops(threads, FmaLoop) / 1e9; }
 
 double PeakGflops(int threads) {
   g_peak_gflops[threads] = std::max(g_peak_gflops[threads], MeasureNow(threads, FmaOnce));
@@ -159,16 +174,8 @@ __attribute__((noinline)) float FmaLoopAvx2(int64_t iters) {
 
 void BM_FmaPeakAvx2(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  auto t0 = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    std::vector<float> sink(threads);
-    std::vector<std::thread> ts;
-    for (int t = 1; t < threads; ++t) ts.emplace_back([&sink, t] { sink[t] = FmaLoopAvx2(kFmaIters); });
-    sink[0] = FmaLoopAvx2(kFmaIters);
-    for (auto& t : ts) t.join();
-    benchmark::DoNotOptimize(sink[0]);
-  }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double secs = 0;
+  for (auto _ : state) secs += TimeFmaLoops(threads, FmaLoopAvx2);
   const double flops = 2.0 * kAcc * 8 * static_cast<double>(kFmaIters);
   state.counters["GFLOPs"] = state.iterations() * threads * flops / secs / 1e9;
   state.SetLabel("avx2");
@@ -177,9 +184,8 @@ void BM_FmaPeakAvx2(benchmark::State& state) {
 
 void BM_FmaPeak(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  auto t0 = std::chrono::steady_clock::now();
-  for (auto _ : state) benchmark::DoNotOptimize(RunFma(threads));
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double secs = 0;
+  for (auto _ : state) secs += TimeFmaLoops(threads, FmaLoop);
   const double gflops = state.iterations() * threads * FlopsPerFmaLoop() / secs / 1e9;
   g_peak_gflops[threads] = std::max(g_peak_gflops[threads], gflops);
   state.counters["GFLOPs"] = gflops;
@@ -261,7 +267,10 @@ void BM_MatMulPaired(benchmark::State& state) {
     return;
   }
   // MatMuls for at least `min_secs`; returns their GFLOP/s (negative on error).
+  // One untimed MatMul first: the FMA loop before it left the pool's threads
+  // asleep, and the first product would time their wake-up.
   auto matmul_gflops = [&](double min_secs) -> double {
+    if (!r.Run().ok()) return -1;
     int64_t runs = 0;
     const auto t0 = std::chrono::steady_clock::now();
     double secs = 0;

@@ -108,7 +108,6 @@ __attribute__((noinline)) float FmaLoop(int64_t iters) {
 constexpr int64_t kFmaIters = 4'000'000;  // ~1e8 FMA instructions per thread
 double FlopsPerFmaLoop() { return 2.0 * kAcc * kLanes * static_cast<double>(kFmaIters); }
 
-// Runs FmaLoop on `threads` threads at once (the caller is one of them).
 // Runs `loop` (kFmaIters iterations) on `threads` threads at once and returns
 // the seconds from their common start to the last one's end: the threads are
 // created and wait at a barrier first, so thread creation and exit are not
@@ -192,10 +191,6 @@ void BM_FmaPeak(benchmark::State& state) {
   state.SetLabel(kIsa);
 }
 
-
-// Runs the kernel in the timing loop; returns the loop's wall seconds, or a
-// negative number (state skipped) on error. Counters are computed from these
-// seconds as plain values (not kIsRate, which would print "/s" on ratios).
 // Runs fn() on one of the intra-op threads of BenchCpuDevice(threads) and
 // returns its result; this thread waits (asleep) meanwhile. A kernel called
 // there runs as `train` runs it: its parallel pieces go to the pool's other
@@ -212,6 +207,9 @@ auto OnDevicePool(int threads, const Fn& fn) -> decltype(fn()) {
   return result;
 }
 
+// Runs the kernel in the timing loop; returns the loop's wall seconds, or a
+// negative number (state skipped) on error. Counters are computed from these
+// seconds as plain values (not kIsRate, which would print "/s" on ratios).
 double Loop(benchmark::State& state, KernelRunner& r) {
   if (!r.status().ok()) {
     state.SkipWithError(std::string(r.status().message()).c_str());

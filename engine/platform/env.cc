@@ -85,9 +85,10 @@ class PosixRandomAccessFile : public RandomAccessFile {
 // ext4; XFS, tmpfs) size a folio by the write that creates it, so a file
 // written in aligned 2 MB pieces is cached in folios of up to 2 MB, which a
 // reader that maps it (RecordReader) takes with one fault and one TLB entry
-// each instead of one per 4 KB page: on a 6.18 guest, mapped TFRecord reads of
-// a file written in 256 KB pieces ran at 0.5-0.6 of a plain read, and at 1.1
-// when written in aligned 2 MB pieces (docs/PERFORMANCE.md, "Session 30").
+// each instead of one per 4 KB page: on a 6.18 guest, a pass that mapped a
+// file and checked its CRC ran at 0.71-0.76 of a plain read of it when it was
+// written in 256 KB pieces, and at 1.09-1.15 when written in aligned 2 MB
+// pieces (docs/PERFORMANCE.md, "Session 30").
 // The buffer grows only as far as the data appended since the last write.
 class PosixWritableFile : public WritableFile {
  public:

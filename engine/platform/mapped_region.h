@@ -15,6 +15,10 @@
 // live than the registry holds, Create fails with ResourceExhausted and the
 // caller reads instead.
 //
+// A region asks for huge pages (MADV_HUGEPAGE), so that the parts of the file
+// its faults bring into the page cache come in 2 MB folios that it maps as
+// huge pages (see mapped_region.cc).
+//
 // Bytes already read stay as they were read; a view kept across a truncation
 // shows zeros from then on, and one kept across a write in place shows the new
 // bytes (a mapping shares the page cache).

@@ -2,7 +2,8 @@
 // truncated under a region reads as zeros and marks it damaged instead of
 // ending the process; a SIGBUS that is not in a region still ends the process
 // (or reaches the handler installed before the guard); when the registry is
-// full, Create says so and the record reader reads instead.
+// full, Create says so and the record reader reads instead; a region asks
+// for huge pages.
 #include "engine/platform/mapped_region.h"
 
 #include <fcntl.h>
@@ -11,8 +12,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 
 #include "engine/platform/env.h"
 #include "engine/platform/record_reader.h"
@@ -54,6 +59,44 @@ TEST_F(Mapped, ShowsTheFileBytesAtAnUnalignedOffset) {
   auto empty = MappedRegion::Create(fd, 0, 0, "f");
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ((*empty)->size(), 0u);
+  close(fd);
+}
+
+// The VmFlags line of the mapping that holds `addr` in /proc/self/smaps ("" if
+// none is found).
+std::string VmFlagsOf(const void* addr) {
+  auto smaps = ReadFileToString(Env::Default(), "/proc/self/smaps", 64 << 20);
+  if (!smaps.ok()) return "";
+  const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+  bool inside = false;
+  for (absl::string_view line : absl::StrSplit(*smaps, '\n')) {
+    unsigned long long lo = 0, hi = 0;
+    // A mapping's first line: "lo-hi perms offset dev inode path".
+    if (sscanf(std::string(line.substr(0, 40)).c_str(), "%llx-%llx ", &lo, &hi) == 2 && line.find('-') < 17) {
+      inside = a >= lo && a < hi;
+    } else if (inside && absl::StartsWith(line, "VmFlags:")) {
+      return std::string(line);
+    }
+  }
+  return "";
+}
+
+// A region asks for huge pages, so that parts of the file not yet cached are
+// read in 2 MB folios that the mapping (and later ones) take as huge pages
+// (mapped_region.cc). The kernel's choices of folios are not this test's
+// business; the request is: smaps shows it as the flag "hg".
+TEST_F(Mapped, ARegionAsksForHugePages) {
+  auto thp = ReadFileToString(Env::Default(), "/sys/kernel/mm/transparent_hugepage/enabled", 4096);
+  if (!thp.ok() || absl::StrContains(*thp, "[never]")) {
+    GTEST_SKIP() << "transparent huge pages are off in this kernel: MADV_HUGEPAGE is refused";
+  }
+  const int fd = MakeFile("f", 4 << 20);
+  auto region = MappedRegion::Create(fd, 0, 4 << 20, "f");
+  ASSERT_TRUE(region.ok()) << region.status();
+  const std::string flags = VmFlagsOf((*region)->data());
+  ASSERT_FALSE(flags.empty()) << "no mapping found in /proc/self/smaps";
+  EXPECT_TRUE(absl::StrContains(flags, " hg")) << flags;
+  region->reset();
   close(fd);
 }
 

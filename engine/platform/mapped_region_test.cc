@@ -130,6 +130,32 @@ TEST_F(Mapped, ATruncatedFileReadsAsZerosAndMarksTheRegionDamaged) {
   close(fd);
 }
 
+// The same with a file of several MB that the region's faults read from disk:
+// on kernels with large folios in the page cache (6.16+ ext4) they read it in
+// 2 MB folios (the region asks for huge pages), mapped as huge pages, and the
+// cut falls inside one of them.
+TEST_F(Mapped, AFileCutInsideAHugePageReadsAsZerosAfterTheCut) {
+  const size_t mb = 1 << 20;
+  const int fd = MakeFile("f", 8 * mb);
+  // Out of the page cache (written back first: dirty pages are not dropped),
+  // so that the region's faults read it back.
+  ASSERT_EQ(fdatasync(fd), 0);
+  ASSERT_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  auto region = MappedRegion::Create(fd, 0, 8 * mb, "f");
+  ASSERT_TRUE(region.ok()) << region.status();
+  const volatile char* bytes = (*region)->data();
+  for (size_t at = 0; at < 8 * mb; at += kPage) ASSERT_EQ(bytes[at], static_cast<char>(at * 7)) << at;
+  const size_t cut = 3 * mb + 100;
+  ASSERT_EQ(truncate(path_.c_str(), static_cast<off_t>(cut)), 0);
+  EXPECT_EQ(bytes[3 * mb + 50], static_cast<char>((3 * mb + 50) * 7));  // before the cut
+  EXPECT_EQ(bytes[3 * mb + 200], 0);  // the cut page's tail: zeros, no fault
+  EXPECT_EQ(bytes[3 * mb + kPage + 1], 0);  // past the file's last page
+  EXPECT_TRUE((*region)->damaged());
+  EXPECT_EQ(bytes[7 * mb], 0);
+  EXPECT_EQ(bytes[2 * mb + 7], static_cast<char>((2 * mb + 7) * 7));  // the cut folio's start
+  close(fd);
+}
+
 // Maps `path` with a plain mmap (no region), empties the file and touches the
 // mapping: a SIGBUS outside every region.
 void FaultOutsideAnyRegion(const std::string& path) {

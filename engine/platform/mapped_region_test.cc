@@ -18,7 +18,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
-
 #include "engine/platform/env.h"
 #include "engine/platform/record_reader.h"
 #include "engine/platform/record_writer.h"

@@ -283,15 +283,19 @@ absl::StatusOr<Tensor> CheckpointReader::ReadTensor(const std::string& key, bool
     s = db->Get(chunk_ro, db->DefaultColumnFamily(), ChunkKey(key, c), &value);
     if (!s.ok()) return loss(absl::StrCat("chunk ", c, ": ", s.ToString()));
     if (value.size() != len) return loss(absl::StrCat("chunk ", c, " has ", value.size(), " bytes, expected ", len));
-    const uint32_t crc = crc32c::Value(value.data(), len);
+    // One pass over the chunk checks it and copies it out (a bad chunk fails
+    // the read: the tensor is dropped, so what was copied does not matter).
+    char* to;
+    if (is_string) {
+      string_bytes.resize(string_bytes.size() + len);
+      to = &string_bytes[string_bytes.size() - len];
+    } else {
+      to = dst + off;
+    }
+    const uint32_t crc = crc32c::ExtendAndCopy(0, value.data(), len, to);
     if (crc != header.chunk_crc32c(c)) {
       return loss(absl::StrCat("chunk ", c, " CRC mismatch (stored ", Hex(header.chunk_crc32c(c)), ", computed ",
                                Hex(crc), ")"));
-    }
-    if (is_string) {
-      string_bytes.append(value.data(), len);
-    } else {
-      std::memcpy(dst + off, value.data(), len);
     }
     whole = c == 0 ? crc : crc32c::Combine(whole, crc, len);
   }

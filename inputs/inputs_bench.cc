@@ -121,6 +121,23 @@ double ThreadCpuSeconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
+// Reads every record of `file` (copy: each into a std::string, as the reader
+// op does; else as views) and returns how many there were.
+int64_t ReadAllRecords(RandomAccessFile* file, const RecordReaderOptions& options, bool copy) {
+  SequentialRecordReader reader(file, options);
+  std::string rec;
+  absl::string_view view;
+  absl::Status s;
+  int64_t n = 0;
+  if (copy) {
+    while ((s = reader.ReadRecord(&rec)).ok()) ++n;
+  } else {
+    while ((s = reader.ReadRecord(&view)).ok()) ++n;
+  }
+  if (!absl::IsOutOfRange(s)) Check(s);
+  return n;
+}
+
 void BM_TFRecordRead(benchmark::State& state) {
   const size_t record_bytes = static_cast<size_t>(state.range(0));
   const bool copy = state.range(1) != 0;
@@ -137,12 +154,7 @@ void BM_TFRecordRead(benchmark::State& state) {
     // reader's own faults or reads brought it in. Its speed (wall time, so
     // the disk's too) is first_pass_bytes_per_s.
     const auto t0 = std::chrono::steady_clock::now();
-    SequentialRecordReader first(file->get(), options);
-    absl::string_view record;
-    absl::Status s;
-    while ((s = first.ReadRecord(&record)).ok()) {
-    }
-    if (!absl::IsOutOfRange(s)) Check(s);
+    ReadAllRecords(file->get(), options, /*copy=*/false);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     state.counters["first_pass_bytes_per_s"] = static_cast<double>(*size) / secs;
   }
@@ -162,18 +174,7 @@ void BM_TFRecordRead(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(sum);
     const double t1 = ThreadCpuSeconds();
-    SequentialRecordReader reader(file->get(), options);
-    // copy: records into a std::string (what the reader op does); else views.
-    std::string rec;
-    absl::string_view view;
-    absl::Status s;
-    int64_t n = 0;
-    if (copy) {
-      while ((s = reader.ReadRecord(&rec)).ok()) ++n;
-    } else {
-      while ((s = reader.ReadRecord(&view)).ok()) ++n;
-    }
-    if (!absl::IsOutOfRange(s)) Check(s);
+    const int64_t n = ReadAllRecords(file->get(), options, copy);
     const double t2 = ThreadCpuSeconds();
     records += n;
     plain_s += t1 - t0;

@@ -191,12 +191,14 @@ void BM_FmaPeak(benchmark::State& state) {
   state.SetLabel(kIsa);
 }
 
-// Runs fn() on one of the intra-op threads of BenchCpuDevice(threads) and
-// returns its result; this thread waits (asleep) meanwhile. A kernel called
-// there runs as `train` runs it: its parallel pieces go to the pool's other
-// threads, and no thread outside the pool competes with them for the cores.
+// Runs fn() and returns its result: with on_pool, on one of the intra-op
+// threads of BenchCpuDevice(threads) while this thread waits (asleep), else
+// here. A kernel called on the pool runs as `train` runs it: its parallel
+// pieces go to the pool's other threads, and no thread outside the pool
+// competes with them for the cores.
 template <typename Fn>
-auto OnDevicePool(int threads, const Fn& fn) -> decltype(fn()) {
+auto OnDevicePoolIf(bool on_pool, int threads, const Fn& fn) -> decltype(fn()) {
+  if (!on_pool) return fn();
   decltype(fn()) result{};
   absl::Notification done;
   BenchCpuDevice(threads)->intra_op_pool()->Schedule([&] {
@@ -283,9 +285,8 @@ void BM_MatMulPaired(benchmark::State& state) {
   // on_pool, from one of the device's intra-op threads (one hand-off per
   // timed run, not per MatMul).
   const bool on_pool = state.range(2) != 0;
-  auto timed = [&](double min_secs) -> double {
-    if (!on_pool) return matmul_gflops(min_secs);
-    return OnDevicePool(threads, [&] { return matmul_gflops(min_secs); });
+  auto timed = [&](double min_secs) {
+    return OnDevicePoolIf(on_pool, threads, [&] { return matmul_gflops(min_secs); });
   };
   std::vector<double> ratios;
   for (auto _ : state) {
@@ -338,14 +339,14 @@ struct MatMulShape {
 };
 
 // on_pool: the timed loop runs on one of the device's intra-op threads
-// (OnDevicePool), as `train` calls the kernel.
+// (OnDevicePoolIf), as `train` calls the kernel.
 void RunMatMulShape(benchmark::State& state, const MatMulShape& sh, int threads, bool on_pool) {
   const double peak = PeakGflops(threads);
   KernelRunner r(threads, "MatMul",
                  {{"T", MakeAttr(DT_FLOAT)}, {"transpose_a", MakeAttr(sh.ta)}, {"transpose_b", MakeAttr(sh.tb)}},
                  {BenchRandom(sh.ta ? TensorShape({sh.k, sh.m}) : TensorShape({sh.m, sh.k})),
                   BenchRandom(sh.tb ? TensorShape({sh.n, sh.k}) : TensorShape({sh.k, sh.n}))});
-  const double secs = on_pool ? OnDevicePool(threads, [&] { return Loop(state, r); }) : Loop(state, r);
+  const double secs = OnDevicePoolIf(on_pool, threads, [&] { return Loop(state, r); });
   if (secs < 0) return;
   const double gflops = state.iterations() * 2.0 * sh.m * sh.n * sh.k / secs / 1e9;
   state.counters["GFLOPs"] = gflops;

@@ -298,14 +298,18 @@ void PackB(const View& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float*
 
 // ---- Micro-kernel: c[i * ldc + j] (+)= sum_p a[p * kMr + i] * b[p * ldb + j] ----
 // (ldb is kNr for a packed panel, B's own row stride when B is read in place.)
-// With `ep`, each stored element then goes through the epilogue.
+// With `ep`, each stored element then goes through the epilogue. With kFillB,
+// each row of B it reads is also stored at b_fill + p * kNr (64-byte aligned):
+// the first tile of a panel packs it, in load and store slots the FMAs leave
+// free, instead of a separate pass (PackB).
 
 #if defined(SLUICE_GEMM_AVX512)
 // 8 x 32: sixteen accumulators keep both FMA units busy through their latency,
 // and batches of 32 or 128 rows fill whole tiles.
 static_assert(kMr == 8, "the AVX-512 micro-kernel computes 8 rows");
-void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb, float* __restrict c,
-                 int64_t ldc, bool accumulate, const Epilogue* ep) {
+template <bool kFillB>
+void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb,
+                 float* __restrict b_fill, float* __restrict c, int64_t ldc, bool accumulate, const Epilogue* ep) {
   __m512 lo[kMr], hi[kMr];
   // The tile of C (8 rows of 128 bytes, each in two lines) is read or written
   // only after the loop over k: asking for it now hides its trip from L3 or
@@ -321,6 +325,11 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
   for (int64_t p = 0; p < kc; ++p) {
     const __m512 b0 = _mm512_loadu_ps(b);
     const __m512 b1 = _mm512_loadu_ps(b + 16);
+    if (kFillB) {
+      _mm512_store_ps(b_fill, b0);
+      _mm512_store_ps(b_fill + 16, b1);
+      b_fill += kNr;
+    }
 #pragma GCC unroll 8
     for (int i = 0; i < kMr; ++i) {
       const __m512 av = _mm512_set1_ps(a[i]);
@@ -357,8 +366,9 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
   }
 }
 #elif defined(SLUICE_GEMM_AVX2)
-void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb, float* __restrict c,
-                 int64_t ldc, bool accumulate, const Epilogue* ep) {
+template <bool kFillB>
+void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb,
+                 float* __restrict b_fill, float* __restrict c, int64_t ldc, bool accumulate, const Epilogue* ep) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
   __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -369,6 +379,11 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
   for (int64_t p = 0; p < kc; ++p) {
     const __m256 b0 = _mm256_loadu_ps(b);
     const __m256 b1 = _mm256_loadu_ps(b + 8);
+    if (kFillB) {
+      _mm256_store_ps(b_fill, b0);
+      _mm256_store_ps(b_fill + 8, b1);
+      b_fill += kNr;
+    }
     __m256 av = _mm256_broadcast_ss(a + 0);
     c00 = _mm256_fmadd_ps(av, b0, c00);
     c01 = _mm256_fmadd_ps(av, b1, c01);
@@ -420,9 +435,13 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
   store(c + 5 * ldc, c50, c51);
 }
 #else
-void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb, float* __restrict c,
-                 int64_t ldc, bool accumulate, const Epilogue* ep) {
+template <bool kFillB>
+void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict b, int64_t ldb,
+                 float* __restrict b_fill, float* __restrict c, int64_t ldc, bool accumulate, const Epilogue* ep) {
   float acc[kMr][kNr] = {};
+  if (kFillB) {
+    for (int64_t p = 0; p < kc; ++p) std::memcpy(b_fill + p * kNr, b + p * ldb, kNr * sizeof(float));
+  }
   for (int64_t p = 0; p < kc; ++p) {
     for (int i = 0; i < kMr; ++i) {
       const float av = a[p * kMr + i];
@@ -441,11 +460,14 @@ void MicroKernel(int64_t kc, const float* __restrict a, const float* __restrict 
 // The KC x NC block of op(B) the micro-kernel reads: packed panels, or (row-major
 // B whose block is used by one block of A only, so packing would not pay) B in
 // place, with only a last partial panel packed.
+// Or (`fill`) B read in place by the first block of A, whose first tile of
+// each full panel packs the panel into `fill` for the blocks of A after it.
 struct BBlock {
   const float* packed = nullptr;  // CeilDiv(nc, kNr) panels of kc x kNr
   const float* direct = nullptr;  // op(B)[p0, j0] when read in place
   int64_t ldb = 0;
   const float* edge = nullptr;    // the packed last partial panel (in place only)
+  float* fill = nullptr;          // packed panels to fill; the partial last one is there already
 
   // The panel of columns [jr, jr + kNr) and its row stride.
   const float* Panel(int64_t jr, int64_t nc, int64_t kc, int64_t* stride) const {
@@ -458,7 +480,12 @@ struct BBlock {
       return direct + jr;
     }
     *stride = kNr;
-    return edge;
+    return fill != nullptr ? fill + (jr / kNr) * kc * kNr : edge;
+  }
+
+  // Where the panel at jr is to be packed as it is read; null: nowhere.
+  float* FillPanel(int64_t jr, int64_t nc, int64_t kc) const {
+    return fill != nullptr && jr + kNr <= nc ? fill + (jr / kNr) * kc * kNr : nullptr;
   }
 };
 
@@ -474,11 +501,12 @@ void MacroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, const BBlo
     const int64_t cols = std::min<int64_t>(kNr, nc - jr);
     int64_t b_stride;
     const float* b_panel = bb.Panel(jr, nc, kc, &b_stride);
-    // B read in place: the rows of a panel are a row of B apart (kilobytes;
-    // a new page each), which the hardware prefetchers do not follow, so the
-    // first tile of every panel waited on each row in turn (fashion_cnn's
-    // fc1, [128, 3136] x [3136, 1024]: 0.58 of the peak on one thread). Ask
-    // for the next panel's rows, a share with each tile of this one.
+    float* b_fill = bb.FillPanel(jr, nc, kc);
+    // B read in place (or filled): the rows of a panel are a row of B apart
+    // (kilobytes; a new page each), which the hardware prefetchers do not
+    // follow, so the first tile of every panel waited on each row in turn
+    // (fashion_cnn's fc1, [128, 3136] x [3136, 1024]: 0.58 of the peak on one
+    // thread). Ask for the next panel's rows, a share with each tile of this one.
     int64_t next_stride = 0;
     const float* next_panel = nullptr;
     if (bb.packed == nullptr && jr + 2 * kNr <= nc) next_panel = bb.Panel(jr + kNr, nc, kc, &next_stride);
@@ -501,13 +529,23 @@ void MacroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, const BBlo
         }
       }
       float* c_tile = c + ir * ldc + jr;
-      if (rows == kMr && cols == kNr) {
-        MicroKernel(kc, a_panel, b_panel, b_stride, c_tile, ldc, accumulate, tep);
-        continue;
+      const bool whole = rows == kMr && cols == kNr;
+      // A whole tile is computed in C; an edge tile in the scratch tile, whose
+      // columns past `cols` have no bias: its epilogue runs below, on the
+      // columns that exist.
+      float* out = whole ? c_tile : tile;
+      const int64_t ldo = whole ? ldc : kNr;
+      const bool acc = whole && accumulate;
+      const Epilogue* oep = whole ? tep : nullptr;
+      if (b_fill != nullptr) {  // the panel's first tile: pack it as it is read
+        MicroKernel<true>(kc, a_panel, b_panel, b_stride, b_fill, out, ldo, acc, oep);
+        b_panel = b_fill;
+        b_stride = kNr;
+        b_fill = nullptr;
+      } else {
+        MicroKernel<false>(kc, a_panel, b_panel, b_stride, nullptr, out, ldo, acc, oep);
       }
-      // The scratch tile's columns past `cols` have no bias: the epilogue runs
-      // here, on the columns that exist.
-      MicroKernel(kc, a_panel, b_panel, b_stride, tile, kNr, /*accumulate=*/false, nullptr);
+      if (whole) continue;
       for (int64_t i = 0; i < rows; ++i) {
         float* c_row = c_tile + i * ldc;
         const float* t_row = tile + i * kNr;
@@ -526,12 +564,17 @@ void MacroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, const BBlo
 // The whole blocked algorithm on C[m0 : m1, n0 : n1], on this thread.
 void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   PackBuffers& buffers = ThreadPackBuffers();
+  const int64_t kb = KBlockDepth(g.k);
   // Packing B pays for itself over several blocks of A; with one block (few
-  // rows, e.g. a batch of 128) row-major B is read in place.
-  const bool in_place_b = g.packed_b == nullptr && b.cs == 1 && m1 - m0 <= kMc;
+  // rows, e.g. a batch of 128) row-major B is read in place, unless its
+  // blocks of k are deeper than kKc: a panel of 512 rows a row of B apart
+  // does not stay in L1 between the tiles that read it, and packing it as
+  // the first tile reads it (BBlock::fill) made fashion_cnn's fc1 forward
+  // product ([128, 3136] x [3136, 1024]) 5-8% faster, while at kKc and below
+  // (k = 784, 512) reading in place stays 1-2% ahead.
+  const bool in_place_b = g.packed_b == nullptr && b.cs == 1 && m1 - m0 <= kMc && kb <= kKc;
   const int64_t n_panels = CeilDiv(g.n, kNr);
   const bool has_epilogue = g.bias != nullptr || g.relu;
-  const int64_t kb = KBlockDepth(g.k);
   Epilogue block_ep;
   block_ep.relu = g.relu;
   for (int64_t jc = n0; jc < n1; jc += kNc) {
@@ -539,6 +582,7 @@ void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int6
     for (int64_t pc = 0; pc < g.k; pc += kb) {
       const int64_t kc = std::min(kb, g.k - pc);
       BBlock bb;
+      BBlock filled;  // bb once its first block of A has filled it
       if (g.packed_b != nullptr) {  // PackGemmB's layout; jc is a multiple of kNr
         bb.packed = g.packed_b + pc * n_panels * kNr + (jc / kNr) * kc * kNr;
       } else if (in_place_b) {
@@ -550,6 +594,16 @@ void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int6
           PackB(b, pc, kc, jc + full, nc - full, edge);
           bb.edge = edge;
         }
+      } else if (b.cs == 1 && nc >= kNr) {
+        // Row-major B: the first block of A packs its full panels as it
+        // reads them (BBlock::fill); the partial last one is packed here.
+        float* bp = buffers.b.Get(CeilDiv(nc, kNr) * kNr * kc);
+        const int64_t full = nc / kNr * kNr;
+        if (full < nc) PackB(b, pc, kc, jc + full, nc - full, bp + (full / kNr) * kc * kNr);
+        bb.direct = b.p + pc * b.rs + jc;
+        bb.ldb = b.rs;
+        bb.fill = bp;
+        filled.packed = bp;
       } else {
         float* bp = buffers.b.Get(CeilDiv(nc, kNr) * kNr * kc);
         PackB(b, pc, kc, jc, nc, bp);
@@ -563,7 +617,8 @@ void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int6
         const int64_t mc = std::min(kMc, m1 - ic);
         float* ap = buffers.a.Get(CeilDiv(mc, kMr) * kMr * kc);
         PackA(a, ic, mc, pc, kc, ap);
-        MacroKernel(mc, nc, kc, ap, bb, g.c + ic * g.ldc + jc, g.ldc, accumulate, ep);
+        MacroKernel(mc, nc, kc, ap, ic == m0 || bb.fill == nullptr ? bb : filled, g.c + ic * g.ldc + jc, g.ldc,
+                    accumulate, ep);
       }
     }
   }

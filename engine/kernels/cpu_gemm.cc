@@ -570,8 +570,9 @@ void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int6
   // blocks of k are deeper than kKc: a panel of 512 rows a row of B apart
   // does not stay in L1 between the tiles that read it, and packing it as
   // the first tile reads it (BBlock::fill) made fashion_cnn's fc1 forward
-  // product ([128, 3136] x [3136, 1024]) 5-8% faster, while at kKc and below
-  // (k = 784, 512) reading in place stays 1-2% ahead.
+  // product ([128, 3136] x [3136, 1024]) 5-12% faster, while at kKc and below
+  // (k = 784, 512) reading in place stays up to 3% ahead (docs/PERFORMANCE.md,
+  // "Session 32").
   const bool in_place_b = g.packed_b == nullptr && b.cs == 1 && m1 - m0 <= kMc && kb <= kKc;
   const int64_t n_panels = CeilDiv(g.n, kNr);
   const bool has_epilogue = g.bias != nullptr || g.relu;

@@ -12,11 +12,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "engine/platform/env.h"
 #include "engine/platform/record_reader.h"
@@ -69,9 +70,12 @@ std::string VmFlagsOf(const void* addr) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
   bool inside = false;
   for (absl::string_view line : absl::StrSplit(*smaps, '\n')) {
-    unsigned long long lo = 0, hi = 0;
-    // A mapping's first line: "lo-hi perms offset dev inode path".
-    if (sscanf(std::string(line.substr(0, 40)).c_str(), "%llx-%llx ", &lo, &hi) == 2 && line.find('-') < 17) {
+    // A mapping's first line is "lo-hi perms offset dev inode path" (hex
+    // addresses); its fields follow as "Name: value" lines.
+    const std::pair<absl::string_view, absl::string_view> range =
+        absl::StrSplit(line.substr(0, line.find(' ')), absl::MaxSplits('-', 1));
+    uintptr_t lo = 0, hi = 0;
+    if (absl::SimpleHexAtoi(range.first, &lo) && absl::SimpleHexAtoi(range.second, &hi)) {
       inside = a >= lo && a < hi;
     } else if (inside && absl::StartsWith(line, "VmFlags:")) {
       return std::string(line);

@@ -255,7 +255,8 @@ void PackB(const View& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float*
     // dealt out to the full panels, with the row four ahead prefetched (B
     // usually comes from L3 here). In cpu-clock profiles of 2-thread 512^3
     // products PackB went from 4.6-4.8% of the samples (panel by panel, no
-    // prefetch) to 3.2-3.6%.
+    // prefetch) to 3.2-3.6%. (Products now pack row-major B's full panels
+    // as their first tiles read them, BBlock::fill; PackGemmB still comes here.)
     const int64_t full = nc / kNr;
     for (int64_t p = 0; p < kc; ++p) {
       const float* row = b.p + (p0 + p) * b.rs + j0;

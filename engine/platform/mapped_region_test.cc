@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"

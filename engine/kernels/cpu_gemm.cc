@@ -467,8 +467,8 @@ struct BBlock {
   const float* packed = nullptr;  // CeilDiv(nc, kNr) panels of kc x kNr
   const float* direct = nullptr;  // op(B)[p0, j0] when read in place
   int64_t ldb = 0;
-  const float* edge = nullptr;    // the packed last partial panel (in place only)
-  float* fill = nullptr;          // packed panels to fill; the partial last one is there already
+  const float* edge = nullptr;    // the packed last partial panel (in place or filled)
+  float* fill = nullptr;          // packed panels to fill (the partial last one is `edge`, among them)
 
   // The panel of columns [jr, jr + kNr) and its row stride.
   const float* Panel(int64_t jr, int64_t nc, int64_t kc, int64_t* stride) const {
@@ -481,7 +481,7 @@ struct BBlock {
       return direct + jr;
     }
     *stride = kNr;
-    return fill != nullptr ? fill + (jr / kNr) * kc * kNr : edge;
+    return edge;
   }
 
   // Where the panel at jr is to be packed as it is read; null: nowhere.
@@ -584,26 +584,22 @@ void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int6
     for (int64_t pc = 0; pc < g.k; pc += kb) {
       const int64_t kc = std::min(kb, g.k - pc);
       BBlock bb;
-      BBlock filled;  // bb once its first block of A has filled it
+      BBlock filled;  // bb once its first block of A has filled it (fill only)
       if (g.packed_b != nullptr) {  // PackGemmB's layout; jc is a multiple of kNr
         bb.packed = g.packed_b + pc * n_panels * kNr + (jc / kNr) * kc * kNr;
-      } else if (in_place_b) {
+      } else if (in_place_b || (b.cs == 1 && nc >= kNr)) {
+        // Row-major B read in place; unless in_place_b, the first block of A
+        // packs its full panels as it reads them (BBlock::fill), into the
+        // buffer whose last panel, if partial, is packed here.
+        float* bp = in_place_b ? nullptr : buffers.b.Get(CeilDiv(nc, kNr) * kNr * kc);
         bb.direct = b.p + pc * b.rs + jc;
         bb.ldb = b.rs;
         const int64_t full = nc / kNr * kNr;
         if (full < nc) {
-          float* edge = buffers.b.Get(kNr * kc);
+          float* edge = in_place_b ? buffers.b.Get(kNr * kc) : bp + (full / kNr) * kc * kNr;
           PackB(b, pc, kc, jc + full, nc - full, edge);
           bb.edge = edge;
         }
-      } else if (b.cs == 1 && nc >= kNr) {
-        // Row-major B: the first block of A packs its full panels as it
-        // reads them (BBlock::fill); the partial last one is packed here.
-        float* bp = buffers.b.Get(CeilDiv(nc, kNr) * kNr * kc);
-        const int64_t full = nc / kNr * kNr;
-        if (full < nc) PackB(b, pc, kc, jc + full, nc - full, bp + (full / kNr) * kc * kNr);
-        bb.direct = b.p + pc * b.rs + jc;
-        bb.ldb = b.rs;
         bb.fill = bp;
         filled.packed = bp;
       } else {

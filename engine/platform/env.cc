@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "engine/platform/mapping_cache.h"
 #include "engine/platform/status_macros.h"
 
 namespace sluice {
@@ -70,7 +71,15 @@ class PosixRandomAccessFile : public RandomAccessFile {
     if (st.st_size == 0) return absl::UnimplementedError(absl::StrCat(name_, " reports a size of 0"));
     const uint64_t size = static_cast<uint64_t>(st.st_size);
     const uint64_t left = offset < size ? size - offset : 0;
-    return MappedRegion::Create(fd_, offset, n < left ? n : static_cast<size_t>(left), name_);
+    const size_t want = n < left ? n : static_cast<size_t>(left);
+    // Through the process's whole-file mappings where the file fits them, so
+    // a file read again is not mapped and faulted in again (mapping_cache.h).
+    if (want > 0) {
+      std::unique_ptr<MappedRegion> view = MappingCache::Default().View(
+          fd_, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), size, offset, want, name_);
+      if (view != nullptr) return view;
+    }
+    return MappedRegion::Create(fd_, offset, want, name_);
   }
   const std::string& name() const override { return name_; }
 
@@ -225,11 +234,19 @@ class PosixEnv : public Env {
     return names;
   }
   absl::Status RenameFile(const std::string& from, const std::string& to) override {
+    struct stat replaced;
+    const bool replaces = ::lstat(to.c_str(), &replaced) == 0;
     if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoToStatus(errno, absl::StrCat("rename ", from, " to"), to);
+    if (replaces) MappingCache::Default().Forget(replaced.st_dev, replaced.st_ino);
     return absl::OkStatus();
   }
   absl::Status DeleteFile(const std::string& path) override {
+    struct stat st;
+    const bool known = ::lstat(path.c_str(), &st) == 0;
     if (::unlink(path.c_str()) != 0) return ErrnoToStatus(errno, "delete", path);
+    // A file this process has mapped goes from the cache now, so its space
+    // is freed now (mapping_cache.h).
+    if (known) MappingCache::Default().Forget(st.st_dev, st.st_ino);
     return absl::OkStatus();
   }
   absl::Status DeleteRecursively(const std::string& path) override {
@@ -245,6 +262,7 @@ class PosixEnv : public Env {
       return absl::OkStatus();
     }
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoToStatus(errno, "delete", path);
+    MappingCache::Default().Forget(st.st_dev, st.st_ino);
     return absl::OkStatus();
   }
   absl::Status CreateDirs(const std::string& dir) override {

@@ -185,6 +185,16 @@ absl::StatusOr<std::unique_ptr<MappedRegion>> MappedRegion::Create(int fd, uint6
   return region;
 }
 
+std::unique_ptr<MappedRegion> MappedRegion::View(std::shared_ptr<const MappedRegion> whole, size_t offset,
+                                                 size_t n) {
+  const size_t at = offset < whole->size() ? offset : whole->size();
+  const size_t left = whole->size() - at;
+  std::unique_ptr<MappedRegion> view(new MappedRegion(nullptr, 0, whole->data() + at, n < left ? n : left, -1));
+  view->damaged_flag_ = whole->damaged_flag_;
+  view->whole_ = std::move(whole);
+  return view;
+}
+
 MappedRegion::~MappedRegion() {
   if (base_ == nullptr) return;
   Slot& s = g_slots[slot_];

@@ -30,7 +30,7 @@
 // handler for it.
 //
 // Ownership: a region owns its mapping and unmaps it when destroyed; it does
-// not own the file descriptor. Thread safety: data() may be read from any
+// not own the file descriptor. A view (View) owns a share of another region. Thread safety: data() may be read from any
 // thread, and damaged() called from any, while the region lives.
 #ifndef SLUICE_ENGINE_PLATFORM_MAPPED_REGION_H_
 #define SLUICE_ENGINE_PLATFORM_MAPPED_REGION_H_
@@ -54,6 +54,10 @@ class MappedRegion {
   // region damaged.
   static absl::StatusOr<std::unique_ptr<MappedRegion>> Create(int fd, uint64_t offset, size_t n,
                                                               absl::string_view name);
+  // A region that shows bytes [offset, offset + n) of `whole` (cut at its
+  // end) and keeps `whole` mapped while it lives; it is damaged() when
+  // `whole` is. MappingCache hands these out.
+  static std::unique_ptr<MappedRegion> View(std::shared_ptr<const MappedRegion> whole, size_t offset, size_t n);
   ~MappedRegion();
   MappedRegion(const MappedRegion&) = delete;
   MappedRegion& operator=(const MappedRegion&) = delete;
@@ -77,6 +81,7 @@ class MappedRegion {
   size_t size_;
   int slot_;  // in the SIGBUS guard's registry; -1 when empty
   const std::atomic<bool>* damaged_flag_ = nullptr;  // that slot's mark (inline: read per record)
+  std::shared_ptr<const MappedRegion> whole_;         // for a view: the region it shows part of
 };
 
 // How many regions can be live at once (the registry's size).

@@ -1,0 +1,199 @@
+// MappingCache: a file mapped twice is mapped once; a file that changed size
+// is mapped again and shows its new bytes; a truncated file's damaged mapping
+// is replaced; deleted files, files over the budget and the least recently
+// used go; Env::Default()'s files map through the process's cache.
+#include "engine/platform/mapping_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "engine/platform/env.h"
+#include "engine/platform/test_dirs.h"
+#include "gtest/gtest.h"
+
+namespace sluice {
+namespace {
+
+class Cache : public ::testing::Test {
+ protected:
+  Cache() : dir_(FreshTestDir(::testing::UnitTest::GetInstance()->current_test_info()->name())) {}
+  ~Cache() override {
+    for (int fd : fds_) close(fd);
+  }
+  // Writes a file of `n` bytes, byte i = (i * 7 + seed) mod 256, and opens it.
+  int MakeFile(const std::string& name, size_t n, int seed = 0) {
+    std::string data(n, '\0');
+    for (size_t i = 0; i < n; ++i) data[i] = static_cast<char>(i * 7 + seed);
+    EXPECT_TRUE(WriteStringToFile(Env::Default(), Path(name), data).ok());
+    return Open(name);
+  }
+  int Open(const std::string& name) {
+    const int fd = open(Path(name).c_str(), O_RDONLY);
+    EXPECT_GE(fd, 0);
+    fds_.push_back(fd);
+    return fd;
+  }
+  std::string Path(const std::string& name) const { return JoinPath(dir_, name); }
+  // cache.View of the file open as fd, with its identity and size from fstat.
+  static std::unique_ptr<MappedRegion> ViewOf(MappingCache& cache, int fd, uint64_t offset, size_t n) {
+    struct stat st;
+    EXPECT_EQ(fstat(fd, &st), 0);
+    return cache.View(fd, st.st_dev, st.st_ino, static_cast<uint64_t>(st.st_size), offset, n, "f");
+  }
+
+  const std::string dir_;
+  std::vector<int> fds_;
+};
+
+TEST_F(Cache, AFileReadTwiceIsMappedOnce) {
+  MappingCache cache(1 << 30);
+  const int fd = MakeFile("a", 100000);
+  auto first = ViewOf(cache, fd, 1000, 5000);
+  ASSERT_NE(first, nullptr);
+  ASSERT_EQ(first->size(), 5000u);
+  for (size_t i = 0; i < 5000; ++i) ASSERT_EQ(first->data()[i], static_cast<char>((1000 + i) * 7)) << i;
+  // A second reader, through its own descriptor, after the first is gone:
+  // the same mapping, 3000 bytes further on.
+  const char* first_data = first->data();
+  first.reset();
+  auto second = ViewOf(cache, Open("a"), 4000, 200000);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->data(), first_data + 3000);
+  EXPECT_EQ(second->size(), 96000u);  // cut at the end of the file
+  EXPECT_EQ(cache.files(), 1);
+  EXPECT_EQ(cache.bytes(), 100000u);
+  // Past the end: an empty view.
+  auto past = ViewOf(cache, fd, 100000, 10);
+  ASSERT_NE(past, nullptr);
+  EXPECT_EQ(past->size(), 0u);
+}
+
+TEST_F(Cache, AFileThatChangedSizeIsMappedAgainAndShowsItsNewBytes) {
+  MappingCache cache(1 << 30);
+  const int fd = MakeFile("a", 50000);
+  auto old_view = ViewOf(cache, fd, 0, 50000);
+  ASSERT_NE(old_view, nullptr);
+  // Rewritten in place (the same inode), longer and with other bytes.
+  MakeFile("a", 80000, 3);
+  auto view = ViewOf(cache, fd, 0, 80000);
+  ASSERT_NE(view, nullptr);
+  ASSERT_EQ(view->size(), 80000u);
+  for (size_t i = 0; i < 80000; i += 997) ASSERT_EQ(view->data()[i], static_cast<char>(i * 7 + 3)) << i;
+  EXPECT_EQ(cache.files(), 1);
+  EXPECT_EQ(cache.bytes(), 80000u);
+  // The old view still reads the file's first bytes (a shared mapping).
+  EXPECT_EQ(old_view->data()[10], static_cast<char>(10 * 7 + 3));
+}
+
+TEST_F(Cache, ATruncatedFilesDamagedMappingIsReplaced) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  MappingCache cache(1 << 30);
+  const int fd = MakeFile("a", 8 * page);
+  auto view = ViewOf(cache, fd, 0, 8 * page);
+  ASSERT_NE(view, nullptr);
+  const volatile char* bytes = view->data();
+  ASSERT_EQ(truncate(Path("a").c_str(), static_cast<off_t>(2 * page)), 0);
+  EXPECT_EQ(bytes[5 * page], 0);  // SIGBUS without the guard
+  EXPECT_TRUE(view->damaged());
+  // The file grows back to its old size: the size alone would not tell.
+  MakeFile("a", 8 * page, 5);
+  auto fresh = ViewOf(cache, fd, 0, 8 * page);
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_FALSE(fresh->damaged());
+  EXPECT_EQ(fresh->data()[5 * page], static_cast<char>(5 * page * 7 + 5));
+  EXPECT_EQ(cache.files(), 1);
+}
+
+TEST_F(Cache, DeletedFilesAreDroppedWhenAFileIsAdded) {
+  MappingCache cache(1 << 30);
+  ASSERT_NE(ViewOf(cache, MakeFile("a", 30000), 0, 10), nullptr);
+  ASSERT_NE(ViewOf(cache, MakeFile("b", 20000), 0, 10), nullptr);
+  EXPECT_EQ(cache.files(), 2);
+  ASSERT_EQ(unlink(Path("a").c_str()), 0);
+  close(fds_.front());  // our descriptor of "a"
+  fds_.erase(fds_.begin());
+  ASSERT_NE(ViewOf(cache, MakeFile("c", 10000), 0, 10), nullptr);
+  EXPECT_EQ(cache.files(), 2);
+  EXPECT_EQ(cache.bytes(), 30000u);  // b and c
+}
+
+TEST_F(Cache, TheLeastRecentlyUsedGoFirstAndLargeFilesAreNotCached) {
+  MappingCache cache(100000, 3);
+  const int a = MakeFile("a", 20000), b = MakeFile("b", 20000), c = MakeFile("c", 20000);
+  ASSERT_NE(ViewOf(cache, a, 0, 1), nullptr);
+  ASSERT_NE(ViewOf(cache, b, 0, 1), nullptr);
+  ASSERT_NE(ViewOf(cache, c, 0, 1), nullptr);
+  ASSERT_NE(ViewOf(cache, a, 0, 1), nullptr);  // a is now the most recent
+  // A fourth file: over max_files, so b goes.
+  const int d = MakeFile("d", 20000);
+  auto view_d = ViewOf(cache, d, 0, 1);
+  ASSERT_NE(view_d, nullptr);
+  EXPECT_EQ(cache.files(), 3);
+  const char* a_data = ViewOf(cache, a, 0, 1)->data();
+  EXPECT_EQ(ViewOf(cache, a, 0, 1)->data(), a_data);  // still the same mapping
+  EXPECT_EQ(cache.files(), 3);
+  ViewOf(cache, b, 0, 1);  // b comes back; c (now the oldest) goes
+  EXPECT_EQ(cache.files(), 3);
+  EXPECT_EQ(cache.bytes(), 60000u);
+  // Over a quarter of the budget: not cached, the caller maps it.
+  EXPECT_EQ(ViewOf(cache, MakeFile("e", 25001), 0, 1), nullptr);
+  EXPECT_NE(ViewOf(cache, MakeFile("f", 25000), 0, 1), nullptr);
+  // Budget 0: off.
+  MappingCache off(0);
+  EXPECT_EQ(ViewOf(off, a, 0, 1), nullptr);
+}
+
+TEST_F(Cache, PosixFilesMapThroughTheProcesssCache) {
+  if (std::getenv("SLUICE_MAPPING_CACHE_BYTES") != nullptr) GTEST_SKIP() << "SLUICE_MAPPING_CACHE_BYTES is set";
+  MakeFile("a", 3 << 20, 1);
+  auto file = Env::Default()->NewRandomAccessFile(Path("a"));
+  ASSERT_TRUE(file.ok());
+  auto first = (*file)->Map(1 << 20, 1 << 20);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const char* at = (*first)->data();
+  first->reset();
+  auto again = Env::Default()->NewRandomAccessFile(Path("a"));
+  ASSERT_TRUE(again.ok());
+  auto second = (*again)->Map(1 << 20, 1 << 20);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ((*second)->data(), at);
+  EXPECT_EQ((*second)->data()[12345], static_cast<char>(((1 << 20) + 12345) * 7 + 1));
+}
+
+// Env::Default() tells the cache of the files it deletes or replaces, so their
+// space is freed then (the cache would otherwise hold them open).
+TEST_F(Cache, TheEnvsDeletesAndRenamesDropTheirFiles) {
+  if (std::getenv("SLUICE_MAPPING_CACHE_BYTES") != nullptr) GTEST_SKIP() << "SLUICE_MAPPING_CACHE_BYTES is set";
+  MappingCache& cache = MappingCache::Default();
+  auto map_through_env = [&](const std::string& name) {
+    auto file = Env::Default()->NewRandomAccessFile(Path(name));
+    ASSERT_TRUE(file.ok());
+    ASSERT_TRUE((*file)->Map(0, 10).ok());
+  };
+  MakeFile("a", 100000);
+  map_through_env("a");
+  const int files = cache.files();
+  const uint64_t bytes = cache.bytes();
+  ASSERT_TRUE(Env::Default()->DeleteFile(Path("a")).ok());
+  EXPECT_EQ(cache.files(), files - 1);
+  EXPECT_EQ(cache.bytes(), bytes - 100000);
+
+  MakeFile("b", 30000);
+  map_through_env("b");
+  MakeFile("c", 20000);
+  ASSERT_EQ(cache.files(), files);
+  ASSERT_TRUE(Env::Default()->RenameFile(Path("c"), Path("b")).ok());
+  EXPECT_EQ(cache.files(), files - 1);
+  map_through_env("b");
+  EXPECT_EQ(cache.files(), files);
+  ASSERT_TRUE(Env::Default()->DeleteRecursively(dir_).ok());
+  EXPECT_EQ(cache.files(), files - 1);
+}
+
+}  // namespace
+}  // namespace sluice

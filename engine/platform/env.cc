@@ -67,16 +67,24 @@ class PosixRandomAccessFile : public RandomAccessFile {
     struct stat st;
     if (::fstat(fd_, &st) != 0) return ErrnoToStatus(errno, "stat", name_);
     if (!S_ISREG(st.st_mode)) return absl::UnimplementedError(absl::StrCat(name_, " is not a regular file"));
-    // Files of /proc and the like say 0 and still have bytes: only reads see them.
-    if (st.st_size == 0) return absl::UnimplementedError(absl::StrCat(name_, " reports a size of 0"));
+    // Files of /proc and the like say 0 and still have bytes: only reads see
+    // them. (A cached mapping of a file cut to nothing goes.)
+    if (st.st_size == 0) {
+      MappingCache::Default().Forget(st.st_dev, st.st_ino);
+      return absl::UnimplementedError(absl::StrCat(name_, " reports a size of 0"));
+    }
     const uint64_t size = static_cast<uint64_t>(st.st_size);
     const uint64_t left = offset < size ? size - offset : 0;
     const size_t want = n < left ? n : static_cast<size_t>(left);
     // Through the process's whole-file mappings where the file fits them, so
     // a file read again is not mapped and faulted in again (mapping_cache.h).
     if (want > 0) {
-      std::unique_ptr<MappedRegion> view = MappingCache::Default().View(
-          fd_, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), size, offset, want, name_);
+      MappingCache::FileState file;
+      file.device = static_cast<uint64_t>(st.st_dev);
+      file.inode = static_cast<uint64_t>(st.st_ino);
+      file.size = size;
+      file.modified_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+      std::unique_ptr<MappedRegion> view = MappingCache::Default().View(fd_, file, offset, want, name_);
       if (view != nullptr) return view;
     }
     return MappedRegion::Create(fd_, offset, want, name_);
@@ -245,7 +253,7 @@ class PosixEnv : public Env {
     const bool known = ::lstat(path.c_str(), &st) == 0;
     if (::unlink(path.c_str()) != 0) return ErrnoToStatus(errno, "delete", path);
     // A file this process has mapped goes from the cache now, so its space
-    // is freed now (mapping_cache.h).
+    // is freed now, not at a later lookup (mapping_cache.h).
     if (known) MappingCache::Default().Forget(st.st_dev, st.st_ino);
     return absl::OkStatus();
   }

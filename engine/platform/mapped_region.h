@@ -66,7 +66,8 @@ class MappedRegion {
   const char* data() const { return data_; }
   size_t size() const { return size_; }
   // True once a page of the region could not be read (the file shrank, or
-  // the disk failed) and was replaced by zeros.
+  // the disk failed) and was replaced by zeros. A view is damaged when the
+  // region it shows part of is, wherever in it the page was.
   bool damaged() const {
     return damaged_flag_ != nullptr && damaged_flag_->load(std::memory_order_acquire);
   }

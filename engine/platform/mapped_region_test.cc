@@ -240,7 +240,7 @@ TEST_F(Mapped, WhenTheRegistryIsFullTheRecordReaderReads) {
     ASSERT_LE(held.size(), static_cast<size_t>(kMaxMappedRegions));
   }
   ASSERT_TRUE(absl::IsResourceExhausted(one_more.status())) << one_more.status();
-  EXPECT_GE(held.size(), static_cast<size_t>(kMaxMappedRegions - MappingCache::kDefaultMaxFiles));
+  EXPECT_EQ(held.size(), static_cast<size_t>(kMaxMappedRegions - MappingCache::Default().files()));
 
   const std::string records_path = JoinPath(dir_, "records");
   {

@@ -11,19 +11,36 @@
 #include <map>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "engine/platform/logging.h"
 
 namespace sluice {
 
+namespace {
+
+struct CachedFile {
+  std::shared_ptr<const MappedRegion> whole;
+  MappingCache::FileState file;
+  int fd = -1;  // our own descriptor of the file, to see it deleted
+  uint64_t last_use = 0;
+};
+
+// Entries taken out of the table: destroyed after the lock is released (a
+// Graveyard declared before the lock_guard outlives it), which closes their
+// descriptors and, with no view left, unmaps them.
+struct Graveyard {
+  std::vector<CachedFile> entries;
+  ~Graveyard() {
+    for (auto& e : entries) ::close(e.fd);
+  }
+};
+
+}  // namespace
+
 struct MappingCache::State {
-  struct Entry {
-    std::shared_ptr<const MappedRegion> whole;
-    uint64_t size = 0;
-    int fd = -1;  // our own descriptor of the file, to see it deleted
-    uint64_t last_use = 0;
-  };
+  using Entry = CachedFile;
   using Key = std::pair<uint64_t, uint64_t>;  // (device, inode)
   using Entries = std::map<Key, Entry>;
 
@@ -35,29 +52,33 @@ struct MappingCache::State {
   uint64_t uses = 0;
   std::chrono::steady_clock::time_point last_sweep;
 
-  Entries::iterator Drop(Entries::iterator it) {
-    ::close(it->second.fd);
-    bytes -= it->second.size;
+  // Takes an entry out of the table into `dropped`, whose destruction (after
+  // the lock is released) closes its descriptor and, with no view left,
+  // unmaps it: unmapping a large mapping, or the last reference to a deleted
+  // file (which frees its blocks), must not hold up other lookups.
+  Entries::iterator Drop(Entries::iterator it, std::vector<Entry>* dropped) {
+    bytes -= it->second.file.size;
+    dropped->push_back(std::move(it->second));
     return entries.erase(it);
   }
   // Drops the files whose last link is gone.
-  void DropDeleted() {
+  void DropDeleted(std::vector<Entry>* dropped) {
     for (auto it = entries.begin(); it != entries.end();) {
       struct stat st;
       if (::fstat(it->second.fd, &st) != 0 || st.st_nlink == 0) {
-        it = Drop(it);
+        it = Drop(it, dropped);
       } else {
         ++it;
       }
     }
     last_sweep = std::chrono::steady_clock::now();
   }
-  void DropLeastRecentlyUsed() {
+  void DropLeastRecentlyUsed(std::vector<Entry>* dropped) {
     auto oldest = entries.begin();
     for (auto it = entries.begin(); it != entries.end(); ++it) {
       if (it->second.last_use < oldest->second.last_use) oldest = it;
     }
-    Drop(oldest);
+    Drop(oldest, dropped);
   }
 };
 
@@ -68,8 +89,9 @@ MappingCache::MappingCache(uint64_t budget_bytes, int max_files) : state_(std::m
 }
 
 MappingCache::~MappingCache() {
+  Graveyard dropped;
   std::lock_guard<std::mutex> lock(state_->mu);
-  for (auto it = state_->entries.begin(); it != state_->entries.end();) it = state_->Drop(it);
+  for (auto it = state_->entries.begin(); it != state_->entries.end();) it = state_->Drop(it, &dropped.entries);
 }
 
 namespace {
@@ -95,44 +117,46 @@ MappingCache& MappingCache::Default() {
   return *cache;
 }
 
-std::unique_ptr<MappedRegion> MappingCache::View(int fd, uint64_t device, uint64_t inode, uint64_t size,
-                                                 uint64_t offset, size_t n, absl::string_view name) {
+std::unique_ptr<MappedRegion> MappingCache::View(int fd, const FileState& file, uint64_t offset, size_t n,
+                                                 absl::string_view name) {
   State& s = *state_;
-  if (size == 0 || size > s.budget_bytes / 4) return nullptr;
+  if (file.size == 0 || file.size > s.budget_bytes / 4 || s.max_files <= 0) return nullptr;
+  Graveyard dropped;
   std::lock_guard<std::mutex> lock(s.mu);
-  if (std::chrono::steady_clock::now() - s.last_sweep > std::chrono::seconds(1)) s.DropDeleted();
-  auto it = s.entries.find({device, inode});
-  if (it != s.entries.end() && (it->second.size != size || it->second.whole->damaged())) {
-    s.Drop(it);
+  if (std::chrono::steady_clock::now() - s.last_sweep > std::chrono::seconds(1)) s.DropDeleted(&dropped.entries);
+  auto it = s.entries.find({file.device, file.inode});
+  if (it != s.entries.end() && (it->second.file.size != file.size || it->second.file.modified_ns != file.modified_ns ||
+                                it->second.whole->damaged())) {
+    s.Drop(it, &dropped.entries);
     it = s.entries.end();
   }
   if (it == s.entries.end()) {
-    s.DropDeleted();
-    while (!s.entries.empty() &&
-           (s.bytes + size > s.budget_bytes || static_cast<int>(s.entries.size()) >= s.max_files)) {
-      s.DropLeastRecentlyUsed();
-    }
-    if (s.max_files <= 0) return nullptr;
-    auto whole = MappedRegion::Create(fd, 0, static_cast<size_t>(size), name);
+    auto whole = MappedRegion::Create(fd, 0, static_cast<size_t>(file.size), name);
     if (!whole.ok()) return nullptr;
     const int kept = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (kept < 0) return nullptr;
+    s.DropDeleted(&dropped.entries);
+    while (!s.entries.empty() &&
+           (s.bytes + file.size > s.budget_bytes || static_cast<int>(s.entries.size()) >= s.max_files)) {
+      s.DropLeastRecentlyUsed(&dropped.entries);
+    }
     State::Entry entry;
     entry.whole = std::shared_ptr<const MappedRegion>(std::move(whole).value());
-    entry.size = size;
+    entry.file = file;
     entry.fd = kept;
-    it = s.entries.emplace(State::Key(device, inode), std::move(entry)).first;
-    s.bytes += size;
+    it = s.entries.emplace(State::Key(file.device, file.inode), std::move(entry)).first;
+    s.bytes += file.size;
   }
   it->second.last_use = ++s.uses;
-  return MappedRegion::View(it->second.whole, offset < size ? static_cast<size_t>(offset) : static_cast<size_t>(size),
-                            n);
+  const size_t at = offset < file.size ? static_cast<size_t>(offset) : static_cast<size_t>(file.size);
+  return MappedRegion::View(it->second.whole, at, n);
 }
 
 void MappingCache::Forget(uint64_t device, uint64_t inode) {
+  Graveyard dropped;
   std::lock_guard<std::mutex> lock(state_->mu);
   auto it = state_->entries.find({device, inode});
-  if (it != state_->entries.end()) state_->Drop(it);
+  if (it != state_->entries.end()) state_->Drop(it, &dropped.entries);
 }
 
 int MappingCache::files() const {

@@ -12,7 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "engine/platform/env.h"
+#include "engine/platform/record_reader.h"
+#include "engine/platform/record_writer.h"
 #include "engine/platform/test_dirs.h"
 #include "gtest/gtest.h"
 
@@ -39,11 +42,21 @@ class Cache : public ::testing::Test {
     return fd;
   }
   std::string Path(const std::string& name) const { return JoinPath(dir_, name); }
-  // cache.View of the file open as fd, with its identity and size from fstat.
+  // cache.View of the file open as fd, with what fstat says of it now.
   static std::unique_ptr<MappedRegion> ViewOf(MappingCache& cache, int fd, uint64_t offset, size_t n) {
     struct stat st;
     EXPECT_EQ(fstat(fd, &st), 0);
-    return cache.View(fd, st.st_dev, st.st_ino, static_cast<uint64_t>(st.st_size), offset, n, "f");
+    MappingCache::FileState file;
+    file.device = st.st_dev;
+    file.inode = st.st_ino;
+    file.size = static_cast<uint64_t>(st.st_size);
+    file.modified_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    return cache.View(fd, file, offset, n, "f");
+  }
+  // Sets the file's modification time to `seconds` past the epoch.
+  void SetModified(const std::string& name, time_t seconds) {
+    struct timespec times[2] = {{seconds, 0}, {seconds, 0}};
+    ASSERT_EQ(utimensat(AT_FDCWD, Path(name).c_str(), times, 0), 0);
   }
 
   const std::string dir_;
@@ -88,6 +101,26 @@ TEST_F(Cache, AFileThatChangedSizeIsMappedAgainAndShowsItsNewBytes) {
   EXPECT_EQ(cache.bytes(), 80000u);
   // The old view still reads the file's first bytes (a shared mapping).
   EXPECT_EQ(old_view->data()[10], static_cast<char>(10 * 7 + 3));
+}
+
+// A file rewritten in place at the same size is mapped again when its
+// modification time moved: on stacked file systems (overlayfs) the old
+// mapping could show the old copy of the file.
+TEST_F(Cache, AFileModifiedInPlaceIsMappedAgain) {
+  MappingCache cache(1 << 30);
+  const int fd = MakeFile("a", 40000);
+  SetModified("a", 1000000);
+  auto old_view = ViewOf(cache, fd, 0, 40000);
+  ASSERT_NE(old_view, nullptr);
+  EXPECT_EQ(ViewOf(cache, fd, 0, 40000)->data(), old_view->data());  // unchanged: the same mapping
+  MakeFile("a", 40000, 9);
+  SetModified("a", 2000000);
+  auto view = ViewOf(cache, fd, 0, 40000);
+  ASSERT_NE(view, nullptr);
+  EXPECT_NE(view->data(), old_view->data());  // the old one is still alive, so a new one
+  EXPECT_EQ(view->data()[777], static_cast<char>(777 * 7 + 9));
+  EXPECT_EQ(cache.files(), 1);
+  EXPECT_EQ(cache.bytes(), 40000u);
 }
 
 TEST_F(Cache, ATruncatedFilesDamagedMappingIsReplaced) {
@@ -179,9 +212,16 @@ TEST_F(Cache, TheEnvsDeletesAndRenamesDropTheirFiles) {
   map_through_env("a");
   const int files = cache.files();
   const uint64_t bytes = cache.bytes();
+  // A view still out when the file goes keeps reading it.
+  auto file = Env::Default()->NewRandomAccessFile(Path("a"));
+  ASSERT_TRUE(file.ok());
+  auto view = (*file)->Map(5000, 100);
+  ASSERT_TRUE(view.ok());
   ASSERT_TRUE(Env::Default()->DeleteFile(Path("a")).ok());
   EXPECT_EQ(cache.files(), files - 1);
   EXPECT_EQ(cache.bytes(), bytes - 100000);
+  EXPECT_EQ((*view)->data()[99], static_cast<char>(5099 * 7));
+  view->reset();
 
   MakeFile("b", 30000);
   map_through_env("b");
@@ -193,6 +233,38 @@ TEST_F(Cache, TheEnvsDeletesAndRenamesDropTheirFiles) {
   EXPECT_EQ(cache.files(), files);
   ASSERT_TRUE(Env::Default()->DeleteRecursively(dir_).ok());
   EXPECT_EQ(cache.files(), files - 1);
+}
+
+// A RecordReader lets go of its window at the end of the file, so a reader
+// kept after its file is done does not keep the file's whole mapping (nor,
+// for a deleted file, its space).
+TEST_F(Cache, ARecordReaderLetsGoOfItsMappingAtTheEnd) {
+  if (std::getenv("SLUICE_MAPPING_CACHE_BYTES") != nullptr) GTEST_SKIP() << "SLUICE_MAPPING_CACHE_BYTES is set";
+  {
+    auto out = Env::Default()->NewWritableFile(Path("r"));
+    ASSERT_TRUE(out.ok());
+    RecordWriter writer(out->get());
+    for (int i = 0; i < 500; ++i) ASSERT_TRUE(writer.WriteRecord(std::string(1000, static_cast<char>(i))).ok());
+    ASSERT_TRUE(writer.Close().ok());
+  }
+  auto file = Env::Default()->NewRandomAccessFile(Path("r"));
+  ASSERT_TRUE(file.ok());
+  SequentialRecordReader reader(file->get());
+  absl::string_view record;
+  int n = 0;
+  absl::Status s;
+  while ((s = reader.ReadRecord(&record)).ok()) ++n;
+  ASSERT_TRUE(absl::IsOutOfRange(s)) << s;
+  ASSERT_EQ(n, 500);
+  ASSERT_TRUE(reader.mapping());
+  auto mapped = [&] {
+    auto maps = ReadFileToString(Env::Default(), "/proc/self/maps", 64 << 20);
+    EXPECT_TRUE(maps.ok());
+    return maps.ok() && absl::StrContains(*maps, Path("r"));
+  };
+  EXPECT_TRUE(mapped());  // the cache's mapping
+  ASSERT_TRUE(Env::Default()->DeleteFile(Path("r")).ok());
+  EXPECT_FALSE(mapped());  // and no other
 }
 
 }  // namespace

@@ -90,7 +90,17 @@ absl::Status RecordReader::ReadFrame(uint64_t start, uint64_t* length, absl::str
   absl::string_view header;
   absl::Status s = ReadBytes(start, kRecordHeaderBytes, &header);
   if (!s.ok()) return s;
-  if (header.empty()) return absl::OutOfRangeError(absl::StrCat(file_->name(), ": end of file at offset ", start));
+  if (header.empty()) {
+    // The end of the file: let go of the window, which keeps the file's whole
+    // mapping alive (mapping_cache.h) for as long as the reader would.
+    if (region_ != nullptr) {
+      region_.reset();
+      window_ = nullptr;
+      buffer_start_ = 0;
+      buffer_len_ = 0;
+    }
+    return absl::OutOfRangeError(absl::StrCat(file_->name(), ": end of file at offset ", start));
+  }
   if (header.size() < kRecordHeaderBytes) return Truncated(start, "header", kRecordHeaderBytes, header.size());
   *length = absl::little_endian::Load64(header.data());
   const uint32_t length_crc = crc32c::Unmask(absl::little_endian::Load32(header.data() + 8));

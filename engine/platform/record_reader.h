@@ -49,6 +49,10 @@ struct RecordReaderOptions {
   // when the file can be mapped and `follow` is off; otherwise the reader
   // reads. If the file shrinks under the mapping, the reader reads it as the
   // shorter file it now is (see the top of this file), and does not crash.
+  // Posix files give their windows from the process's whole-file mappings
+  // (engine/platform/mapping_cache.h), so a later reader of the same file
+  // (the next epoch) does not map it again; the reader lets go of its
+  // window at the end of the file.
   bool map_file = true;
   // Bytes mapped at a time (a larger record gets a window of its own size);
   // windows of 2 MB and more are widened to start and end on 2 MB

@@ -92,8 +92,10 @@ absl::Status RecordReader::ReadFrame(uint64_t start, uint64_t* length, absl::str
   if (!s.ok()) return s;
   if (header.empty()) {
     // The end of the file: let go of the window, which keeps the file's whole
-    // mapping alive (mapping_cache.h) for as long as the reader would.
-    if (region_ != nullptr) {
+    // mapping alive (mapping_cache.h) for as long as the reader would. (A
+    // damaged window stays, so that the end it shows is confirmed by reading:
+    // NeedsReadRetry.)
+    if (region_ != nullptr && !region_->damaged()) {
       region_.reset();
       window_ = nullptr;
       buffer_start_ = 0;

@@ -42,6 +42,9 @@ constexpr int64_t kKcDeep = 512;
 constexpr int64_t kDeepK = 1024;
 constexpr int64_t kMc = 128;   // a multiple of kMr
 constexpr int64_t kNc = 1024;  // a multiple of kNr
+// A product with one block of A reads a row-major B in place, without packing
+// it, when its blocks of k are at most kKc deep (see GemmBlock).
+constexpr bool kReadBInPlace = true;
 #else
 // KC x NR floats of B (16 KiB) stay in L1 while the micro-kernel sweeps the MC
 // x KC block of A (144 KiB, L2); the KC x NC block of B (2 MiB) is shared
@@ -51,6 +54,14 @@ constexpr int64_t kKcDeep = kKc;
 constexpr int64_t kDeepK = 0;
 constexpr int64_t kMc = 144;   // a multiple of kMr
 constexpr int64_t kNc = 2048;  // a multiple of kNr
+// Row-major B is always packed (by the first tile that reads it): read in
+// place, the AVX2 kernel's 16-float rows of a panel, a row of B apart (2-12
+// KB), fell into a few sets of L1 and were reloaded by every tile. On a Zen 5
+// running this kernel, fashion_cnn's fc1 forward product ran at 63-64
+// GFLOP/s in place and 105-109 packed, fashion_mlp's forward products at
+// 103-107 and 110-114 (docs/PERFORMANCE.md, "Session 33"). The portable
+// kernel follows the same rule, unmeasured.
+constexpr bool kReadBInPlace = false;
 #endif
 // Below this much work per thread, a second thread costs more than it saves.
 constexpr double kMinFlopsPerThread = 2.0 * 1024 * 1024;
@@ -573,8 +584,9 @@ void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int6
   // the first tile reads it (BBlock::fill) made fashion_cnn's fc1 forward
   // product ([128, 3136] x [3136, 1024]) 5-12% faster, while at kKc and below
   // (k = 784, 512) reading in place stays up to 3% ahead (docs/PERFORMANCE.md,
-  // "Session 32").
-  const bool in_place_b = g.packed_b == nullptr && b.cs == 1 && m1 - m0 <= kMc && kb <= kKc;
+  // "Session 32"). That holds for the AVX-512 kernel; the others always pack
+  // (kReadBInPlace).
+  const bool in_place_b = kReadBInPlace && g.packed_b == nullptr && b.cs == 1 && m1 - m0 <= kMc && kb <= kKc;
   const int64_t n_panels = CeilDiv(g.n, kNr);
   const bool has_epilogue = g.bias != nullptr || g.relu;
   Epilogue block_ep;

@@ -55,8 +55,9 @@ constexpr int64_t kDeepK = 0;
 constexpr int64_t kMc = 144;   // a multiple of kMr
 constexpr int64_t kNc = 2048;  // a multiple of kNr
 // Row-major B is always packed (by the first tile that reads it): read in
-// place, the AVX2 kernel's 16-float rows of a panel, a row of B apart (2-12
-// KB), fell into a few sets of L1 and were reloaded by every tile. On a Zen 5
+// place, the AVX2 kernel's 16-float rows of a panel, a row of B apart (2 or 4
+// KB at the shipped models' shapes), fell into a few sets of L1 and were
+// reloaded by every tile. On a Zen 5
 // running this kernel, fashion_cnn's fc1 forward product ran at 63-64
 // GFLOP/s in place and 105-109 packed, fashion_mlp's forward products at
 // 103-107 and 110-114 (docs/PERFORMANCE.md, "Session 33"). The portable

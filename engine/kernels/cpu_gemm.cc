@@ -54,13 +54,13 @@ constexpr int64_t kKcDeep = kKc;
 constexpr int64_t kDeepK = 0;
 constexpr int64_t kMc = 144;   // a multiple of kMr
 constexpr int64_t kNc = 2048;  // a multiple of kNr
-// Row-major B is always packed (by the first tile that reads it): read in
-// place, the AVX2 kernel's 16-float rows of a panel, a row of B apart (2 or 4
-// KB at the shipped models' shapes), fell into a few sets of L1 and were
-// reloaded by every tile. On a Zen 5
-// running this kernel, fashion_cnn's fc1 forward product ran at 63-64
-// GFLOP/s in place and 105-109 packed, fashion_mlp's forward products at
-// 103-107 and 110-114 (docs/PERFORMANCE.md, "Session 33"). The portable
+// Row-major B is always packed (by the first tile that reads it), never read
+// in place by every tile of a product with one block of A: on a Zen 5
+// running this kernel, fashion_cnn's fc1 forward product ran at 63-65
+// GFLOP/s in place and 109-110 packed, the LSTM's h R ([32, 256] x [256,
+// 1024]) at 52-53 and 85-88, fashion_mlp's forward products at 104-110 and
+// 112-115 (docs/PERFORMANCE.md, "Session 33"; why in place costs this kernel
+// so much more than the AVX-512 one was not established). The portable
 // kernel follows the same rule, unmeasured.
 constexpr bool kReadBInPlace = false;
 #endif

@@ -177,9 +177,10 @@ void BM_TFRecordRead(benchmark::State& state) {
   };
   if (state.range(3) == 0 || state.range(3) == 1) {
     // The reader's first pass over the file in this process, beside a plain
-    // read (CPU time, as below): nothing of the file is mapped yet
-    // (engine/platform/mapping_cache.h), so the faults and page tables of
-    // its mapping are paid here. The timed iterations are the later passes,
+    // read (CPU time, as below): this process has not mapped the file yet
+    // (the last run deleted its file through the Env, which drops it from
+    // engine/platform/mapping_cache.h), so the faults and page tables of its
+    // mapping are paid here. The timed iterations are the later passes,
     // as training's later epochs.
     const double t0 = ThreadCpuSeconds();
     plain_read();

@@ -30,8 +30,9 @@
 // handler for it.
 //
 // Ownership: a region owns its mapping and unmaps it when destroyed; it does
-// not own the file descriptor. A view (View) owns a share of another region. Thread safety: data() may be read from any
-// thread, and damaged() called from any, while the region lives.
+// not own the file descriptor. A view (View) owns a share of another region.
+// Thread safety: data() may be read from any thread, and damaged() called
+// from any, while the region lives.
 #ifndef SLUICE_ENGINE_PLATFORM_MAPPED_REGION_H_
 #define SLUICE_ENGINE_PLATFORM_MAPPED_REGION_H_
 

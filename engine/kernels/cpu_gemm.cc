@@ -54,15 +54,20 @@ constexpr int64_t kKcDeep = kKc;
 constexpr int64_t kDeepK = 0;
 constexpr int64_t kMc = 144;   // a multiple of kMr
 constexpr int64_t kNc = 2048;  // a multiple of kNr
-// Row-major B is always packed (by the first tile that reads it), never read
-// in place by every tile of a product with one block of A: on a Zen 5
-// running this kernel, fashion_cnn's fc1 forward product ran at 63-65
+#if defined(SLUICE_GEMM_AVX2)
+// The AVX2 kernel always packs row-major B (by the first tile that reads it),
+// never reads it in place by every tile of a product with one block of A: on
+// a Zen 5 running this kernel, fashion_cnn's fc1 forward product ran at 63-65
 // GFLOP/s in place and 109-110 packed, the LSTM's h R ([32, 256] x [256,
 // 1024]) at 52-53 and 85-88, fashion_mlp's forward products at 104-110 and
 // 112-115 (docs/PERFORMANCE.md, "Session 33"; why in place costs this kernel
-// so much more than the AVX-512 one was not established). The portable
-// kernel follows the same rule, unmeasured.
+// so much more than the AVX-512 one was not established).
 constexpr bool kReadBInPlace = false;
+#else
+// The portable kernel reads B in place as the AVX-512 one does: packed, it
+// was no faster on that Zen 5 (an SSE2 build; fc1 forward slower).
+constexpr bool kReadBInPlace = true;
+#endif
 #endif
 // Below this much work per thread, a second thread costs more than it saves.
 constexpr double kMinFlopsPerThread = 2.0 * 1024 * 1024;
@@ -585,8 +590,8 @@ void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int6
   // the first tile reads it (BBlock::fill) made fashion_cnn's fc1 forward
   // product ([128, 3136] x [3136, 1024]) 5-12% faster, while at kKc and below
   // (k = 784, 512) reading in place stays up to 3% ahead (docs/PERFORMANCE.md,
-  // "Session 32"). That holds for the AVX-512 kernel; the others always pack
-  // (kReadBInPlace).
+  // "Session 32"). That holds for the AVX-512 and portable kernels; the AVX2
+  // one always packs (kReadBInPlace).
   const bool in_place_b = kReadBInPlace && g.packed_b == nullptr && b.cs == 1 && m1 - m0 <= kMc && kb <= kKc;
   const int64_t n_panels = CeilDiv(g.n, kNr);
   const bool has_epilogue = g.bias != nullptr || g.relu;

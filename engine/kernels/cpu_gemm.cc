@@ -602,7 +602,6 @@ void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int6
     for (int64_t pc = 0; pc < g.k; pc += kb) {
       const int64_t kc = std::min(kb, g.k - pc);
       BBlock bb;
-      BBlock filled;  // bb once its first block of A has filled it (fill only)
       if (g.packed_b != nullptr) {  // PackGemmB's layout; jc is a multiple of kNr
         bb.packed = g.packed_b + pc * n_panels * kNr + (jc / kNr) * kc * kNr;
       } else if (in_place_b || (b.cs == 1 && nc >= kNr)) {
@@ -619,7 +618,6 @@ void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int6
           bb.edge = edge;
         }
         bb.fill = bp;
-        filled.packed = bp;
       } else {
         float* bp = buffers.b.Get(CeilDiv(nc, kNr) * kNr * kc);
         PackB(b, pc, kc, jc, nc, bp);
@@ -633,8 +631,12 @@ void GemmBlock(const GemmArgs& g, const View& a, const View& b, int64_t m0, int6
         const int64_t mc = std::min(kMc, m1 - ic);
         float* ap = buffers.a.Get(CeilDiv(mc, kMr) * kMr * kc);
         PackA(a, ic, mc, pc, kc, ap);
-        MacroKernel(mc, nc, kc, ap, ic == m0 || bb.fill == nullptr ? bb : filled, g.c + ic * g.ldc + jc, g.ldc,
-                    accumulate, ep);
+        MacroKernel(mc, nc, kc, ap, bb, g.c + ic * g.ldc + jc, g.ldc, accumulate, ep);
+        if (bb.fill != nullptr) {  // the later blocks of A read the panels this one filled
+          const float* filled = bb.fill;
+          bb = BBlock();
+          bb.packed = filled;
+        }
       }
     }
   }

@@ -79,12 +79,8 @@ class PosixRandomAccessFile : public RandomAccessFile {
     // Through the process's whole-file mappings where the file fits them, so
     // a file read again is not mapped and faulted in again (mapping_cache.h).
     if (want > 0) {
-      MappingCache::FileState file;
-      file.device = static_cast<uint64_t>(st.st_dev);
-      file.inode = static_cast<uint64_t>(st.st_ino);
-      file.size = size;
-      file.modified_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-      std::unique_ptr<MappedRegion> view = MappingCache::Default().View(fd_, file, offset, want, name_);
+      std::unique_ptr<MappedRegion> view =
+          MappingCache::Default().View(fd_, MappingCache::FileStateOf(st), offset, want, name_);
       if (view != nullptr) return view;
     }
     return MappedRegion::Create(fd_, offset, want, name_);

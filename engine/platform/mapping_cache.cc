@@ -117,6 +117,15 @@ MappingCache& MappingCache::Default() {
   return *cache;
 }
 
+MappingCache::FileState MappingCache::FileStateOf(const struct stat& st) {
+  FileState file;
+  file.device = static_cast<uint64_t>(st.st_dev);
+  file.inode = static_cast<uint64_t>(st.st_ino);
+  file.size = static_cast<uint64_t>(st.st_size);
+  file.modified_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return file;
+}
+
 std::unique_ptr<MappedRegion> MappingCache::View(int fd, const FileState& file, uint64_t offset, size_t n,
                                                  absl::string_view name) {
   State& s = *state_;

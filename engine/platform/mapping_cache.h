@@ -47,6 +47,8 @@
 #ifndef SLUICE_ENGINE_PLATFORM_MAPPING_CACHE_H_
 #define SLUICE_ENGINE_PLATFORM_MAPPING_CACHE_H_
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <memory>
 
@@ -75,6 +77,7 @@ class MappingCache {
     uint64_t size = 0;
     int64_t modified_ns = 0;  // modification time, ns since the epoch
   };
+  static FileState FileStateOf(const struct stat& st);
 
   // A region showing bytes [offset, offset + n) of the regular file open as
   // `fd` (cut at its end), taken from the cached mapping of the whole file,

@@ -48,12 +48,7 @@ class Cache : public ::testing::Test {
   static std::unique_ptr<MappedRegion> ViewOf(MappingCache& cache, int fd, uint64_t offset, size_t n) {
     struct stat st;
     EXPECT_EQ(fstat(fd, &st), 0);
-    MappingCache::FileState file;
-    file.device = st.st_dev;
-    file.inode = st.st_ino;
-    file.size = static_cast<uint64_t>(st.st_size);
-    file.modified_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    return cache.View(fd, file, offset, n, "f");
+    return cache.View(fd, MappingCache::FileStateOf(st), offset, n, "f");
   }
   // Sets the file's modification time to `seconds` past the epoch.
   void SetModified(const std::string& name, time_t seconds) {

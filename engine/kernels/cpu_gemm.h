@@ -8,7 +8,9 @@
 // each tile of C: 8 x 32 with AVX-512 when the build targets it, 6 x 16 with
 // AVX2 + FMA, portable C++ otherwise. Transposed operands are handled by the packing, so every
 // combination of transposes runs the same micro-kernel. A row-major B is packed by the first tile
-// that reads each panel (the micro-kernel stores the rows it loads), not in a pass of its own.
+// that reads each panel (the micro-kernel stores the rows it loads), not in a pass of its own;
+// with a single block of A and shallow blocks of k, the AVX-512 and portable kernels read it in
+// place instead (cpu_gemm.cc, GemmBlock).
 //
 // Threads: the caller's thread plus up to max_threads - 1 tasks on `pool`;
 // C is split into disjoint blocks of whole tiles, one per thread, so no two

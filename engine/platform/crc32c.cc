@@ -1,7 +1,7 @@
 // CRC32C: slicing-by-8 tables built once, an SSE4.2 + PCLMUL path chosen at
 // run time (with 512-bit VPCLMULQDQ folding for buffers of 64 bytes and more
-// when the build targets AVX-512), and Combine by arithmetic on polynomials
-// mod P.
+// when the build targets AVX-512, beside six crc32 streams from 2 KiB up), and
+// Combine by arithmetic on polynomials mod P.
 #include "engine/platform/crc32c.h"
 
 #include <array>
@@ -192,6 +192,36 @@ SLUICE_CRC_TARGET inline __m512i Load64(const char* p, char* dst, size_t offset)
   return v;
 }
 
+// The four accumulators of 256 consecutive bytes folded into the last
+// register; the six products are independent.
+SLUICE_CRC_TARGET inline __m512i FoldFour(__m512i x0, __m512i x1, __m512i x2, __m512i x3) {
+  __m512i x = FoldInto(x2, Broadcast(k64), x3);
+  x = FoldInto(x1, Broadcast(k128), x);
+  return FoldInto(x0, Broadcast(k192), x);
+}
+
+// A register's four lanes folded into its last (lanes 0, 1 and 2 move over 48,
+// 32 and 16 bytes; lane 3's constants are zero, so its products are too).
+SLUICE_CRC_TARGET inline __m128i FoldLanes(__m512i x) {
+  const __m512i lanes = _mm512_set_epi64(0, 0, static_cast<long long>(k16.low), static_cast<long long>(k16.high),
+                                         static_cast<long long>(k32.low), static_cast<long long>(k32.high),
+                                         static_cast<long long>(k48.low), static_cast<long long>(k48.high));
+  const __m512i moved =
+      _mm512_xor_si512(_mm512_clmulepi64_epi128(x, lanes, 0x00), _mm512_clmulepi64_epi128(x, lanes, 0x11));
+  // (maskz_ forms: GCC 12 warns about the undefined upper bits of the plain ones.)
+  const __m256i half = _mm256_xor_si256(_mm512_maskz_extracti64x4_epi64(0xff, moved, 0),
+                                        _mm512_maskz_extracti64x4_epi64(0xff, moved, 1));
+  return _mm_xor_si128(_mm_xor_si128(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1)),
+                       _mm512_maskz_extracti32x4_epi32(0xf, x, 3));
+}
+
+// The state of a folded 16-byte message: its CRC from state zero.
+SLUICE_CRC_TARGET inline uint32_t LaneState(__m128i r) {
+  const uint64_t first = static_cast<uint64_t>(_mm_cvtsi128_si64(r));
+  const uint64_t second = static_cast<uint64_t>(_mm_extract_epi64(r, 1));
+  return static_cast<uint32_t>(_mm_crc32_u64(_mm_crc32_u64(0, first), second));
+}
+
 // The raw state (no conditioning) after data[0, n) from raw state `state`,
 // for n rounded down to a multiple of 16; *consumed is set to that count and
 // the caller finishes the rest (under 16 bytes). With kCopy, the consumed bytes
@@ -221,10 +251,7 @@ SLUICE_CRC_TARGET uint32_t Fold(uint32_t state, const char* p, size_t n, char* d
       if (kCopy) dst += 256;
       n -= 256;
     }
-    // The four accumulators into the last; the six products are independent.
-    x = FoldInto(x2, Broadcast(k64), x3);
-    x = FoldInto(x1, Broadcast(k128), x);
-    x = FoldInto(x0, Broadcast(k192), x);
+    x = FoldFour(x0, x1, x2, x3);
   } else {
     x = _mm512_xor_si512(Load64<kCopy>(p, dst, 0), entry);
     p += 64;
@@ -238,18 +265,7 @@ SLUICE_CRC_TARGET uint32_t Fold(uint32_t state, const char* p, size_t n, char* d
     if (kCopy) dst += 64;
     n -= 64;
   }
-  // The register's four lanes into its last: lanes 0, 1 and 2 move over 48,
-  // 32 and 16 bytes (lane 3's constants are zero, so its products are too).
-  const __m512i lanes = _mm512_set_epi64(0, 0, static_cast<long long>(k16.low), static_cast<long long>(k16.high),
-                                         static_cast<long long>(k32.low), static_cast<long long>(k32.high),
-                                         static_cast<long long>(k48.low), static_cast<long long>(k48.high));
-  const __m512i moved =
-      _mm512_xor_si512(_mm512_clmulepi64_epi128(x, lanes, 0x00), _mm512_clmulepi64_epi128(x, lanes, 0x11));
-  // (maskz_ forms: GCC 12 warns about the undefined upper bits of the plain ones.)
-  const __m256i half = _mm256_xor_si256(_mm512_maskz_extracti64x4_epi64(0xff, moved, 0),
-                                        _mm512_maskz_extracti64x4_epi64(0xff, moved, 1));
-  __m128i r = _mm_xor_si128(_mm_xor_si128(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1)),
-                            _mm512_maskz_extracti32x4_epi32(0xf, x, 3));
+  __m128i r = FoldLanes(x);
   const __m128i k1 = _mm_set_epi64x(static_cast<long long>(k16.low), static_cast<long long>(k16.high));
   while (n >= 16) {
     const __m128i next = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -262,9 +278,93 @@ SLUICE_CRC_TARGET uint32_t Fold(uint32_t state, const char* p, size_t n, char* d
     n -= 16;
   }
   *consumed = static_cast<size_t>(p - begin);
-  const uint64_t first = static_cast<uint64_t>(_mm_cvtsi128_si64(r));
-  const uint64_t second = static_cast<uint64_t>(_mm_extract_epi64(r, 1));
-  return static_cast<uint32_t>(_mm_crc32_u64(_mm_crc32_u64(0, first), second));
+  return LaneState(r);
+}
+
+// Six crc32 streams over six consecutive blocks: the instruction's latency is
+// three cycles and a Zen 5 issues two per cycle (a probe: 9.4 GB/s for one
+// stream, 28 for three, 52 for six), so six independent streams keep it busy.
+// Used beside folding (Hybrid below); alone, they were slower than folding for
+// a kilobyte in BM_Crc32c. At the end, each block's state is moved over the
+// blocks after it (Shift) and the states are added.
+constexpr size_t kStreams = 6;
+constexpr size_t kMaxStreamWords = kMaxWords / kStreams;  // Shift's constants reach 8 * kMaxWords bytes
+
+struct SixStreams {
+  const char* q;  // the first block; block i starts i blocks later
+  size_t block;   // bytes per block, a multiple of 8
+  uint64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0;
+
+  // The eight bytes at `offset` of every block.
+  SLUICE_CRC_TARGET inline void Step(size_t offset) {
+    c0 = _mm_crc32_u64(c0, Word(0, offset));
+    c1 = _mm_crc32_u64(c1, Word(1, offset));
+    c2 = _mm_crc32_u64(c2, Word(2, offset));
+    c3 = _mm_crc32_u64(c3, Word(3, offset));
+    c4 = _mm_crc32_u64(c4, Word(4, offset));
+    c5 = _mm_crc32_u64(c5, Word(5, offset));
+  }
+  uint64_t Word(size_t stream, size_t offset) const {
+    uint64_t w;
+    std::memcpy(&w, q + stream * block + offset, 8);
+    return w;
+  }
+  // The raw state at the end of the six blocks, given `before`, the raw state
+  // at the start of the first (the streams themselves start from zero).
+  // REQUIRES: block / 8 <= kMaxStreamWords.
+  SLUICE_CRC_TARGET inline uint32_t Combined(uint32_t before, const CombineConstants& k) const {
+    const size_t w = block / 8;
+    return Shift(before, k.one[6 * w]) ^ Shift(static_cast<uint32_t>(c0), k.one[5 * w]) ^
+           Shift(static_cast<uint32_t>(c1), k.one[4 * w]) ^ Shift(static_cast<uint32_t>(c2), k.one[3 * w]) ^
+           Shift(static_cast<uint32_t>(c3), k.one[2 * w]) ^ Shift(static_cast<uint32_t>(c4), k.one[w]) ^
+           static_cast<uint32_t>(c5);
+  }
+};
+
+// Both units at once. Folding is bound by the carry-less multiplier (about
+// 0.4 VPCLMULQDQ per cycle on a Zen 5: 13 bytes per cycle) and leaves the
+// integer units idle, where the crc32 streams run (16 bytes per cycle). So a piece of the buffer is
+// split in two: its first 256 * (folds + 1) bytes are folded while six
+// streams run over the 48 * words bytes after them, kHybridWordsPerFold words
+// of each stream beside each fold; the streams' last words run beside the
+// folded registers' reduction.
+constexpr size_t kHybridWordsPerFold = 6;  // 288 bytes of streams beside each 256 folded
+constexpr size_t kHybridTailWords = 10;    // per stream, beside the reduction
+constexpr size_t kHybridMaxFolds = 24;     // pieces of at most 6400 + 48 * 154 bytes
+
+constexpr size_t kMinHybrid = 2048;  // below, folding alone is as fast (or faster)
+// A whole piece's streams, and the last piece's (at most 6 * 23 words beside
+// its folds and under (544 + 480) / 48 more), stay within Shift's constants.
+static_assert(kHybridWordsPerFold * kHybridMaxFolds + kHybridTailWords <= kMaxStreamWords, "");
+static_assert(kHybridWordsPerFold * (kHybridMaxFolds - 1) + 22 <= kMaxStreamWords, "");
+
+constexpr size_t HybridBytes(size_t folds, size_t words) { return 256 * (folds + 1) + 8 * kStreams * words; }
+
+// The raw state after the HybridBytes(folds, words) bytes at p from raw state
+// `state`.
+// REQUIRES: kHybridWordsPerFold * folds <= words <= kMaxStreamWords, words >= 1.
+SLUICE_CRC_TARGET uint32_t Hybrid(uint32_t state, const char* p, size_t folds, size_t words,
+                                  const CombineConstants& k) {
+  SixStreams streams{p + 256 * (folds + 1), 8 * words};
+  const __m512i entry = _mm512_maskz_set1_epi32(1, static_cast<int>(state));
+  __m512i x0 = _mm512_xor_si512(Load64<false>(p, nullptr, 0), entry);
+  __m512i x1 = Load64<false>(p, nullptr, 64);
+  __m512i x2 = Load64<false>(p, nullptr, 128);
+  __m512i x3 = Load64<false>(p, nullptr, 192);
+  const __m512i k256x = Broadcast(k256);
+  size_t offset = 0;
+  for (size_t f = 0; f < folds; ++f) {
+    p += 256;
+    x0 = FoldInto(x0, k256x, Load64<false>(p, nullptr, 0));
+    x1 = FoldInto(x1, k256x, Load64<false>(p, nullptr, 64));
+    x2 = FoldInto(x2, k256x, Load64<false>(p, nullptr, 128));
+    x3 = FoldInto(x3, k256x, Load64<false>(p, nullptr, 192));
+#pragma GCC unroll 6
+    for (size_t u = 0; u < kHybridWordsPerFold; ++u, offset += 8) streams.Step(offset);
+  }
+  const uint32_t folded = LaneState(FoldLanes(FoldFour(x0, x1, x2, x3)));
+  for (; offset < streams.block; offset += 8) streams.Step(offset);
+  return streams.Combined(folded, k);
 }
 
 #endif  // SLUICE_CRC32C_FOLD
@@ -274,6 +374,29 @@ SLUICE_CRC_TARGET uint32_t ExtendHardware(uint32_t init_crc, const char* p, size
   // Unaligned 8-byte loads cost nothing extra on x86-64, so no prologue.
   uint32_t c = init_crc ^ 0xffffffffu;
 #if SLUICE_CRC32C_FOLD
+  if (!kCopy && n >= kMinHybrid) {
+    const CombineConstants& k = GetCombineConstants();
+    // Folding and six crc32 streams at once (Hybrid), in pieces of at most
+    // kHybridMaxFolds folds; the last piece takes the stream words that are
+    // left (all but under 48 bytes).
+    constexpr size_t kPerFold = 256 + 8 * kStreams * kHybridWordsPerFold;
+    constexpr size_t kTailBytes = 8 * kStreams * kHybridTailWords;
+    while (n >= kMinHybrid) {
+      const size_t spare = n - 256;
+      size_t folds = spare >= kTailBytes + kPerFold ? (spare - kTailBytes) / kPerFold : 0;
+      size_t words;
+      if (folds >= kHybridMaxFolds) {
+        folds = kHybridMaxFolds;
+        words = kHybridWordsPerFold * folds + kHybridTailWords;
+      } else {
+        words = (spare - 256 * folds) / (8 * kStreams);
+      }
+      c = Hybrid(c, p, folds, words, k);
+      const size_t done = HybridBytes(folds, words);
+      p += done;
+      n -= done;
+    }
+  }
   // 512-bit carry-less folding down to a tail of under 16 bytes.
   if (n >= kMinFold) {
     size_t consumed;

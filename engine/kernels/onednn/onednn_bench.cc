@@ -5,7 +5,8 @@
 //     (bias + Relu) at configs/fashion_cnn.pbtxt's two layers (28x28x1 ->
 //     5x5x32 SAME; 14x14x32 -> 5x5x64 SAME);
 //   - MatMul at fashion_mlp's and fashion_cnn's dense layers, forward and the
-//     two gradient products (transpose_b for dx, transpose_a for dW);
+//     two gradient products (transpose_b for dx, transpose_a for dW), and the
+//     square products 512, 1024 and 2048 of the MatMul goal;
 //   - MaxPool and MaxPoolGrad 2x2/2 after each conv layer.
 // The oneDNN side is the kernel itself: primitives built once per shape and
 // cached, reorders between our NHWC / HWIO tensors and oneDNN's blocked
@@ -133,6 +134,10 @@ const MatMulShape kMatMuls[] = {
     {"cnn fc1 dW x^T dy [3136,128]x[128,1024]", 3136, 128, 1024, true, false},
     {"cnn logits x W [128,1024]x[1024,10]", 128, 1024, 10, false, false},
     {"cnn logits dW x^T dy [1024,128]x[128,10]", 1024, 128, 10, true, false},
+    // The square products of issue 18's MatMul goal (ops_bench's BM_MatMulPaired).
+    {"square [512,512]x[512,512]", 512, 512, 512, false, false},
+    {"square [1024,1024]x[1024,1024]", 1024, 1024, 1024, false, false},
+    {"square [2048,2048]x[2048,2048]", 2048, 2048, 2048, false, false},
 };
 
 void BM_MatMul(benchmark::State& state) {
@@ -183,7 +188,7 @@ BENCHMARK(BM_Conv)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatMul)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {0, 1}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {0, 1}, {1, 2}})
     ->ArgNames({"shape", "onednn", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);

@@ -7,6 +7,8 @@
 #include <array>
 #include <cstring>
 
+#include "engine/platform/logging.h"
+
 #if defined(__x86_64__)
 #include <nmmintrin.h>
 #include <wmmintrin.h>
@@ -45,8 +47,9 @@ const Tables& GetTables() {
 
 #if defined(__x86_64__)
 // The hardware path: the crc32 instruction has a latency of three cycles and a
-// throughput of one, so three independent streams run over three consecutive
-// blocks of L bytes and are then combined. Moving a CRC state s over L zero
+// throughput of one per cycle on many cores (two on a Zen 5: see SixStreams),
+// so three independent streams run over three consecutive blocks of L bytes
+// and are then combined. Moving a CRC state s over L zero
 // bytes multiplies it by x^(8L) mod P; with reflected bit order that is
 // crc32_u64(0, clmul(s, x^(8L-33) mod P)) (the product's extra factor x and
 // the instruction's x^32 make up the 33). Every multiple of 8 bytes up to
@@ -296,7 +299,7 @@ struct SixStreams {
   uint64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0;
 
   // The eight bytes at `offset` of every block.
-  SLUICE_CRC_TARGET inline void Step(size_t offset) {
+  SLUICE_CRC_TARGET void Step(size_t offset) {
     c0 = _mm_crc32_u64(c0, Word(0, offset));
     c1 = _mm_crc32_u64(c1, Word(1, offset));
     c2 = _mm_crc32_u64(c2, Word(2, offset));
@@ -312,7 +315,7 @@ struct SixStreams {
   // The raw state at the end of the six blocks, given `before`, the raw state
   // at the start of the first (the streams themselves start from zero).
   // REQUIRES: block / 8 <= kMaxStreamWords.
-  SLUICE_CRC_TARGET inline uint32_t Combined(uint32_t before, const CombineConstants& k) const {
+  SLUICE_CRC_TARGET uint32_t Combined(uint32_t before, const CombineConstants& k) const {
     const size_t w = block / 8;
     return Shift(before, k.one[6 * w]) ^ Shift(static_cast<uint32_t>(c0), k.one[5 * w]) ^
            Shift(static_cast<uint32_t>(c1), k.one[4 * w]) ^ Shift(static_cast<uint32_t>(c2), k.one[3 * w]) ^
@@ -333,18 +336,29 @@ constexpr size_t kHybridTailWords = 10;    // per stream, beside the reduction
 constexpr size_t kHybridMaxFolds = 24;     // pieces of at most 6400 + 48 * 154 bytes
 
 constexpr size_t kMinHybrid = 2048;  // below, folding alone is as fast (or faster)
-// A whole piece's streams, and the last piece's (at most 6 * 23 words beside
-// its folds and under (544 + 480) / 48 more), stay within Shift's constants.
-static_assert(kHybridWordsPerFold * kHybridMaxFolds + kHybridTailWords <= kMaxStreamWords, "");
-static_assert(kHybridWordsPerFold * (kHybridMaxFolds - 1) + 22 <= kMaxStreamWords, "");
 
 constexpr size_t HybridBytes(size_t folds, size_t words) { return 256 * (folds + 1) + 8 * kStreams * words; }
+// Bytes of a piece per fold (256 folded, 288 in streams) and beside the
+// reduction; the largest piece.
+constexpr size_t kHybridPerFold = 256 + 8 * kStreams * kHybridWordsPerFold;
+constexpr size_t kHybridTailBytes = 8 * kStreams * kHybridTailWords;
+constexpr size_t kHybridMaxPiece = HybridBytes(kHybridMaxFolds, kHybridWordsPerFold * kHybridMaxFolds + kHybridTailWords);
+static_assert(kHybridMaxPiece == 13792, "the tests name this size");
+// A piece under kHybridMaxPiece has fewer folds and at most (kHybridPerFold +
+// kHybridTailBytes - 1) / 48 words beyond six per fold (see ExtendHardware):
+// its streams stay within Shift's constants too.
+static_assert(kHybridWordsPerFold * (kHybridMaxFolds - 1) + (kHybridPerFold + kHybridTailBytes - 1) / (8 * kStreams) <=
+                  kMaxStreamWords,
+              "");
+// Every piece has at least one fold.
+static_assert(kMinHybrid - 256 >= kHybridTailBytes + kHybridPerFold, "");
 
 // The raw state after the HybridBytes(folds, words) bytes at p from raw state
 // `state`.
 // REQUIRES: kHybridWordsPerFold * folds <= words <= kMaxStreamWords, words >= 1.
 SLUICE_CRC_TARGET uint32_t Hybrid(uint32_t state, const char* p, size_t folds, size_t words,
                                   const CombineConstants& k) {
+  DCHECK(words >= 1 && kHybridWordsPerFold * folds <= words && words <= kMaxStreamWords);
   SixStreams streams{p + 256 * (folds + 1), 8 * words};
   const __m512i entry = _mm512_maskz_set1_epi32(1, static_cast<int>(state));
   __m512i x0 = _mm512_xor_si512(Load64<false>(p, nullptr, 0), entry);
@@ -374,21 +388,21 @@ SLUICE_CRC_TARGET uint32_t ExtendHardware(uint32_t init_crc, const char* p, size
   // Unaligned 8-byte loads cost nothing extra on x86-64, so no prologue.
   uint32_t c = init_crc ^ 0xffffffffu;
 #if SLUICE_CRC32C_FOLD
-  if (!kCopy && n >= kMinHybrid) {
-    const CombineConstants& k = GetCombineConstants();
+  if constexpr (!kCopy) {
     // Folding and six crc32 streams at once (Hybrid), in pieces of at most
-    // kHybridMaxFolds folds; the last piece takes the stream words that are
-    // left (all but under 48 bytes).
-    constexpr size_t kPerFold = 256 + 8 * kStreams * kHybridWordsPerFold;
-    constexpr size_t kTailBytes = 8 * kStreams * kHybridTailWords;
+    // kHybridMaxPiece bytes; the last piece takes every stream word that is
+    // left, so under 48 bytes remain. A piece before the last leaves at
+    // least kMinHybrid bytes for it.
+    const CombineConstants& k = GetCombineConstants();
     while (n >= kMinHybrid) {
-      const size_t spare = n - 256;
-      size_t folds = spare >= kTailBytes + kPerFold ? (spare - kTailBytes) / kPerFold : 0;
+      const size_t budget = n > kHybridMaxPiece && n - kHybridMaxPiece < kMinHybrid ? n - kMinHybrid : n;
+      const size_t spare = budget - 256;
+      size_t folds = (spare - kHybridTailBytes) / kHybridPerFold;  // >= 1 (static_assert above)
       size_t words;
       if (folds >= kHybridMaxFolds) {
         folds = kHybridMaxFolds;
         words = kHybridWordsPerFold * folds + kHybridTailWords;
-      } else {
+      } else {  // 6 * folds + 10 <= words <= 6 * folds + 21
         words = (spare - 256 * folds) / (8 * kStreams);
       }
       c = Hybrid(c, p, folds, words, k);

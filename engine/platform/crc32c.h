@@ -6,8 +6,8 @@
 // PCLMULQDQ) when the CPU has both (checked once at run time), else a
 // slicing-by-8 table; when the build targets AVX-512F and VPCLMULQDQ, buffers
 // of 64 bytes and more are first folded 256 bytes at a time by carry-less
-// multiplication (from 2 KiB, with six crc32 streams over part of the buffer
-// at the same time). All give identical results. Combine joins the CRCs of
+// multiplication (in Extend from 2 KiB, with six crc32 streams over part of
+// the buffer at the same time). All give identical results. Combine joins the CRCs of
 // two adjacent byte ranges without reading the bytes again. Mask/Unmask are
 // TFRecord's masking of stored CRCs (a CRC of data that itself holds CRCs is
 // then less degenerate).

@@ -72,16 +72,18 @@ TEST(Crc32c, InterleavedStreamsAgreeWithTheTableOnLongInputs) {
 }
 
 TEST(Crc32c, FoldingBesideSixStreamsAgreesWithTheTableAtItsPieceBoundaries) {
-  // In AVX-512 builds, buffers from 2048 bytes are folded beside six crc32
-  // streams in pieces of at most 13792 bytes (24 folds of 256 beside 6 x 154
-  // words); the last piece leaves under 48 bytes. Lengths at and around those
-  // sizes, several pieces, and the starts of a 64-byte line.
+  // In AVX-512 builds, Extend folds buffers from 2048 bytes beside six crc32
+  // streams, in pieces of at most 13792 bytes (25 x 256 bytes folded beside 6
+  // x 154 words); a piece before the last leaves at least 2048 bytes, and the
+  // last leaves under 48. The words per stream change at n = 2064 + 48 i, the
+  // folds at 2368 + 544 i. Lengths at and around those sizes, several pieces
+  // (the last one whole, split to leave 2048 bytes, or short), and four starts.
   std::mt19937 rng(19);
   std::string data(5 * 13792 + 200, '\0');
   for (char& c : data) c = static_cast<char>(rng());
-  for (size_t n : {size_t{2047}, size_t{2048}, size_t{2049}, size_t{2048 + 47}, size_t{2048 + 48}, size_t{13791},
-                   size_t{13792}, size_t{13793}, size_t{13792 + 2047}, size_t{13792 + 2048}, size_t{2 * 13792 + 47},
-                   size_t{5 * 13792 + 100}}) {
+  for (size_t n : {size_t{2047}, size_t{2048}, size_t{2063}, size_t{2064}, size_t{2111}, size_t{2112}, size_t{2367},
+                   size_t{2368}, size_t{2912}, size_t{13791}, size_t{13792}, size_t{13793}, size_t{13792 + 2047},
+                   size_t{13792 + 2048}, size_t{2 * 13792 + 47}, size_t{3 * 13792 + 5000}, size_t{5 * 13792 + 100}}) {
     for (size_t start : {size_t{0}, size_t{1}, size_t{8}, size_t{63}}) {
       const uint32_t init = static_cast<uint32_t>(n * 0x9e3779b9u + start);
       EXPECT_EQ(crc32c::Extend(init, data.data() + start, n), crc32c::ExtendPortable(init, data.data() + start, n))

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "inputs/idx_cache.h"
 
 namespace sluice {
 
@@ -88,45 +89,12 @@ std::vector<int64_t> SeededPermutation(uint64_t seed, int64_t work, int64_t n) {
   return order;
 }
 
-// What identifies a gzip file's contents without inflating it: its size and
-// its last 8 bytes (the gzip trailer: CRC-32 and length of the data). Empty
-// for a file that is not gzip (or too short to be one).
-absl::StatusOr<std::string> GzipIdentity(Env* env, const std::string& path) {
-  auto size = env->GetFileSize(path);
-  if (!size.ok()) return size.status();
-  if (*size < 18) return std::string();  // a gzip header and trailer alone are 18 bytes
-  auto file = env->NewRandomAccessFile(path);
-  if (!file.ok()) return file.status();
-  char head[2], tail[8];
-  absl::string_view h, t;
-  absl::Status s = (*file)->Read(0, 2, &h, head);
-  if (!s.ok()) return s;
-  if (!LooksGzipped(h)) return std::string();
-  s = (*file)->Read(*size - 8, 8, &t, tail);
-  if (!s.ok()) return s;
-  if (t.size() != 8) return std::string();
-  return absl::StrCat(*size, ":", t);
-}
-
 }  // namespace
 
 absl::Status IdxRecordReader::OpenLocked(const std::string& file, int64_t position) {
-  auto identity = GzipIdentity(env(), file);
-  if (!identity.ok()) return identity.status();
-  std::shared_ptr<const IdxFile> idx;
-  if (!identity->empty() && inflated_ != nullptr && inflated_file_ == file && inflated_identity_ == *identity) {
-    idx = inflated_;
-  } else {
-    auto read = ReadIdxFile(env(), file);
-    if (!read.ok()) return read.status();
-    idx = std::make_shared<const IdxFile>(std::move(read).value());
-    inflated_.reset();
-    if (!identity->empty()) {
-      inflated_ = idx;
-      inflated_file_ = file;
-      inflated_identity_ = *identity;
-    }
-  }
+  auto read = IdxFileCache::Default()->Read(env(), file);
+  if (!read.ok()) return read.status();
+  std::shared_ptr<const IdxFile> idx = std::move(read).value();
   if (position > idx->num_items()) {
     return absl::DataLossError(absl::StrCat(file, ": the saved position ", position, " is past its ",
                                             idx->num_items(), " items (the file changed?)"));

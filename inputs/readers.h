@@ -65,10 +65,10 @@ class TextLineReader : public ReaderBase {
 // counting this one) uses the permutation keyed by (shuffle_seed, k). The
 // order is thus a function of the saved state alone, so a restored reader
 // continues exactly where a saved one would have (deterministic training).
-// A gzip file opened again (the next epoch, a restore) reuses the items
-// inflated last time when its size and gzip trailer (CRC-32 and length of
-// the data) are unchanged: inflating Fashion-MNIST's training images took a
-// third of the input pipeline's time at batch 1024. Plain files are re-read.
+// Files are read through IdxFileCache::Default(): a gzip file opened again
+// (the next epoch, a restore, another reader of it) reuses the items
+// inflated before when its size and gzip trailer (CRC-32 and length of the
+// data) are unchanged. Plain files are re-read.
 class IdxRecordReader : public ReaderBase {
  public:
   // With num_shards > 1, reads only the items at positions p of each
@@ -88,9 +88,6 @@ class IdxRecordReader : public ReaderBase {
 
  private:
   std::shared_ptr<const IdxFile> idx_;  // the open file
-  // The last gzip file inflated, kept across Close for the next Open.
-  std::shared_ptr<const IdxFile> inflated_;
-  std::string inflated_file_, inflated_identity_;
   int64_t index_ = 0;
   const uint64_t shuffle_seed_;
   const int64_t num_shards_;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/platform/env.h"
 #include "inputs/idx.h"
+#include "inputs/idx_cache.h"
 #include "inputs/input_builders.h"
 #include "inputs/text.h"
 
@@ -32,11 +33,14 @@ Tensor Int32Vector(const std::vector<int64_t>& dims) {
 
 absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& options, InputGraph* in,
                       InputPipeline* out) {
-  // The headers give the item shape and count; both files must agree.
-  auto images = ReadIdxFile(Env::Default(), p.idx().images());
-  if (!images.ok()) return images.status();
-  auto labels = ReadIdxFile(Env::Default(), p.idx().labels());
-  if (!labels.ok()) return labels.status();
+  // The headers give the item shape and count; both files must agree. Read
+  // (and checked) whole here, through the cache the pipeline's readers use.
+  auto images_read = IdxFileCache::Default()->Read(Env::Default(), p.idx().images());
+  if (!images_read.ok()) return images_read.status();
+  auto labels_read = IdxFileCache::Default()->Read(Env::Default(), p.idx().labels());
+  if (!labels_read.ok()) return labels_read.status();
+  const IdxFile* images = images_read->get();
+  const IdxFile* labels = labels_read->get();
   if (images->num_items() != labels->num_items()) {
     return absl::InvalidArgumentError(absl::StrCat("'", p.idx().images(), "' holds ", images->num_items(), " images but '",
                                                    p.idx().labels(), "' holds ", labels->num_items(), " labels"));

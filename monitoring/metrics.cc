@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "monitoring/listener_wake.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/family.h"
@@ -108,6 +109,7 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
       std::vector<int> ports = m->exposer_->GetListeningPorts();
       if (ports.empty()) return absl::UnavailableError(absl::StrCat("metrics: not listening on ", address));
       m->port_ = ports[0];
+      m->bind_address_ = options.bind_address;
     } catch (const std::exception& e) {
       return absl::UnavailableError(absl::StrCat("metrics: cannot serve on ", address, ": ", e.what()));
     }
@@ -115,7 +117,11 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
   return m;
 }
 
-TrainingMetrics::~TrainingMetrics() = default;
+// The server stops at once, not after civetweb's 2-second accept wait
+// (listener_wake.h).
+TrainingMetrics::~TrainingMetrics() {
+  if (exposer_ != nullptr) RunWhileConnecting(bind_address_, port_, [this] { exposer_.reset(); });
+}
 
 void TrainingMetrics::OnStep(int64_t examples, double duration_seconds, double loss, double learning_rate) {
   steps_->Increment();

@@ -128,6 +128,7 @@ class TrainingMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
+  std::string bind_address_;
   std::string role_;
   std::string task_;
 

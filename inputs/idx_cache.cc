@@ -1,8 +1,10 @@
 // IdxFileCache: see idx_cache.h.
 #include "inputs/idx_cache.h"
 
+#include <cstdlib>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace sluice {
@@ -25,7 +27,13 @@ absl::StatusOr<std::string> GzipIdentity(Env* env, const std::string& path) {
 }
 
 IdxFileCache* IdxFileCache::Default() {
-  static IdxFileCache* cache = new IdxFileCache(uint64_t{1} << 30);
+  static IdxFileCache* cache = [] {
+    uint64_t budget = uint64_t{1} << 30;
+    const char* env = std::getenv("SLUICE_IDX_CACHE_BYTES");
+    uint64_t parsed;
+    if (env != nullptr && absl::SimpleAtoi(env, &parsed)) budget = parsed;
+    return new IdxFileCache(budget);
+  }();
   return cache;
 }
 
@@ -34,11 +42,19 @@ absl::StatusOr<std::shared_ptr<const IdxFile>> IdxFileCache::Read(Env* env, cons
   if (!identity.ok()) return identity.status();
   const Key key(env, path);
   if (!identity->empty()) {
+    std::shared_ptr<const IdxFile> stale;  // released after the lock
     absl::MutexLock lock(&mu_);
     auto it = entries_.find(key);
-    if (it != entries_.end() && it->second.identity == *identity) {
-      lru_.splice(lru_.begin(), lru_, it->second.lru);
-      return it->second.file;
+    if (it != entries_.end()) {
+      if (it->second.identity == *identity) {
+        lru_.splice(lru_.begin(), lru_, it->second.lru);
+        return it->second.file;
+      }
+      // The file changed: its old items go now, whatever its new read gives.
+      bytes_ -= it->second.file->data.size();
+      stale = std::move(it->second.file);
+      lru_.erase(it->second.lru);
+      entries_.erase(it);
     }
   }
   auto parsed = ReadIdxFile(env, path);

@@ -11,7 +11,9 @@
 // (uncompressed) files are not kept: reading them costs about what checking
 // them would. Entries are dropped least recently used first beyond the
 // budget (bytes of items); a file larger than the budget is not kept. A
-// dropped file stays alive while a reader holds it.
+// dropped file stays alive while a reader holds it (an IdxRecordReader keeps
+// its last file between epochs itself, so a file over the budget is not
+// inflated every epoch).
 // Thread safety: all methods are thread-safe; two first reads of one file
 // may both inflate it (the second result is kept).
 #ifndef SLUICE_INPUTS_IDX_CACHE_H_
@@ -38,17 +40,18 @@ class IdxFileCache {
   IdxFileCache(const IdxFileCache&) = delete;
   IdxFileCache& operator=(const IdxFileCache&) = delete;
 
-  // The process's cache: 1 GiB.
+  // The process's cache: 1 GiB, or SLUICE_IDX_CACHE_BYTES bytes (0: nothing
+  // is kept).
   static IdxFileCache* Default();
 
   // The parsed file at `path` (ReadIdxFile's result and errors), from the
   // cache when a gzip file's identity is unchanged.
-  absl::StatusOr<std::shared_ptr<const IdxFile>> Read(Env* env, const std::string& path);
+  absl::StatusOr<std::shared_ptr<const IdxFile>> Read(Env* env, const std::string& path) ABSL_LOCKS_EXCLUDED(mu_);
 
   // For tests and logs: files kept, their bytes, and ReadIdxFile calls made.
-  int64_t files() const;
-  uint64_t bytes() const;
-  int64_t parses() const;
+  int64_t files() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t bytes() const ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t parses() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   using Key = std::pair<Env*, std::string>;

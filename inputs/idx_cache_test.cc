@@ -63,6 +63,12 @@ TEST_F(IdxFileCacheTest, ARewrittenFileIsParsedAgain) {
   EXPECT_EQ(cache.parses(), 2);
   EXPECT_EQ(cache.files(), 1);
   EXPECT_EQ(cache.bytes(), 40u);
+  // Rewritten again, and unreadable: the read fails and the old items go.
+  Write("a.idx.gz", Items(10, 2), true);
+  env_.InjectReadError(path, 12);
+  EXPECT_FALSE(cache.Read(&env_, path).ok());
+  EXPECT_EQ(cache.files(), 0);
+  EXPECT_EQ(cache.bytes(), 0u);
 }
 
 TEST_F(IdxFileCacheTest, PlainFilesAndFailedReadsAreNotKept) {

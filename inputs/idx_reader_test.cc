@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "inputs/fifo_queue.h"
 #include "inputs/idx.h"
+#include "inputs/idx_cache.h"
 #include "inputs/readers.h"
 
 namespace sluice {
@@ -103,6 +104,24 @@ TEST_F(IdxReaderEpochsTest, LaterEpochsDoNotReadTheDataAgain) {
                 std::vector<std::string>(got.begin() + kItems, got.begin() + 2 * kItems));
     }
   }
+}
+
+// A reader keeps its own last file across epochs: with a process cache that
+// keeps nothing (a file over its budget), later epochs still do not inflate
+// the file again.
+TEST_F(IdxReaderEpochsTest, AFileTheCacheDoesNotKeepIsStillInflatedOnce) {
+  IdxFileCache keeps_nothing(0);
+  FaultEnv env(Env::Default());
+  auto reader = std::make_shared<IdxRecordReader>("r", &env, 0, 1, 0, &keeps_nothing);
+  auto q = FileQueue(path_, 3);
+  absl::Status s;
+  ASSERT_EQ(Read(reader.get(), q, kItems, &s).size(), static_cast<size_t>(kItems));
+  ASSERT_TRUE(s.ok()) << s;
+  BreakData(&env);
+  ASSERT_EQ(Read(reader.get(), q, 2 * kItems, &s).size(), static_cast<size_t>(2 * kItems));
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(keeps_nothing.parses(), 1);
+  EXPECT_EQ(keeps_nothing.files(), 0);
 }
 
 // Resuming mid-epoch from saved state, on the reader that holds the items,

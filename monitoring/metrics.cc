@@ -109,7 +109,7 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
       std::vector<int> ports = m->exposer_->GetListeningPorts();
       if (ports.empty()) return absl::UnavailableError(absl::StrCat("metrics: not listening on ", address));
       m->port_ = ports[0];
-      m->bind_address_ = options.bind_address;
+      m->waker_ = ListenerWaker(options.bind_address, m->port_);
     } catch (const std::exception& e) {
       return absl::UnavailableError(absl::StrCat("metrics: cannot serve on ", address, ": ", e.what()));
     }
@@ -120,7 +120,7 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
 // The server stops at once, not after civetweb's 2-second accept wait
 // (listener_wake.h).
 TrainingMetrics::~TrainingMetrics() {
-  if (exposer_ != nullptr) RunWhileConnecting(bind_address_, port_, [this] { exposer_.reset(); });
+  if (exposer_ != nullptr) waker_.RunWhileConnecting([this] { exposer_.reset(); });
 }
 
 void TrainingMetrics::OnStep(int64_t examples, double duration_seconds, double loss, double learning_rate) {

@@ -35,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "monitoring/listener_wake.h"
 #include "engine/framework/allocator.h"
 #include "engine/runtime/step_stats.h"
 
@@ -128,7 +129,7 @@ class TrainingMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
-  std::string bind_address_;
+  ListenerWaker waker_;  // stops the exposer at once (listener_wake.h)
   std::string role_;
   std::string task_;
 

@@ -215,13 +215,15 @@ TEST(TrainingMetricsTest, BindsLoopbackByDefault) {
 // every `train` with the server on took 1.9 s to exit after its last line.
 // Destroying the metrics wakes it (listener_wake.h): the port is closed well
 // within that wait, for a loopback bind and for a wildcard one (reached at
-// loopback). The bound is a functional one (an exit that waits out the loop
-// fails it), not a speed target: the wake takes about 10 ms.
+// loopback), and for a host name if civetweb takes one. The bound is a
+// functional one (an exit that waits out the loop, about 2 s, fails it), not
+// a speed target: the wake takes about 10 ms.
 TEST(TrainingMetricsTest, DestroyingTheMetricsStopsTheServerAtOnce) {
-  for (const char* bind : {"127.0.0.1", "0.0.0.0"}) {
+  for (const char* bind : {"127.0.0.1", "0.0.0.0", "localhost"}) {
     MetricsOptions o;
     o.bind_address = bind;
     auto m = TrainingMetrics::Create(o);
+    if (std::string(bind) == "localhost" && !m.ok()) continue;  // a numeric bind only
     ASSERT_TRUE(m.ok()) << m.status();
     const int port = (*m)->port();
     ASSERT_GT(port, 0);
@@ -230,7 +232,7 @@ TEST(TrainingMetricsTest, DestroyingTheMetricsStopsTheServerAtOnce) {
     const auto start = std::chrono::steady_clock::now();
     m->reset();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_LT(seconds, 1.0) << bind;
+    EXPECT_LT(seconds, 1.5) << bind;
     EXPECT_FALSE(Connects("127.0.0.1", port)) << bind;
   }
 }

@@ -123,6 +123,57 @@ SLUICE_CRC_TARGET inline uint32_t ThreeWay(uint32_t crc, const char* p, char* ds
          static_cast<uint32_t>(c2);
 }
 
+// Six crc32 streams over six consecutive blocks: the instruction's latency is
+// three cycles and a Zen 5 issues two per cycle (a probe: 9.4 GB/s for one
+// stream, 28 for three, 52 for six), so six independent streams keep it busy.
+// With folding (AVX-512 builds) they run beside it (Hybrid below; alone, they
+// were slower than folding for a kilobyte in BM_Crc32c); without it they take
+// ThreeWay's place from kMinSixWay bytes (SixWay). At the end, each block's
+// state is moved over the blocks after it (Shift) and the states are added.
+constexpr size_t kStreams = 6;
+constexpr size_t kMaxStreamWords = kMaxWords / kStreams;  // Shift's constants reach 8 * kMaxWords bytes
+
+struct SixStreams {
+  const char* q;  // the first block; block i starts i blocks later
+  size_t block;   // bytes per block, a multiple of 8
+  uint64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0;
+
+  // The eight bytes at `offset` of every block.
+  SLUICE_CRC_TARGET void Step(size_t offset) {
+    c0 = _mm_crc32_u64(c0, Word(0, offset));
+    c1 = _mm_crc32_u64(c1, Word(1, offset));
+    c2 = _mm_crc32_u64(c2, Word(2, offset));
+    c3 = _mm_crc32_u64(c3, Word(3, offset));
+    c4 = _mm_crc32_u64(c4, Word(4, offset));
+    c5 = _mm_crc32_u64(c5, Word(5, offset));
+  }
+  uint64_t Word(size_t stream, size_t offset) const {
+    uint64_t w;
+    std::memcpy(&w, q + stream * block + offset, 8);
+    return w;
+  }
+  // The raw state at the end of the six blocks, given `before`, the raw state
+  // at the start of the first (the streams themselves start from zero).
+  // REQUIRES: block / 8 <= kMaxStreamWords.
+  SLUICE_CRC_TARGET uint32_t Combined(uint32_t before, const CombineConstants& k) const {
+    const size_t w = block / 8;
+    return Shift(before, k.one[6 * w]) ^ Shift(static_cast<uint32_t>(c0), k.one[5 * w]) ^
+           Shift(static_cast<uint32_t>(c1), k.one[4 * w]) ^ Shift(static_cast<uint32_t>(c2), k.one[3 * w]) ^
+           Shift(static_cast<uint32_t>(c3), k.one[2 * w]) ^ Shift(static_cast<uint32_t>(c4), k.one[w]) ^
+           static_cast<uint32_t>(c5);
+  }
+};
+
+// The raw state after p[0, 48 * words) from raw state `state`, six streams
+// at once (builds without folding).
+// REQUIRES: 1 <= words <= kMaxStreamWords.
+SLUICE_CRC_TARGET inline uint32_t SixWay(uint32_t state, const char* p, size_t words, const CombineConstants& k) {
+  SixStreams streams{p, 8 * words};
+  for (size_t offset = 0; offset < streams.block; offset += 8) streams.Step(offset);
+  return streams.Combined(state, k);
+}
+constexpr size_t kMinSixWay = 672;  // below, ThreeWay was as fast or faster (Zen 5, AVX2 build)
+
 #if SLUICE_CRC32C_FOLD
 // Carry-less folding with 512-bit VPCLMULQDQ, for buffers of 64 bytes and more
 // when the build targets AVX-512F and VPCLMULQDQ (-march=native on such a CPU).
@@ -284,46 +335,6 @@ SLUICE_CRC_TARGET uint32_t Fold(uint32_t state, const char* p, size_t n, char* d
   return LaneState(r);
 }
 
-// Six crc32 streams over six consecutive blocks: the instruction's latency is
-// three cycles and a Zen 5 issues two per cycle (a probe: 9.4 GB/s for one
-// stream, 28 for three, 52 for six), so six independent streams keep it busy.
-// Used beside folding (Hybrid below); alone, they were slower than folding for
-// a kilobyte in BM_Crc32c. At the end, each block's state is moved over the
-// blocks after it (Shift) and the states are added.
-constexpr size_t kStreams = 6;
-constexpr size_t kMaxStreamWords = kMaxWords / kStreams;  // Shift's constants reach 8 * kMaxWords bytes
-
-struct SixStreams {
-  const char* q;  // the first block; block i starts i blocks later
-  size_t block;   // bytes per block, a multiple of 8
-  uint64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0;
-
-  // The eight bytes at `offset` of every block.
-  SLUICE_CRC_TARGET void Step(size_t offset) {
-    c0 = _mm_crc32_u64(c0, Word(0, offset));
-    c1 = _mm_crc32_u64(c1, Word(1, offset));
-    c2 = _mm_crc32_u64(c2, Word(2, offset));
-    c3 = _mm_crc32_u64(c3, Word(3, offset));
-    c4 = _mm_crc32_u64(c4, Word(4, offset));
-    c5 = _mm_crc32_u64(c5, Word(5, offset));
-  }
-  uint64_t Word(size_t stream, size_t offset) const {
-    uint64_t w;
-    std::memcpy(&w, q + stream * block + offset, 8);
-    return w;
-  }
-  // The raw state at the end of the six blocks, given `before`, the raw state
-  // at the start of the first (the streams themselves start from zero).
-  // REQUIRES: block / 8 <= kMaxStreamWords.
-  SLUICE_CRC_TARGET uint32_t Combined(uint32_t before, const CombineConstants& k) const {
-    const size_t w = block / 8;
-    return Shift(before, k.one[6 * w]) ^ Shift(static_cast<uint32_t>(c0), k.one[5 * w]) ^
-           Shift(static_cast<uint32_t>(c1), k.one[4 * w]) ^ Shift(static_cast<uint32_t>(c2), k.one[3 * w]) ^
-           Shift(static_cast<uint32_t>(c3), k.one[2 * w]) ^ Shift(static_cast<uint32_t>(c4), k.one[w]) ^
-           static_cast<uint32_t>(c5);
-  }
-};
-
 // Both units at once. Folding is bound by the carry-less multiplier (about
 // 0.4 VPCLMULQDQ per cycle on a Zen 5: 13 bytes per cycle) and leaves the
 // integer units idle, where the crc32 streams run (16 bytes per cycle). So a piece of the buffer is
@@ -422,6 +433,22 @@ SLUICE_CRC_TARGET uint32_t ExtendHardware(uint32_t init_crc, const char* p, size
 #endif
   if (n >= kMinThreeWay) {
     const CombineConstants& k = GetCombineConstants();
+#if !SLUICE_CRC32C_FOLD
+    if constexpr (!kCopy) {  // (with a copy, ThreeWay: 8-byte stores in six streams were slower)
+      constexpr size_t kMaxBlock = 8 * kStreams * kMaxStreamWords;
+      while (n >= kMaxBlock) {
+        c = SixWay(c, p, kMaxStreamWords, k);
+        p += kMaxBlock;
+        n -= kMaxBlock;
+      }
+      if (n >= kMinSixWay) {
+        const size_t words = n / (8 * kStreams);
+        c = SixWay(c, p, words, k);
+        p += 8 * kStreams * words;
+        n -= 8 * kStreams * words;
+      }
+    }
+#endif
     while (n >= 3 * kLong) {
       c = ThreeWay<kCopy>(c, p, dst, kMaxWords, k);
       p += 3 * kLong;

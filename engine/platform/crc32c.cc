@@ -1,7 +1,7 @@
 // CRC32C: slicing-by-8 tables built once, an SSE4.2 + PCLMUL path chosen at
-// run time (with 512-bit VPCLMULQDQ folding for buffers of 64 bytes and more
-// when the build targets AVX-512, beside six crc32 streams from 2 KiB up), and
-// Combine by arithmetic on polynomials mod P.
+// run time (three or six crc32 streams; with 512-bit VPCLMULQDQ folding for
+// buffers of 64 bytes and more when the build targets AVX-512, beside six
+// crc32 streams from 2 KiB up), and Combine by arithmetic on polynomials mod P.
 #include "engine/platform/crc32c.h"
 
 #include <array>

@@ -2,13 +2,14 @@
 // project, used by TFRecord framing (input records, event files) and by
 // checkpoints (chunks and whole tensors). The system Abseil (20220623) has no
 // absl/crc, hence this file.
-// Uses the SSE4.2 crc32 instruction (three interleaved streams, combined with
-// PCLMULQDQ) when the CPU has both (checked once at run time), else a
-// slicing-by-8 table; when the build targets AVX-512F and VPCLMULQDQ, buffers
-// of 64 bytes and more are first folded 256 bytes at a time by carry-less
-// multiplication (in Extend from 2 KiB, with six crc32 streams over part of
-// the buffer at the same time). All give identical results. Combine joins the CRCs of
-// two adjacent byte ranges without reading the bytes again. Mask/Unmask are
+// Uses the SSE4.2 crc32 instruction (three interleaved streams, six in Extend
+// from 672 bytes, combined with PCLMULQDQ) when the CPU has both (checked once
+// at run time), else a slicing-by-8 table; when the build targets AVX-512F and
+// VPCLMULQDQ, buffers of 64 bytes and more are instead folded 256 bytes at a
+// time by carry-less multiplication (in Extend from 2 KiB, with six crc32
+// streams over part of the buffer at the same time). All give identical
+// results. Combine joins the CRCs of two adjacent byte ranges without reading
+// the bytes again. Mask/Unmask are
 // TFRecord's masking of stored CRCs (a CRC of data that itself holds CRCs is
 // then less degenerate).
 // Ownership: none. Thread safety: pure functions.

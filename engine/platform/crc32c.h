@@ -9,9 +9,8 @@
 // time by carry-less multiplication (in Extend from 2 KiB, with six crc32
 // streams over part of the buffer at the same time). All give identical
 // results. Combine joins the CRCs of two adjacent byte ranges without reading
-// the bytes again. Mask/Unmask are
-// TFRecord's masking of stored CRCs (a CRC of data that itself holds CRCs is
-// then less degenerate).
+// the bytes again. Mask/Unmask are TFRecord's masking of stored CRCs (a CRC of
+// data that itself holds CRCs is then less degenerate).
 // Ownership: none. Thread safety: pure functions.
 #ifndef SLUICE_ENGINE_PLATFORM_CRC32C_H_
 #define SLUICE_ENGINE_PLATFORM_CRC32C_H_

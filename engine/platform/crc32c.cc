@@ -337,11 +337,11 @@ SLUICE_CRC_TARGET uint32_t Fold(uint32_t state, const char* p, size_t n, char* d
 
 // Both units at once. Folding is bound by the carry-less multiplier (about
 // 0.4 VPCLMULQDQ per cycle on a Zen 5: 13 bytes per cycle) and leaves the
-// integer units idle, where the crc32 streams run (16 bytes per cycle). So a piece of the buffer is
-// split in two: its first 256 * (folds + 1) bytes are folded while six
-// streams run over the 48 * words bytes after them, kHybridWordsPerFold words
-// of each stream beside each fold; the streams' last words run beside the
-// folded registers' reduction.
+// integer units idle, where the crc32 streams run (16 bytes per cycle). So a
+// piece of the buffer is split in two: its first 256 * (folds + 1) bytes are
+// folded while six streams run over the 48 * words bytes after them,
+// kHybridWordsPerFold words of each stream beside each fold; the streams'
+// last words run beside the folded registers' reduction.
 constexpr size_t kHybridWordsPerFold = 6;  // 288 bytes of streams beside each 256 folded
 constexpr size_t kHybridTailWords = 10;    // per stream, beside the reduction
 constexpr size_t kHybridMaxFolds = 24;     // pieces of at most 6400 + 48 * 154 bytes

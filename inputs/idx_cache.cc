@@ -37,61 +37,63 @@ IdxFileCache* IdxFileCache::Default() {
   return cache;
 }
 
+void IdxFileCache::Unkeep(Entry* entry, std::vector<std::shared_ptr<const IdxFile>>* released) {
+  if (entry->kept == nullptr) return;
+  bytes_ -= entry->kept->data.size();
+  lru_.erase(entry->lru);
+  released->push_back(std::move(entry->kept));
+  entry->kept = nullptr;
+}
+
 absl::StatusOr<std::shared_ptr<const IdxFile>> IdxFileCache::Read(Env* env, const std::string& path) {
   auto identity = GzipIdentity(env, path);
   if (!identity.ok()) return identity.status();
   const Key key(env, path);
+  std::vector<std::shared_ptr<const IdxFile>> released;  // freed after the lock (tens of megabytes)
   if (!identity->empty()) {
-    std::shared_ptr<const IdxFile> stale;  // released after the lock
     absl::MutexLock lock(&mu_);
     auto it = entries_.find(key);
     if (it != entries_.end()) {
-      if (it->second.identity == *identity) {
-        lru_.splice(lru_.begin(), lru_, it->second.lru);
-        return it->second.file;
+      Entry& entry = it->second;
+      if (entry.identity == *identity) {
+        if (entry.kept != nullptr) {
+          lru_.splice(lru_.begin(), lru_, entry.lru);
+          return entry.kept;
+        }
+        if (std::shared_ptr<const IdxFile> held = entry.seen.lock()) return held;
       }
-      // The file changed: its old items go now, whatever its new read gives.
-      bytes_ -= it->second.file->data.size();
-      stale = std::move(it->second.file);
-      lru_.erase(it->second.lru);
+      // The file changed (or nobody holds it): its old items go now,
+      // whatever its new read gives.
+      Unkeep(&entry, &released);
       entries_.erase(it);
     }
   }
   auto parsed = ReadIdxFile(env, path);
-  {
-    absl::MutexLock lock(&mu_);
-    ++parses_;
-  }
+  absl::MutexLock lock(&mu_);
+  ++parses_;
   if (!parsed.ok()) return parsed.status();
   auto file = std::make_shared<const IdxFile>(std::move(parsed).value());
-  if (identity->empty() || file->data.size() > budget_bytes_) return file;
+  if (identity->empty()) return file;
 
-  // Dropped files are released after the lock (freeing tens of megabytes).
-  std::vector<std::shared_ptr<const IdxFile>> dropped;
-  absl::MutexLock lock(&mu_);
-  auto it = entries_.find(key);
-  if (it != entries_.end()) {  // an older version, or a concurrent first read's
-    bytes_ -= it->second.file->data.size();
-    dropped.push_back(std::move(it->second.file));
-    lru_.erase(it->second.lru);
-    entries_.erase(it);
+  Entry& entry = entries_[key];  // new, or a concurrent first read's
+  Unkeep(&entry, &released);
+  entry.identity = *identity;
+  entry.seen = file;
+  if (file->data.size() <= budget_bytes_) {
+    while (!lru_.empty() && bytes_ + file->data.size() > budget_bytes_) {
+      Unkeep(&entries_.find(lru_.back())->second, &released);
+    }
+    lru_.push_front(key);
+    entry.lru = lru_.begin();
+    entry.kept = file;
+    bytes_ += file->data.size();
   }
-  while (!lru_.empty() && bytes_ + file->data.size() > budget_bytes_) {
-    auto last = entries_.find(lru_.back());
-    bytes_ -= last->second.file->data.size();
-    dropped.push_back(std::move(last->second.file));
-    entries_.erase(last);
-    lru_.pop_back();
-  }
-  lru_.push_front(key);
-  entries_[key] = Entry{*identity, file, lru_.begin()};
-  bytes_ += file->data.size();
   return file;
 }
 
 int64_t IdxFileCache::files() const {
   absl::MutexLock lock(&mu_);
-  return static_cast<int64_t>(entries_.size());
+  return static_cast<int64_t>(lru_.size());
 }
 
 uint64_t IdxFileCache::bytes() const {

@@ -9,11 +9,11 @@
 // its size and last 8 bytes (the gzip trailer: CRC-32 and length of the
 // data), read on every lookup, so a rewritten file is inflated anew. Plain
 // (uncompressed) files are not kept: reading them costs about what checking
-// them would. Entries are dropped least recently used first beyond the
-// budget (bytes of items); a file larger than the budget is not kept. A
-// dropped file stays alive while a reader holds it (an IdxRecordReader keeps
-// its last file between epochs itself, so a file over the budget is not
-// inflated every epoch).
+// them would. Files are kept least recently used first out beyond the budget
+// (bytes of items); a file larger than the budget is not kept. A file that is
+// not kept is still found while someone holds it (an IdxRecordReader holds its
+// last file between epochs, so a file over the budget is not inflated every
+// epoch).
 // Thread safety: all methods are thread-safe; two first reads of one file
 // may both inflate it (the second result is kept).
 #ifndef SLUICE_INPUTS_IDX_CACHE_H_
@@ -25,6 +25,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -48,7 +49,8 @@ class IdxFileCache {
   // cache when a gzip file's identity is unchanged.
   absl::StatusOr<std::shared_ptr<const IdxFile>> Read(Env* env, const std::string& path) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // For tests and logs: files kept, their bytes, and ReadIdxFile calls made.
+  // For tests and logs: files kept (within the budget), their bytes, and
+  // ReadIdxFile calls made.
   int64_t files() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t bytes() const ABSL_LOCKS_EXCLUDED(mu_);
   int64_t parses() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -57,9 +59,15 @@ class IdxFileCache {
   using Key = std::pair<Env*, std::string>;
   struct Entry {
     std::string identity;
-    std::shared_ptr<const IdxFile> file;
-    std::list<Key>::iterator lru;  // position in lru_ (front: most recent)
+    std::weak_ptr<const IdxFile> seen;    // the file, while anyone holds it
+    std::shared_ptr<const IdxFile> kept;  // the file, while within the budget
+    std::list<Key>::iterator lru;         // with `kept`: its place in lru_ (front: most recent)
   };
+
+  // Stops keeping the entry's file (its bytes and LRU place); the file goes
+  // to *released, to be freed after the lock.
+  void Unkeep(Entry* entry, std::vector<std::shared_ptr<const IdxFile>>* released)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const uint64_t budget_bytes_;
   mutable absl::Mutex mu_;

@@ -91,22 +91,10 @@ std::vector<int64_t> SeededPermutation(uint64_t seed, int64_t work, int64_t n) {
 }  // namespace
 
 absl::Status IdxRecordReader::OpenLocked(const std::string& file, int64_t position) {
-  auto identity = GzipIdentity(env(), file);
-  if (!identity.ok()) return identity.status();
-  std::shared_ptr<const IdxFile> idx;
-  if (!identity->empty() && last_ != nullptr && last_file_ == file && last_identity_ == *identity) {
-    idx = last_;
-  } else {
-    auto read = cache_->Read(env(), file);
-    if (!read.ok()) return read.status();
-    idx = std::move(read).value();
-    last_.reset();
-    if (!identity->empty()) {
-      last_ = idx;
-      last_file_ = file;
-      last_identity_ = *identity;
-    }
-  }
+  auto read = cache_->Read(env(), file);
+  if (!read.ok()) return read.status();
+  std::shared_ptr<const IdxFile> idx = std::move(read).value();
+  last_ = idx;
   if (position > idx->num_items()) {
     return absl::DataLossError(absl::StrCat(file, ": the saved position ", position, " is past its ",
                                             idx->num_items(), " items (the file changed?)"));

@@ -93,10 +93,9 @@ class IdxRecordReader : public ReaderBase {
 
  private:
   std::shared_ptr<const IdxFile> idx_;  // the open file
-  // The last gzip file opened, kept across Close for the next Open (the
-  // process's cache may not keep it: a file over its budget).
+  // The last file opened, held across Close so that the cache finds it at the
+  // next Open even when it does not keep it (a file over its budget).
   std::shared_ptr<const IdxFile> last_;
-  std::string last_file_, last_identity_;
   int64_t index_ = 0;
   const uint64_t shuffle_seed_;
   const int64_t num_shards_;

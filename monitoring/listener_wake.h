@@ -29,8 +29,6 @@ class ListenerWaker {
 
   void RunWhileConnecting(const std::function<void()>& stop) const;
 
-  bool has_addresses() const { return !addresses_.empty(); }
-
  private:
   struct Address {
     sockaddr_storage addr;

@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "monitoring/listener_wake.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/family.h"

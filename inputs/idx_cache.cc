@@ -48,7 +48,7 @@ void IdxFileCache::Unkeep(Entry* entry, std::vector<std::shared_ptr<const IdxFil
 absl::StatusOr<std::shared_ptr<const IdxFile>> IdxFileCache::Read(Env* env, const std::string& path) {
   auto identity = GzipIdentity(env, path);
   if (!identity.ok()) return identity.status();
-  const Key key(env, path);
+  const Key key(env->id(), path);
   std::vector<std::shared_ptr<const IdxFile>> released;  // freed after the lock (tens of megabytes)
   if (!identity->empty()) {
     absl::MutexLock lock(&mu_);

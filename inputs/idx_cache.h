@@ -5,7 +5,8 @@
 // images took 0.2 s to inflate each time (a tenth of a one-step `train` run),
 // and a reader's first epoch spent a third of its time there.
 //
-// A file is known by the Env it was read through, its path and its identity:
+// A file is known by the Env it was read through (Env::id(), so a later Env at
+// a freed Env's address shares nothing with it), its path and its identity:
 // its size and last 8 bytes (the gzip trailer: CRC-32 and length of the
 // data), read on every lookup, so a rewritten file is inflated anew. Plain
 // (uncompressed) files are not kept: reading them costs about what checking
@@ -56,7 +57,7 @@ class IdxFileCache {
   int64_t parses() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  using Key = std::pair<Env*, std::string>;
+  using Key = std::pair<uint64_t, std::string>;  // Env::id(), path
   struct Entry {
     std::string identity;
     std::weak_ptr<const IdxFile> seen;    // the file, while anyone holds it

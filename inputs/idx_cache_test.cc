@@ -4,6 +4,7 @@
 // used files (and never keeps one larger than itself).
 #include "inputs/idx_cache.h"
 
+#include <new>
 #include <string>
 
 #include "engine/platform/fault_env.h"
@@ -121,6 +122,22 @@ TEST_F(IdxFileCacheTest, EnvsDoNotShareEntries) {
   ASSERT_TRUE(cache.Read(&other, path).ok());
   EXPECT_EQ(cache.parses(), 2);
   EXPECT_EQ(cache.files(), 2);
+}
+
+// An Env made where a destroyed one was (the same address) is another Env: it
+// may hold other files, or fail reads the first did not.
+TEST_F(IdxFileCacheTest, AnEnvAtAFreedEnvsAddressSharesNothing) {
+  IdxFileCache cache(1 << 20);
+  const std::string path = Write("a.idx.gz", Items(10, 0), true);
+  alignas(FaultEnv) unsigned char storage[sizeof(FaultEnv)];
+  FaultEnv* first = new (storage) FaultEnv(Env::Default());
+  ASSERT_TRUE(cache.Read(first, path).ok());
+  first->~FaultEnv();
+  FaultEnv* second = new (storage) FaultEnv(Env::Default());
+  ASSERT_EQ(static_cast<void*>(first), static_cast<void*>(second));
+  ASSERT_TRUE(cache.Read(second, path).ok());
+  EXPECT_EQ(cache.parses(), 2);
+  second->~FaultEnv();
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -299,6 +300,11 @@ class PosixEnv : public Env {
 };
 
 }  // namespace
+
+Env::Env() : id_([] {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}()) {}
 
 Env* Env::Default() {
   static Env* env = new PosixEnv;

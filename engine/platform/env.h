@@ -66,8 +66,15 @@ enum class FileType { kRegular, kDirectory, kSymlink, kFifo, kOther };
 
 class Env {
  public:
+  Env();
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
   virtual ~Env() = default;
   static Env* Default();
+
+  // A number that no other Env of this process has had: caches of what an
+  // Env read key by it, not by the Env's address, which a later Env may reuse.
+  uint64_t id() const { return id_; }
 
   // Opens an existing file for reading; FailedPrecondition for a directory.
   virtual absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path) = 0;
@@ -107,6 +114,9 @@ class Env {
   // Paths matching a glob (`*`, `?`, `[...]` in the last component only),
   // sorted. A pattern without wildcards matches itself when the file exists.
   absl::StatusOr<std::vector<std::string>> GetMatchingPaths(const std::string& pattern);
+
+ private:
+  const uint64_t id_;
 };
 
 // Reads a whole file; a file longer than `max_bytes` is ResourceExhausted

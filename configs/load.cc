@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -219,8 +221,15 @@ absl::StatusOr<std::unique_ptr<LoadedExperiment>> LoadExperimentFile(const std::
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": error: is a directory, not an experiment file"));
   }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": error: cannot open the experiment file"));
+  if (!in) {
+    // The reason (no such file, permission denied) from the failed open.
+    const int error = errno;
+    const std::string why = error != 0 ? absl::StrCat(": ", std::strerror(error)) : "";
+    const std::string message = absl::StrCat(path, ": error: cannot open the experiment file", why);
+    return error == EACCES ? absl::PermissionDeniedError(message) : absl::NotFoundError(message);
+  }
   std::stringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": error: cannot read the experiment file"));

@@ -499,7 +499,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"unknown_flag", "", "", {"--frobnicate"}, "", "unknown flag --frobnicate"},
         Case{"two_config_files", "", "", {"other.pbtxt"}, "", "more than one CONFIG"},
         Case{"run_dir_without_value", "", "", {kNoConfig, "t.pbtxt", "--run_dir"}, "", "--run_dir needs a directory"},
-        Case{"missing_config_file", "", "", {kNoConfig, "/nonexistent/x.pbtxt"}, "*", "cannot open the experiment file"},
+        Case{"missing_config_file", "", "", {kNoConfig, "/nonexistent/x.pbtxt"}, "*",
+             "cannot open the experiment file: No such file or directory"},
         Case{"config_is_a_directory", "", "", {kNoConfig, "/usr/share"}, "*", "is a directory"}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 

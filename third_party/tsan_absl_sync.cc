@@ -1,0 +1,262 @@
+// ThreadSanitizer builds only (--config=tsan; third_party/BUILD links this
+// into every target that uses absl): tells TSan the ordering that absl's
+// synchronization gives. Debian's libabsl_synchronization is built without
+// TSan's annotations, so TSan saw nothing of an absl::Mutex, CondVar,
+// Notification, BlockingCounter or Barrier, and reported the accesses they
+// order as data races (a flag written and read under one Mutex; a Condition
+// that another thread's Unlock evaluates).
+//
+// Each function below is defined under the library's own (mangled) name, so
+// the dynamic linker binds callers to it ahead of the library. It calls the
+// library's function (dlsym RTLD_NEXT) and records a release on the object
+// before it lets go of it and an acquire after it gets it: what the
+// library's annotations would have recorded. Inline parts of absl
+// (Notification::HasBeenNotified) are not covered: an access ordered only by
+// them may still be reported.
+#include <dlfcn.h>
+#include <sanitizer/tsan_interface.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "absl/base/options.h"
+#include "absl/synchronization/barrier.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+
+namespace {
+
+#define SLUICE_STRINGIFY_INNER(x) #x
+#define SLUICE_STRINGIFY(x) SLUICE_STRINGIFY_INNER(x)
+
+// The library's function whose mangled name, after "_ZN4absl<inline
+// namespace>" ("_ZNK..." for a const member function), is `rest`; aborts when
+// the library has none (another absl version: this file's names need updating).
+template <typename Fn>
+Fn Next(const char* rest, bool const_member = false) {
+  const char* ns = SLUICE_STRINGIFY(ABSL_OPTION_INLINE_NAMESPACE_NAME);
+  const std::string name =
+      std::string(const_member ? "_ZNK4absl" : "_ZN4absl") + std::to_string(std::strlen(ns)) + ns + rest;
+  void* f = dlsym(RTLD_NEXT, name.c_str());
+  if (f == nullptr) {
+    std::fprintf(stderr, "tsan_absl_sync: no %s in the absl libraries\n", name.c_str());
+    std::abort();
+  }
+  return reinterpret_cast<Fn>(f);
+}
+
+// A condition that the library evaluates with the mutex held (on the waiting
+// thread inside Await or LockWhen, or on an unlocking thread): the acquire
+// that the evaluation needs comes before it, not only after the call returns,
+// and a release after it.
+// The waiter publishes `guarded` with a release on the mutex before it calls
+// the library, and the Condition around it is made and read by the library's
+// own (uninstrumented) code: Condition(bool (*)(void*), void*).
+struct AcquireThenEval {
+  const absl::Condition* cond;
+  absl::Mutex* mu;
+};
+
+bool EvalGuarded(void* arg) {
+  auto* self = static_cast<AcquireThenEval*>(arg);
+  __tsan_acquire(self->mu);
+  const bool met = self->cond->Eval();
+  // The library lets go of the mutex after a false evaluation without an
+  // Unlock call: the evaluation's reads come before the next holder's writes.
+  __tsan_release(self->mu);
+  return met;
+}
+
+}  // namespace
+
+namespace absl {
+ABSL_NAMESPACE_BEGIN
+
+// ---- Mutex: acquire after locking, release before unlocking ----
+
+void Mutex::Lock() {
+  static const auto next = Next<void (*)(Mutex*)>("5Mutex4LockEv");
+  next(this);
+  __tsan_acquire(this);
+}
+
+void Mutex::ReaderLock() {
+  static const auto next = Next<void (*)(Mutex*)>("5Mutex10ReaderLockEv");
+  next(this);
+  __tsan_acquire(this);
+}
+
+bool Mutex::TryLock() {
+  static const auto next = Next<bool (*)(Mutex*)>("5Mutex7TryLockEv");
+  const bool locked = next(this);
+  if (locked) __tsan_acquire(this);
+  return locked;
+}
+
+bool Mutex::ReaderTryLock() {
+  static const auto next = Next<bool (*)(Mutex*)>("5Mutex13ReaderTryLockEv");
+  const bool locked = next(this);
+  if (locked) __tsan_acquire(this);
+  return locked;
+}
+
+void Mutex::Unlock() {
+  static const auto next = Next<void (*)(Mutex*)>("5Mutex6UnlockEv");
+  __tsan_release(this);
+  next(this);
+}
+
+void Mutex::ReaderUnlock() {
+  static const auto next = Next<void (*)(Mutex*)>("5Mutex12ReaderUnlockEv");
+  __tsan_release(this);
+  next(this);
+}
+
+void Mutex::LockWhen(const Condition& cond) {
+  static const auto next = Next<void (*)(Mutex*, const Condition&)>("5Mutex8LockWhenERKNS0_9ConditionE");
+  AcquireThenEval guarded{&cond, this};
+  __tsan_release(this);  // publishes guarded to the thread that evaluates it
+  next(this, Condition(&EvalGuarded, &guarded));
+  __tsan_acquire(this);
+}
+
+void Mutex::ReaderLockWhen(const Condition& cond) {
+  static const auto next = Next<void (*)(Mutex*, const Condition&)>("5Mutex14ReaderLockWhenERKNS0_9ConditionE");
+  AcquireThenEval guarded{&cond, this};
+  __tsan_release(this);  // publishes guarded to the thread that evaluates it
+  next(this, Condition(&EvalGuarded, &guarded));
+  __tsan_acquire(this);
+}
+
+bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
+  static const auto next =
+      Next<bool (*)(Mutex*, const Condition&, Duration)>("5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
+  AcquireThenEval guarded{&cond, this};
+  __tsan_release(this);  // publishes guarded to the thread that evaluates it
+  const bool met = next(this, Condition(&EvalGuarded, &guarded), timeout);
+  __tsan_acquire(this);  // held either way
+  return met;
+}
+
+bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
+  static const auto next =
+      Next<bool (*)(Mutex*, const Condition&, Time)>("5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
+  AcquireThenEval guarded{&cond, this};
+  __tsan_release(this);  // publishes guarded to the thread that evaluates it
+  const bool met = next(this, Condition(&EvalGuarded, &guarded), deadline);
+  __tsan_acquire(this);
+  return met;
+}
+
+// Await releases the mutex while it waits and holds it again on return.
+void Mutex::Await(const Condition& cond) {
+  static const auto next = Next<void (*)(Mutex*, const Condition&)>("5Mutex5AwaitERKNS0_9ConditionE");
+  AcquireThenEval guarded{&cond, this};
+  __tsan_release(this);  // publishes guarded; Await also lets go of the mutex
+  next(this, Condition(&EvalGuarded, &guarded));
+  __tsan_acquire(this);
+}
+
+bool Mutex::AwaitWithTimeout(const Condition& cond, Duration timeout) {
+  static const auto next =
+      Next<bool (*)(Mutex*, const Condition&, Duration)>("5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
+  AcquireThenEval guarded{&cond, this};
+  __tsan_release(this);
+  const bool met = next(this, Condition(&EvalGuarded, &guarded), timeout);
+  __tsan_acquire(this);
+  return met;
+}
+
+bool Mutex::AwaitWithDeadline(const Condition& cond, Time deadline) {
+  static const auto next =
+      Next<bool (*)(Mutex*, const Condition&, Time)>("5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
+  AcquireThenEval guarded{&cond, this};
+  __tsan_release(this);
+  const bool met = next(this, Condition(&EvalGuarded, &guarded), deadline);
+  __tsan_acquire(this);
+  return met;
+}
+
+// ---- CondVar: the wait releases and re-acquires the caller's mutex ----
+
+void CondVar::Wait(Mutex* mu) {
+  static const auto next = Next<void (*)(CondVar*, Mutex*)>("7CondVar4WaitEPNS0_5MutexE");
+  __tsan_release(mu);
+  next(this, mu);
+  __tsan_acquire(mu);
+}
+
+bool CondVar::WaitWithTimeout(Mutex* mu, Duration timeout) {
+  static const auto next =
+      Next<bool (*)(CondVar*, Mutex*, Duration)>("7CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE");
+  __tsan_release(mu);
+  const bool timed_out = next(this, mu, timeout);
+  __tsan_acquire(mu);
+  return timed_out;
+}
+
+bool CondVar::WaitWithDeadline(Mutex* mu, Time deadline) {
+  static const auto next =
+      Next<bool (*)(CondVar*, Mutex*, Time)>("7CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE");
+  __tsan_release(mu);
+  const bool timed_out = next(this, mu, deadline);
+  __tsan_acquire(mu);
+  return timed_out;
+}
+
+// ---- Notification, BlockingCounter, Barrier ----
+
+void Notification::Notify() {
+  static const auto next = Next<void (*)(Notification*)>("12Notification6NotifyEv");
+  __tsan_release(this);
+  next(this);
+}
+
+void Notification::WaitForNotification() const {
+  static const auto next = Next<void (*)(const Notification*)>("12Notification19WaitForNotificationEv", true);
+  next(this);
+  __tsan_acquire(const_cast<Notification*>(this));
+}
+
+bool Notification::WaitForNotificationWithTimeout(Duration timeout) const {
+  static const auto next = Next<bool (*)(const Notification*, Duration)>(
+      "12Notification30WaitForNotificationWithTimeoutENS0_8DurationE", true);
+  const bool notified = next(this, timeout);
+  if (notified) __tsan_acquire(const_cast<Notification*>(this));
+  return notified;
+}
+
+bool Notification::WaitForNotificationWithDeadline(Time deadline) const {
+  static const auto next = Next<bool (*)(const Notification*, Time)>(
+      "12Notification31WaitForNotificationWithDeadlineENS0_4TimeE", true);
+  const bool notified = next(this, deadline);
+  if (notified) __tsan_acquire(const_cast<Notification*>(this));
+  return notified;
+}
+
+bool BlockingCounter::DecrementCount() {
+  static const auto next = Next<bool (*)(BlockingCounter*)>("15BlockingCounter14DecrementCountEv");
+  __tsan_release(this);
+  return next(this);
+}
+
+void BlockingCounter::Wait() {
+  static const auto next = Next<void (*)(BlockingCounter*)>("15BlockingCounter4WaitEv");
+  next(this);
+  __tsan_acquire(this);
+}
+
+bool Barrier::Block() {
+  static const auto next = Next<bool (*)(Barrier*)>("7Barrier5BlockEv");
+  __tsan_release(this);
+  const bool last = next(this);
+  __tsan_acquire(this);
+  return last;
+}
+
+ABSL_NAMESPACE_END
+}  // namespace absl

@@ -12,7 +12,10 @@
 // before it lets go of it and an acquire after it gets it: what the
 // library's annotations would have recorded. Inline parts of absl
 // (Notification::HasBeenNotified) are not covered: an access ordered only by
-// them may still be reported.
+// them may still be reported. The LockWhen family records a release before it
+// holds the mutex (to publish the condition it hands over), which orders the
+// caller's earlier writes before the mutex's next holder: a race on those
+// writes alone would go unreported.
 #include <dlfcn.h>
 #include <sanitizer/tsan_interface.h>
 
@@ -145,6 +148,26 @@ bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
 bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
   static const auto next =
       Next<bool (*)(Mutex*, const Condition&, Time)>("5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
+  AcquireThenEval guarded{&cond, this};
+  __tsan_release(this);  // publishes guarded to the thread that evaluates it
+  const bool met = next(this, Condition(&EvalGuarded, &guarded), deadline);
+  __tsan_acquire(this);
+  return met;
+}
+
+bool Mutex::ReaderLockWhenWithTimeout(const Condition& cond, Duration timeout) {
+  static const auto next = Next<bool (*)(Mutex*, const Condition&, Duration)>(
+      "5Mutex25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
+  AcquireThenEval guarded{&cond, this};
+  __tsan_release(this);  // publishes guarded to the thread that evaluates it
+  const bool met = next(this, Condition(&EvalGuarded, &guarded), timeout);
+  __tsan_acquire(this);
+  return met;
+}
+
+bool Mutex::ReaderLockWhenWithDeadline(const Condition& cond, Time deadline) {
+  static const auto next = Next<bool (*)(Mutex*, const Condition&, Time)>(
+      "5Mutex26ReaderLockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
   AcquireThenEval guarded{&cond, this};
   __tsan_release(this);  // publishes guarded to the thread that evaluates it
   const bool met = next(this, Condition(&EvalGuarded, &guarded), deadline);

@@ -16,6 +16,10 @@
 // holds the mutex (to publish the condition it hands over), which orders the
 // caller's earlier writes before the mutex's next holder: a race on those
 // writes alone would go unreported.
+// Also: absl::Status's payload reference count (the same blind spot), absl's
+// own deadlock detection turned off (its lock graph is guarded the same
+// unseen way; TSan finds lock-order inversions itself), and suppressions for
+// what other uninstrumented libraries do among their own threads.
 #include <dlfcn.h>
 #include <sanitizer/tsan_interface.h>
 
@@ -25,6 +29,7 @@
 #include <string>
 
 #include "absl/base/options.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/barrier.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
@@ -281,5 +286,43 @@ bool Barrier::Block() {
   return last;
 }
 
+// ---- Status: its payload's reference count ----
+
+// The last Unref deletes the payload; every Unref before it ended its
+// thread's use of it (the count's atomics are in the library, unseen).
+void Status::UnrefNonInlined(uintptr_t rep) {
+  static const auto next = Next<void (*)(uintptr_t)>("6Status15UnrefNonInlinedEm");
+  void* const key = reinterpret_cast<void*>(rep);
+  __tsan_release(key);
+  __tsan_acquire(key);
+  next(rep);
+}
+
 ABSL_NAMESPACE_END
 }  // namespace absl
+
+namespace {
+
+// absl's own deadlock detection (on in this library build) keeps its lock
+// graph under a spin lock TSan cannot see, and TSan detects lock-order
+// inversions itself.
+const bool kAbslDeadlockDetectionOff = [] {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  return true;
+}();
+
+}  // namespace
+
+// TSan's built-in suppressions (linked into the executable, which libtsan
+// asks first). gRPC and oneDNN synchronize their own threads in ways TSan
+// cannot see (gRPC's completion queues, oneDNN's primitive cache):
+// - the calls they make that TSan intercepts (memcpy, recvmsg,
+//   pthread_rwlock_*) are not reported;
+// - gRPC's header-only C++ layer reading what a gRPC thread allocated and
+//   filled (a call's status and metadata) is not reported.
+// Our code's own accesses to our own data, even when gRPC calls it, still are.
+extern "C" const char* __tsan_default_suppressions() {
+  return "called_from_lib:libgrpc.so\n"
+         "called_from_lib:libdnnl.so\n"
+         "race:grpc::internal::CallOp\n";
+}

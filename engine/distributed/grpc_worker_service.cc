@@ -176,10 +176,16 @@ class CallReactor final : public grpc::ServerGenericBidiReactor {
   }
 
   void OnCancel() override {
+    // OnDone cannot run before OnCancel returns, so `this` is alive here. The
+    // reference held meanwhile also orders this thread's writes (the
+    // cancellation's hooks) before the delete through refs_ itself, not only
+    // through gRPC's own sequencing of OnCancel and OnDone, which ThreadSanitizer
+    // cannot see (it reported the hooks' destruction as a race).
+    refs_.fetch_add(1, std::memory_order_relaxed);
     FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled"));
-    // Lets a pending RunGraph or RecvTensor give up. OnDone cannot run before
-    // OnCancel returns, so `this` is alive here.
+    // Lets a pending RunGraph or RecvTensor give up.
     cancel_.StartCancel();
+    Unref();
   }
 
   void OnDone() override { Unref(); }

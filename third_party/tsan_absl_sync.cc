@@ -12,10 +12,7 @@
 // before it lets go of it and an acquire after it gets it: what the
 // library's annotations would have recorded. Inline parts of absl
 // (Notification::HasBeenNotified) are not covered: an access ordered only by
-// them may still be reported. The LockWhen family records a release before it
-// holds the mutex (to publish the condition it hands over), which orders the
-// caller's earlier writes before the mutex's next holder: a race on those
-// writes alone would go unreported.
+// them may still be reported.
 // Also: absl::Status's payload reference count (the same blind spot), absl's
 // own deadlock detection turned off (its lock graph is guarded the same
 // unseen way; TSan finds lock-order inversions itself), and suppressions for
@@ -61,15 +58,16 @@ Fn Next(const char* rest, bool const_member = false) {
 // thread inside Await or LockWhen, or on an unlocking thread): the acquire
 // that the evaluation needs comes before it, not only after the call returns,
 // and a release after it.
-// The waiter publishes `guarded` with a release on the mutex before it calls
-// the library, and the Condition around it is made and read by the library's
-// own (uninstrumented) code: Condition(bool (*)(void*), void*).
+// The waiter publishes `guarded` with a release on its address before it
+// calls the library, and the Condition around it is made and read by the
+// library's own (uninstrumented) code: Condition(bool (*)(void*), void*).
 struct AcquireThenEval {
   const absl::Condition* cond;
   absl::Mutex* mu;
 };
 
 bool EvalGuarded(void* arg) {
+  __tsan_acquire(arg);  // the waiter's release of its AcquireThenEval
   auto* self = static_cast<AcquireThenEval*>(arg);
   __tsan_acquire(self->mu);
   const bool met = self->cond->Eval();
@@ -127,7 +125,7 @@ void Mutex::ReaderUnlock() {
 void Mutex::LockWhen(const Condition& cond) {
   static const auto next = Next<void (*)(Mutex*, const Condition&)>("5Mutex8LockWhenERKNS0_9ConditionE");
   AcquireThenEval guarded{&cond, this};
-  __tsan_release(this);  // publishes guarded to the thread that evaluates it
+  __tsan_release(&guarded);  // to the thread that evaluates it
   next(this, Condition(&EvalGuarded, &guarded));
   __tsan_acquire(this);
 }
@@ -135,7 +133,7 @@ void Mutex::LockWhen(const Condition& cond) {
 void Mutex::ReaderLockWhen(const Condition& cond) {
   static const auto next = Next<void (*)(Mutex*, const Condition&)>("5Mutex14ReaderLockWhenERKNS0_9ConditionE");
   AcquireThenEval guarded{&cond, this};
-  __tsan_release(this);  // publishes guarded to the thread that evaluates it
+  __tsan_release(&guarded);  // to the thread that evaluates it
   next(this, Condition(&EvalGuarded, &guarded));
   __tsan_acquire(this);
 }
@@ -144,7 +142,7 @@ bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
   static const auto next =
       Next<bool (*)(Mutex*, const Condition&, Duration)>("5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
   AcquireThenEval guarded{&cond, this};
-  __tsan_release(this);  // publishes guarded to the thread that evaluates it
+  __tsan_release(&guarded);  // to the thread that evaluates it
   const bool met = next(this, Condition(&EvalGuarded, &guarded), timeout);
   __tsan_acquire(this);  // held either way
   return met;
@@ -154,7 +152,7 @@ bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
   static const auto next =
       Next<bool (*)(Mutex*, const Condition&, Time)>("5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
   AcquireThenEval guarded{&cond, this};
-  __tsan_release(this);  // publishes guarded to the thread that evaluates it
+  __tsan_release(&guarded);  // to the thread that evaluates it
   const bool met = next(this, Condition(&EvalGuarded, &guarded), deadline);
   __tsan_acquire(this);
   return met;
@@ -164,7 +162,7 @@ bool Mutex::ReaderLockWhenWithTimeout(const Condition& cond, Duration timeout) {
   static const auto next = Next<bool (*)(Mutex*, const Condition&, Duration)>(
       "5Mutex25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
   AcquireThenEval guarded{&cond, this};
-  __tsan_release(this);  // publishes guarded to the thread that evaluates it
+  __tsan_release(&guarded);  // to the thread that evaluates it
   const bool met = next(this, Condition(&EvalGuarded, &guarded), timeout);
   __tsan_acquire(this);
   return met;
@@ -174,7 +172,7 @@ bool Mutex::ReaderLockWhenWithDeadline(const Condition& cond, Time deadline) {
   static const auto next = Next<bool (*)(Mutex*, const Condition&, Time)>(
       "5Mutex26ReaderLockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
   AcquireThenEval guarded{&cond, this};
-  __tsan_release(this);  // publishes guarded to the thread that evaluates it
+  __tsan_release(&guarded);  // to the thread that evaluates it
   const bool met = next(this, Condition(&EvalGuarded, &guarded), deadline);
   __tsan_acquire(this);
   return met;
@@ -184,7 +182,8 @@ bool Mutex::ReaderLockWhenWithDeadline(const Condition& cond, Time deadline) {
 void Mutex::Await(const Condition& cond) {
   static const auto next = Next<void (*)(Mutex*, const Condition&)>("5Mutex5AwaitERKNS0_9ConditionE");
   AcquireThenEval guarded{&cond, this};
-  __tsan_release(this);  // publishes guarded; Await also lets go of the mutex
+  __tsan_release(&guarded);  // to the thread that evaluates it
+  __tsan_release(this);      // Await lets go of the mutex
   next(this, Condition(&EvalGuarded, &guarded));
   __tsan_acquire(this);
 }
@@ -193,7 +192,8 @@ bool Mutex::AwaitWithTimeout(const Condition& cond, Duration timeout) {
   static const auto next =
       Next<bool (*)(Mutex*, const Condition&, Duration)>("5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
   AcquireThenEval guarded{&cond, this};
-  __tsan_release(this);
+  __tsan_release(&guarded);  // to the thread that evaluates it
+  __tsan_release(this);      // Await lets go of the mutex
   const bool met = next(this, Condition(&EvalGuarded, &guarded), timeout);
   __tsan_acquire(this);
   return met;
@@ -203,7 +203,8 @@ bool Mutex::AwaitWithDeadline(const Condition& cond, Time deadline) {
   static const auto next =
       Next<bool (*)(Mutex*, const Condition&, Time)>("5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
   AcquireThenEval guarded{&cond, this};
-  __tsan_release(this);
+  __tsan_release(&guarded);  // to the thread that evaluates it
+  __tsan_release(this);      // Await lets go of the mutex
   const bool met = next(this, Condition(&EvalGuarded, &guarded), deadline);
   __tsan_acquire(this);
   return met;

@@ -61,7 +61,7 @@ size_t CacheMaxBytes() {
   }();
   return max_bytes;
 }
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(SLUICE_TSAN)
 constexpr bool kCacheBlocks = false;
 #else
 constexpr bool kCacheBlocks = true;

@@ -171,7 +171,7 @@ void FaultOutsideAnyRegion(const std::string& path) {
   _exit(4);  // not reached: the SIGBUS ends the process first
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(SLUICE_TSAN)
 #define SLUICE_UNDER_SANITIZER 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)

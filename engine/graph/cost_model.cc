@@ -119,11 +119,16 @@ int64_t Bytes(const std::vector<double>& dims, DataType dtype) {
 
 }  // namespace
 
-absl::StatusOr<CostModel> CostModel::Estimate(const Graph& graph, const CostModelOptions& options) {
+absl::StatusOr<CostModel> CostModel::Estimate(const Graph& graph, const CostModelOptions& options,
+                                              const Graph* as_run) {
   ShapeRefiner refiner;
   absl::Status s = refiner.InferShapes(graph);
   if (!s.ok()) return s;
-  const Shapes shapes(refiner, std::max<int64_t>(options.unknown_dim, 1));
+  ShapeRefiner run_refiner;
+  if (as_run != nullptr && !run_refiner.InferShapes(*as_run).ok()) as_run = nullptr;
+  const int64_t unknown_dim = std::max<int64_t>(options.unknown_dim, 1);
+  const Shapes shapes(refiner, unknown_dim);
+  const Shapes run_shapes(run_refiner, unknown_dim);
   CostModel model;
   model.options_ = options;
   const int n = graph.num_node_ids();
@@ -133,11 +138,25 @@ absl::StatusOr<CostModel> CostModel::Estimate(const Graph& graph, const CostMode
   model.variable_elements_.assign(n, 0);
   model.measured_.assign(n, false);
   for (int id = 0; id < n; ++id) {
-    const Node* node = graph.FindNodeId(id);
-    if (node == nullptr) continue;
+    const Node* original = graph.FindNodeId(id);
+    if (original == nullptr) continue;
+    // The node whose shapes and op count: the same node as run, where there
+    // is one. One the session removes (a constant input of a folded node)
+    // is not run: no FLOPs, no bytes, only the model's overhead.
+    const Node* node = original;
+    const Shapes* node_shapes = &shapes;
+    if (as_run != nullptr) {
+      node = as_run->FindNode(original->name());
+      node_shapes = &run_shapes;
+      if (node == nullptr || node->num_outputs() != original->num_outputs()) {
+        model.output_bytes_[id].assign(original->num_outputs(), 0);
+        model.compute_ns_[id] = options.node_overhead_ns;
+        continue;
+      }
+    }
     std::vector<int64_t>& bytes = model.output_bytes_[id];
     for (int port = 0; port < node->num_outputs(); ++port) {
-      bytes.push_back(Bytes(shapes.Output(node, port), node->output_type(port)));
+      bytes.push_back(Bytes(node_shapes->Output(node, port), node->output_type(port)));
     }
     if (node->type_string() == "VariableV2" || node->type_string() == "Variable") {
       TensorShapeProto shape;
@@ -146,13 +165,14 @@ absl::StatusOr<CostModel> CostModel::Estimate(const Graph& graph, const CostMode
         if (partial.ok()) model.variable_elements_[id] = static_cast<int64_t>(Shapes::Elements(shapes.Dims(*partial)));
       }
     }
-    const double flops = EstimateFlops(node, shapes);
+    // A node folded into a Const (IsFree) costs what a Const costs.
+    const double flops = EstimateFlops(node, *node_shapes);
     model.flops_[id] = flops;
     double touched = 0;
     if (!IsFree(node->type_string())) {
       for (int64_t b : bytes) touched += static_cast<double>(b);
       for (const Edge* e : node->in_edges()) {
-        if (!e->IsControlEdge()) touched += static_cast<double>(Bytes(shapes.Output(e->src, e->src_output),
+        if (!e->IsControlEdge()) touched += static_cast<double>(Bytes(node_shapes->Output(e->src, e->src_output),
                                                                       e->src->output_type(e->src_output)));
       }
     }

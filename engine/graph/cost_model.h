@@ -10,6 +10,11 @@
 //     estimate of every node they name.
 // Unknown dimensions (the batch, when it is fed) count as `unknown_dim`; an
 // output of unknown rank counts as one element.
+// The session folds constants before a step runs (optimizer_constant_folding.h),
+// and a gradient's shapes are often known only then: a Mean's gradient is
+// reshaped and tiled by shapes computed from Shape, Prod and FloorDiv nodes.
+// Estimate can take that graph as `as_run`: shapes come from it, a node it
+// folded into a Const costs no FLOPs, and a node it removed costs nothing.
 //
 // Ownership: a value type indexed by the node ids of the graph it was built
 // from; that graph must not gain or lose nodes while the model is used.
@@ -47,8 +52,12 @@ struct CostModelOptions {
 class CostModel {
  public:
   // Static estimates for every node of `graph` from its inferred shapes.
-  // Errors: shape inference failing (InvalidArgument naming the node).
-  static absl::StatusOr<CostModel> Estimate(const Graph& graph, const CostModelOptions& options = {});
+  // `as_run`, when given: a copy of `graph` as the session rewrites it before
+  // running it (constants folded; nodes matched by name), whose inferred
+  // shapes are used instead; if its shapes cannot be inferred, `graph`'s are.
+  // Errors: shape inference on `graph` failing (InvalidArgument naming the node).
+  static absl::StatusOr<CostModel> Estimate(const Graph& graph, const CostModelOptions& options = {},
+                                            const Graph* as_run = nullptr);
 
   // REQUIRES: `node` belongs to the graph the model was built from.
   double Flops(const Node* node) const { return flops_[node->id()]; }

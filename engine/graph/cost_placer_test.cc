@@ -17,6 +17,7 @@
 #include "engine/graph/cost_model.h"
 #include "engine/graph/graph_constructor.h"
 #include "engine/graph/graph_def_builder.h"
+#include "engine/graph/optimizer_constant_folding.h"
 #include "engine/graph/placer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -129,6 +130,41 @@ TEST_F(CostPlacerTest, UnknownDimensionsCountAsTheGivenSize) {
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_DOUBLE_EQ(model->Flops(graph_->FindNode("mm")), 2.0 * 32 * 10 * 128);
   EXPECT_EQ(model->OutputBytes(graph_->FindNode("x"), 0), 32 * 128 * 4);
+}
+
+TEST_F(CostPlacerTest, ShapesComeFromTheGraphAsRunWhenGiven) {
+  // A Reshape to a computed shape (Shape(x) * [1, 1]) is unknown until
+  // constant folding, which the session runs before a step, makes the shape
+  // a Const; a gradient's shapes (a Mean's Reshape and Tile) are built so.
+  TensorShapeProto shape_8x16;
+  shape_8x16.add_dim()->set_size(8);
+  shape_8x16.add_dim()->set_size(16);
+  b_.Node("x", "Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(shape_8x16)}});
+  b_.Node("shape", "Shape", {"x"}, {{"T", MakeAttr(DT_FLOAT)}, {"out_type", MakeAttr(DT_INT32)}});
+  b_.Const("ones", Tensor::FromVector<int32_t>({1, 1}));
+  b_.Node("computed", "Mul", {"shape", "ones"}, {{"T", MakeAttr(DT_INT32)}});
+  b_.Node("r", "Reshape", {"x", "computed"}, {{"T", MakeAttr(DT_FLOAT)}, {"Tshape", MakeAttr(DT_INT32)}});
+  MatMul("mm", "r", Matrix("w", 8, 4), /*transpose_a=*/true);
+  ASSERT_TRUE(Build().ok());
+  CostModelOptions options;
+  options.unknown_dim = 1000;
+  auto alone = CostModel::Estimate(*graph_, options);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  // r is [?, ?]: the product counts as [1000, 4] over k = 1000.
+  EXPECT_DOUBLE_EQ(alone->Flops(graph_->FindNode("mm")), 2.0 * 1000 * 4 * 1000);
+
+  std::unique_ptr<Graph> as_run = graph_->Clone();
+  ASSERT_GT(FoldConstants(ConstantFoldingOptions(), as_run.get()).folded, 0);
+  auto run = CostModel::Estimate(*graph_, options, as_run.get());
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_DOUBLE_EQ(run->Flops(graph_->FindNode("mm")), 2.0 * 16 * 4 * 8);
+  EXPECT_EQ(run->OutputBytes(graph_->FindNode("r"), 0), 8 * 16 * 4);
+  // Folded into a Const: no FLOPs per step (alone it multiplies 2 elements).
+  EXPECT_DOUBLE_EQ(alone->Flops(graph_->FindNode("computed")), 2);
+  EXPECT_DOUBLE_EQ(run->Flops(graph_->FindNode("computed")), 0);
+  // Removed with the fold (its only consumer is now a Const): not run.
+  EXPECT_EQ(run->OutputBytes(graph_->FindNode("shape"), 0), 0);
+  EXPECT_DOUBLE_EQ(run->ComputeNs(graph_->FindNode("shape")), options.node_overhead_ns);
 }
 
 TEST_F(CostPlacerTest, ConvolutionAndElementwiseFlops) {

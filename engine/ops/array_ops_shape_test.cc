@@ -83,6 +83,22 @@ TEST_F(ArrayShapeTest, GatherOneHotPadSegments) {
   EXPECT_EQ(Shape(b_.Op("uss", "UnsortedSegmentSum", {p, Input("ids", {5}, DT_INT32), Int("n", 6)})), "[6,4,3]");
 }
 
+TEST_F(ArrayShapeTest, TileMultipliesEachKnownDim) {
+  EXPECT_EQ(Shape(b_.Op("t1", "Tile", {Input("x", {2, -1, 3}), Ints("m", {4, 2, 0})})), "[8,?,0]");
+  // Multiples known only at run time: the input's rank, or nothing.
+  EXPECT_EQ(Shape(b_.Op("t2", "Tile", {Input("y", {2, 3}), Input("my", {2}, DT_INT32)})), "[?,?]");
+  EXPECT_EQ(Shape(b_.Op("t3", "Tile", {Input("z", {-1}), Input("mz", {-1}, DT_INT32)})), "[?]");
+  // Multiples of another length than the rank: left to the kernel's error.
+  EXPECT_EQ(Shape(b_.Op("t4", "Tile", {Input("w", {2, 3}), Ints("mw", {2})})), "[?,?]");
+}
+
+TEST_F(ArrayShapeTest, NegativeTileMultipleIsAnErrorNamingTheNode) {
+  b_.Op("bad_tile", "Tile", {Input("x", {2, 3}), Ints("m", {1, -2})});
+  std::string msg = Shape(Output{graph_.FindNode("x"), 0});
+  EXPECT_NE(msg.find("bad_tile"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("multiples[1] >= 0, but got -2"), std::string::npos) << msg;
+}
+
 TEST_F(ArrayShapeTest, BadPermIsAnErrorNamingTheNode) {
   b_.Op("bad_transpose", "Transpose", {Input("x", {2, 3}), Ints("p", {0, 2})});
   std::string msg = Shape(Output{graph_.FindNode("x"), 0});

@@ -336,6 +336,32 @@ REGISTER_OP("Tile")
     .Output("output: T")
     .Attr("T: type")
     .Attr("Tmultiples: {int32, int64} = DT_INT32")
+    .SetShapeFn([](InferenceContext* c) {
+      // The input's rank; each dim times its multiple where both are known
+      // (the kernel checks the rest at run time). A Mean's gradient tiles by
+      // multiples that constant folding makes known: its shape, and the
+      // gradients' shapes after it, become known with them.
+      const PartialShape& in = c->input(0);
+      const Tensor* m = c->input_tensor(1);
+      if (m == nullptr || m->dims() != 1 || (in.rank_known() && m->dim_size(0) != in.rank())) {
+        c->set_output(0, in.rank_known() ? PartialShape::UnknownOfRank(in.rank()) : PartialShape::Unknown());
+        return absl::OkStatus();
+      }
+      const int rank = static_cast<int>(m->dim_size(0));
+      std::vector<int64_t> dims(rank, kUnknownDim);
+      for (int i = 0; i < rank; ++i) {
+        const int64_t multiple = m->dtype() == DT_INT64 ? m->data<int64_t>()[i] : m->data<int32_t>()[i];
+        if (multiple < 0) return c->Error(absl::StrCat("expected multiples[", i, "] >= 0, but got ", multiple));
+        const int64_t d = in.rank_known() ? in.dim(i) : kUnknownDim;
+        if (multiple == 0) {
+          dims[i] = 0;
+        } else if (d != kUnknownDim && d <= kMaxTensorElements / multiple) {
+          dims[i] = d * multiple;
+        }
+      }
+      c->set_output(0, PartialShape::FromDims(dims));
+      return absl::OkStatus();
+    })
     .SetGradient([](GradientBuilder* g) {
       // dy viewed as [m0, d0, m1, d1, ...], summed over the m axes.
       GraphBuilder& b = g->b();

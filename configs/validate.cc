@@ -179,6 +179,21 @@ class Validator {
     }
   }
 
+  // The --local_cluster the model's devices need: as many ps and worker
+  // tasks as the highest task each job's devices name (at least one each).
+  std::string LocalClusterHint() const {
+    int ps = 1, worker = 1;
+    auto count = [&](const std::string& device) {
+      auto parsed = ParseDeviceName(device);
+      if (device.empty() || !parsed.ok() || !parsed->has_job || !parsed->has_task || parsed->task < 0) return;
+      if (parsed->job == "ps") ps = std::max(ps, parsed->task + 1);
+      if (parsed->job == "worker") worker = std::max(worker, parsed->task + 1);
+    };
+    for (const auto& layer : e_.model().layer()) count(layer.device());
+    for (const auto& node : e_.model().node()) count(node.device());
+    return absl::StrCat("ps=", ps, ",worker=", worker);
+  }
+
   // A layer's or raw node's `device`: its syntax, and that this process has a
   // device it can name (the devices of one process: /job:localhost, CPU:0 to
   // CPU:<cpu_devices - 1>). Colocation and kernel conflicts need the graph:
@@ -200,8 +215,9 @@ class Validator {
                std::getenv("SLURM_PROCID") == nullptr) {
       // No cluster anywhere (TF_CONFIG and Slurm are the other sources): one process.
       Error(m, "device", -1, absl::StrCat("device '", device, "': no job '", parsed->job,
-                                          "': this run has no cluster (run it with --local_cluster ps=1,worker=1, "
-                                          "or give cluster {}, TF_CONFIG or Slurm's environment)"));
+                                          "': this run has no cluster (run it with --local_cluster ",
+                                          LocalClusterHint(), ", or give cluster {}, TF_CONFIG or Slurm's "
+                                          "environment)"));
     } else if (remote_job && !e_.cluster().job().empty() && ClusterTasks(parsed->job) < 0) {
       Error(m, "device", -1, absl::StrCat("device '", device, "': the cluster {} has no job '", parsed->job, "'"));
     } else if (remote_job && parsed->has_task && ClusterTasks(parsed->job) > 0 &&

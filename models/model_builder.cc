@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/framework/node_def_util.h"
 #include "engine/graph/graph_constructor.h"
+#include "engine/graph/shape_refiner.h"
 #include "models/embedding_ops.h"
 #include "models/gru_layer.h"
 #include "models/lstm_layer.h"
@@ -653,14 +654,27 @@ class ModelCompiler {
   }
 
   // Raw nodes get no shape checks as they are added; run shape inference over
-  // the graph so far and put a failure at the raw node it names.
+  // the graph so far and put a failure at the raw node it names. On success,
+  // each raw node's output 0 takes its inferred shape, which the losses and
+  // metrics check (figure1_relu's logits are a raw Relu).
   void CheckRawNodeShapes() {
     if (e_.model().node_size() == 0) return;
     GraphDef def;
     root_.graph()->ToGraphDef(&def);
     Graph scratch;
     absl::Status s = ConvertGraphDefToGraph(GraphConstructorOptions(), def, &scratch);
-    if (s.ok()) return;
+    if (s.ok()) {
+      ShapeRefiner refiner;
+      if (!refiner.InferShapes(scratch).ok()) return;
+      const std::string prefix = options_.tower.empty() ? "" : options_.tower + "/";
+      for (const NodeDef& raw : e_.model().node()) {
+        const Node* node = scratch.FindNode(prefix + raw.name());
+        auto it = out_->named.find(raw.name());
+        if (node == nullptr || node->num_outputs() == 0 || it == out_->named.end()) continue;
+        it->second.shape = refiner.OutputShape(node, 0);
+      }
+      return;
+    }
     const std::string message(s.message());
     const std::string prefix = options_.tower.empty() ? "" : options_.tower + "/";
     for (const NodeDef& raw : e_.model().node()) {

@@ -115,7 +115,9 @@ void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGra
   // Backward is about twice the forward work.
   const double flops = 3.0 * static_cast<double>(tg.forward_flops_per_example) * static_cast<double>(batch);
   out << "  FLOPs per step " << absl::StrFormat("%.3g", flops) << " (batch " << batch << ", forward "
-      << FormatThousands(tg.forward_flops_per_example) << " per example, x3 with gradients)\n";
+      << FormatThousands(tg.forward_flops_per_example) << " per example, x3 with gradients"
+      << (e.model().node_size() > 0 ? "; raw nodes not counted: the placement's FLOPs/step below counts them" : "")
+      << ")\n";
   const double weights = 4.0 * static_cast<double>(trainable + state);
   // Activations and their gradients, kept for the backward pass.
   const double activations = 2.0 * 4.0 * static_cast<double>(tg.activation_elements_per_example * batch);

@@ -18,6 +18,7 @@
 #include "checkpoint/tensor_bundle_writer.h"
 #include "checkpoint/tensor_slice.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/framework/shape_inference.h"
 
 namespace sluice {
 namespace checkpoint {
@@ -127,8 +128,13 @@ class RestoreOp : public OpKernel {
                 absl::InvalidArgumentError(absl::StrCat("checkpoint ", pattern, ": tensor '", name, "' has dtype ",
                                                         DataTypeString(value->dtype()), ", the op expects ",
                                                         DataTypeString(dt_))));
+    OP_REQUIRES_OK(ctx, CheckValue(name, *value));
     ctx->set_output(0, *std::move(value));
   }
+
+ protected:
+  // What a subclass requires of the restored tensor `name` besides its dtype.
+  virtual absl::Status CheckValue(const std::string& name, const Tensor& value) const { return absl::OkStatus(); }
 
  private:
   const bool check_;
@@ -141,9 +147,28 @@ class RestorePlainOp : public RestoreOp {
  public:
   explicit RestorePlainOp(OpKernelConstruction* ctx) : RestoreOp(ctx, false, false) {}
 };
+// Also checks the restored tensor against its `shape` attr: a checkpoint of
+// another model (a layer's units changed) is an error naming both shapes,
+// not a variable silently taking the checkpoint's shape.
 class RestoreAndCheckOp : public RestoreOp {
  public:
-  explicit RestoreAndCheckOp(OpKernelConstruction* ctx) : RestoreOp(ctx, true, false) {}
+  explicit RestoreAndCheckOp(OpKernelConstruction* ctx) : RestoreOp(ctx, true, false) {
+    TensorShapeProto proto;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("shape", &proto));
+    auto shape = PartialShape::FromProto(proto);
+    OP_REQUIRES_OK(ctx, shape.status());
+    expected_ = *std::move(shape);
+  }
+
+  absl::Status CheckValue(const std::string& name, const Tensor& value) const override {
+    if (!expected_.rank_known() || expected_.IsCompatibleWith(value.shape())) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' in the checkpoint has shape ",
+                                                   value.shape().DebugString(), "; this model's variable is ",
+                                                   expected_.DebugString()));
+  }
+
+ private:
+  PartialShape expected_;
 };
 class RestoreSliceOp : public RestoreOp {
  public:

@@ -65,6 +65,9 @@ REGISTER_OP("RestoreAndCheck")
     .Output("tensor: dt")
     .Attr("dt: type")
     .Attr("preferred_shard: int = -1")
+    // The shape the restored tensor must have (the variable it goes to);
+    // an unknown rank checks nothing.
+    .Attr("shape: shape = { unknown_rank: true }")
     .SetIsStateful()
     .SetShapeFn(shape_fns::Unknown);
 

@@ -56,8 +56,13 @@ void AddRestoreNodes(const std::string& scope, const std::vector<SaveableVariabl
       restored = b.Node(absl::StrCat(scope, "/restore_", i), "RestoreSlice", {filename, name, spec},
                         {{"dt", MakeAttr(v.dtype)}});
     } else if (v.slice_spec.empty()) {
-      restored = b.Node(absl::StrCat(scope, "/restore_", i), "RestoreAndCheck", {filename, name},
-                        {{"dt", MakeAttr(v.dtype)}});
+      std::map<std::string, AttrValue> attrs = {{"dt", MakeAttr(v.dtype)}};
+      if (v.shape.has_value()) {
+        TensorShapeProto shape;
+        v.shape->AsProto(&shape);
+        attrs["shape"] = MakeAttr(shape);
+      }
+      restored = b.Node(absl::StrCat(scope, "/restore_", i), "RestoreAndCheck", {filename, name}, attrs);
     } else {
       const std::string spec = b.Const(absl::StrCat(scope, "/shape_and_slice_", i),
                                        Tensor::Scalar<tstring>(ShapeAndSliceSpec(v)));
@@ -290,9 +295,17 @@ absl::Status Saver::Restore(Session* session, const std::string& ckpt_dir) const
                       {options_.scope + "/restore_all"}, &unused);
 }
 
-absl::StatusOr<int64_t> Saver::RestoreLatest(Session* session, VerifyLevel level) const {
+absl::StatusOr<int64_t> Saver::RestoreLatest(Session* session, VerifyLevel level, std::string* restored_dir) const {
   SLUICE_ASSIGN_OR_RETURN(FoundCheckpoint found, FindLatestValidCheckpoint(options_.env, options_.run_dir, level));
-  SLUICE_RETURN_IF_ERROR(Restore(session, found.dir));
+  absl::Status s = Restore(session, found.dir);
+  // A tensor this model needs and the checkpoint lacks (NotFound) must not
+  // read as "no checkpoint": the caller would start afresh beside it.
+  if (absl::IsNotFound(s) || absl::IsInvalidArgument(s)) {
+    return absl::FailedPreconditionError(absl::StrCat("checkpoint ", found.dir, " does not fit this model: ",
+                                                      s.message()));
+  }
+  SLUICE_RETURN_IF_ERROR(s);
+  if (restored_dir != nullptr) *restored_dir = found.dir;
   return found.step;
 }
 

@@ -24,6 +24,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +48,10 @@ struct SaveableVariable {
   DataType dtype = DT_FLOAT;
   std::string slice_spec;  // "" for a whole variable
   TensorShape full_shape;  // only with slice_spec or mod_parts
+  // A whole variable's shape, when known: a restore requires the
+  // checkpoint's tensor to have it (a checkpoint of another model is an
+  // error, not a variable of another shape).
+  std::optional<TensorShape> shape;
   // A variable held in parts split by rows modulo mod_parts.size() (models'
   // partitioned embeddings, models/embedding_ops.h): row r of the whole
   // (shape full_shape) is row r / N of node mod_parts[r % N]; `node` is not
@@ -101,8 +106,12 @@ class Saver {
   // Restores every variable from the checkpoint directory `ckpt_dir`.
   absl::Status Restore(Session* session, const std::string& ckpt_dir) const;
   // Restores from the newest valid checkpoint of run_dir and returns its
-  // step; NotFound when there is none (a fresh run).
-  absl::StatusOr<int64_t> RestoreLatest(Session* session, VerifyLevel level = VerifyLevel::kFull) const;
+  // step; NotFound only when there is none (a fresh run). A checkpoint that
+  // does not fit the variables (a tensor missing, or of another shape: the
+  // model or optimizer changed) is FailedPrecondition naming it. When
+  // `restored_dir` is given it gets the directory restored from.
+  absl::StatusOr<int64_t> RestoreLatest(Session* session, VerifyLevel level = VerifyLevel::kFull,
+                                        std::string* restored_dir = nullptr) const;
 
   // Directory of the last committed checkpoint ("" if none yet).
   std::string last_checkpoint() const;

@@ -101,6 +101,53 @@ TEST(Saver, FreshRunHasNothingToRestore) {
   EXPECT_EQ((*saver)->RestoreLatest(session.get()).status().code(), absl::StatusCode::kNotFound);
 }
 
+// A run directory written by another model (a layer's size or the
+// optimizer changed) is FailedPrecondition naming the tensor, never NotFound
+// ("nothing to restore": the caller would start afresh beside it) and never a
+// variable silently taking the checkpoint's shape.
+TEST(Saver, ACheckpointOfAnotherModelIsFailedPrecondition) {
+  Model model("saver_other_model");
+  SaverOptions o;
+  o.run_dir = FreshTestDir("run_other_model");
+  auto saver = Saver::Create(o, model.variables);
+  ASSERT_TRUE(saver.ok());
+  auto session = model.NewSessionWith(**saver);
+  RunTarget(session.get(), "init");
+  ASSERT_TRUE((*saver)->Save(session.get(), 1).ok());
+  ASSERT_TRUE((*saver)->Wait().ok());
+
+  // The same variables restored where w is declared [4]: the shape is checked.
+  std::vector<SaveableVariable> wider = model.variables;
+  wider[0].shape = TensorShape({4});
+  auto checked = Saver::Create(o, wider);
+  ASSERT_TRUE(checked.ok());
+  auto fresh = model.NewSessionWith(**checked);
+  auto mismatch = (*checked)->RestoreLatest(fresh.get());
+  EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kFailedPrecondition) << mismatch.status();
+  EXPECT_NE(mismatch.status().message().find("tensor 'w' in the checkpoint has shape [3]; this model's variable is [4]"),
+            std::string::npos)
+      << mismatch.status();
+  // Declared [3], as saved: restores, and the restored directory is named.
+  wider[0].shape = TensorShape({3});
+  auto same = Saver::Create(o, wider);
+  ASSERT_TRUE(same.ok());
+  fresh = model.NewSessionWith(**same);
+  std::string restored_dir;
+  auto step = (*same)->RestoreLatest(fresh.get(), VerifyLevel::kFull, &restored_dir);
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_EQ(restored_dir, JoinPath(o.run_dir, "checkpoints/ckpt-1"));
+
+  // A variable the checkpoint lacks (another optimizer's slot).
+  std::vector<SaveableVariable> renamed = model.variables;
+  renamed[1].name = "w/adam_m";
+  auto missing_saver = Saver::Create(o, renamed);
+  ASSERT_TRUE(missing_saver.ok());
+  fresh = model.NewSessionWith(**missing_saver);
+  auto missing = (*missing_saver)->RestoreLatest(fresh.get());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kFailedPrecondition) << missing.status();
+  EXPECT_NE(missing.status().message().find("w/adam_m"), std::string::npos) << missing.status();
+}
+
 TEST(Saver, SnapshotIsTakenBeforeSaveReturns) {
   Model model("saver_snapshot");
   SaverOptions o;

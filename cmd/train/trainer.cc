@@ -373,6 +373,7 @@ std::vector<checkpoint::SaveableVariable> Saveables(const models::TrainingGraph&
     if (v.num_parts <= 1) {
       sv.node = v.name;
       sv.name = v.name;
+      sv.shape = v.shape;
     } else {
       auto [it, fresh] = logical_at.emplace(v.logical, out.size());
       if (!fresh) {
@@ -750,6 +751,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   int64_t step = 0;
   // Another replica: the chief initializes or restores; this one waits.
   absl::StatusOr<int64_t> restored = absl::NotFoundError("not the chief");
+  std::string restored_dir;
   if (!chief) {
     const int secs = e.cluster().start_timeout_secs();
     s = WaitForChiefInit(session.get(), tg, absl::Seconds(secs > 0 ? secs : 300), cluster.get(), out);
@@ -763,7 +765,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       return ExitCodeForStatus(s);
     }
   } else {
-    restored = saver->RestoreLatest(session.get());
+    restored = saver->RestoreLatest(session.get(), checkpoint::VerifyLevel::kFull, &restored_dir);
   }
   if (!chief) {
     // Below: read the global step the chief left.
@@ -777,7 +779,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     step = fetched[0].scalar<int64_t>();
     // The checkpoint's own step: with async replicas another worker may
     // already have stepped past it by the time the global step is read.
-    out << "resumed from " << saver->last_checkpoint() << " at step " << *restored << "\n";
+    out << "resumed from " << restored_dir << " at step " << *restored << "\n";
   } else if (absl::IsNotFound(restored.status())) {
     s = session->Run({}, {}, {tg.init_op}, &fetched);
     if (!s.ok()) {
@@ -814,6 +816,14 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       return RecoverOrGiveUp(restored.status(), chief, e.cluster(), cluster.get(), err);
     }
     err << "error: restoring " << run_dir << ": " << restored.status().message() << "\n";
+    if (absl::IsFailedPrecondition(restored.status())) {
+      // The run directory holds another model's checkpoints (its layers or
+      // its optimizer changed): the config's mistake, not a fault.
+      err << "  (this run directory's checkpoints were written by another model: train in a new --run_dir, or "
+             "take the variables that still fit with checkpoint { warm_start { from: \""
+          << run_dir << "\" variables: ... } })\n";
+      return kExitBadConfig;
+    }
     return ExitCodeForStatus(restored.status());
   }
 

@@ -540,8 +540,16 @@ class Validator {
     if (port < -1 || port > 65535) {
       Error(e_.monitoring(), "metrics_port", -1, absl::StrCat("metrics_port must be in [-1, 65535], got ", port));
     }
-    if (e_.devices().intra_op_threads() < 0) Error(e_.devices(), "intra_op_threads", -1, "intra_op_threads must be >= 0");
-    if (e_.devices().inter_op_threads() < 0) Error(e_.devices(), "inter_op_threads", -1, "inter_op_threads must be >= 0");
+    // A pool of 100,000 threads fails to start (std::system_error): a typo,
+    // caught here with the field's location.
+    constexpr int kMaxPoolThreads = 1024;
+    for (const auto& [field, value] : {std::pair<const char*, int>{"intra_op_threads", e_.devices().intra_op_threads()},
+                                       std::pair<const char*, int>{"inter_op_threads", e_.devices().inter_op_threads()}}) {
+      if (value < 0 || value > kMaxPoolThreads) {
+        Error(e_.devices(), field, -1,
+              absl::StrCat(field, " must be in [0, ", kMaxPoolThreads, "] (0 means one per core), got ", value));
+      }
+    }
     if (e_.devices().cpu_devices() < 0 || e_.devices().cpu_devices() > kMaxLocalCpuDevices) {
       Error(e_.devices(), "cpu_devices", -1,
             absl::StrCat("cpu_devices must be in [0, ", kMaxLocalCpuDevices, "] (0 means 1), got ",

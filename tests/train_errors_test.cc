@@ -486,6 +486,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"replication_without_ps", "",
              "cluster { job { name: \"worker\" task: \"127.0.0.1:1\" } }\nreplication { async {} }\n", {},
              "13:replication", "needs a 'ps' job"},
+        Case{"too_many_intra_op_threads", "", "devices { intra_op_threads: 100000 }\n", {}, "12:intra_op_threads",
+             "intra_op_threads must be in [0, 1024]"},
         // --set overrides: checked like the file (located there) or named as the flag.
         Case{"set_negative_steps", "", "", {"--set", "train.steps=-1"}, "11:steps", "train.steps must be > 0"},
         Case{"set_zero_learning_rate", "", "", {"--set", "optimizer.sgd.learning_rate=0"}, "10:learning_rate",

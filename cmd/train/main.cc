@@ -5,10 +5,12 @@
 // cmd/train/exit_codes.h.
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -40,14 +42,32 @@ constexpr char kUsage[] =
     "                 restarts=R a task other than the chief that dies (a signal, a code >= 128)\n"
     "                 is started again, up to R times\n"
     "exit codes: 0 done, 2 bad config or usage, 1 other permanent errors, 129 transient failure,\n"
-    "            143 stopped by SIGTERM/SIGINT after a checkpoint (run again to resume);\n"
+    "            143 stopped by SIGTERM/SIGINT after a checkpoint (run again to resume; a second\n"
+    "            signal a second or more after the first stops at once, without one);\n"
     "            with --local_cluster: the chief's (worker 0's) code, a task killed by signal S\n"
     "            counting as 128+S, or the code of another task that failed for good (1-127)\n"
     "            before the chief ended\n";
 
+// When the first SIGTERM/SIGINT arrived (CLOCK_MONOTONIC ns); 0: none yet.
+std::atomic<int64_t> g_first_signal_ns{0};
+
 void OnSignal(int) {
-  // First signal: finish the step and checkpoint. Second: leave now.
-  if (sluice::g_stop_signals.fetch_add(1) >= 1) _exit(sluice::kExitPreempted);
+  // First signal: finish the step and checkpoint. Another one a second or
+  // more later: leave now. One arriving sooner is the same request delivered
+  // twice (timeout(1) signals the process and then its process group; Ctrl-C
+  // under --local_cluster reaches a task from the terminal and from the
+  // launcher) and must not cost the checkpoint.
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe
+  const int64_t now_ns = int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
+  int64_t first = 0;
+  if (g_first_signal_ns.compare_exchange_strong(first, now_ns)) {
+    sluice::g_stop_signals.fetch_add(1);
+    return;
+  }
+  if (now_ns - first < 1000000000) return;
+  sluice::g_stop_signals.fetch_add(1);
+  _exit(sluice::kExitPreempted);
 }
 
 }  // namespace

@@ -29,7 +29,11 @@ absl::Status CheckpointHook::End(Session* session, const LoopEnd& end) {
     return absl::Status(s.code(), absl::StrCat("final checkpoint: ", s.message()));
   }
   for (CheckpointListener* l : listeners_) l->AfterFinalSave(end.step);
-  *out_ << "saved " << saver_->last_checkpoint() << "\n";
+  if (saver_->last_checkpoint().empty()) {
+    *out_ << "no checkpoint saved: no step ran\n";  // stopped before the first step of a fresh run
+  } else {
+    *out_ << "saved " << saver_->last_checkpoint() << "\n";
+  }
   out_->flush();
   return absl::OkStatus();
 }

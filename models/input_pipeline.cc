@@ -13,6 +13,13 @@ namespace sluice {
 namespace models {
 namespace {
 
+// A FIFO batch queue's capacity: four batches, at least 1,000 examples, at
+// most INT32_MAX (a batch_size past 536M overflowed 4 * batch into a negative
+// int32); never under one batch, which validation keeps <= INT32_MAX.
+int32_t DefaultQueueCapacity(int64_t batch_size) {
+  return static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(4 * batch_size, 1000), INT32_MAX));
+}
+
 // The restore nodes of the reader built under `scope` (a string Placeholder
 // for its serialized state and the ReaderRestoreState that applies it).
 RestorableReader AddRestorableReader(InputGraph* in, const std::string& scope, const std::string& reader_type,
@@ -111,7 +118,7 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
     batch.min_after_dequeue = static_cast<int32_t>(p.shuffle().min_after_dequeue());
     batch.seed = options.seed;
   } else {
-    batch.capacity = static_cast<int32_t>(std::max<int64_t>(4 * p.batch_size(), 1000));
+    batch.capacity = DefaultQueueCapacity(p.batch_size());
   }
   // The queue holds the file's bytes (uint8 pixels and labels); each batch is
   // converted after it leaves the queue. Stored as floats, fashion_mlp's
@@ -255,7 +262,7 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
     batch.min_after_dequeue = static_cast<int32_t>(p.shuffle().min_after_dequeue());
     batch.seed = options.seed;
   } else {
-    batch.capacity = static_cast<int32_t>(std::max<int64_t>(4 * p.batch_size(), 1000));
+    batch.capacity = DefaultQueueCapacity(p.batch_size());
   }
   auto batched = AddBatch(in, {{tokens, DT_INT64, TensorShape({seq_len})}, {targets, DT_INT64, TensorShape({seq_len})}},
                           batch);

@@ -45,12 +45,6 @@ std::string ShapeString(const PartialShape& s) {
   return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
 }
 
-// This machine's physical memory in bytes; 0 when unknown.
-double MachineMemoryBytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page_size > 0 ? static_cast<double>(pages) * static_cast<double>(page_size) : 0.0;
-}
-
 // "[3,3,1,64]"; an unknown dim is "batch" first, "?" elsewhere.
 std::string DimsString(const std::vector<int64_t>& dims) {
   std::vector<std::string> parts;
@@ -947,6 +941,11 @@ class ModelCompiler {
 };
 
 }  // namespace
+
+double MachineMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? static_cast<double>(pages) * static_cast<double>(page_size) : 0.0;
+}
 
 absl::Status BuildModel(const config::LoadedExperiment& loaded, const ModelOptions& options,
                         const std::map<std::string, Feature>& features, GraphBuilder* b, ModelOutputs* out,

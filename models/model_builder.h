@@ -75,6 +75,10 @@ struct ModelOptions {
   Output global_step;
 };
 
+// This machine's physical memory in bytes; 0 when unknown. Sizes past it are
+// config errors (a layer's weights here, the plan's estimate in `train`).
+double MachineMemoryBytes();
+
 // Builds the model on top of `features` (by name: "image", "label", ...).
 // Config errors (shape mismatches, bad raw nodes) are appended to `errors`
 // with the location of the layer; the returned status is the first

@@ -320,6 +320,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"negative_batch_size", "batch_size: 32", "batch_size: -4", {}, "9:batch_size", "batch_size must be > 0"},
         Case{"batch_size_beyond_int32", "batch_size: 32", "batch_size: 1000000000000", {}, "9:batch_size",
              "at most 2147483647"},
+        // 2e9 examples of 810 floats and their gradients: terabytes, past any machine's memory.
+        Case{"batch_past_this_machines_memory", "batch_size: 32", "batch_size: 2000000000", {}, "9:batch_size",
+             "is more than this machine's"},
         Case{"zero_steps", "steps: 10", "steps: 0", {}, "11:train", "train.steps must be > 0"},
         Case{"negative_reader_threads", "batch_size: 32", "batch_size: 32 reader_threads: -2", {}, "9:reader_threads",
              "reader_threads must be > 0"},

@@ -32,6 +32,7 @@
 #include "engine/platform/env.h"
 #include "engine/runtime/session.h"
 #include "google/protobuf/text_format.h"
+#include "models/model_builder.h"
 #include "models/schedule.h"
 #include "models/training/checkpoint_hook.h"
 #include "models/training/eval_hook.h"
@@ -76,6 +77,43 @@ std::string OptimizerSummary(const config::Optimizer& o) {
                       o.clip_global_norm() > 0 ? absl::StrCat(", gradients clipped to norm ", o.clip_global_norm()) : "");
 }
 
+// The plan's memory estimate, in bytes.
+struct PlanMemory {
+  double weights = 0;      // variables and optimizer state
+  double activations = 0;  // activations and their gradients, kept for the backward pass
+  double queue = 0;        // the training input's queue, full
+  double total() const { return weights + activations + queue; }
+};
+
+PlanMemory EstimatePlanMemory(const config::Experiment& e, const models::TrainingGraph& tg) {
+  PlanMemory m;
+  double elements = 0;
+  for (const auto& v : tg.variables) elements += static_cast<double>(v.shape.num_elements());
+  m.weights = 4.0 * elements;
+  m.activations = 2.0 * 4.0 * static_cast<double>(tg.activation_elements_per_example) *
+                  static_cast<double>(e.input().train().batch_size());
+  m.queue = static_cast<double>(tg.train_input.queue_capacity) *
+            static_cast<double>(tg.train_input.queue_bytes_per_example);
+  return m;
+}
+
+// A plan whose estimate exceeds this machine's memory would be killed by the
+// kernel minutes later (or abort on bad_alloc): a config error, located at
+// the training batch size, which is what usually makes it so.
+bool CheckPlanFitsInMemory(const config::LoadedExperiment& loaded, const models::TrainingGraph& tg,
+                           config::ConfigErrors* errors) {
+  const config::Experiment& e = loaded.experiment;
+  const PlanMemory m = EstimatePlanMemory(e, tg);
+  const double machine = models::MachineMemoryBytes();
+  if (machine <= 0 || m.total() <= machine) return true;
+  errors->Add(loaded.Where(e.input().train(), "batch_size"),
+              absl::StrCat("the plan's estimated peak memory, ", FormatBytes(m.total()), " (activations ",
+                           FormatBytes(m.activations), " at batch_size ", e.input().train().batch_size(),
+                           ", variables ", FormatBytes(m.weights), ", input queue ", FormatBytes(m.queue),
+                           "), is more than this machine's ", FormatBytes(machine), " of memory"));
+  return false;
+}
+
 // `shared_pool`: the executor's nodes run on the intra-op threads
 // (SessionOptions::ops_on_intra_op_pool).
 void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGraph& tg, int inter_op, bool shared_pool,
@@ -112,19 +150,15 @@ void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGra
   }
   out << "    total trainable parameters " << FormatThousands(trainable) << "; optimizer state " << FormatThousands(state) << "\n";
   const int64_t batch = e.input().train().batch_size();
+  const PlanMemory memory = EstimatePlanMemory(e, tg);
   // Backward is about twice the forward work.
   const double flops = 3.0 * static_cast<double>(tg.forward_flops_per_example) * static_cast<double>(batch);
   out << "  FLOPs per step " << absl::StrFormat("%.3g", flops) << " (batch " << batch << ", forward "
       << FormatThousands(tg.forward_flops_per_example) << " per example, x3 with gradients"
       << (e.model().node_size() > 0 ? "; raw nodes not counted: the placement's FLOPs/step below counts them" : "")
       << ")\n";
-  const double weights = 4.0 * static_cast<double>(trainable + state);
-  // Activations and their gradients, kept for the backward pass.
-  const double activations = 2.0 * 4.0 * static_cast<double>(tg.activation_elements_per_example * batch);
-  const double queue = static_cast<double>(tg.train_input.queue_capacity) *
-                       static_cast<double>(tg.train_input.queue_bytes_per_example);
-  out << "  estimated peak memory " << FormatBytes(weights + activations + queue) << " (variables " << FormatBytes(weights)
-      << ", activations " << FormatBytes(activations) << ", input queue " << FormatBytes(queue) << ")\n";
+  out << "  estimated peak memory " << FormatBytes(memory.total()) << " (variables " << FormatBytes(memory.weights)
+      << ", activations " << FormatBytes(memory.activations) << ", input queue " << FormatBytes(memory.queue) << ")\n";
   out << "  input train    " << tg.train_input.description << "\n";
   if (tg.has_eval) out << "  input eval     " << tg.eval_input.description << "\n";
   out << "  optimizer      " << OptimizerSummary(e.optimizer()) << "\n";
@@ -588,6 +622,13 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   if (!monitoring.ok()) {
     err << options.config_path << ": error: " << monitoring.status().message() << "\n";
     return kExitBadConfig;
+  }
+  {
+    config::ConfigErrors memory_errors(options.config_path);
+    if (!CheckPlanFitsInMemory(loaded, tg, &memory_errors)) {
+      for (const std::string& line : memory_errors.lines()) err << line << "\n";
+      return kExitBadConfig;
+    }
   }
   PrintPlan(loaded, tg, inter_op, shared_pool, out);
   models::PrintPlacementPlan(placement, devices, out);

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/platform/env.h"
+#include "engine/platform/record_reader.h"
 #include "inputs/idx.h"
 #include "inputs/idx_cache.h"
 #include "inputs/input_builders.h"
@@ -144,6 +145,171 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
                                                                          ", min_after_dequeue ", batch.min_after_dequeue, ")")
                                                           : absl::StrCat("FIFO queue (capacity ", batch.capacity, ")")),
                                   " -> batches of ", p.batch_size());
+  return absl::OkStatus();
+}
+
+// The records of `files` (TFRecord framing; each record's checksums are
+// checked on the way). OutOfRange ends a file.
+absl::StatusOr<int64_t> CountRecords(const std::vector<std::string>& files) {
+  int64_t count = 0;
+  for (const std::string& path : files) {
+    auto file = Env::Default()->NewRandomAccessFile(path);
+    if (!file.ok()) return file.status();
+    RecordReader reader(file->get());
+    uint64_t offset = 0;
+    absl::string_view record;
+    while (true) {
+      absl::Status s = reader.ReadRecord(&offset, &record);
+      if (absl::IsOutOfRange(s)) break;
+      if (!s.ok()) return s;
+      ++count;
+    }
+  }
+  return count;
+}
+
+// TFRecord files of tf.Examples: file names (shuffled per epoch when
+// training with shuffle) -> TFRecordReader, a batch of records per read ->
+// ParseExample of the configured dense features -> (shuffle) queue ->
+// batches. A "uint8_image" feature is a bytes feature of raw pixels, kept as
+// uint8 in the queue and converted to float (scale_to_unit) after it, as IDX
+// images are. Sharded runs read every num_shards-th file.
+absl::Status BuildTfRecord(const config::Input::Pipeline& p, const PipelineOptions& options, InputGraph* in,
+                           InputPipeline* out) {
+  const config::Input::TfRecord& t = p.tfrecord();
+  auto all_files = text::ExpandFiles(Env::Default(), {t.files().begin(), t.files().end()}, {});
+  if (!all_files.ok()) return all_files.status();
+  std::vector<std::string> files;
+  const int shards = std::max(1, options.num_shards);
+  for (size_t i = 0; i < all_files->size(); ++i) {
+    if (static_cast<int>(i % shards) == options.shard_index % shards) files.push_back((*all_files)[i]);
+  }
+  if (files.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("input shard ", options.shard_index, " of ", shards,
+                                                   " has no TFRecord file: the patterns match ", all_files->size(),
+                                                   " file(s); a sharded run needs one per shard at least"));
+  }
+  // Parsed features, their dtype in the queue, and what becomes of them after.
+  struct Parsed {
+    config::Input::Feature config;
+    FeatureSpec spec;       // as ParseExample reads it
+    DataType queued = DT_FLOAT;
+    std::vector<int64_t> shape;
+    bool image = false;
+  };
+  std::vector<Parsed> parsed;
+  for (const auto& f : t.feature()) {
+    Parsed q;
+    q.config = f;
+    q.shape.assign(f.shape().begin(), f.shape().end());
+    for (int64_t d : q.shape) {
+      if (d < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("feature '", f.name(), "': shape dims must be >= 1, got ", d));
+      }
+    }
+    auto shape = TensorShape::Build(q.shape);
+    if (!shape.ok()) return absl::InvalidArgumentError(absl::StrCat("feature '", f.name(), "': ", shape.status().message()));
+    q.spec.key = f.name();
+    if (f.dtype() == "float") {
+      q.spec.dtype = q.queued = DT_FLOAT;
+      q.spec.shape = *shape;
+    } else if (f.dtype() == "int64") {
+      q.spec.dtype = q.queued = DT_INT64;
+      q.spec.shape = *shape;
+    } else if (f.dtype() == "string") {
+      q.spec.dtype = q.queued = DT_STRING;
+      q.spec.shape = *shape;
+    } else if (f.dtype() == "uint8_image") {
+      if (q.shape.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("feature '", f.name(), "': a uint8_image needs its shape, e.g. [28, 28, 1]"));
+      }
+      q.spec.dtype = DT_STRING;  // one bytes value per example
+      q.spec.shape = TensorShape({});
+      q.queued = DT_UINT8;
+      q.image = true;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("feature '", f.name(), "': dtype '", f.dtype(),
+                                                     "' is not one of float, int64, string, uint8_image"));
+    }
+    parsed.push_back(std::move(q));
+  }
+  // Evaluation runs over the data once and needs its size; training does not
+  // (its epochs end when the file queue does), so its files are not read twice.
+  if (!options.training) {
+    auto count = CountRecords(files);
+    if (!count.ok()) return count.status();
+    out->examples_per_epoch = *count;
+  }
+  const std::string& s = options.scope;
+  ProducerOptions producer;
+  producer.num_epochs = p.epochs();
+  producer.shuffle = options.training && p.has_shuffle();
+  producer.seed = options.seed;
+  producer.scope = s + "/files";
+  auto file_queue = AddStringInputProducer(in, files, producer);
+  if (!file_queue.ok()) return file_queue.status();
+  const int64_t per_read = std::max<int64_t>(p.batch_size(), 1);
+  auto kv = AddReaderReadUpTo(in, "TFRecordReader", *file_queue, per_read, s + "/reader");
+  std::vector<FeatureSpec> specs;
+  for (const Parsed& q : parsed) specs.push_back(q.spec);
+  std::vector<std::string> values = AddParseExample(in, kv.second, specs, s + "/parse");
+  std::vector<TensorSpec> queued;
+  int64_t bytes_per_example = 0;
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    const Parsed& q = parsed[i];
+    std::string tensor = values[i];
+    if (q.image) {
+      const std::string name = s + "/" + q.config.name();
+      std::string pixels = in->AddNode(name + "/decode", "DecodeRaw", {tensor}, {{"out_type", MakeAttr(DT_UINT8)}});
+      std::vector<int64_t> many = {-1};
+      many.insert(many.end(), q.shape.begin(), q.shape.end());
+      tensor = in->AddNode(name + "/shape", "Reshape", {pixels, in->AddConst(name + "/dims", Int32Vector(many))},
+                           {{"T", MakeAttr(DT_UINT8)}, {"Tshape", MakeAttr(DT_INT32)}});
+    }
+    const TensorShape element(q.shape);
+    queued.push_back({tensor, q.queued, element});
+    bytes_per_example += element.num_elements() * (q.queued == DT_STRING ? 64 : DataTypeSize(q.queued));
+  }
+  BatchOptions batch;
+  batch.scope = s + "/batch";
+  batch.batch_size = static_cast<int32_t>(p.batch_size());
+  // Several enqueue threads share the reader and parse in parallel.
+  batch.num_threads = std::max(1, p.reader_threads());
+  batch.enqueue_many = true;
+  batch.shuffle = options.training && p.has_shuffle();
+  if (batch.shuffle) {
+    batch.capacity = static_cast<int32_t>(p.shuffle().capacity());
+    batch.min_after_dequeue = static_cast<int32_t>(p.shuffle().min_after_dequeue());
+    batch.seed = options.seed;
+  } else {
+    batch.capacity = DefaultQueueCapacity(p.batch_size());
+  }
+  auto batched = AddBatch(in, queued, batch);
+  if (!batched.ok()) return batched.status();
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    const Parsed& q = parsed[i];
+    std::vector<int64_t> dims = {kUnknownDim};
+    dims.insert(dims.end(), q.shape.begin(), q.shape.end());
+    std::string tensor = (*batched)[i];
+    DataType dtype = q.queued;
+    if (q.image) {
+      tensor = in->AddNode(s + "/" + q.config.name() + "_float", "ImageToFloat", {tensor},
+                           {{"scale", MakeAttr(p.scale_to_unit() ? 1.0f / 255.0f : 1.0f)}});
+      dtype = DT_FLOAT;
+    }
+    out->features[q.config.name()] = {tensor, dtype, PartialShape::FromDims(dims)};
+  }
+  out->exact_order = !options.training || !p.has_shuffle();
+  out->queue_capacity = batch.capacity;
+  out->queue_bytes_per_example = bytes_per_example;
+  out->queue_size = in->AddNode(batch.scope + "/size", "QueueSize", {batch.scope + "/queue"});
+  out->description = absl::StrCat(
+      "TFRecord ", files.size(), " file(s) (", absl::StrJoin(t.files(), ", "), ")",
+      out->examples_per_epoch > 0 ? absl::StrCat(", ", out->examples_per_epoch, " records") : "", " -> ",
+      batch.shuffle ? absl::StrCat("shuffle queue (capacity ", batch.capacity, ", min_after_dequeue ",
+                                   batch.min_after_dequeue, ")")
+                    : absl::StrCat("FIFO queue (capacity ", batch.capacity, ")"),
+      " -> batches of ", p.batch_size());
   return absl::OkStatus();
 }
 
@@ -297,9 +463,10 @@ absl::Status BuildInputPipeline(const config::Input::Pipeline& p, const Pipeline
     s = BuildIdx(p, options, &in, out);
   } else if (p.has_text()) {
     s = BuildText(p, options, &in, out);
+  } else if (p.has_tfrecord()) {
+    s = BuildTfRecord(p, options, &in, out);
   } else {
-    s = absl::UnimplementedError(absl::StrCat("input source '", p.has_tfrecord() ? "tfrecord" : "csv",
-                                              "' is not wired into train yet; use idx or text"));
+    s = absl::UnimplementedError("input source 'csv' is not wired into train yet; use idx, tfrecord or text");
   }
   if (!s.ok()) return s;
   out->runners = in.runners;

@@ -143,6 +143,11 @@ class TrainingHook {
   // The loop stopped normally; `end.status` holds the failures of the earlier hooks' End.
   virtual absl::Status End(Session* session, const LoopEnd& end) { return absl::OkStatus(); }
   virtual void Close(const LoopEnd& end) {}
+  // Asked when a step ends with OutOfRange (its input queue closed): why the
+  // input ended, if it failed (a reader's or a parser's error); OK when it
+  // simply ran out. A failure makes the step a failed one (kStepFailed with
+  // this status), not the normal end of the input.
+  virtual absl::Status InputFailure() const { return absl::OkStatus(); }
 };
 
 }  // namespace training

@@ -18,6 +18,7 @@
 
 #include "inputs/queue_runner.h"
 #include "models/input_pipeline.h"
+#include "absl/strings/str_cat.h"
 #include "models/training/hook.h"
 
 namespace sluice {
@@ -44,6 +45,12 @@ class InputHook : public TrainingHook {
   // The input pipeline's first error (a reader's, say), OK if none: when a step fails
   // because its input failed, this says why.
   absl::Status status() const { return coord_.status(); }
+  // A queue closed by a failed runner ends the step with OutOfRange: that is
+  // this failure, not the end of the input.
+  absl::Status InputFailure() const override {
+    const absl::Status s = status();
+    return s.ok() ? s : absl::Status(s.code(), absl::StrCat("the input pipeline failed: ", s.message()));
+  }
 
  private:
   void Stop();

@@ -70,6 +70,15 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
     const absl::Time step_start = absl::Now();
     absl::Status s = session->Run(run_options, feeds, fetches, {options.train_op}, &fetched, &metadata);
     if (absl::IsOutOfRange(s)) {
+      for (const TrainingHook* hook : hooks) {
+        const absl::Status input = hook->InputFailure();
+        if (!input.ok()) {
+          s = input;
+          break;
+        }
+      }
+    }
+    if (absl::IsOutOfRange(s)) {
       end.reason = LoopStop::kInputEnded;
       break;
     }

@@ -230,6 +230,29 @@ TEST_F(TrainingLoopTest, OutOfRangeFromAStepMeansTheInputEnded) {
   EXPECT_EQ(log_[log_.size() - 2], "a:End:2");
 }
 
+// A hook that knows the input failed (InputHook: a runner's parse error
+// closed the queue) turns that OutOfRange into a failed step with its error.
+TEST_F(TrainingLoopTest, OutOfRangeAfterTheInputFailedIsThatFailure) {
+  int calls = 0;
+  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+    if (++calls == 3) return absl::OutOfRangeError("queue closed and empty");
+    out->push_back(Tensor::Scalar<float>(0.5f));
+    return absl::OkStatus();
+  });
+  class FailedInput : public TrainingHook {
+   public:
+    absl::Status InputFailure() const override { return absl::InvalidArgumentError("bad record"); }
+  };
+  RecordingHook a("a", &log_);
+  FailedInput input;
+  LoopEnd end = Run(0, 10, {&a, &input});
+  EXPECT_EQ(end.reason, LoopStop::kStepFailed);
+  EXPECT_TRUE(absl::IsInvalidArgument(end.status)) << end.status;
+  EXPECT_EQ(end.status.message(), "bad record");
+  EXPECT_EQ(end.step, 2);
+  EXPECT_FALSE(end.succeeded());
+}
+
 TEST_F(TrainingLoopTest, AFailedStepSkipsEndButClosesEveryHook) {
   session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
     return absl::UnavailableError("device lost");

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "absl/base/options.h"
 #include "absl/status/status.h"
@@ -77,6 +78,30 @@ bool EvalGuarded(void* arg) {
   return met;
 }
 
+// Whether the caller holds the mutex when it calls the library's wait.
+enum MutexOnEntry { kNotHeld, kHeld };
+
+// Calls the library's LockWhen or Await variant `next` with `cond` wrapped
+// in EvalGuarded: publishes the wrapper to the thread that evaluates it,
+// releases the mutex first where the caller held it (Await lets go of it
+// while it waits), and acquires it after the call, which returns with the
+// mutex held. `extra`: the timeout or deadline.
+template <typename Result, typename... Extra>
+Result CallWithGuardedCondition(Result (*next)(absl::Mutex*, const absl::Condition&, Extra...), absl::Mutex* mu,
+                                const absl::Condition& cond, MutexOnEntry on_entry, Extra... extra) {
+  AcquireThenEval guarded{&cond, mu};
+  __tsan_release(&guarded);  // to the thread that evaluates it
+  if (on_entry == kHeld) __tsan_release(mu);
+  if constexpr (std::is_void_v<Result>) {
+    next(mu, absl::Condition(&EvalGuarded, &guarded), extra...);
+    __tsan_acquire(mu);
+  } else {
+    const Result met = next(mu, absl::Condition(&EvalGuarded, &guarded), extra...);
+    __tsan_acquire(mu);  // held either way
+    return met;
+  }
+}
+
 }  // namespace
 
 namespace absl {
@@ -122,92 +147,60 @@ void Mutex::ReaderUnlock() {
   next(this);
 }
 
+// The LockWhen and Await families: the library evaluates `cond` through
+// EvalGuarded, and the mutex is held on return whether or not the condition
+// was met (the timeout and deadline variants return whether it was).
+
 void Mutex::LockWhen(const Condition& cond) {
   static const auto next = Next<void (*)(Mutex*, const Condition&)>("5Mutex8LockWhenERKNS0_9ConditionE");
-  AcquireThenEval guarded{&cond, this};
-  __tsan_release(&guarded);  // to the thread that evaluates it
-  next(this, Condition(&EvalGuarded, &guarded));
-  __tsan_acquire(this);
+  CallWithGuardedCondition(next, this, cond, kNotHeld);
 }
 
 void Mutex::ReaderLockWhen(const Condition& cond) {
   static const auto next = Next<void (*)(Mutex*, const Condition&)>("5Mutex14ReaderLockWhenERKNS0_9ConditionE");
-  AcquireThenEval guarded{&cond, this};
-  __tsan_release(&guarded);  // to the thread that evaluates it
-  next(this, Condition(&EvalGuarded, &guarded));
-  __tsan_acquire(this);
+  CallWithGuardedCondition(next, this, cond, kNotHeld);
 }
 
 bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
   static const auto next =
       Next<bool (*)(Mutex*, const Condition&, Duration)>("5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  AcquireThenEval guarded{&cond, this};
-  __tsan_release(&guarded);  // to the thread that evaluates it
-  const bool met = next(this, Condition(&EvalGuarded, &guarded), timeout);
-  __tsan_acquire(this);  // held either way
-  return met;
+  return CallWithGuardedCondition(next, this, cond, kNotHeld, timeout);
 }
 
 bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
   static const auto next =
       Next<bool (*)(Mutex*, const Condition&, Time)>("5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
-  AcquireThenEval guarded{&cond, this};
-  __tsan_release(&guarded);  // to the thread that evaluates it
-  const bool met = next(this, Condition(&EvalGuarded, &guarded), deadline);
-  __tsan_acquire(this);
-  return met;
+  return CallWithGuardedCondition(next, this, cond, kNotHeld, deadline);
 }
 
 bool Mutex::ReaderLockWhenWithTimeout(const Condition& cond, Duration timeout) {
   static const auto next = Next<bool (*)(Mutex*, const Condition&, Duration)>(
       "5Mutex25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  AcquireThenEval guarded{&cond, this};
-  __tsan_release(&guarded);  // to the thread that evaluates it
-  const bool met = next(this, Condition(&EvalGuarded, &guarded), timeout);
-  __tsan_acquire(this);
-  return met;
+  return CallWithGuardedCondition(next, this, cond, kNotHeld, timeout);
 }
 
 bool Mutex::ReaderLockWhenWithDeadline(const Condition& cond, Time deadline) {
   static const auto next = Next<bool (*)(Mutex*, const Condition&, Time)>(
       "5Mutex26ReaderLockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
-  AcquireThenEval guarded{&cond, this};
-  __tsan_release(&guarded);  // to the thread that evaluates it
-  const bool met = next(this, Condition(&EvalGuarded, &guarded), deadline);
-  __tsan_acquire(this);
-  return met;
+  return CallWithGuardedCondition(next, this, cond, kNotHeld, deadline);
 }
 
-// Await releases the mutex while it waits and holds it again on return.
+// Await lets go of the mutex while it waits and holds it again on return.
 void Mutex::Await(const Condition& cond) {
   static const auto next = Next<void (*)(Mutex*, const Condition&)>("5Mutex5AwaitERKNS0_9ConditionE");
-  AcquireThenEval guarded{&cond, this};
-  __tsan_release(&guarded);  // to the thread that evaluates it
-  __tsan_release(this);      // Await lets go of the mutex
-  next(this, Condition(&EvalGuarded, &guarded));
-  __tsan_acquire(this);
+  CallWithGuardedCondition(next, this, cond, kHeld);
 }
 
 bool Mutex::AwaitWithTimeout(const Condition& cond, Duration timeout) {
   static const auto next =
       Next<bool (*)(Mutex*, const Condition&, Duration)>("5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  AcquireThenEval guarded{&cond, this};
-  __tsan_release(&guarded);  // to the thread that evaluates it
-  __tsan_release(this);      // Await lets go of the mutex
-  const bool met = next(this, Condition(&EvalGuarded, &guarded), timeout);
-  __tsan_acquire(this);
-  return met;
+  return CallWithGuardedCondition(next, this, cond, kHeld, timeout);
 }
 
 bool Mutex::AwaitWithDeadline(const Condition& cond, Time deadline) {
   static const auto next =
       Next<bool (*)(Mutex*, const Condition&, Time)>("5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
-  AcquireThenEval guarded{&cond, this};
-  __tsan_release(&guarded);  // to the thread that evaluates it
-  __tsan_release(this);      // Await lets go of the mutex
-  const bool met = next(this, Condition(&EvalGuarded, &guarded), deadline);
-  __tsan_acquire(this);
-  return met;
+  return CallWithGuardedCondition(next, this, cond, kHeld, deadline);
 }
 
 // ---- CondVar: the wait releases and re-acquires the caller's mutex ----
@@ -317,13 +310,29 @@ const bool kAbslDeadlockDetectionOff = [] {
 // TSan's built-in suppressions (linked into the executable, which libtsan
 // asks first). gRPC and oneDNN synchronize their own threads in ways TSan
 // cannot see (gRPC's completion queues, oneDNN's primitive cache):
-// - the calls they make that TSan intercepts (memcpy, recvmsg,
-//   pthread_rwlock_*) are not reported;
+// - the calls they make that TSan intercepts (memcpy, free, recvmsg,
+//   pthread_rwlock_*) are not reported: from libgrpc and the libraries under
+//   it that gRPC's threads hand values between (libgrpc++'s closures freeing
+//   what a channel's teardown allocated on another thread, libupb copying a
+//   message that libabsl_cord built on another; OpenSSL's TLS records under
+//   gRPC's own locks);
 // - gRPC's header-only C++ layer reading what a gRPC thread allocated and
-//   filled (a call's status and metadata) is not reported.
+//   filled (a call's status and metadata) is not reported;
+// - nor what libabsl_status itself copies: gRPC's internal errors are
+//   absl::Status values (grpc_error_handle), made on one of its threads and
+//   copied on another (grpc_worker_test, grpc_tls_test: a message string
+//   allocated and then memcpy'd by libabsl_status, no instrumented frame on
+//   either stack). Our code's copies of a Status run its inline (instrumented)
+//   members, which are still checked.
 // Our code's own accesses to our own data, even when gRPC calls it, still are.
 extern "C" const char* __tsan_default_suppressions() {
   return "called_from_lib:libgrpc.so\n"
+         "called_from_lib:libgrpc++.so\n"
+         "called_from_lib:libgpr.so\n"
+         "called_from_lib:libupb.so\n"
+         "called_from_lib:libssl.so\n"
+         "called_from_lib:libcrypto.so\n"
+         "called_from_lib:libabsl_status.so\n"
          "called_from_lib:libdnnl.so\n"
          "race:grpc::internal::CallOp\n";
 }

@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "engine/distributed/grpc_tensor_coding.h"
 #include "engine/platform/logging.h"
+#include "engine/platform/tsan_annotations.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -143,9 +144,15 @@ class GrpcRemoteWorker final : public WorkerInterface {
       call->cancel = cancel;
       call->cancel_token = cancel->Register([call] { call->context.TryCancel(); });
     }
+    // gRPC (uninstrumented) orders this start before the completion below:
+    // say so to ThreadSanitizer, and do not record the writes of its
+    // header-only layer here, which its thread reads (no-ops outside tsan).
+    TsanRelease(call.get());
+    TsanIgnoreWritesInScope ignore_grpc_writes;
     target_->stub->UnaryCall(
         &call->context, MethodPath(method), grpc::StubOptions(), &call->request, &call->response,
         [call, method, decode = std::move(decode), done = std::move(done)](grpc::Status status) {
+          TsanAcquire(call.get());
           // The hook holds `call`: drop it first.
           if (call->cancel != nullptr) call->cancel->Deregister(call->cancel_token);
           const Target& t = *call->target;

@@ -504,6 +504,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"set_missing_argument", "", "", {"--set"}, "", "--set needs field.path=value"},
         // Command line.
         Case{"unknown_flag", "", "", {"--frobnicate"}, "", "unknown flag --frobnicate"},
+        Case{"trace_steps_past_the_last_step", "", "", {"--trace_steps=100-200"}, "",
+             "starts after the run's last step, 10"},
         Case{"two_config_files", "", "", {"other.pbtxt"}, "", "more than one CONFIG"},
         Case{"run_dir_without_value", "", "", {kNoConfig, "t.pbtxt", "--run_dir"}, "", "--run_dir needs a directory"},
         Case{"missing_config_file", "", "", {kNoConfig, "/nonexistent/x.pbtxt"}, "*",

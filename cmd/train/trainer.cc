@@ -614,6 +614,11 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       return kExitBadConfig;
     }
     trace_steps = *range;
+    if (trace_steps.first > e.train().steps()) {
+      err << "error: --trace_steps=" << options.trace_steps << " starts after the run's last step, "
+          << e.train().steps() << " (train.steps): nothing would be traced\n";
+      return kExitBadConfig;
+    }
   }
   distributed::TaskId metrics_task;
   metrics_task.job = in_cluster ? identity->task.job : "worker";

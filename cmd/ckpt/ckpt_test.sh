@@ -13,6 +13,12 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$BIN" --help >/dev/null 2>&1 || fail "--help should exit 0"
 msg=$("$BIN" list "$TEST_TMPDIR/nothing" 2>&1); [ $? -eq 2 ] || fail "missing path should exit 2"
 echo "$msg" | grep -q "no checkpoint at" || fail "unclear message: $msg"
+"$BIN" list --help | grep -q "^usage: ckpt" || fail "--help after a command should print the usage"
+msg=$("$BIN" convert "$TEST_TMPDIR/x" 2>&1); [ $? -eq 2 ] || fail "convert without TO should exit 2"
+echo "$msg" | grep -q "convert takes FROM and TO" || fail "convert without TO should say what is missing: $msg"
+mkdir -p "$TEST_TMPDIR/fresh_run/checkpoints"
+msg=$("$BIN" list "$TEST_TMPDIR/fresh_run" 2>&1); [ $? -eq 2 ] || fail "a run without checkpoints should exit 2"
+echo "$msg" | grep -q "has no checkpoint yet" || fail "a run without checkpoints is still a run directory: $msg"
 
 rm -rf "$RUN"
 "$MAKE" "$RUN" || fail "could not write checkpoints"

@@ -345,27 +345,46 @@ int Main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return kOk;
   }
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::fputs(kUsage, stdout);
+      return kOk;
+    }
+  }
   Env* env = Env::Default();
-  if (argc == 4 && std::string(argv[1]) == "convert") return Convert(env, argv[2], argv[3]);
-  if (argc != 3) {
-    std::fputs(kUsage, stderr);
+  const std::string cmd = argc >= 2 ? argv[1] : "";
+  if (cmd == "convert") {
+    if (argc == 4) return Convert(env, argv[2], argv[3]);
+    std::fprintf(stderr, "ckpt: convert takes FROM and TO (got %d argument%s)\n%s", argc - 2, argc - 2 == 1 ? "" : "s",
+                 kUsage);
     return kUsage_;
   }
-  const std::string cmd = argv[1];
-  const std::string path = argv[2];
-  if (cmd != "list" && cmd != "inspect" && cmd != "verify") {
+  if (argc >= 2 && cmd != "list" && cmd != "inspect" && cmd != "verify") {
     std::fprintf(stderr, "ckpt: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return kUsage_;
   }
+  if (argc != 3) {
+    if (argc >= 2) std::fprintf(stderr, "ckpt: %s takes one PATH\n", cmd.c_str());
+    std::fputs(kUsage, stderr);
+    return kUsage_;
+  }
+  const std::string path = argv[2];
   std::string prefix;
   if (ResolveBundle(env, path, &prefix)) {
     return cmd == "verify" ? VerifyBundle(env, prefix) : ListBundle(env, prefix, cmd == "inspect");
   }
   Target target;
   if (!Resolve(env, path, &target)) {
-    std::fprintf(stderr, "ckpt: no checkpoint at %s (expected a run directory, checkpoints/, ckpt-<step>, a shard store "
-                 "or a TensorFlow checkpoint prefix)\n",
-                 path.c_str());
+    std::string trimmed = path;
+    while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+    const bool checkpoints_dir = absl::EndsWith(trimmed, "/checkpoints") || trimmed == "checkpoints";
+    if (env->IsDirectory(CheckpointsDir(path)) || (checkpoints_dir && env->IsDirectory(path))) {
+      std::fprintf(stderr, "ckpt: %s has no checkpoint yet (no ckpt-<step> directory)\n", path.c_str());
+    } else {
+      std::fprintf(stderr, "ckpt: no checkpoint at %s (expected a run directory, checkpoints/, ckpt-<step>, a shard "
+                   "store or a TensorFlow checkpoint prefix)\n",
+                   path.c_str());
+    }
     return kUsage_;
   }
   if (cmd == "verify") return Verify(env, target);

@@ -510,7 +510,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"run_dir_without_value", "", "", {kNoConfig, "t.pbtxt", "--run_dir"}, "", "--run_dir needs a directory"},
         Case{"missing_config_file", "", "", {kNoConfig, "/nonexistent/x.pbtxt"}, "*",
              "cannot open the experiment file: No such file or directory"},
-        Case{"config_is_a_directory", "", "", {kNoConfig, "/usr/share"}, "*", "is a directory"}),
+        Case{"config_is_a_directory", "", "", {kNoConfig, "/usr/share"}, "*", "is a directory"},
+        // --validate checks the run directory as the run would (and creates nothing).
+        Case{"validate_run_dir_is_a_file", "", "", {"--validate", "--run_dir", "afile"}, "*",
+             "run_dir afile is a file, not a directory", {{"afile", "not a run directory"}}}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 // Every example experiment we ship validates as its header says to run it

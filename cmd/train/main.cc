@@ -25,8 +25,9 @@ namespace {
 constexpr char kUsage[] =
     "usage: train CONFIG [--validate] [--dry-run] [--set field.path=value]... [--run_dir DIR] [--allow-drift]\n"
     "             [--trace_steps=A-B] [--print_losses] [--job NAME --task N] [--local_cluster ps=N,worker=M[,restarts=R]]\n"
-    "  --validate     check the experiment and print the plan; do no work\n"
-    "  --dry-run      build everything and print the plan; do not train\n"
+    "  --validate     check the experiment (and the run directory, as a run would: a different\n"
+    "                 config there needs --allow-drift) and print the plan; do no work\n"
+    "  --dry-run      build everything, check the run directory and print the plan; do not train\n"
     "  --set K=V      override a config field, e.g. --set train.steps=100\n"
     "  --run_dir DIR  where checkpoints, summaries and results go (default: the config's run_dir)\n"
     "  --allow-drift  resume a run directory whose config differs from CONFIG\n"

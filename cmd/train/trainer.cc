@@ -466,6 +466,11 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   const bool replicated = in_cluster && (e.replication().has_sync() || e.replication().has_async());
   const bool replica = replicated && identity->task.job == "worker";
   const bool chief = !in_cluster || IsChief(*identity);
+  // The chief's run directory, checked before any work (also at --validate).
+  if (chief && Env::Default()->FileExists(e.run_dir()).ok() && !Env::Default()->IsDirectory(e.run_dir())) {
+    err << options.config_path << ": error: run_dir " << e.run_dir() << " is a file, not a directory\n";
+    return kExitBadConfig;
+  }
   if (replicated && identity->cluster.num_tasks("ps") < 1) {
     err << options.config_path << ": error: replication needs a 'ps' job in the cluster: the variables live there\n";
     return kExitBadConfig;
@@ -657,21 +662,12 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     }
   }
   out.flush();
-  if (options.validate_only) {
-    out << options.config_path << ": OK\n";
-    return kExitDone;
-  }
-  if (options.dry_run) return kExitDone;
-
   // Run directory, resolved config and provenance.
   const std::string run_dir = e.run_dir();
   Env* env = Env::Default();
   // The chief owns the run directory; another replica writes nothing there.
+  // --validate and --dry-run check it as the run would, and create nothing.
   if (chief) {
-    if (absl::Status made = env->CreateDirs(run_dir); !made.ok()) {
-      err << "error: cannot create run directory " << run_dir << ": " << made.message() << "\n";
-      return kExitPermanentError;
-    }
     const std::string config_copy = JoinPath(run_dir, "config.pbtxt");
     // The resolved config of an earlier run here (a regular file of bounded
     // size; anything else is not a previous run's copy).
@@ -685,8 +681,22 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
             << LineDiff(previous, config_text);
         return kExitBadConfig;
       }
-      out << "resuming with a changed config (--allow-drift):\n" << LineDiff(previous, config_text);
+      if (!options.validate_only && !options.dry_run) {
+        out << "resuming with a changed config (--allow-drift):\n" << LineDiff(previous, config_text);
+      }
     }
+  }
+  if (options.validate_only) {
+    out << options.config_path << ": OK\n";
+    return kExitDone;
+  }
+  if (options.dry_run) return kExitDone;
+  if (chief) {
+    if (absl::Status made = env->CreateDirs(run_dir); !made.ok()) {
+      err << "error: cannot create run directory " << run_dir << ": " << made.message() << "\n";
+      return kExitPermanentError;
+    }
+    const std::string config_copy = JoinPath(run_dir, "config.pbtxt");
     char host[256] = {0};
     ::gethostname(host, sizeof(host) - 1);
     s = WriteFileAtomically(env, config_copy, config_text);

@@ -314,8 +314,7 @@ const bool kAbslDeadlockDetectionOff = [] {
 //   pthread_rwlock_*) are not reported: from libgrpc and the libraries under
 //   it that gRPC's threads hand values between (libgrpc++'s closures freeing
 //   what a channel's teardown allocated on another thread, libupb copying a
-//   message that libabsl_cord built on another; OpenSSL's TLS records under
-//   gRPC's own locks);
+//   message that libabsl_cord built on another);
 // - gRPC's header-only C++ layer reading what a gRPC thread allocated and
 //   filled (a call's status and metadata) is not reported;
 // - nor what libabsl_status itself copies: gRPC's internal errors are
@@ -330,8 +329,6 @@ extern "C" const char* __tsan_default_suppressions() {
          "called_from_lib:libgrpc++.so\n"
          "called_from_lib:libgpr.so\n"
          "called_from_lib:libupb.so\n"
-         "called_from_lib:libssl.so\n"
-         "called_from_lib:libcrypto.so\n"
          "called_from_lib:libabsl_status.so\n"
          "called_from_lib:libdnnl.so\n"
          "race:grpc::internal::CallOp\n";

@@ -21,6 +21,29 @@ int32_t DefaultQueueCapacity(int64_t batch_size) {
   return static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(4 * batch_size, 1000), INT32_MAX));
 }
 
+// The batch queue's kind and size: a RandomShuffleQueue of the configured
+// shuffle buffer when `shuffle`, else a FIFO queue of DefaultQueueCapacity.
+void SizeBatchQueue(const config::Input::Pipeline& p, const PipelineOptions& options, bool shuffle,
+                    BatchOptions* batch) {
+  batch->shuffle = shuffle;
+  if (shuffle) {
+    batch->capacity = static_cast<int32_t>(p.shuffle().capacity());
+    batch->min_after_dequeue = static_cast<int32_t>(p.shuffle().min_after_dequeue());
+    batch->seed = options.seed;
+  } else {
+    batch->capacity = DefaultQueueCapacity(p.batch_size());
+  }
+}
+
+// The plan's words for the batch queue; a reader's seeded permutation, when
+// it shuffles instead, comes before a FIFO queue.
+std::string BatchQueueDescription(const BatchOptions& batch, bool reader_shuffle) {
+  if (reader_shuffle) return "seeded permutation per epoch -> FIFO queue";
+  return batch.shuffle ? absl::StrCat("shuffle queue (capacity ", batch.capacity, ", min_after_dequeue ",
+                                      batch.min_after_dequeue, ")")
+                       : absl::StrCat("FIFO queue (capacity ", batch.capacity, ")");
+}
+
 // The restore nodes of the reader built under `scope` (a string Placeholder
 // for its serialized state and the ReaderRestoreState that applies it).
 RestorableReader AddRestorableReader(InputGraph* in, const std::string& scope, const std::string& reader_type,
@@ -113,14 +136,7 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
   // image stays with its label.
   batch.num_threads = 1;
   batch.enqueue_many = true;
-  batch.shuffle = options.training && p.has_shuffle() && !reader_shuffle;
-  if (batch.shuffle) {
-    batch.capacity = static_cast<int32_t>(p.shuffle().capacity());
-    batch.min_after_dequeue = static_cast<int32_t>(p.shuffle().min_after_dequeue());
-    batch.seed = options.seed;
-  } else {
-    batch.capacity = DefaultQueueCapacity(p.batch_size());
-  }
+  SizeBatchQueue(p, options, options.training && p.has_shuffle() && !reader_shuffle, &batch);
   // The queue holds the file's bytes (uint8 pixels and labels); each batch is
   // converted after it leaves the queue. Stored as floats, fashion_mlp's
   // 20000-example shuffle buffer took 63 MB, more than the L3 cache, and
@@ -140,11 +156,8 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
   out->queue_bytes_per_example = TensorShape(item).num_elements() + 1;  // uint8 pixels and label
   out->queue_size = in->AddNode(batch.scope + "/size", "QueueSize", {batch.scope + "/queue"});
   out->description = absl::StrCat("IDX ", p.idx().images(), " (", images->num_items(), " x [", absl::StrJoin(item, ","),
-                                  "]) -> ", reader_shuffle ? "seeded permutation per epoch -> FIFO queue" : "",
-                                  reader_shuffle ? "" : (batch.shuffle ? absl::StrCat("shuffle queue (capacity ", batch.capacity,
-                                                                         ", min_after_dequeue ", batch.min_after_dequeue, ")")
-                                                          : absl::StrCat("FIFO queue (capacity ", batch.capacity, ")")),
-                                  " -> batches of ", p.batch_size());
+                                  "]) -> ", BatchQueueDescription(batch, reader_shuffle), " -> batches of ",
+                                  p.batch_size());
   return absl::OkStatus();
 }
 
@@ -276,14 +289,7 @@ absl::Status BuildTfRecord(const config::Input::Pipeline& p, const PipelineOptio
   // Several enqueue threads share the reader and parse in parallel.
   batch.num_threads = std::max(1, p.reader_threads());
   batch.enqueue_many = true;
-  batch.shuffle = options.training && p.has_shuffle();
-  if (batch.shuffle) {
-    batch.capacity = static_cast<int32_t>(p.shuffle().capacity());
-    batch.min_after_dequeue = static_cast<int32_t>(p.shuffle().min_after_dequeue());
-    batch.seed = options.seed;
-  } else {
-    batch.capacity = DefaultQueueCapacity(p.batch_size());
-  }
+  SizeBatchQueue(p, options, options.training && p.has_shuffle(), &batch);
   auto batched = AddBatch(in, queued, batch);
   if (!batched.ok()) return batched.status();
   for (size_t i = 0; i < parsed.size(); ++i) {
@@ -306,10 +312,7 @@ absl::Status BuildTfRecord(const config::Input::Pipeline& p, const PipelineOptio
   out->description = absl::StrCat(
       "TFRecord ", files.size(), " file(s) (", absl::StrJoin(t.files(), ", "), ")",
       out->examples_per_epoch > 0 ? absl::StrCat(", ", out->examples_per_epoch, " records") : "", " -> ",
-      batch.shuffle ? absl::StrCat("shuffle queue (capacity ", batch.capacity, ", min_after_dequeue ",
-                                   batch.min_after_dequeue, ")")
-                    : absl::StrCat("FIFO queue (capacity ", batch.capacity, ")"),
-      " -> batches of ", p.batch_size());
+      BatchQueueDescription(batch, /*reader_shuffle=*/false), " -> batches of ", p.batch_size());
   return absl::OkStatus();
 }
 
@@ -422,14 +425,7 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
   batch.batch_size = static_cast<int32_t>(p.batch_size());
   batch.num_threads = 1;  // one reader: its windows in order (or its seeded permutation)
   batch.enqueue_many = true;
-  batch.shuffle = options.training && p.has_shuffle() && !reader_shuffle;
-  if (batch.shuffle) {
-    batch.capacity = static_cast<int32_t>(p.shuffle().capacity());
-    batch.min_after_dequeue = static_cast<int32_t>(p.shuffle().min_after_dequeue());
-    batch.seed = options.seed;
-  } else {
-    batch.capacity = DefaultQueueCapacity(p.batch_size());
-  }
+  SizeBatchQueue(p, options, options.training && p.has_shuffle() && !reader_shuffle, &batch);
   auto batched = AddBatch(in, {{tokens, DT_INT64, TensorShape({seq_len})}, {targets, DT_INT64, TensorShape({seq_len})}},
                           batch);
   if (!batched.ok()) return batched.status();
@@ -445,11 +441,7 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
       corpus.files.size(), " files (", t.files(0), (t.files_size() > 1 ? ", ..." : ""), "): ", stream->sentences,
       " sentences, ", stream->ids.size(), " ids with <eos> (", stream->unknown, " <unk>), vocabulary ",
       vocabulary->size(), " -> ", windows, " windows of ", seq_len, " -> ",
-      reader_shuffle ? "seeded permutation per epoch -> FIFO queue"
-                     : (batch.shuffle ? absl::StrCat("shuffle queue (capacity ", batch.capacity, ", min_after_dequeue ",
-                                                     batch.min_after_dequeue, ")")
-                                      : absl::StrCat("FIFO queue (capacity ", batch.capacity, ")")),
-      " -> batches of ", p.batch_size());
+      BatchQueueDescription(batch, reader_shuffle), " -> batches of ", p.batch_size());
   return absl::OkStatus();
 }
 

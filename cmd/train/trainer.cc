@@ -22,6 +22,7 @@
 #include "checkpoint/warm_start.h"
 #include "cmd/train/cluster_task.h"
 #include "cmd/train/exit_codes.h"
+#include "cmd/train/line_diff.h"
 #include "configs/load.h"
 #include "engine/framework/device.h"
 #include "engine/framework/device_set.h"
@@ -190,20 +191,6 @@ std::string HexHash(const std::string& text) {
     h *= 1099511628211ull;
   }
   return absl::StrFormat("%016x", h);
-}
-
-// Lines of `a` and `b` that differ, "-old" / "+new".
-std::string LineDiff(const std::string& a, const std::string& b) {
-  std::vector<std::string> la = absl::StrSplit(a, '\n'), lb = absl::StrSplit(b, '\n');
-  std::string out;
-  size_t n = std::max(la.size(), lb.size());
-  for (size_t i = 0; i < n; ++i) {
-    std::string x = i < la.size() ? la[i] : "", y = i < lb.size() ? lb[i] : "";
-    if (x == y) continue;
-    if (!x.empty()) absl::StrAppend(&out, "  - ", x, "\n");
-    if (!y.empty()) absl::StrAppend(&out, "  + ", y, "\n");
-  }
-  return out;
 }
 
 // The hooks that report a run besides its progress line: the event file, step traces, and

@@ -7,13 +7,18 @@
 //
 // Writes DIR/<split>-SSSSS-of-NNNNN.tfrecord (examples dealt round-robin
 // over the shards, so every shard holds every class), with a progress line on
-// stderr. Each shard is written to a temporary name and renamed when
-// complete. Exit codes: 0 done, 1 bad data or I/O error (the message names
-// the file), 2 usage error.
+// stderr when it is a terminal. Each shard is written to a temporary name and
+// renamed when complete; shards of the split with another count, left by an
+// earlier run, are then removed. Every split's input is checked before any is
+// written. Flags take "--flag=VALUE" or "--flag VALUE". Exit codes: 0 done,
+// 1 bad data or I/O error (the message names the file), 2 usage error.
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -47,6 +52,8 @@ std::string ParseArgs(int argc, char** argv, Args* args, bool* help) {
       return "";
     }
     std::vector<std::string> kv = absl::StrSplit(a, absl::MaxSplits('=', 1));
+    // --flag VALUE as well as --flag=VALUE.
+    if (kv.size() == 1 && kv[0].rfind("--", 0) == 0 && i + 1 < argc) kv.push_back(argv[++i]);
     if (kv.size() != 2 || kv[0].rfind("--", 0) != 0) return absl::StrCat("unexpected argument '", a, "'");
     const std::string& key = kv[0];
     const std::string& value = kv[1];
@@ -69,9 +76,45 @@ std::string ParseArgs(int argc, char** argv, Args* args, bool* help) {
   return "";
 }
 
+std::string ImagesPath(const Args& args, const std::string& split) {
+  return JoinPath(args.input_dir, split + "-images-idx3-ubyte.gz");
+}
+std::string LabelsPath(const Args& args, const std::string& split) {
+  return JoinPath(args.input_dir, split + "-labels-idx1-ubyte.gz");
+}
+
+// Every split's input files exist before anything is written: a typo in
+// --splits does not leave the earlier splits converted and the run failed.
+absl::Status CheckInputs(Env* env, const Args& args) {
+  for (const std::string& split : args.splits) {
+    for (const std::string& path : {ImagesPath(args, split), LabelsPath(args, split)}) {
+      if (!env->FileExists(path).ok()) {
+        return absl::NotFoundError(absl::StrCat(path, " does not exist (split '", split, "' in ", args.input_dir, ")"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Shards of `split` that an earlier run wrote with another shard count: a
+// glob over DIR/<split>-* would read their examples twice.
+absl::Status RemoveOtherShardCounts(Env* env, const Args& args, const std::string& split) {
+  auto children = env->GetChildren(args.output_dir);
+  if (!children.ok()) return children.status();
+  const std::string ours = absl::StrFormat("-of-%05d.tfrecord", args.shards);
+  for (const std::string& name : *children) {
+    if (name.rfind(split + "-", 0) != 0 || name.find("-of-") == std::string::npos) continue;
+    if (!absl::EndsWith(name, ".tfrecord") || absl::EndsWith(name, ours)) continue;
+    absl::Status s = env->DeleteFile(JoinPath(args.output_dir, name));
+    if (!s.ok()) return s;
+    std::fprintf(stderr, "removed %s (an earlier run's shard)\n", JoinPath(args.output_dir, name).c_str());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ConvertSplit(Env* env, const Args& args, const std::string& split) {
-  const std::string images_path = JoinPath(args.input_dir, split + "-images-idx3-ubyte.gz");
-  const std::string labels_path = JoinPath(args.input_dir, split + "-labels-idx1-ubyte.gz");
+  const std::string images_path = ImagesPath(args, split);
+  const std::string labels_path = LabelsPath(args, split);
   auto images = ReadIdxFile(env, images_path);
   if (!images.ok()) return images.status();
   auto labels = ReadIdxFile(env, labels_path);
@@ -98,6 +141,7 @@ absl::Status ConvertSplit(Env* env, const Args& args, const std::string& split) 
     files.push_back(std::move(f).value());
     writers.push_back(std::make_unique<RecordWriter>(files.back().get()));
   }
+  const bool progress = ::isatty(STDERR_FILENO) != 0;
   Example example;
   auto* features = example.mutable_features()->mutable_feature();
   std::string bytes;
@@ -109,7 +153,8 @@ absl::Status ConvertSplit(Env* env, const Args& args, const std::string& split) 
     example.SerializeToString(&bytes);
     absl::Status st = writers[i % args.shards]->WriteRecord(bytes);
     if (!st.ok()) return st;
-    if ((i + 1) % 5000 == 0 || i + 1 == n) {
+    // Progress on a terminal only: into a log, \r lines run together.
+    if (progress && ((i + 1) % 5000 == 0 || i + 1 == n)) {
       std::fprintf(stderr, "\r%s: %lld/%lld examples (%d%%)", split.c_str(), static_cast<long long>(i + 1),
                    static_cast<long long>(n), static_cast<int>((i + 1) * 100 / n));
       std::fflush(stderr);
@@ -121,9 +166,9 @@ absl::Status ConvertSplit(Env* env, const Args& args, const std::string& split) 
     st = env->RenameFile(temps[s], finals[s]);
     if (!st.ok()) return st;
   }
-  std::fprintf(stderr, "\r%s: %lld examples -> %d shards in %s\n", split.c_str(), static_cast<long long>(n),
-               args.shards, args.output_dir.c_str());
-  return absl::OkStatus();
+  std::fprintf(stderr, "%s%s: %lld examples -> %d shards in %s\n", progress ? "\r" : "", split.c_str(),
+               static_cast<long long>(n), args.shards, args.output_dir.c_str());
+  return RemoveOtherShardCounts(env, args, split);
 }
 
 int Main(int argc, char** argv) {
@@ -139,10 +184,11 @@ int Main(int argc, char** argv) {
     return 2;
   }
   Env* env = Env::Default();
-  absl::Status s = env->CreateDirs(args.output_dir);
+  absl::Status s = CheckInputs(env, args);
+  if (s.ok()) s = env->CreateDirs(args.output_dir);
   for (size_t i = 0; s.ok() && i < args.splits.size(); ++i) s = ConvertSplit(env, args, args.splits[i]);
   if (!s.ok()) {
-    std::fprintf(stderr, "\nrecords: %s\n", s.ToString().c_str());
+    std::fprintf(stderr, "%srecords: error: %s\n", ::isatty(STDERR_FILENO) ? "\n" : "", std::string(s.message()).c_str());
     return 1;
   }
   return 0;

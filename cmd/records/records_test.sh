@@ -26,6 +26,19 @@ for s in 0 1; do
   [ -s "$f" ] || fail "missing shard $f"
 done
 [ ! -e "$OUT/t10k-00000-of-00002.tfrecord.tmp" ] || fail "temporary file left behind"
+grep -q $'\r' "$TEST_TMPDIR/log" && fail "progress lines (\\r) written into a log file"
+
+# Converted again with one shard (and "--flag VALUE"): the two-shard files go.
+"$BIN" --input_dir "$IN" --output_dir "$OUT" --splits t10k --shards 1 2>"$TEST_TMPDIR/log1" || fail "reconversion failed: $(cat "$TEST_TMPDIR/log1")"
+[ -s "$OUT/t10k-00000-of-00001.tfrecord" ] || fail "missing the one shard"
+[ ! -e "$OUT/t10k-00000-of-00002.tfrecord" ] || fail "an earlier run's shard was left beside the new ones: $(ls "$OUT")"
+
+# A split without input files fails before any split is written.
+rm -rf "$OUT"
+msg=$("$BIN" --input_dir="$IN" --output_dir="$OUT" --splits=t10k,tset 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "a missing split should exit 1, got $rc"
+echo "$msg" | grep -q "tset-images-idx3-ubyte.gz does not exist" || fail "the error should name the missing file: $msg"
+[ ! -e "$OUT/t10k-00000-of-00004.tfrecord" ] || fail "t10k was converted before the missing split was found"
 
 # Labels and images disagree in count: exit 1.
 printf '\x00\x00\x08\x01\x00\x00\x00\x03\x07\x03\x01' | gzip > "$IN/t10k-labels-idx1-ubyte.gz"

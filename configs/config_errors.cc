@@ -11,7 +11,8 @@ void ConfigErrors::Add(Location where, std::string message) {
   std::string prefix = file_;
   if (where.line > 0) absl::StrAppend(&prefix, ":", where.line);
   if (where.line > 0 && where.column > 0) absl::StrAppend(&prefix, ":", where.column);
-  lines_.push_back(absl::StrCat(prefix, ": error: ", message));
+  lines_.push_back(absl::StrCat(prefix, ": error: ", message,
+                                where.set_by.empty() ? "" : absl::StrCat(" (set by --set ", where.set_by, ")")));
 }
 
 absl::Status ConfigErrors::ToStatus() const {

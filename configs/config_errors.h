@@ -16,6 +16,9 @@ namespace config {
 struct Location {
   int line = 0;    // 1-based; 0 when unknown
   int column = 0;  // 1-based; 0 when unknown
+  // The --set that gave the field its value ("train.steps=-1"), if one did:
+  // the error then says so, since the file's line holds another value.
+  std::string set_by;
 };
 
 class ConfigErrors {

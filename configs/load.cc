@@ -182,19 +182,25 @@ void IndexTrees(const Message& message, const TextFormat::ParseInfoTree* tree,
 }  // namespace
 
 Location LoadedExperiment::Where(const Message& message, const std::string& field, int index) const {
-  if (locations == nullptr) return {};
+  Location where;
+  // The last override of this field (or of its whole message) wins, as it did.
+  for (const AppliedOverride& o : overrides) {
+    if (o.message == &message && (o.field.empty() || (o.field == field && (o.index < 0 || o.index == std::max(index, 0))))) {
+      where.set_by = o.text;
+    }
+  }
+  if (locations == nullptr) return where;
   std::map<const Message*, const TextFormat::ParseInfoTree*> trees;
   IndexTrees(experiment, locations.get(), &trees);
   auto it = trees.find(&message);
-  if (it == trees.end()) return {};
+  if (it == trees.end()) return where;  // a message the file does not write
   const FieldDescriptor* f = message.GetDescriptor()->FindFieldByName(field);
-  if (f == nullptr) return {};
+  if (f == nullptr) return where;
   auto loc = it->second->GetLocation(f, f->is_repeated() ? std::max(index, 0) : -1);
-  if (loc.line < 0) {
-    // The field was not written: point at the enclosing message.
-    return {};
-  }
-  return Location{loc.line + 1, loc.column + 1};
+  if (loc.line < 0) return where;  // the field was not written in the file
+  where.line = loc.line + 1;
+  where.column = loc.column + 1;
+  return where;
 }
 
 absl::StatusOr<std::unique_ptr<LoadedExperiment>> ParseExperiment(const std::string& path, const std::string& text) {
@@ -236,7 +242,8 @@ absl::StatusOr<std::unique_ptr<LoadedExperiment>> LoadExperimentFile(const std::
   return ParseExperiment(path, buffer.str());
 }
 
-absl::Status ApplyOverrides(const std::vector<std::string>& overrides, Experiment* experiment) {
+absl::Status ApplyOverrides(const std::vector<std::string>& overrides, Experiment* experiment,
+                            std::vector<AppliedOverride>* applied) {
   for (const std::string& o : overrides) {
     auto bad = [&](absl::string_view why) {
       return absl::InvalidArgumentError(absl::StrCat("--set ", o, ": ", why));
@@ -296,6 +303,7 @@ absl::Status ApplyOverrides(const std::vector<std::string>& overrides, Experimen
             return bad(absl::StrCat("not a valid ", target->GetDescriptor()->name(), " in text format",
                                     first_error.text.empty() ? "" : absl::StrCat(" (", first_error.text, ")")));
           }
+          if (applied != nullptr) applied->push_back({target, "", -1, o});
           break;
         }
         msg = f->is_repeated() ? r->MutableRepeatedMessage(msg, f, index) : r->MutableMessage(msg, f);
@@ -328,6 +336,7 @@ absl::Status ApplyOverrides(const std::vector<std::string>& overrides, Experimen
         default: ok = false;
       }
       if (!ok) return bad(absl::StrCat("'", value, "' is not a valid ", f->cpp_type_name()));
+      if (applied != nullptr) applied->push_back({msg, f->name(), -1, o});
     }
   }
   return absl::OkStatus();

@@ -18,16 +18,28 @@
 namespace sluice {
 namespace config {
 
+// A field that a --set override gave its value: `field` of `message` (at
+// `index` when repeated), or every field of `message` when `field` is empty
+// (a whole message set in text format).
+struct AppliedOverride {
+  const google::protobuf::Message* message = nullptr;
+  std::string field;
+  int index = -1;
+  std::string text;  // "train.steps=-1"
+};
+
 // A parsed experiment and where each field came from.
 struct LoadedExperiment {
   std::string path;
   std::string text;  // the file's contents
   Experiment experiment;
   std::unique_ptr<google::protobuf::TextFormat::ParseInfoTree> locations;
+  std::vector<AppliedOverride> overrides;  // ApplyOverrides(..., &overrides)
 
   // The location of `field` (index for repeated fields) of `message`, which
-  // must be `experiment` or a message inside it; {0,0} when unknown (set by
-  // an override or a default).
+  // must be `experiment` or a message inside it: its line and column in the
+  // file ({0,0} when the file does not write it), and the --set that gave it
+  // its value, if one did.
   Location Where(const google::protobuf::Message& message, const std::string& field, int index = -1) const;
 };
 
@@ -38,8 +50,10 @@ absl::StatusOr<std::unique_ptr<LoadedExperiment>> ParseExperiment(const std::str
 absl::StatusOr<std::unique_ptr<LoadedExperiment>> LoadExperimentFile(const std::string& path);
 
 // Applies "field.path=value" overrides (repeated fields by index:
-// "model.layer[1].dense.units=256"). Errors name the override.
-absl::Status ApplyOverrides(const std::vector<std::string>& overrides, Experiment* experiment);
+// "model.layer[1].dense.units=256"). Errors name the override. `applied`, if
+// given, gets the field each one set (for LoadedExperiment::overrides).
+absl::Status ApplyOverrides(const std::vector<std::string>& overrides, Experiment* experiment,
+                            std::vector<AppliedOverride>* applied = nullptr);
 
 // Fills defaults documented in experiment.proto.
 void ApplyDefaults(Experiment* experiment);

@@ -219,6 +219,32 @@ TEST(Load, OverridesSetFieldsAndExplainMistakes) {
   EXPECT_NE(s.message().find("field.path=value"), std::string::npos) << s;
 }
 
+// A field's location also names the --set that gave it its value (the file's
+// line holds another value), for a field written in the file, one it leaves
+// out, and a field of a message set whole.
+TEST(Load, WhereNamesTheOverrideThatSetAField) {
+  auto loaded = ParseExperiment("t.pbtxt", Base());
+  ASSERT_TRUE(loaded.ok());
+  LoadedExperiment& l = **loaded;
+  Experiment& e = l.experiment;
+  const Location before = l.Where(e.train(), "steps");
+  EXPECT_GT(before.line, 0);
+  EXPECT_EQ(before.set_by, "");
+  ASSERT_TRUE(ApplyOverrides({"train.steps=99", "devices.intra_op_threads=3", "optimizer.adam={learning_rate: 0.01}"},
+                             &e, &l.overrides)
+                  .ok());
+  const Location steps = l.Where(e.train(), "steps");
+  EXPECT_EQ(steps.line, before.line);
+  EXPECT_EQ(steps.set_by, "train.steps=99");
+  EXPECT_EQ(l.Where(e.devices(), "intra_op_threads").set_by, "devices.intra_op_threads=3");
+  EXPECT_EQ(l.Where(e.devices(), "inter_op_threads").set_by, "");
+  EXPECT_EQ(l.Where(e.optimizer().adam(), "learning_rate").set_by, "optimizer.adam={learning_rate: 0.01}");
+  ConfigErrors errors("t.pbtxt");
+  errors.Add(steps, "bad steps");
+  EXPECT_EQ(errors.lines()[0], absl::StrCat("t.pbtxt:", steps.line, ":", steps.column,
+                                            ": error: bad steps (set by --set train.steps=99)"));
+}
+
 // Loads `text` with `overrides` and applies the defaults (no validation).
 Experiment Defaulted(const std::string& text, std::vector<std::string> overrides = {}) {
   auto loaded = ParseExperiment("t.pbtxt", text);

@@ -492,7 +492,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"too_many_intra_op_threads", "", "devices { intra_op_threads: 100000 }\n", {}, "12:intra_op_threads",
              "intra_op_threads must be in [0, 1024]"},
         // --set overrides: checked like the file (located there) or named as the flag.
-        Case{"set_negative_steps", "", "", {"--set", "train.steps=-1"}, "11:steps", "train.steps must be > 0"},
+        Case{"set_negative_steps", "", "", {"--set", "train.steps=-1"}, "11:steps",
+             "train.steps must be > 0, got -1 (set by --set train.steps=-1)"},
         Case{"set_zero_learning_rate", "", "", {"--set", "optimizer.sgd.learning_rate=0"}, "10:learning_rate",
              "learning_rate must be a positive"},
         Case{"set_unknown_field", "", "", {"--set", "train.step=5"}, "", "did you mean 'steps'"},

@@ -424,7 +424,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   }
   config::LoadedExperiment& loaded = **loaded_or;
   config::Experiment& e = loaded.experiment;
-  absl::Status s = config::ApplyOverrides(options.overrides, &e);
+  absl::Status s = config::ApplyOverrides(options.overrides, &e, &loaded.overrides);
   if (!s.ok()) {
     err << "error: " << s.message() << "\n";
     return kExitBadConfig;

@@ -33,7 +33,13 @@ echo "$out" | grep -E -q "dense/kernel .*min=-5.5 max=5.5 mean=0" || fail "inspe
 echo "$out" | grep -E -q "global_step .*min=1 max=1 mean=1" || fail "inspect step: $out"
 
 out=$("$BIN" verify "$RUN") || fail "verify of a good run should exit 0: $out"
-[ "$(echo "$out" | grep -c '^OK')" -eq 2 ] || fail "verify should check both checkpoints: $out"
+[ "$(echo "$out" | grep -c '^OK .*/ckpt-')" -eq 2 ] || fail "verify should check both checkpoints: $out"
+echo "$out" | grep -q '^OK .*/checkpoints/checkpoint$' || fail "verify should check the state file: $out"
+cp -r "$RUN" "$TEST_TMPDIR/garbled"
+echo "garbage {{{" > "$TEST_TMPDIR/garbled/checkpoints/checkpoint"
+out=$("$BIN" verify "$TEST_TMPDIR/garbled"); rc=$?
+[ $rc -eq 1 ] || fail "verify of a garbled state file should exit 1, got $rc: $out"
+echo "$out" | grep -q '^CORRUPT .*/checkpoints/checkpoint' || fail "verify should name the state file: $out"
 "$BIN" verify "$RUN/checkpoints/ckpt-2/shard-00000-of-00001" >/dev/null || fail "verify of a shard store"
 
 # Flip one byte in the middle of ckpt-2's SST file.

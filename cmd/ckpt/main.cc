@@ -45,7 +45,7 @@ constexpr char kUsage[] =
     "       ckpt convert FROM TO\n"
     "  list     the checkpoints of a run and the tensors (dtype, shape, bytes) of one checkpoint\n"
     "  inspect  like list, with min/max/mean of every tensor\n"
-    "  verify   check every CRC and file; exit 0 ok, 1 corrupt\n"
+    "  verify   check every CRC and file, and a run's state file; exit 0 ok, 1 corrupt\n"
     "  convert  a TensorFlow checkpoint prefix FROM into a new Sluice checkpoint directory TO,\n"
     "           or a Sluice PATH FROM (its newest checkpoint) into a TensorFlow checkpoint prefix TO\n"
     "PATH: a run directory, its checkpoints/ directory, a ckpt-<step> directory or a shard store;\n"
@@ -200,6 +200,18 @@ int ListOrInspect(Env* env, const Target& t, bool inspect) {
 
 int Verify(Env* env, const Target& t) {
   int rc = kOk;
+  // A run's state file: one that does not parse is damage too (train and
+  // list report it); none at all is not (train then finds the directories).
+  if (!t.checkpoints_dir.empty()) {
+    auto state = ReadCheckpointState(env, t.checkpoints_dir);
+    const std::string path = JoinPath(t.checkpoints_dir, "checkpoint");
+    if (state.ok()) {
+      std::printf("OK       %s\n", path.c_str());
+    } else if (!absl::IsNotFound(state.status())) {
+      std::printf("CORRUPT  %s: %s\n", path.c_str(), std::string(state.status().message()).c_str());
+      rc = kCorrupt;
+    }
+  }
   for (const std::string& dir : t.checkpoints) {
     absl::Status s = VerifyCheckpoint(env, dir, VerifyLevel::kFull);
     if (s.ok()) {

@@ -274,12 +274,21 @@ absl::Status ApplyOverrides(const std::vector<std::string>& overrides, Experimen
                                 guess.empty() ? "" : absl::StrCat(" (did you mean '", guess, "'?)")));
       }
       const Reflection* r = msg->GetReflection();
-      if (f->is_repeated() && index < 0) return bad(absl::StrCat("'", part, "' is repeated: give an index, e.g. ", part, "[0]"));
+      if (f->is_repeated() && index < 0) {
+        return bad(absl::StrCat("'", part, "' is repeated: give an index, e.g. ", part, "[0]",
+                                f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE
+                                    ? ""
+                                    : absl::StrCat(" (", part, "[", r->FieldSize(*msg, f), "] appends)")));
+      }
       if (!f->is_repeated() && index >= 0) return bad(absl::StrCat("'", part, "' is not repeated"));
-      if (f->is_repeated() && index >= r->FieldSize(*msg, f)) {
+      const bool last = p + 1 == parts.size();
+      // A repeated scalar may also grow by one: "summaries.histograms[N]=x"
+      // with N its size appends x.
+      const bool append = last && f->is_repeated() && f->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE &&
+                          index == r->FieldSize(*msg, f);
+      if (f->is_repeated() && index >= r->FieldSize(*msg, f) && !append) {
         return bad(absl::StrCat("'", part, "' has ", r->FieldSize(*msg, f), " element(s); index ", index, " is out of range"));
       }
-      const bool last = p + 1 == parts.size();
       if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
         if (last) {
           // A whole message in text format: --set 'optimizer.adam={learning_rate: 0.01}'.
@@ -310,17 +319,28 @@ absl::Status ApplyOverrides(const std::vector<std::string>& overrides, Experimen
         continue;
       }
       if (!last) return bad(absl::StrCat("'", part, "' is not a message"));
-      if (f->is_repeated()) return bad("setting one element of a repeated scalar is not supported; set the message");
+      // One element of a repeated scalar (index checked above), or the field.
+      const bool rep = f->is_repeated();
+#define SLUICE_SET_SCALAR(Type, v)                  \
+  do {                                              \
+    if (!rep) {                                     \
+      r->Set##Type(msg, f, v);                      \
+    } else if (append) {                            \
+      r->Add##Type(msg, f, v);                      \
+    } else {                                        \
+      r->SetRepeated##Type(msg, f, index, v);       \
+    }                                               \
+  } while (0)
       bool ok = true;
       switch (f->cpp_type()) {
-        case FieldDescriptor::CPPTYPE_INT32: { int32_t v; ok = absl::SimpleAtoi(value, &v); if (ok) r->SetInt32(msg, f, v); break; }
-        case FieldDescriptor::CPPTYPE_INT64: { int64_t v; ok = absl::SimpleAtoi(value, &v); if (ok) r->SetInt64(msg, f, v); break; }
-        case FieldDescriptor::CPPTYPE_UINT32: { uint32_t v; ok = absl::SimpleAtoi(value, &v); if (ok) r->SetUInt32(msg, f, v); break; }
-        case FieldDescriptor::CPPTYPE_UINT64: { uint64_t v; ok = absl::SimpleAtoi(value, &v); if (ok) r->SetUInt64(msg, f, v); break; }
-        case FieldDescriptor::CPPTYPE_FLOAT: { float v; ok = absl::SimpleAtof(value, &v); if (ok) r->SetFloat(msg, f, v); break; }
-        case FieldDescriptor::CPPTYPE_DOUBLE: { double v; ok = absl::SimpleAtod(value, &v); if (ok) r->SetDouble(msg, f, v); break; }
-        case FieldDescriptor::CPPTYPE_BOOL: { bool v; ok = absl::SimpleAtob(value, &v); if (ok) r->SetBool(msg, f, v); break; }
-        case FieldDescriptor::CPPTYPE_STRING: r->SetString(msg, f, value); break;
+        case FieldDescriptor::CPPTYPE_INT32: { int32_t v; ok = absl::SimpleAtoi(value, &v); if (ok) SLUICE_SET_SCALAR(Int32, v); break; }
+        case FieldDescriptor::CPPTYPE_INT64: { int64_t v; ok = absl::SimpleAtoi(value, &v); if (ok) SLUICE_SET_SCALAR(Int64, v); break; }
+        case FieldDescriptor::CPPTYPE_UINT32: { uint32_t v; ok = absl::SimpleAtoi(value, &v); if (ok) SLUICE_SET_SCALAR(UInt32, v); break; }
+        case FieldDescriptor::CPPTYPE_UINT64: { uint64_t v; ok = absl::SimpleAtoi(value, &v); if (ok) SLUICE_SET_SCALAR(UInt64, v); break; }
+        case FieldDescriptor::CPPTYPE_FLOAT: { float v; ok = absl::SimpleAtof(value, &v); if (ok) SLUICE_SET_SCALAR(Float, v); break; }
+        case FieldDescriptor::CPPTYPE_DOUBLE: { double v; ok = absl::SimpleAtod(value, &v); if (ok) SLUICE_SET_SCALAR(Double, v); break; }
+        case FieldDescriptor::CPPTYPE_BOOL: { bool v; ok = absl::SimpleAtob(value, &v); if (ok) SLUICE_SET_SCALAR(Bool, v); break; }
+        case FieldDescriptor::CPPTYPE_STRING: SLUICE_SET_SCALAR(String, value); break;
         case FieldDescriptor::CPPTYPE_ENUM: {
           const auto* ev = f->enum_type()->FindValueByName(value);
           if (ev == nullptr) {
@@ -330,13 +350,14 @@ absl::Status ApplyOverrides(const std::vector<std::string>& overrides, Experimen
             return bad(absl::StrCat("'", value, "' is not one of ", absl::StrJoin(names, ", "),
                                     guess.empty() ? "" : absl::StrCat(" (did you mean '", guess, "'?)")));
           }
-          r->SetEnum(msg, f, ev);
+          SLUICE_SET_SCALAR(Enum, ev);
           break;
         }
         default: ok = false;
       }
+#undef SLUICE_SET_SCALAR
       if (!ok) return bad(absl::StrCat("'", value, "' is not a valid ", f->cpp_type_name()));
-      if (applied != nullptr) applied->push_back({msg, f->name(), -1, o});
+      if (applied != nullptr) applied->push_back({msg, f->name(), rep ? index : -1, o});
     }
   }
   return absl::OkStatus();

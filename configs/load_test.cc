@@ -245,6 +245,24 @@ TEST(Load, WhereNamesTheOverrideThatSetAField) {
                                             ": error: bad steps (set by --set train.steps=99)"));
 }
 
+// One element of a repeated scalar by its index, or one more at the end.
+TEST(Load, OverridesSetOrAppendOneElementOfARepeatedScalar) {
+  auto loaded = ParseExperiment("t.pbtxt", Base());
+  ASSERT_TRUE(loaded.ok());
+  Experiment& e = (*loaded)->experiment;
+  ASSERT_TRUE(ApplyOverrides({"summaries.histograms[0]=fc1/*", "summaries.histograms[1]=logits/*"}, &e).ok());
+  ASSERT_EQ(e.summaries().histograms_size(), 2);
+  EXPECT_EQ(e.summaries().histograms(0), "fc1/*");
+  EXPECT_EQ(e.summaries().histograms(1), "logits/*");
+  ASSERT_TRUE(ApplyOverrides({"summaries.histograms[0]=fc2/*"}, &e).ok());
+  EXPECT_EQ(e.summaries().histograms(0), "fc2/*");
+  EXPECT_EQ(e.summaries().histograms_size(), 2);
+  absl::Status s = ApplyOverrides({"summaries.histograms[5]=x"}, &e);
+  EXPECT_NE(s.message().find("index 5 is out of range"), std::string::npos) << s;
+  s = ApplyOverrides({"summaries.histograms=x"}, &e);
+  EXPECT_NE(s.message().find("histograms[2] appends"), std::string::npos) << s;
+}
+
 // Loads `text` with `overrides` and applies the defaults (no validation).
 Experiment Defaulted(const std::string& text, std::vector<std::string> overrides = {}) {
   auto loaded = ParseExperiment("t.pbtxt", text);

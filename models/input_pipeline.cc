@@ -8,6 +8,7 @@
 #include "inputs/idx.h"
 #include "inputs/idx_cache.h"
 #include "inputs/input_builders.h"
+#include "inputs/line_reader.h"
 #include "inputs/text.h"
 
 namespace sluice {
@@ -161,6 +162,25 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
   return absl::OkStatus();
 }
 
+// The files a pipeline's patterns match, this shard's share of them (every
+// num_shards-th file).
+absl::StatusOr<std::vector<std::string>> ShardFiles(const google::protobuf::RepeatedPtrField<std::string>& patterns,
+                                                    const PipelineOptions& options, const char* kind) {
+  auto all_files = text::ExpandFiles(Env::Default(), {patterns.begin(), patterns.end()}, {});
+  if (!all_files.ok()) return all_files.status();
+  std::vector<std::string> files;
+  const int shards = std::max(1, options.num_shards);
+  for (size_t i = 0; i < all_files->size(); ++i) {
+    if (static_cast<int>(i % shards) == options.shard_index % shards) files.push_back((*all_files)[i]);
+  }
+  if (files.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("input shard ", options.shard_index, " of ", shards, " has no ",
+                                                   kind, " file: the patterns match ", all_files->size(),
+                                                   " file(s); a sharded run needs one per shard at least"));
+  }
+  return files;
+}
+
 // The records of `files` (TFRecord framing; each record's checksums are
 // checked on the way). OutOfRange ends a file.
 absl::StatusOr<int64_t> CountRecords(const std::vector<std::string>& files) {
@@ -190,18 +210,9 @@ absl::StatusOr<int64_t> CountRecords(const std::vector<std::string>& files) {
 absl::Status BuildTfRecord(const config::Input::Pipeline& p, const PipelineOptions& options, InputGraph* in,
                            InputPipeline* out) {
   const config::Input::TfRecord& t = p.tfrecord();
-  auto all_files = text::ExpandFiles(Env::Default(), {t.files().begin(), t.files().end()}, {});
-  if (!all_files.ok()) return all_files.status();
-  std::vector<std::string> files;
-  const int shards = std::max(1, options.num_shards);
-  for (size_t i = 0; i < all_files->size(); ++i) {
-    if (static_cast<int>(i % shards) == options.shard_index % shards) files.push_back((*all_files)[i]);
-  }
-  if (files.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("input shard ", options.shard_index, " of ", shards,
-                                                   " has no TFRecord file: the patterns match ", all_files->size(),
-                                                   " file(s); a sharded run needs one per shard at least"));
-  }
+  auto sharded = ShardFiles(t.files(), options, "TFRecord");
+  if (!sharded.ok()) return sharded.status();
+  const std::vector<std::string>& files = *sharded;
   // Parsed features, their dtype in the queue, and what becomes of them after.
   struct Parsed {
     config::Input::Feature config;
@@ -311,6 +322,137 @@ absl::Status BuildTfRecord(const config::Input::Pipeline& p, const PipelineOptio
   out->queue_size = in->AddNode(batch.scope + "/size", "QueueSize", {batch.scope + "/queue"});
   out->description = absl::StrCat(
       "TFRecord ", files.size(), " file(s) (", absl::StrJoin(t.files(), ", "), ")",
+      out->examples_per_epoch > 0 ? absl::StrCat(", ", out->examples_per_epoch, " records") : "", " -> ",
+      BatchQueueDescription(batch, /*reader_shuffle=*/false), " -> batches of ", p.batch_size());
+  return absl::OkStatus();
+}
+
+// The lines of `files` after each file's `skip` header lines: the records
+// a TextLineReader gives.
+absl::StatusOr<int64_t> CountLines(const std::vector<std::string>& files, int64_t skip) {
+  int64_t count = 0;
+  for (const std::string& path : files) {
+    auto file = Env::Default()->NewRandomAccessFile(path);
+    if (!file.ok()) return file.status();
+    LineReader reader(file->get());
+    uint64_t offset = 0;
+    std::string line;
+    int64_t lines = 0;
+    while (true) {
+      absl::Status s = reader.ReadLine(&offset, &line);
+      if (absl::IsOutOfRange(s)) break;
+      if (!s.ok()) return s;
+      ++lines;
+    }
+    count += std::max<int64_t>(0, lines - skip);
+  }
+  return count;
+}
+
+// CSV text files: file names -> TextLineReader (skip_header: one line of each
+// file), a batch of lines per read -> DecodeCSV -> the configured columns as
+// features -> (shuffle) queue -> batches. A column feature of shape [k] takes
+// k consecutive fields, packed into [batch, k]; one of shape [] (or [1]) one
+// field, [batch]. Every field is required: an empty or missing one is an
+// error naming the record.
+absl::Status BuildCsv(const config::Input::Pipeline& p, const PipelineOptions& options, InputGraph* in,
+                      InputPipeline* out) {
+  const config::Input::Csv& c = p.csv();
+  auto files = ShardFiles(c.files(), options, "CSV");
+  if (!files.ok()) return files.status();
+  if (c.column_size() == 0) return absl::InvalidArgumentError("a csv input lists its columns (column { name dtype shape })");
+  struct Column {
+    std::string name;
+    DataType dtype = DT_FLOAT;
+    int64_t width = 1;  // fields it takes
+    bool vector = false;
+  };
+  std::vector<Column> columns;
+  std::vector<DataType> field_types;
+  for (const auto& f : c.column()) {
+    Column col;
+    col.name = f.name();
+    if (f.dtype() == "float") {
+      col.dtype = DT_FLOAT;
+    } else if (f.dtype() == "int64") {
+      col.dtype = DT_INT64;
+    } else if (f.dtype() == "string") {
+      col.dtype = DT_STRING;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("column '", f.name(), "': dtype '", f.dtype(), "' is not one of float, int64, string"));
+    }
+    if (f.shape_size() > 1 || (f.shape_size() == 1 && (f.shape(0) < 1 || f.shape(0) > 100000))) {
+      return absl::InvalidArgumentError(absl::StrCat("column '", f.name(), "': shape must be [] or [k] with 1 <= k <= "
+                                                     "100000 (k consecutive fields)"));
+    }
+    col.vector = f.shape_size() == 1;
+    col.width = col.vector ? f.shape(0) : 1;
+    if (col.vector && col.dtype == DT_STRING) {
+      return absl::InvalidArgumentError(absl::StrCat("column '", f.name(), "': a string column takes one field"));
+    }
+    for (int64_t i = 0; i < col.width; ++i) field_types.push_back(col.dtype);
+    columns.push_back(col);
+  }
+  if (!options.training) {
+    auto count = CountLines(*files, c.skip_header() ? 1 : 0);
+    if (!count.ok()) return count.status();
+    out->examples_per_epoch = *count;
+  }
+  const std::string& s = options.scope;
+  ProducerOptions producer;
+  producer.num_epochs = p.epochs();
+  producer.shuffle = options.training && p.has_shuffle();
+  producer.seed = options.seed;
+  producer.scope = s + "/files";
+  auto file_queue = AddStringInputProducer(in, *files, producer);
+  if (!file_queue.ok()) return file_queue.status();
+  std::map<std::string, AttrValue> reader_attrs;
+  if (c.skip_header()) reader_attrs["skip_header_lines"] = MakeAttr(int64_t{1});
+  auto kv = AddReaderReadUpTo(in, "TextLineReader", *file_queue, std::max<int64_t>(p.batch_size(), 1), s + "/reader",
+                              reader_attrs);
+  // Required fields: an empty default per field.
+  std::vector<std::string> decode_inputs = {kv.second};
+  for (size_t i = 0; i < field_types.size(); ++i) {
+    decode_inputs.push_back(in->AddConst(absl::StrCat(s + "/default_", i), Tensor(field_types[i], TensorShape({0}))));
+  }
+  const std::string decoded = in->AddNode(s + "/decode", "DecodeCSV", decode_inputs, {{"OUT_TYPE", MakeAttr(field_types)}});
+  std::vector<TensorSpec> queued;
+  int64_t field = 0;
+  int64_t bytes_per_example = 0;
+  for (const Column& col : columns) {
+    std::string tensor = absl::StrCat(decoded, ":", field);
+    if (col.vector) {
+      std::vector<std::string> parts;
+      for (int64_t k = 0; k < col.width; ++k) parts.push_back(absl::StrCat(decoded, ":", field + k));
+      tensor = in->AddNode(s + "/" + col.name + "_pack", "Pack", parts,
+                           {{"T", MakeAttr(col.dtype)}, {"N", MakeAttr(col.width)}, {"axis", MakeAttr(int64_t{1})}});
+    }
+    field += col.width;
+    const TensorShape element = col.vector ? TensorShape({col.width}) : TensorShape({});
+    queued.push_back({tensor, col.dtype, element});
+    bytes_per_example += col.width * (col.dtype == DT_STRING ? 64 : DataTypeSize(col.dtype));
+  }
+  BatchOptions batch;
+  batch.scope = s + "/batch";
+  batch.batch_size = static_cast<int32_t>(p.batch_size());
+  batch.num_threads = std::max(1, p.reader_threads());
+  batch.enqueue_many = true;
+  SizeBatchQueue(p, options, options.training && p.has_shuffle(), &batch);
+  auto batched = AddBatch(in, queued, batch);
+  if (!batched.ok()) return batched.status();
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const Column& col = columns[i];
+    out->features[col.name] = {(*batched)[i], col.dtype,
+                               col.vector ? PartialShape::FromDims({kUnknownDim, col.width})
+                                          : PartialShape::FromDims({kUnknownDim})};
+  }
+  out->exact_order = !options.training || !p.has_shuffle();
+  out->queue_capacity = batch.capacity;
+  out->queue_bytes_per_example = bytes_per_example;
+  out->queue_size = in->AddNode(batch.scope + "/size", "QueueSize", {batch.scope + "/queue"});
+  out->description = absl::StrCat(
+      "CSV ", files->size(), " file(s) (", absl::StrJoin(c.files(), ", "), "), ", field_types.size(), " fields",
       out->examples_per_epoch > 0 ? absl::StrCat(", ", out->examples_per_epoch, " records") : "", " -> ",
       BatchQueueDescription(batch, /*reader_shuffle=*/false), " -> batches of ", p.batch_size());
   return absl::OkStatus();
@@ -457,8 +599,10 @@ absl::Status BuildInputPipeline(const config::Input::Pipeline& p, const Pipeline
     s = BuildText(p, options, &in, out);
   } else if (p.has_tfrecord()) {
     s = BuildTfRecord(p, options, &in, out);
+  } else if (p.has_csv()) {
+    s = BuildCsv(p, options, &in, out);
   } else {
-    s = absl::UnimplementedError("input source 'csv' is not wired into train yet; use idx, tfrecord or text");
+    s = absl::InvalidArgumentError("the input has no source (idx, tfrecord, csv or text)");
   }
   if (!s.ok()) return s;
   out->runners = in.runners;

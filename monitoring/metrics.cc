@@ -3,9 +3,12 @@
 #include "monitoring/metrics.h"
 
 #include <exception>
+#include <memory>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/family.h"
@@ -219,10 +222,14 @@ std::string TrainingMetrics::Scrape() const {
   return out.str();
 }
 
-absl::Status TrainingMetrics::Push(const PushOptions& options) const {
+namespace {
+
+// One push, on the calling thread; it may block as long as the server lets it.
+absl::Status PushNow(const std::shared_ptr<prometheus::Registry>& registry, const std::string& role,
+                     const std::string& task, const PushOptions& options) {
   try {
-    prometheus::Gateway gateway(options.host, options.port, role_, {{"task", task_}});
-    gateway.RegisterCollectable(registry_);
+    prometheus::Gateway gateway(options.host, options.port, role, {{"task", task}});
+    gateway.RegisterCollectable(registry);
     const int code = gateway.Push();
     if (code < 0) {
       return absl::UnavailableError(
@@ -236,6 +243,34 @@ absl::Status TrainingMetrics::Push(const PushOptions& options) const {
     return absl::InternalError(absl::StrCat("metrics: push: ", e.what()));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status TrainingMetrics::Push(const PushOptions& options) const {
+  // prometheus-cpp 1.0's Gateway sets no timeout, and libcurl waits for ever
+  // on a server that accepts and never answers (a run hung there, past its
+  // SIGTERM). So the push runs on a thread of its own, which owns what it
+  // reads, and the caller waits at most options.timeout; a push still
+  // blocked then is abandoned to the process's exit.
+  struct Outcome {
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    absl::Status status ABSL_GUARDED_BY(mu);
+  };
+  auto outcome = std::make_shared<Outcome>();
+  std::thread([outcome, registry = registry_, role = role_, task = task_, options] {
+    absl::Status s = PushNow(registry, role, task, options);
+    absl::MutexLock lock(&outcome->mu);
+    outcome->status = std::move(s);
+    outcome->done = true;
+  }).detach();
+  absl::MutexLock lock(&outcome->mu);
+  if (!outcome->mu.AwaitWithTimeout(absl::Condition(&outcome->done), options.timeout)) {
+    return absl::DeadlineExceededError(absl::StrCat("metrics: the Pushgateway at ", options.host, ":", options.port,
+                                                    " did not answer within ", absl::FormatDuration(options.timeout)));
+  }
+  return outcome->status;
 }
 
 }  // namespace sluice

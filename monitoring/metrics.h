@@ -72,6 +72,8 @@ struct MetricsOptions {
 struct PushOptions {
   std::string host = "127.0.0.1";
   std::string port = "9091";
+  // How long Push waits for the Pushgateway's answer (connection included).
+  absl::Duration timeout = absl::Seconds(10);
   // The grouping key is {job=role, task} of this TrainingMetrics, matching the series' own labels
   // (the Pushgateway rejects pushes whose labels contradict the grouping key).
 };

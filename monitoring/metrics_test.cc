@@ -279,6 +279,35 @@ TEST(TrainingMetricsTest, PushToNothingIsUnavailable) {
   EXPECT_TRUE(absl::IsUnavailable((*m)->Push(push)));
 }
 
+// A server that accepts the connection and never answers: the push gives up
+// after its timeout (libcurl alone waited for ever, and the run with it).
+TEST(TrainingMetricsTest, PushToAServerThatNeverAnswersTimesOut) {
+  MetricsOptions o = LocalOptions();
+  o.serve = false;
+  auto m = TrainingMetrics::Create(o);
+  ASSERT_TRUE(m.ok());
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 4), 0);  // the kernel completes the handshake; nobody reads
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  PushOptions push;
+  push.host = "127.0.0.1";
+  push.port = absl::StrCat(ntohs(addr.sin_port));
+  push.timeout = absl::Milliseconds(500);
+  const absl::Time start = absl::Now();
+  absl::Status s = (*m)->Push(push);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "did not answer within 500ms")) << s;
+  EXPECT_LT(took, absl::Seconds(5));
+  close(fd);
+}
+
 std::string FindPromtool() {
   for (const char* dir : {"/usr/bin", "/usr/local/bin", "/bin"}) {
     std::string path = std::string(dir) + "/promtool";

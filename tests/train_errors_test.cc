@@ -505,6 +505,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"set_missing_argument", "", "", {"--set"}, "", "--set needs field.path=value"},
         // Command line.
         Case{"unknown_flag", "", "", {"--frobnicate"}, "", "unknown flag --frobnicate"},
+        Case{"job_without_its_name", "", "", {"--job", "--task", "0"}, "", "--job needs a job name"},
         Case{"trace_steps_past_the_last_step", "", "", {"--trace_steps=100-200"}, "",
              "starts after the run's last step, 10"},
         Case{"two_config_files", "", "", {"other.pbtxt"}, "", "more than one CONFIG"},
@@ -547,17 +548,8 @@ TEST(TrainBinary, EveryShippedConfigValidates) {
   }
 }
 
-// SIGTERM delivered twice within a second (timeout(1) signals the process
-// and then its process group) is one request: the run checkpoints and exits 143. It
-// once counted as the second, "leave now" signal and lost the checkpoint.
-TEST(TrainBinary, ASignalDeliveredTwiceWithinASecondStillCheckpoints) {
-  const std::string dir = absl::StrCat(TempDir(), "/double_signal");
-  mkdir(dir.c_str(), 0755);
-  const std::string out_path = dir + "/stdout";
-  std::vector<std::string> argv = {Runfile("cmd/train/train"), Runfile("configs/fashion_mlp.pbtxt"), "--run_dir",
-                                   dir + "/run", "--set", "train.steps=1000000", "--set",
-                                   "checkpoint.every_steps=1000000", "--set", "train.eval_every_steps=0", "--set",
-                                   "monitoring.metrics_port=-1", "--set", "devices.intra_op_threads=1"};
+// Starts `argv` with stdout and stderr into `out_path`; returns its pid.
+pid_t StartInBackground(const std::vector<std::string>& argv, const std::string& out_path) {
   pid_t pid = fork();
   if (pid == 0) {
     int o = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -570,13 +562,75 @@ TEST(TrainBinary, ASignalDeliveredTwiceWithinASecondStillCheckpoints) {
     execv(args[0], args.data());
     _exit(127);
   }
-  ASSERT_GT(pid, 0);
-  // Wait (at most 60 s) for the first progress line: training has started.
+  return pid;
+}
+
+// Waits (at most 60 s) for train's first progress line in `out_path`.
+void WaitForTrainingToStart(const std::string& out_path) {
   const auto start = std::chrono::steady_clock::now();
   while (!absl::StrContains(ReadAll(out_path), "\nstep ") &&
          std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+// Waits (at most 60 s) for `pid` to end, then kills it; true if it ended by itself.
+bool WaitOrKill(pid_t pid, int* status) {
+  for (int i = 0; i < 1200; ++i) {
+    if (waitpid(pid, status, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, status, 0);
+  return false;
+}
+
+// A second train on a run directory in use is refused (129: retry when the
+// first ends); two runs once interleaved their checkpoints and both
+// "succeeded". The lock goes with the first process.
+TEST(TrainBinary, ARunDirectoryInUseIsRefused) {
+  const std::string dir = absl::StrCat(TempDir(), "/run_dir_in_use");
+  mkdir(dir.c_str(), 0755);
+  const std::vector<std::string> argv = {Runfile("cmd/train/train"), Runfile("configs/fashion_mlp.pbtxt"), "--run_dir",
+                                         dir + "/run", "--set", "train.steps=1000000", "--set",
+                                         "train.eval_every_steps=0", "--set", "monitoring.metrics_port=-1", "--set",
+                                         "devices.intra_op_threads=1"};
+  const std::string first_out = dir + "/first.log";
+  const pid_t first = StartInBackground(argv, first_out);
+  ASSERT_GT(first, 0);
+  WaitForTrainingToStart(first_out);
+  Outcome second = RunTrain(dir, argv);
+  kill(first, SIGTERM);
+  int status = 0;
+  const bool ended = WaitOrKill(first, &status);
+  EXPECT_TRUE(second.exited) << second.err;
+  EXPECT_EQ(second.code, 129) << second.err;
+  EXPECT_TRUE(absl::StrContains(second.err, absl::StrCat("is in use by another train (pid ", first, ")"))) << second.err;
+  ASSERT_TRUE(ended) << ReadAll(first_out);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 143) << ReadAll(first_out);
+  // The first has ended: the directory is free again (a resume, told to
+  // stop at once: its step is past the new train.steps).
+  std::vector<std::string> resume = argv;
+  resume[5] = "train.steps=1";
+  resume.push_back("--allow-drift");
+  Outcome third = RunTrain(dir, resume);
+  EXPECT_TRUE(third.exited && third.code == 0) << third.code << "\n" << third.err;
+}
+
+// SIGTERM delivered twice within a second (timeout(1) signals the process
+// and then its process group) is one request: the run checkpoints and exits 143. It
+// once counted as the second, "leave now" signal and lost the checkpoint.
+TEST(TrainBinary, ASignalDeliveredTwiceWithinASecondStillCheckpoints) {
+  const std::string dir = absl::StrCat(TempDir(), "/double_signal");
+  mkdir(dir.c_str(), 0755);
+  const std::string out_path = dir + "/stdout";
+  std::vector<std::string> argv = {Runfile("cmd/train/train"), Runfile("configs/fashion_mlp.pbtxt"), "--run_dir",
+                                   dir + "/run", "--set", "train.steps=1000000", "--set",
+                                   "checkpoint.every_steps=1000000", "--set", "train.eval_every_steps=0", "--set",
+                                   "monitoring.metrics_port=-1", "--set", "devices.intra_op_threads=1"};
+  const pid_t pid = StartInBackground(argv, out_path);
+  ASSERT_GT(pid, 0);
+  WaitForTrainingToStart(out_path);
   // 5 ms apart: far enough for the second to reach the handler on its own
   // (two pending at once merge into one), near enough to come before the
   // checkpoint is written.
@@ -584,16 +638,7 @@ TEST(TrainBinary, ASignalDeliveredTwiceWithinASecondStillCheckpoints) {
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   kill(pid, SIGTERM);
   int status = 0;
-  bool ended = false;
-  for (int i = 0; i < 1200 && !ended; ++i) {  // 60 s
-    ended = waitpid(pid, &status, WNOHANG) == pid;
-    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (!ended) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-  }
-  ASSERT_TRUE(ended) << ReadAll(out_path);
+  ASSERT_TRUE(WaitOrKill(pid, &status)) << ReadAll(out_path);
   ASSERT_TRUE(WIFEXITED(status)) << ReadAll(out_path);
   EXPECT_EQ(WEXITSTATUS(status), 143) << ReadAll(out_path);
   const std::string out = ReadAll(out_path);

@@ -107,7 +107,9 @@ int main(int argc, char** argv) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag) -> const char* {
       if (arg.size() > flag.size() && arg.compare(0, flag.size() + 1, flag + "=") == 0) return argv[i] + flag.size() + 1;
-      if (arg == flag && i + 1 < argc) return argv[++i];
+      // The next argument, unless it is another flag ("--job --task 0": the
+      // job is missing, not named "--task").
+      if (arg == flag && i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) return argv[++i];
       return nullptr;
     };
     if (arg == "--help" || arg == "-h") {

@@ -1,11 +1,14 @@
 // Trainer: the `train` command's work, from config to trained model.
 #include "cmd/train/trainer.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
@@ -113,6 +116,39 @@ bool CheckPlanFitsInMemory(const config::LoadedExperiment& loaded, const models:
                            ", variables ", FormatBytes(m.weights), ", input queue ", FormatBytes(m.queue),
                            "), is more than this machine's ", FormatBytes(machine), " of memory"));
   return false;
+}
+
+// The chief's claim on its run directory for the rest of the process: a
+// second `train` on the same directory (two runs interleaved their
+// checkpoints, event files and eval.txt, and both "succeeded") is refused.
+// flock(2) on RUN_DIR/.lock, which holds the owner's pid; the kernel lets go
+// however the process ends (SIGKILL included), so a rerun after a crash is
+// never locked out. Unavailable while another process holds it.
+absl::Status LockRunDirectory(const std::string& run_dir) {
+  const std::string path = JoinPath(run_dir, ".lock");
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    char pid[32] = {0};
+    const ssize_t n = ::pread(fd, pid, sizeof(pid) - 1, 0);
+    ::close(fd);
+    std::string owner(pid, n > 0 ? static_cast<size_t>(n) : 0);
+    while (!owner.empty() && (owner.back() == '\n' || owner.back() == ' ')) owner.pop_back();
+    if (error == EWOULDBLOCK) {
+      return absl::UnavailableError(absl::StrCat("run directory ", run_dir, " is in use by another train",
+                                                 owner.empty() ? "" : absl::StrCat(" (pid ", owner, ")"),
+                                                 "; wait for it to end, or use another --run_dir"));
+    }
+    return absl::InternalError(absl::StrCat("cannot lock ", path, ": ", std::strerror(error)));
+  }
+  const std::string mine = absl::StrCat(::getpid(), "\n");
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, mine.data(), mine.size(), 0) < 0) {
+    // The lock holds without the pid; the message just cannot name it.
+  }
+  return absl::OkStatus();  // `fd` stays open: the lock lasts as long as this process
 }
 
 // `shared_pool`: the executor's nodes run on the intra-op threads
@@ -682,6 +718,10 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     if (absl::Status made = env->CreateDirs(run_dir); !made.ok()) {
       err << "error: cannot create run directory " << run_dir << ": " << made.message() << "\n";
       return kExitPermanentError;
+    }
+    if (absl::Status locked = LockRunDirectory(run_dir); !locked.ok()) {
+      err << "error: " << locked.message() << "\n";
+      return ExitCodeForStatus(locked);
     }
     const std::string config_copy = JoinPath(run_dir, "config.pbtxt");
     char host[256] = {0};

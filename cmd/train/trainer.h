@@ -34,6 +34,9 @@ extern std::atomic<int> g_stop_signals;
 
 // Returns the process exit code (exit_codes.h). Messages go to `out` (the
 // plan, progress, results) and `err` (errors, one per line).
+// The chief locks its run directory (RUN_DIR/.lock, flock) until the
+// process ends: once per process and run directory (the recovery path
+// re-executes the binary; the lock's descriptor closes on exec).
 int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace sluice

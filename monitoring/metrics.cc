@@ -113,7 +113,12 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
       m->port_ = ports[0];
       m->waker_ = ListenerWaker(options.bind_address, m->port_);
     } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("metrics: cannot serve on ", address, ": ", e.what()));
+      // civetweb says only "null context when constructing CivetServer";
+      // the usual cause is a port in use.
+      return absl::UnavailableError(absl::StrCat("metrics: cannot serve on ", address,
+                                                 options.port != 0 ? " (is the port in use? metrics_port 0 picks a free one)"
+                                                                   : "",
+                                                 ": ", e.what()));
     }
   }
   return m;

@@ -244,6 +244,7 @@ TEST(TrainingMetricsTest, PortInUseIsUnavailable) {
   o.port = (*a)->port();
   auto b = TrainingMetrics::Create(o);
   EXPECT_TRUE(absl::IsUnavailable(b.status())) << b.status();
+  EXPECT_TRUE(absl::StrContains(b.status().message(), "is the port in use?")) << b.status();
 }
 
 TEST(TrainingMetricsTest, PushToPushgateway) {

@@ -181,6 +181,37 @@ absl::StatusOr<std::vector<std::string>> ShardFiles(const google::protobuf::Repe
   return files;
 }
 
+// A TFRecord or CSV source's records: its files (shuffled every epoch when
+// training with shuffle) -> a file queue -> `reader_op`, a batch of records
+// per read. Returns the records' tensor (a string vector).
+absl::StatusOr<std::string> AddFileRecords(const config::Input::Pipeline& p, const PipelineOptions& options,
+                                           const std::vector<std::string>& files, const std::string& reader_op,
+                                           const std::map<std::string, AttrValue>& reader_attrs, InputGraph* in) {
+  const std::string& s = options.scope;
+  ProducerOptions producer;
+  producer.num_epochs = p.epochs();
+  producer.shuffle = options.training && p.has_shuffle();
+  producer.seed = options.seed;
+  producer.scope = s + "/files";
+  auto file_queue = AddStringInputProducer(in, files, producer);
+  if (!file_queue.ok()) return file_queue.status();
+  return AddReaderReadUpTo(in, reader_op, *file_queue, std::max<int64_t>(p.batch_size(), 1), s + "/reader",
+                           reader_attrs)
+      .second;
+}
+
+// A TFRecord or CSV source's batch queue: reader_threads enqueue threads
+// share the reader and parse in parallel, a batch of records at a time.
+BatchOptions FileSourceBatch(const config::Input::Pipeline& p, const PipelineOptions& options) {
+  BatchOptions batch;
+  batch.scope = options.scope + "/batch";
+  batch.batch_size = static_cast<int32_t>(p.batch_size());
+  batch.num_threads = std::max(1, p.reader_threads());
+  batch.enqueue_many = true;
+  SizeBatchQueue(p, options, options.training && p.has_shuffle(), &batch);
+  return batch;
+}
+
 // The records of `files` (TFRecord framing; each record's checksums are
 // checked on the way). OutOfRange ends a file.
 absl::StatusOr<int64_t> CountRecords(const std::vector<std::string>& files) {
@@ -265,18 +296,11 @@ absl::Status BuildTfRecord(const config::Input::Pipeline& p, const PipelineOptio
     out->examples_per_epoch = *count;
   }
   const std::string& s = options.scope;
-  ProducerOptions producer;
-  producer.num_epochs = p.epochs();
-  producer.shuffle = options.training && p.has_shuffle();
-  producer.seed = options.seed;
-  producer.scope = s + "/files";
-  auto file_queue = AddStringInputProducer(in, files, producer);
-  if (!file_queue.ok()) return file_queue.status();
-  const int64_t per_read = std::max<int64_t>(p.batch_size(), 1);
-  auto kv = AddReaderReadUpTo(in, "TFRecordReader", *file_queue, per_read, s + "/reader");
+  auto records = AddFileRecords(p, options, files, "TFRecordReader", {}, in);
+  if (!records.ok()) return records.status();
   std::vector<FeatureSpec> specs;
   for (const Parsed& q : parsed) specs.push_back(q.spec);
-  std::vector<std::string> values = AddParseExample(in, kv.second, specs, s + "/parse");
+  std::vector<std::string> values = AddParseExample(in, *records, specs, s + "/parse");
   std::vector<TensorSpec> queued;
   int64_t bytes_per_example = 0;
   for (size_t i = 0; i < parsed.size(); ++i) {
@@ -294,13 +318,7 @@ absl::Status BuildTfRecord(const config::Input::Pipeline& p, const PipelineOptio
     queued.push_back({tensor, q.queued, element});
     bytes_per_example += element.num_elements() * (q.queued == DT_STRING ? 64 : DataTypeSize(q.queued));
   }
-  BatchOptions batch;
-  batch.scope = s + "/batch";
-  batch.batch_size = static_cast<int32_t>(p.batch_size());
-  // Several enqueue threads share the reader and parse in parallel.
-  batch.num_threads = std::max(1, p.reader_threads());
-  batch.enqueue_many = true;
-  SizeBatchQueue(p, options, options.training && p.has_shuffle(), &batch);
+  const BatchOptions batch = FileSourceBatch(p, options);
   auto batched = AddBatch(in, queued, batch);
   if (!batched.ok()) return batched.status();
   for (size_t i = 0; i < parsed.size(); ++i) {
@@ -352,9 +370,9 @@ absl::StatusOr<int64_t> CountLines(const std::vector<std::string>& files, int64_
 // CSV text files: file names -> TextLineReader (skip_header: one line of each
 // file), a batch of lines per read -> DecodeCSV -> the configured columns as
 // features -> (shuffle) queue -> batches. A column feature of shape [k] takes
-// k consecutive fields, packed into [batch, k]; one of shape [] (or [1]) one
-// field, [batch]. Every field is required: an empty or missing one is an
-// error naming the record.
+// k consecutive fields, packed into [batch, k]; one of shape [] one field,
+// [batch]. Every field is required: an empty or missing one is an error
+// naming the record.
 absl::Status BuildCsv(const config::Input::Pipeline& p, const PipelineOptions& options, InputGraph* in,
                       InputPipeline* out) {
   const config::Input::Csv& c = p.csv();
@@ -400,19 +418,12 @@ absl::Status BuildCsv(const config::Input::Pipeline& p, const PipelineOptions& o
     out->examples_per_epoch = *count;
   }
   const std::string& s = options.scope;
-  ProducerOptions producer;
-  producer.num_epochs = p.epochs();
-  producer.shuffle = options.training && p.has_shuffle();
-  producer.seed = options.seed;
-  producer.scope = s + "/files";
-  auto file_queue = AddStringInputProducer(in, *files, producer);
-  if (!file_queue.ok()) return file_queue.status();
   std::map<std::string, AttrValue> reader_attrs;
   if (c.skip_header()) reader_attrs["skip_header_lines"] = MakeAttr(int64_t{1});
-  auto kv = AddReaderReadUpTo(in, "TextLineReader", *file_queue, std::max<int64_t>(p.batch_size(), 1), s + "/reader",
-                              reader_attrs);
+  auto records = AddFileRecords(p, options, *files, "TextLineReader", reader_attrs, in);
+  if (!records.ok()) return records.status();
   // Required fields: an empty default per field.
-  std::vector<std::string> decode_inputs = {kv.second};
+  std::vector<std::string> decode_inputs = {*records};
   for (size_t i = 0; i < field_types.size(); ++i) {
     decode_inputs.push_back(in->AddConst(absl::StrCat(s + "/default_", i), Tensor(field_types[i], TensorShape({0}))));
   }
@@ -433,12 +444,7 @@ absl::Status BuildCsv(const config::Input::Pipeline& p, const PipelineOptions& o
     queued.push_back({tensor, col.dtype, element});
     bytes_per_example += col.width * (col.dtype == DT_STRING ? 64 : DataTypeSize(col.dtype));
   }
-  BatchOptions batch;
-  batch.scope = s + "/batch";
-  batch.batch_size = static_cast<int32_t>(p.batch_size());
-  batch.num_threads = std::max(1, p.reader_threads());
-  batch.enqueue_many = true;
-  SizeBatchQueue(p, options, options.training && p.has_shuffle(), &batch);
+  const BatchOptions batch = FileSourceBatch(p, options);
   auto batched = AddBatch(in, queued, batch);
   if (!batched.ok()) return batched.status();
   for (size_t i = 0; i < columns.size(); ++i) {

@@ -24,6 +24,7 @@
 #include "checkpoint/saver.h"
 #include "checkpoint/warm_start.h"
 #include "cmd/train/cluster_task.h"
+#include "cmd/train/config_drift.h"
 #include "cmd/train/exit_codes.h"
 #include "cmd/train/line_diff.h"
 #include "configs/load.h"
@@ -697,15 +698,18 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     constexpr uint64_t kMaxConfigCopyBytes = 64 << 20;
     auto previous_or = ReadRegularFile(env, config_copy, kMaxConfigCopyBytes);
     const std::string previous = previous_or.ok() ? *previous_or : "";
-    if (previous_or.ok() && previous != config_text) {
+    // A restart in new places (the cluster's addresses) is the same run.
+    const std::string compared_previous = previous_or.ok() ? ConfigForDriftCheck(previous) : "";
+    const std::string compared_now = ConfigForDriftCheck(config_text);
+    if (previous_or.ok() && compared_previous != compared_now) {
       if (!options.allow_drift) {
         err << run_dir << "/config.pbtxt: error: the run directory holds a run of a different config; "
             << "pass --allow-drift to resume it anyway, or use another --run_dir. Differences:\n"
-            << LineDiff(previous, config_text);
+            << LineDiff(compared_previous, compared_now);
         return kExitBadConfig;
       }
       if (!options.validate_only && !options.dry_run) {
-        out << "resuming with a changed config (--allow-drift):\n" << LineDiff(previous, config_text);
+        out << "resuming with a changed config (--allow-drift):\n" << LineDiff(compared_previous, compared_now);
       }
     }
   }

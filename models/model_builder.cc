@@ -566,7 +566,7 @@ class ModelCompiler {
 
   void AddRawNode(const NodeDef& raw) {
     NodeDef def = raw;
-    const std::string prefix = options_.tower.empty() ? "" : options_.tower + "/";
+    const std::string prefix = TowerPrefix();
     def.set_name(prefix + raw.name());
     def.clear_input();
     if ((def.op() == "VariableV2" || def.op() == "Variable") && options_.reuse_variables) {
@@ -647,6 +647,9 @@ class ModelCompiler {
     out_->named[raw.name()] = Feature{out, PartialShape()};
   }
 
+  // "<tower>/" before the names of the nodes this model adds; "" without a tower.
+  std::string TowerPrefix() const { return options_.tower.empty() ? "" : options_.tower + "/"; }
+
   // Raw nodes get no shape checks as they are added; run shape inference over
   // the graph so far and put a failure at the raw node it names. On success,
   // each raw node's output 0 takes its inferred shape, which the losses and
@@ -657,10 +660,10 @@ class ModelCompiler {
     root_.graph()->ToGraphDef(&def);
     Graph scratch;
     absl::Status s = ConvertGraphDefToGraph(GraphConstructorOptions(), def, &scratch);
+    const std::string prefix = TowerPrefix();
     if (s.ok()) {
       ShapeRefiner refiner;
       if (!refiner.InferShapes(scratch).ok()) return;
-      const std::string prefix = options_.tower.empty() ? "" : options_.tower + "/";
       for (const NodeDef& raw : e_.model().node()) {
         const Node* node = scratch.FindNode(prefix + raw.name());
         auto it = out_->named.find(raw.name());
@@ -670,7 +673,6 @@ class ModelCompiler {
       return;
     }
     const std::string message(s.message());
-    const std::string prefix = options_.tower.empty() ? "" : options_.tower + "/";
     for (const NodeDef& raw : e_.model().node()) {
       if (message.find(absl::StrCat("node '", prefix, raw.name(), "'")) != std::string::npos) {
         errors_->Add(loaded_.Where(raw, "name"), message);

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -68,8 +69,14 @@ bool IsCheckpointDir(Env* env, const std::string& path) {
   return env->FileExists(JoinPath(path, kFilesName)).ok();
 }
 
-std::string Parent(std::string path) {
+// `path` without trailing slashes ("/" stays).
+std::string WithoutTrailingSlashes(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+std::string Parent(std::string path) {
+  path = WithoutTrailingSlashes(std::move(path));
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
@@ -387,8 +394,7 @@ int Main(int argc, char** argv) {
   }
   Target target;
   if (!Resolve(env, path, &target)) {
-    std::string trimmed = path;
-    while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+    const std::string trimmed = WithoutTrailingSlashes(path);
     const bool checkpoints_dir = absl::EndsWith(trimmed, "/checkpoints") || trimmed == "checkpoints";
     if (env->IsDirectory(CheckpointsDir(path)) || (checkpoints_dir && env->IsDirectory(path))) {
       std::fprintf(stderr, "ckpt: %s has no checkpoint yet (no ckpt-<step> directory)\n", path.c_str());

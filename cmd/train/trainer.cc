@@ -105,10 +105,8 @@ PlanMemory EstimatePlanMemory(const config::Experiment& e, const models::Trainin
 // A plan whose estimate exceeds this machine's memory would be killed by the
 // kernel minutes later (or abort on bad_alloc): a config error, located at
 // the training batch size, which is what usually makes it so.
-bool CheckPlanFitsInMemory(const config::LoadedExperiment& loaded, const models::TrainingGraph& tg,
-                           config::ConfigErrors* errors) {
+bool CheckPlanFitsInMemory(const config::LoadedExperiment& loaded, const PlanMemory& m, config::ConfigErrors* errors) {
   const config::Experiment& e = loaded.experiment;
-  const PlanMemory m = EstimatePlanMemory(e, tg);
   const double machine = models::MachineMemoryBytes();
   if (machine <= 0 || m.total() <= machine) return true;
   errors->Add(loaded.Where(e.input().train(), "batch_size"),
@@ -154,8 +152,8 @@ absl::Status LockRunDirectory(const std::string& run_dir) {
 
 // `shared_pool`: the executor's nodes run on the intra-op threads
 // (SessionOptions::ops_on_intra_op_pool).
-void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGraph& tg, int inter_op, bool shared_pool,
-               std::ostream& out) {
+void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGraph& tg, const PlanMemory& memory,
+               int inter_op, bool shared_pool, std::ostream& out) {
   const config::Experiment& e = loaded.experiment;
   out << "Experiment " << e.name() << " (" << loaded.path << ")\n";
   out << "  run directory  " << e.run_dir() << "\n";
@@ -188,7 +186,6 @@ void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGra
   }
   out << "    total trainable parameters " << FormatThousands(trainable) << "; optimizer state " << FormatThousands(state) << "\n";
   const int64_t batch = e.input().train().batch_size();
-  const PlanMemory memory = EstimatePlanMemory(e, tg);
   // Backward is about twice the forward work.
   const double flops = 3.0 * static_cast<double>(tg.forward_flops_per_example) * static_cast<double>(batch);
   out << "  FLOPs per step " << absl::StrFormat("%.3g", flops) << " (batch " << batch << ", forward "
@@ -657,14 +654,15 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     err << options.config_path << ": error: " << monitoring.status().message() << "\n";
     return kExitBadConfig;
   }
+  const PlanMemory plan_memory = EstimatePlanMemory(e, tg);
   {
     config::ConfigErrors memory_errors(options.config_path);
-    if (!CheckPlanFitsInMemory(loaded, tg, &memory_errors)) {
+    if (!CheckPlanFitsInMemory(loaded, plan_memory, &memory_errors)) {
       for (const std::string& line : memory_errors.lines()) err << line << "\n";
       return kExitBadConfig;
     }
   }
-  PrintPlan(loaded, tg, inter_op, shared_pool, out);
+  PrintPlan(loaded, tg, plan_memory, inter_op, shared_pool, out);
   models::PrintPlacementPlan(placement, devices, out);
   if (!identity->cluster.empty()) {
     out << "  cluster        " << identity->cluster.DebugString() << " (from " << identity->cluster_source << ")\n"

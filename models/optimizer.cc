@@ -317,6 +317,14 @@ absl::Status BuildSyncOps(const config::Optimizer& o, const std::vector<Variable
   for (Node* acc : ops.accumulators) {
     set_steps.push_back(sb.AddNode("set_accumulator_step", "AccumulatorSetGlobalStep", {Output{acc, 0}, Output{step, 0}}));
   }
+  // A chief restarted beside a live ps finds the tokens its previous
+  // incarnation released and nobody took (its own, when it died between the
+  // release and its dequeue): they go, or a replica would start a step ahead
+  // of the restored global step.
+  GraphBuilder drain = sb.WithSubPrefix("drain_tokens");
+  Output queued = drain.Op("queued", "QueueSize", {Output{queue, 0}});
+  set_steps.push_back(drain.AddNode("dequeue", "QueueDequeueMany", {Output{queue, 0}, queued},
+                                    {{"component_types", int64_component}}));
   ops.chief_init = sb.WithControlDependencies(set_steps).AddNode("chief_init", "NoOp", {});
   ops.local_init = sb.AddNode("local_init", "Assign", {local_step, Output{step, 0}});
   if (!sb.ok()) return sb.status();

@@ -42,7 +42,8 @@ struct TrainingOps {
     // replicas_to_aggregate per variable, applies it, advances the global step
     // and releases total_replicas tokens (one its own). Output: the new step.
     Node* chief_step = nullptr;
-    // The chief, after initializing or restoring: sets every accumulator's step.
+    // The chief, after initializing or restoring: sets every accumulator's
+    // step and drops the tokens left in the queue (by a previous incarnation).
     Node* chief_init = nullptr;
     // Every worker, before its first step: local step = global step.
     Node* local_init = nullptr;

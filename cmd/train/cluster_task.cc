@@ -123,6 +123,10 @@ void ClusterRuntime::StartHealthChecks(absl::Duration interval) {
   health_ = std::thread([this, interval] {
     std::vector<std::string> peers = ClusterTaskNames(*options_.identity);
     peers.erase(peers.begin());  // this task
+    const std::string chief = distributed::TaskName("worker", 0);
+    const auto chief_at = std::find(peers.begin(), peers.end(), chief) - peers.begin();
+    int chief_failures = 0;  // rounds in a row
+    std::string chief_lost;  // why, once the watched chief is lost
     do {
       struct Round {
         absl::Mutex mu;
@@ -130,10 +134,12 @@ void ClusterRuntime::StartHealthChecks(absl::Duration interval) {
         int alive ABSL_GUARDED_BY(mu) = 0;
         std::vector<distributed::GetStatusRequest> requests;
         std::vector<distributed::GetStatusResponse> responses;
+        std::vector<absl::Status> statuses;  // written before `pending` drops
       };
       auto round = std::make_shared<Round>();
       round->requests.resize(peers.size());
       round->responses.resize(peers.size());
+      round->statuses.resize(peers.size(), absl::UnavailableError("no worker for the task"));
       {
         absl::MutexLock lock(&round->mu);
         round->pending = static_cast<int>(peers.size());
@@ -147,15 +153,38 @@ void ClusterRuntime::StartHealthChecks(absl::Duration interval) {
         }
         round->requests[i].set_caller_task(task_);
         round->requests[i].set_config_hash(options_.config_hash);
-        worker->GetStatusAsync(&round->requests[i], &round->responses[i], [round](const absl::Status& s) {
+        worker->GetStatusAsync(&round->requests[i], &round->responses[i], [round, i](const absl::Status& s) {
           absl::MutexLock lock(&round->mu);
+          round->statuses[i] = s;
           if (s.ok() || absl::IsFailedPrecondition(s)) ++round->alive;
           --round->pending;
         });
       }
-      absl::MutexLock lock(&round->mu);
-      round->mu.Await(absl::Condition(+[](int* n) { return *n == 0; }, &round->pending));
-      peers_alive_.store(round->alive);
+      {
+        absl::MutexLock lock(&round->mu);
+        round->mu.Await(absl::Condition(+[](int* n) { return *n == 0; }, &round->pending));
+        peers_alive_.store(round->alive);
+      }
+      const uint64_t watched = watched_chief_.load();
+      if (watched != 0 && chief_lost.empty() && chief_at < static_cast<std::ptrdiff_t>(peers.size())) {
+        const absl::Status& s = round->statuses[chief_at];
+        // A refusal for another config carries no incarnation; the chief is there.
+        chief_failures = s.ok() || absl::IsFailedPrecondition(s) ? 0 : chief_failures + 1;
+        if (s.ok() && round->responses[chief_at].incarnation() != watched) {
+          chief_lost = absl::StrCat("the chief (", chief, ") restarted");
+        } else if (chief_failures >= 2) {
+          chief_lost = absl::StrCat("the chief (", chief, ") does not answer: ", s.message());
+        }
+      }
+      // Every round: a step that starts after the first abort must not wait
+      // for the lost chief's tokens either.
+      if (!chief_lost.empty()) {
+        {
+          absl::MutexLock lock(&mu_);
+          chief_lost_ = chief_lost;
+        }
+        worker_->steps()->CleanupAll(absl::UnavailableError(chief_lost));
+      }
     } while (!stop_health_.WaitForNotificationWithTimeout(interval));
   });
 }
@@ -271,6 +300,18 @@ int ClusterRuntime::ServeUntilShutdown(const std::atomic<int>* stop_signals, std
   return signalled == absl::InfiniteFuture() ? 0 : 143;
 }
 
+absl::StatusOr<uint64_t> ClusterRuntime::ChiefReadyIncarnation() {
+  distributed::WorkerInterface* chief = workers_->GetWorker(distributed::TaskName("worker", 0));
+  if (chief == nullptr) return absl::InternalError("no worker for the chief");
+  distributed::GetStatusRequest request;
+  request.set_caller_task(task_);
+  request.set_config_hash(options_.config_hash);
+  distributed::GetStatusResponse response;
+  const absl::Status s = chief->GetStatus(request, &response);
+  if (!s.ok()) return s;
+  return response.replica_ready() ? response.incarnation() : 0;
+}
+
 bool ClusterRuntime::ChiefAlive() {
   distributed::WorkerInterface* chief = workers_->GetWorker(distributed::TaskName("worker", 0));
   if (chief == nullptr) return false;
@@ -279,6 +320,11 @@ bool ClusterRuntime::ChiefAlive() {
   // A refusal (another config) still means it is there.
   const absl::Status s = chief->GetStatus(request, &response);
   return s.ok() || absl::IsFailedPrecondition(s);
+}
+
+std::string ClusterRuntime::chief_lost() const {
+  absl::MutexLock lock(&mu_);
+  return chief_lost_;
 }
 
 std::string ClusterRuntime::shutdown_reason() const {

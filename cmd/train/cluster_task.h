@@ -97,6 +97,23 @@ class ClusterRuntime {
   // connections' keepalive is what fails a step; this feeds /metrics.
   void StartHealthChecks(absl::Duration interval);
   int peers_alive() const { return peers_alive_.load(); }
+  // The chief of a replicated run, once it has initialized or restored the
+  // variables and set up the sync state: its GetStatus says so from now on.
+  void SetReplicaReady() { worker_->set_replica_ready(); }
+  // Another replica: the chief's incarnation when the chief says it is ready
+  // (SetReplicaReady), 0 while it does not; the call's error when the chief
+  // does not answer.
+  absl::StatusOr<uint64_t> ChiefReadyIncarnation();
+  // Another replica of a sync run (its steps wait for the chief's tokens, so
+  // a chief that restarts from a checkpoint would leave them waiting): from
+  // now on the health checks take the chief as lost when it answers with
+  // another incarnation than `incarnation` (it restarted) or fails two rounds
+  // in a row (it died). Then every step of this task is aborted with
+  // Unavailable, in that round and every round after, so that the replica
+  // recovers and rejoins the chief's new incarnation. Needs StartHealthChecks.
+  void AbortStepsWhenChiefChanges(uint64_t incarnation) { watched_chief_.store(incarnation); }
+  // Why the watched chief was taken as lost ("" while it was not).
+  std::string chief_lost() const;
   // A chief that restarts itself to recover leaves the other tasks running.
   void set_stop_peers_on_exit(bool stop) { stop_peers_on_exit_ = stop; }
 
@@ -120,6 +137,9 @@ class ClusterRuntime {
   std::unique_ptr<distributed::TcpTensorServer> tensor_server_;
   std::unique_ptr<distributed::GrpcWorkerCache> workers_;
   std::atomic<int> peers_alive_{0};
+  // AbortStepsWhenChiefChanges's incarnation; 0: not watched.
+  std::atomic<uint64_t> watched_chief_{0};
+  std::string chief_lost_ ABSL_GUARDED_BY(mu_);
   absl::Notification stop_health_;
   std::thread health_;
 };

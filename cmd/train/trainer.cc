@@ -321,9 +321,13 @@ std::unique_ptr<TestDelayHook> TestDelayFor(const distributed::ResolvedIdentity&
 }
 
 // A worker of a replicated run other than the chief: waits until the chief has
-// initialized or restored every variable (polling their IsVariableInitialized).
-absl::Status WaitForChiefInit(Session* session, const models::TrainingGraph& tg, absl::Duration timeout,
-                              ClusterRuntime* cluster, std::ostream& out) {
+// initialized or restored every variable (polling their IsVariableInitialized)
+// and says it is ready for the replicas' steps (GetStatus's replica_ready,
+// which a restarted chief says only once it has restored the variables: the
+// variables alone may still be those the chief's previous incarnation left on
+// the ps). Returns the ready chief's incarnation.
+absl::StatusOr<uint64_t> WaitForChiefInit(Session* session, const models::TrainingGraph& tg, absl::Duration timeout,
+                                          ClusterRuntime* cluster, std::ostream& out) {
   const absl::Time start = absl::Now();
   absl::Time next_note = start + absl::Seconds(5);
   std::vector<Tensor> fetched;
@@ -332,7 +336,12 @@ absl::Status WaitForChiefInit(Session* session, const models::TrainingGraph& tg,
     if (!s.ok()) return s;
     bool ready = true;
     for (const Tensor& t : fetched) ready = ready && t.scalar<bool>();
-    if (ready) return absl::OkStatus();
+    if (ready) {
+      // The chief not answering for a moment (it is restarting) is waited out
+      // like a chief that is not ready yet.
+      absl::StatusOr<uint64_t> chief = cluster->ChiefReadyIncarnation();
+      if (chief.ok() && *chief != 0) return *chief;
+    }
     if (g_stop_signals.load() > 0) return absl::CancelledError("stopped by a signal while waiting for the chief");
     if (cluster->WaitForShutdown(absl::Milliseconds(100))) {
       return absl::CancelledError(absl::StrCat("the chief stopped this task: ", cluster->shutdown_reason()));
@@ -837,9 +846,13 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   // Another replica: the chief initializes or restores; this one waits.
   absl::StatusOr<int64_t> restored = absl::NotFoundError("not the chief");
   std::string restored_dir;
+  uint64_t chief_incarnation = 0;  // another replica: the chief's that said ready
   if (!chief) {
     const int secs = e.cluster().start_timeout_secs();
-    s = WaitForChiefInit(session.get(), tg, absl::Seconds(secs > 0 ? secs : 300), cluster.get(), out);
+    absl::StatusOr<uint64_t> ready_chief =
+        WaitForChiefInit(session.get(), tg, absl::Seconds(secs > 0 ? secs : 300), cluster.get(), out);
+    if (ready_chief.ok()) chief_incarnation = *ready_chief;
+    s = ready_chief.status();
     if (absl::IsCancelled(s)) {
       out << s.message() << "\n";
       return g_stop_signals.load() > 0 ? kExitPreempted : kExitDone;
@@ -926,7 +939,9 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       return ExitCodeForStatus(s);
     }
     step = fetched[0].scalar<int64_t>();
+    if (chief) cluster->SetReplicaReady();
     if (!chief) out << "the chief is ready: training from step " << step << "\n";
+    if (!chief && replica_options.sync) cluster->AbortStepsWhenChiefChanges(chief_incarnation);
   }
 
   // The loop and its hooks, in the order the loop calls them (models/training/hook.h):
@@ -1002,12 +1017,25 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       out << "\nstopped by the chief at step " << end.step << ": " << cluster->shutdown_reason() << "\n";
       return kExitDone;
     }
+    if (!stopped_by_chief && end.status.ok() && !end.preempted()) {
+      // This replica reached the last step by itself (async: the global step
+      // got there, maybe while the chief was away and restarting). It serves
+      // on until the chief stops the run: a restarted chief waits for every
+      // task to answer before it resumes.
+      out << "reached the last step; serving until the chief stops the run\n";
+      out.flush();
+      return cluster->ServeUntilShutdown(&g_stop_signals, out, err);
+    }
   }
   // (A step cancelled while nobody here stopped it was cancelled by a peer's loss.)
   if (replica && end.reason == training::LoopStop::kStepFailed && !end.preempted() &&
       (ExitCodeForStatus(end.status) == kExitRetryable || absl::IsCancelled(end.status)) &&
       g_stop_signals.load() == 0) {
-    return RecoverOrGiveUp(end.status, chief, e.cluster(), cluster.get(), err);
+    // A step aborted because the chief was lost says so, not which of this
+    // step's nodes saw the abort first.
+    const std::string chief_lost = chief ? "" : cluster->chief_lost();
+    return RecoverOrGiveUp(chief_lost.empty() ? end.status : absl::UnavailableError(chief_lost), chief, e.cluster(),
+                           cluster.get(), err);
   }
   if (cluster != nullptr && chief) {
     cluster->set_exit_reason(end.preempted()    ? "the chief was stopped by a signal"

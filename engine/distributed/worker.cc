@@ -116,6 +116,7 @@ void Worker::GetStatusAsync(const GetStatusRequest* request, GetStatusResponse* 
   response->set_config_hash(options_.config_hash);
   response->set_incarnation(ProcessIncarnation());
   response->set_peers_ready(peers_ready_.load());
+  response->set_replica_ready(replica_ready_.load());
   {
     absl::MutexLock lock(&mu_);
     response->set_tensor_address(tensor_address_);
@@ -267,13 +268,19 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
     absl::MutexLock lock(&running_mu_);
     ++running_steps_;
   }
+  // The step aborted from outside (a peer's CleanupGraph with an error, its
+  // caller gone, this worker shutting down) cancels what waits here too: a
+  // Dequeue or an accumulator's take would otherwise hold the step forever.
+  auto step_cancel = std::make_shared<CancellationManager>();
+  const int64_t abort_hook = rendezvous->AddAbortHook([step_cancel] { step_cancel->StartCancel(); });
   Executor::Args args;
   args.step_id = request->step_id();
   args.rendezvous = rendezvous.get();
+  args.cancellation_manager = step_cancel.get();
   auto stats = request->collect_step_stats() ? std::make_shared<std::vector<DeviceStepStats>>() : nullptr;
   graph->executor->RunAsync(
       args, stats.get(),
-      [this, graph, rendezvous, stats, request, response, cancel, cancel_token,
+      [this, graph, rendezvous, stats, request, response, cancel, cancel_token, step_cancel, abort_hook,
        step_done = std::move(done)](const absl::Status& s) {
         // Counts this step as over once its caller has been answered.
         auto done = [this, &step_done](const absl::Status& status) {
@@ -281,6 +288,7 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
           absl::MutexLock lock(&running_mu_);
           --running_steps_;
         };
+        rendezvous->RemoveAbortHook(abort_hook);
         if (cancel != nullptr) cancel->Deregister(cancel_token);
         if (stats != nullptr) StepStatsToProto(*stats, response);
         if (!s.ok()) {

@@ -64,6 +64,9 @@ class Worker : public WorkerInterface {
   void set_worker_cache(WorkerCache* workers);
   // Reported by GetStatus (peers_ready): this task has reached every other.
   void set_peers_ready() { peers_ready_.store(true); }
+  // Reported by GetStatus (replica_ready): the chief of a replicated run is
+  // ready for the other replicas' steps.
+  void set_replica_ready() { replica_ready_.store(true); }
   // Reported by GetStatus (tensor_address): where this task's TCP tensor
   // transport listens ("host:port"; empty: none).
   void set_tensor_address(std::string address) {
@@ -109,6 +112,7 @@ class Worker : public WorkerInterface {
   std::unique_ptr<StepRendezvousMgr> steps_;
   std::atomic<bool> shut_down_{false};
   std::atomic<bool> peers_ready_{false};
+  std::atomic<bool> replica_ready_{false};
 
   mutable absl::Mutex mu_;
   int64_t next_graph_ ABSL_GUARDED_BY(mu_) = 1;

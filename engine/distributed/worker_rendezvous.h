@@ -45,6 +45,12 @@ class WorkerRendezvous : public Rendezvous {
   void RecvLocalAsync(const std::string& key, DoneCallback done);
 
   int64_t step_id() const { return step_id_; }
+  // Runs `hook` once when the rendezvous is aborted (at once when it was
+  // already); returns a token for RemoveAbortHook. The worker cancels the
+  // step's waiting kernels (a Dequeue, an accumulator's take) this way when a
+  // peer aborts the step.
+  int64_t AddAbortHook(std::function<void()> hook) { return remote_calls_->Register(std::move(hook)); }
+  void RemoveAbortHook(int64_t token) { remote_calls_->Deregister(token); }
 
  private:
   const std::string local_task_;

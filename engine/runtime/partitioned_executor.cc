@@ -51,6 +51,22 @@ void PartitionedExecutor::RunAsync(const Executor::Args& args, std::vector<Devic
   state->pending = n;
   state->stats = stats;
   state->done = std::move(done);
+  // The caller's cancellation cancels this step's (unlinked when it ends).
+  CancellationManager* parent = args.cancellation_manager;
+  CancellationManager::Token parent_token = 0;
+  if (parent != nullptr) {
+    parent_token = parent->NewToken();
+    if (!parent->RegisterCallback(parent_token, [state] { state->cancellation.StartCancel(); })) {
+      state->cancellation.StartCancel();
+      parent = nullptr;
+    }
+  }
+  if (parent != nullptr) {
+    state->done = [parent, parent_token, done = std::move(state->done)](const absl::Status& s) {
+      parent->DeregisterCallback(parent_token);
+      done(s);
+    };
+  }
   for (size_t i = 0; i < n; ++i) {
     Executor::Args device_args = args;
     device_args.cancellation_manager = &state->cancellation;

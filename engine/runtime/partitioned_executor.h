@@ -32,8 +32,10 @@ class PartitionedExecutor {
   explicit PartitionedExecutor(std::vector<DevicePartition> partitions) : partitions_(std::move(partitions)) {}
 
   // Runs one step on every partition with args.step_id and args.rendezvous
-  // (REQUIRED); args.cancellation_manager and args.stats_collector are
-  // ignored: the step makes its own. Returns the error that caused an abort
+  // (REQUIRED). The step makes its own cancellation manager; when
+  // args.cancellation_manager is set, cancelling it cancels the step (its
+  // waiting async kernels end Cancelled). args.stats_collector is ignored.
+  // Returns the error that caused an abort
   // (the first error that is not a Cancelled one derived from it).
   // `stats`: when not null, one entry per device.
   absl::Status Run(const Executor::Args& args, std::vector<DeviceStepStats>* stats) const;

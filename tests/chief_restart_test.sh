@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The chief of a replicated run killed and started again while the ps and the
+# other worker keep running, as a cluster manager (Kubernetes, a Slurm
+# requeue of one task) does it. The test starts each task itself (its own
+# TF_CONFIG on a free 127.0.0.1 port, 1 intra-op and 1 inter-op thread),
+# SIGKILLs the chief after it has passed a checkpoint, and starts the same
+# command again:
+#
+#   sync   (configs/fashion_mlp_sync.pbtxt, deterministic input order): the
+#          restarted chief resumes from its newest checkpoint; worker 1, whose
+#          step waits for the lost chief's token, says it lost the chief,
+#          restarts itself and rejoins the new chief; every task exits 0, and
+#          both workers' final losses equal an uninterrupted run's (the lost
+#          steps are replayed exactly).
+#   async  (configs/fashion_mlp_async.pbtxt): the chief resumes; worker 1 never
+#          waits for it; every task exits 0.
+#
+# Every wait is bounded: a hang fails the test.
+set -uo pipefail
+source tests/train_testlib.sh
+skip_without_data
+
+STEPS=300
+EVERY=50
+KILL_AFTER=125  # the chief's progress line at or past this step
+LIMIT_S=80      # a whole run, kill and restart included
+FLAGS="--set train.steps=$STEPS --set checkpoint.every_steps=$EVERY --set train.eval_every_steps=0
+  --set train.deterministic=true --set train.log_every_steps=25 --set monitoring.metrics_port=-1
+  --set summaries.every_steps=0 --set devices.intra_op_threads=1 --set devices.inter_op_threads=1"
+
+now_s() { date +%s; }
+alive() { [[ -e /proc/$1 ]] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2>/dev/null; }
+
+# Starts task JOB:INDEX of the cluster in DIR with CONFIG, appending to its
+# log; prints its pid.
+declare -A PIDS
+CLUSTER=""
+start_task() {  # CONFIG DIR JOB INDEX
+  # shellcheck disable=SC2086
+  TF_CONFIG="{\"cluster\": $CLUSTER, \"task\": {\"type\": \"$3\", \"index\": $4}}" \
+    "$TRAIN" "$1" $FLAGS --run_dir "$2/run" >> "$2/${3}_$4.log" 2>&1 &
+  PIDS[$3:$4]=$!
+  BACKGROUND_PIDS+=($!)
+}
+
+# Waits (bounded by the run's deadline) for every task to exit; each must exit 0.
+wait_all() {  # NAME DIR DEADLINE
+  local task
+  for task in ps:0 worker:1 worker:0; do
+    while alive "${PIDS[$task]}"; do
+      (($(now_s) > $3)) && fail "$1: $task still runs after $LIMIT_S s: $(grep -v '^  ' "$2/${task/:/_}.log" | tail -4)"
+      sleep 0.2
+    done
+    wait "${PIDS[$task]}"
+    local rc=$?
+    [[ $rc -eq 0 ]] || fail "$1: $task exited $rc: $(grep -v '^  ' "$2/${task/:/_}.log" | tail -6)"
+  done
+}
+
+# One run of CONFIG in $SCRATCH/NAME; with KILL=1 the chief is SIGKILLed once
+# past KILL_AFTER and started again.
+run_cluster() {  # NAME CONFIG KILL
+  local name=$1 config=$2 dir="$SCRATCH/$1" ports deadline
+  mkdir -p "$dir"
+  read -r -a ports <<< "$(free_ports 3)"
+  CLUSTER="{\"ps\": [\"127.0.0.1:${ports[0]}\"], \"worker\": [\"127.0.0.1:${ports[1]}\", \"127.0.0.1:${ports[2]}\"]}"
+  deadline=$(($(now_s) + LIMIT_S))
+  start_task "$config" "$dir" ps 0
+  start_task "$config" "$dir" worker 1
+  start_task "$config" "$dir" worker 0
+  if [[ "$3" == 1 ]]; then
+    local at=""
+    while [[ -z "$at" ]]; do
+      (($(now_s) > deadline)) && fail "$name: the chief never reached step $KILL_AFTER: $(tail -3 "$dir/worker_0.log")"
+      alive "${PIDS[worker:0]}" || fail "$name: the chief exited before the kill: $(tail -3 "$dir/worker_0.log")"
+      at=$(sed -n 's/^step \([0-9]*\)\/.*/\1/p' "$dir/worker_0.log" | awk -v k=$KILL_AFTER '$1 >= k' | tail -1)
+      sleep 0.1
+    done
+    kill -KILL "${PIDS[worker:0]}"
+    wait "${PIDS[worker:0]}" 2>/dev/null
+    KILLED_AT=$at
+    echo "$name: the chief SIGKILLed after step $at"
+    sleep 1
+    start_task "$config" "$dir" worker 0  # the same command again
+  fi
+  wait_all "$name" "$dir" "$deadline"
+}
+
+# Sync: the uninterrupted run, then the chief killed and restarted.
+run_cluster sync_base "$PWD/configs/fashion_mlp_sync.pbtxt" 0
+run_cluster sync "$PWD/configs/fashion_mlp_sync.pbtxt" 1
+dir="$SCRATCH/sync"
+resumed=$(resumed_step "$dir/worker_0.log")
+[[ -n "$resumed" ]] || fail "sync: the restarted chief did not resume: $(grep -v '^  ' "$dir/worker_0.log" | tail -5)"
+((KILLED_AT - resumed <= EVERY)) || fail "sync: resumed at step $resumed after step $KILLED_AT (> $EVERY steps lost)"
+lost=$(grep -m1 '^lost a peer: ' "$dir/worker_1.log")
+[[ "$lost" == *"the chief (/job:worker/replica:0/task:0)"* ]] ||
+  fail "sync: worker 1 did not say it lost the chief: $(grep -v '^  ' "$dir/worker_1.log" | tail -5)"
+[[ $(grep -c '^the chief is ready: training from step' "$dir/worker_1.log") -eq 2 ]] ||
+  fail "sync: worker 1 did not rejoin once: $(grep '^the chief is ready' "$dir/worker_1.log")"
+grep -q "^the chief is ready: training from step $resumed\$" "$dir/worker_1.log" ||
+  fail "sync: worker 1 did not rejoin at the restored step $resumed: $(grep '^the chief is ready' "$dir/worker_1.log")"
+for task in worker_0 worker_1; do
+  got=$(last_loss "$dir/$task.log" $STEPS)
+  want=$(last_loss "$SCRATCH/sync_base/$task.log" $STEPS)
+  [[ -n "$got" && "$got" == "$want" ]] || fail "sync: $task's final loss $got differs from the uninterrupted run's $want"
+done
+echo "sync: resumed at step $resumed; worker 1: ${lost:0:160}"
+echo "sync: final losses equal the uninterrupted run's ($(last_loss "$dir/worker_0.log" $STEPS), $(last_loss "$dir/worker_1.log" $STEPS))"
+
+run_cluster async "$PWD/configs/fashion_mlp_async.pbtxt" 1
+resumed=$(resumed_step "$SCRATCH/async/worker_0.log")
+[[ -n "$resumed" ]] || fail "async: the restarted chief did not resume: $(grep -v '^  ' "$SCRATCH/async/worker_0.log" | tail -5)"
+echo "async: resumed at step $resumed; every task exited 0"
+echo PASS

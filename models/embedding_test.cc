@@ -438,6 +438,45 @@ TEST(PartitionedEmbedding, SyncReplicaStepUpdatesOnlyTheRowsThroughSparseAccumul
   }
 }
 
+// A chief restarted beside a live ps finds tokens its previous incarnation
+// released and nobody took; its init drops them (else a replica would start a
+// step ahead of the restored global step).
+TEST(SyncReplicas, ChiefInitDropsTokensLeftInTheQueue) {
+  BuiltModel m = BuildFrom(EmbeddingModel(1, "sgd { learning_rate: 0.1 }"), kIdsAndTargets, true, true);
+  ASSERT_FALSE(m.loss.empty());
+  std::string queue;
+  for (const NodeDef& n : m.def.node()) {
+    if (n.op() == "FIFOQueue" && n.name().find("token_queue") != std::string::npos) queue = n.name();
+  }
+  ASSERT_FALSE(queue.empty());
+  GraphDef g = m.def;
+  NodeDef* left = g.add_node();
+  left->set_name("left_tokens");
+  left->set_op("Const");
+  (*left->mutable_attr())["dtype"].set_type(DT_INT64);
+  Tensor::FromVector<int64_t>({5, 5}).AsProtoTensorContent((*left->mutable_attr())["value"].mutable_tensor());
+  NodeDef* put = g.add_node();
+  put->set_name("put_tokens");
+  put->set_op("QueueEnqueueMany");
+  put->add_input(queue);
+  put->add_input("left_tokens");
+  (*put->mutable_attr())["Tcomponents"].mutable_list()->add_type(DT_INT64);
+  NodeDef* size = g.add_node();
+  size->set_name("queued");
+  size->set_op("QueueSize");
+  size->add_input(queue);
+  auto s = OpenSession(g);
+  RunGraph(s.get(), {}, {}, {"init"});
+  RunGraph(s.get(), {}, {}, {"put_tokens"});
+  EXPECT_EQ(RunGraph(s.get(), {}, {"queued"})[0].scalar<int32_t>(), 2);
+  RunGraph(s.get(), {}, {}, {"sync_init"});
+  EXPECT_EQ(RunGraph(s.get(), {}, {"queued"})[0].scalar<int32_t>(), 0);
+  // With an empty queue the init does not wait, and the steps run as before.
+  RunGraph(s.get(), {}, {}, {"sync_init"});
+  RunGraph(s.get(), m.Train(Batch(0)), {m.loss}, {"train_step"});
+  EXPECT_EQ(RunGraph(s.get(), {}, {"queued"})[0].scalar<int32_t>(), 0);
+}
+
 TEST(PartitionedEmbedding, PartsSpreadOverPsTasksOnePerTask) {
   BuiltModel m = BuildFrom(EmbeddingModel(4, "adagrad { learning_rate: 0.2 }"), kIdsAndTargets);
   ASSERT_FALSE(m.loss.empty());

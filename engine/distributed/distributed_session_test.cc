@@ -4,7 +4,8 @@
 // signatures; an error on one task aborts the step everywhere with that task's
 // name and the next step runs; the session options' bias + activation fusion
 // reaches the graphs the tasks run; the worker refuses bad requests (unknown
-// handles, devices it lacks, malformed tensors, other configs) with errors.
+// handles, devices it lacks, malformed tensors, other configs) with errors;
+// a step aborted by a peer ends the kernels that wait in it.
 #include <cstring>
 #include <map>
 #include <set>
@@ -38,6 +39,23 @@ class DistTestFailIfNegativeOp : public OpKernel {
   }
 };
 REGISTER_KERNEL_BUILDER(Name("DistTestFailIfNegative").Device(kDeviceCpu), DistTestFailIfNegativeOp);
+
+// Waits until its step is cancelled (as a Dequeue on an empty queue or an
+// accumulator's take does), then fails Cancelled.
+REGISTER_OP("DistTestWaitForCancel").Output("y: float").SetIsStateful().SetShapeFn(shape_fns::Scalar);
+class DistTestWaitForCancelOp : public AsyncOpKernel {
+ public:
+  explicit DistTestWaitForCancelOp(OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {}
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    CancellationManager* cm = ctx->cancellation_manager();
+    auto cancelled = [ctx, done] {
+      ctx->SetStatus(absl::CancelledError("the wait was cancelled"));
+      done();
+    };
+    if (cm == nullptr || !cm->RegisterCallback(cm->NewToken(), cancelled)) cancelled();
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("DistTestWaitForCancel").Device(kDeviceCpu), DistTestWaitForCancelOp);
 
 namespace distributed {
 namespace {
@@ -483,6 +501,66 @@ TEST(Worker, ARunGraphWhoseCallerGoesAwayEndsInsteadOfWaiting) {
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(5)));
   EXPECT_FALSE(got.ok());
   EXPECT_EQ(tasks.ps->steps()->num_steps(), 0);
+}
+
+// A sync replica's step on the ps waits in a Dequeue for the chief's token;
+// when the replica aborts the step (it lost the chief), the ps's part of it
+// must end too, or the replica's Run waits for it forever.
+TEST(Worker, ARunGraphWaitingInAnAsyncKernelEndsWhenAPeerAbortsTheStep) {
+  TwoTasks tasks;
+  RegisterGraphRequest reg;
+  NodeDef* wait = reg.mutable_graph()->add_node();
+  wait->set_name("wait");
+  wait->set_op("DistTestWaitForCancel");
+  wait->set_device(kPs + "/device:CPU:0");
+  RegisterGraphResponse reg_response;
+  absl::Status s = tasks.ps->RegisterGraph(reg, &reg_response);
+  ASSERT_TRUE(s.ok()) << s;
+  RunGraphRequest run;
+  run.set_graph_handle(reg_response.graph_handle());
+  run.set_step_id(41);
+  run.set_caller_task(kChief);
+  RunGraphResponse run_response;
+  absl::Notification done;
+  absl::Status got;
+  tasks.ps->RunGraphAsync(&run, &run_response, [&](const absl::Status& st) {
+    got = st;
+    done.Notify();
+  }, nullptr);
+  EXPECT_FALSE(done.WaitForNotificationWithTimeout(absl::Milliseconds(100))) << got;
+  CleanupGraphRequest cleanup;
+  cleanup.set_step_id(41);
+  StatusToProto(absl::UnavailableError("the chief (/job:worker/replica:0/task:0) restarted"), cleanup.mutable_abort());
+  CleanupGraphResponse cleanup_response;
+  ASSERT_TRUE(tasks.ps->CleanupGraph(cleanup, &cleanup_response).ok());
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(5))) << "the ps's step still waits";
+  EXPECT_FALSE(got.ok());
+  EXPECT_EQ(tasks.ps->steps()->num_steps(), 0);
+  // The next step of the same graph waits again (its own cancellation).
+  run.set_step_id(42);
+  absl::Notification done2;
+  tasks.ps->RunGraphAsync(&run, &run_response, [&](const absl::Status& st) {
+    got = st;
+    done2.Notify();
+  }, nullptr);
+  EXPECT_FALSE(done2.WaitForNotificationWithTimeout(absl::Milliseconds(100))) << got;
+  cleanup.set_step_id(42);
+  ASSERT_TRUE(tasks.ps->CleanupGraph(cleanup, &cleanup_response).ok());
+  ASSERT_TRUE(done2.WaitForNotificationWithTimeout(absl::Seconds(5)));
+}
+
+// What GetStatus says of a replicated run's chief: ready for the replicas
+// once told, with its incarnation.
+TEST(Worker, GetStatusSaysReplicaReadyOnceTold) {
+  TwoTasks tasks;
+  GetStatusRequest request;
+  GetStatusResponse response;
+  ASSERT_TRUE(tasks.chief->GetStatus(request, &response).ok());
+  EXPECT_FALSE(response.replica_ready());
+  EXPECT_EQ(response.incarnation(), ProcessIncarnation());
+  tasks.chief->set_replica_ready();
+  ASSERT_TRUE(tasks.chief->GetStatus(request, &response).ok());
+  EXPECT_TRUE(response.replica_ready());
 }
 
 TEST(Worker, ARecvTensorWhoseCallerGivesUpEndsAndForgetsItsStep) {

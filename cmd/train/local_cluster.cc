@@ -360,6 +360,21 @@ void ClusterRun::OnTaskExit(Task& task, int code) {
     SignalRunning(SIGTERM);
     sigterm_at_.reset();
     sigkill_at_ = After(options_.grace_period);
+    return;
+  }
+  // A ps that died and is not started again (no restarts left): nothing can
+  // train without its variables, and the chief's recovery would wait for it
+  // until cluster.start_timeout_secs. (A worker may be done without: an async
+  // run goes on.)
+  if (task.id.job == "ps" && !chief_code_.has_value() && !first_permanent_.has_value() && !sigterm_at_.has_value() &&
+      !sigkill_at_.has_value() && code >= 128 && !stopping_) {
+    stopping_ = true;
+    Log(absl::StrCat("task ", task.id.name(), " exited with code ", code, " and is not started again (",
+                     options_.shape.restarts == 0 ? "no restarts= given"
+                                                  : absl::StrCat("all ", options_.shape.restarts, " restarts used"),
+                     "); stopping the cluster (run the same command again to resume)"));
+    SignalRunning(SIGTERM);
+    sigkill_at_ = After(options_.grace_period);
   }
 }
 

@@ -408,23 +408,40 @@ TEST(RunLocalClusterTest, AChiefKilledBySignalCountsAs128PlusTheSignal) {
   EXPECT_EQ(result.code, 128 + SIGUSR1) << result.err;
 }
 
-TEST(RunLocalClusterTest, AKilledPsCountsAsRetryableAndDoesNotStopTheCluster) {
-  FakeCluster cluster("ps_signal", {1, 1});
-  cluster.Script("ps_0", absl::StrCat("raise:", SIGUSR1));
-  cluster.Script("worker_0", "await_reaped:ps_0;exit:0");
+TEST(RunLocalClusterTest, AKilledWorkerCountsAsRetryableAndDoesNotStopTheCluster) {
+  FakeCluster cluster("worker_signal", {1, 2});
+  cluster.Script("worker_1", absl::StrCat("raise:", SIGUSR1));
+  cluster.Script("worker_0", "await_reaped:worker_1;exit:0");
   RunResult result = cluster.Run();
   EXPECT_EQ(result.code, 0) << result.err;
   EXPECT_THAT(result.err, Not(HasSubstr("stopping the cluster")));
+}
+
+// Nothing trains without the ps's variables: a ps that died and is not
+// started again stops the cluster at once (the chief would wait for it until
+// cluster.start_timeout_secs); the code stays the chief's, retryable.
+TEST(RunLocalClusterTest, AKilledPsThatIsNotStartedAgainStopsTheCluster) {
+  FakeCluster cluster("ps_signal", {1, 2});
+  cluster.Script("ps_0", absl::StrCat("await:worker_0.ready,worker_1.ready;raise:", SIGUSR1));
+  cluster.Script("worker_0", "on_term:143;ready;wait");
+  cluster.Script("worker_1", "on_term:143;ready;wait");
+  RunResult result = cluster.Run();
+  EXPECT_EQ(result.code, 143) << result.err;
+  EXPECT_THAT(result.err, HasSubstr(absl::StrCat("local_cluster: task ps:0 exited with code ", 128 + SIGUSR1,
+                                                 " and is not started again (no restarts= given); stopping the "
+                                                 "cluster (run the same command again to resume)")));
+  EXPECT_EQ(cluster.Signals("worker_0"), "SIGTERM\n");
+  EXPECT_EQ(cluster.Signals("worker_1"), "SIGTERM\n");
 }
 
 TEST(RunLocalClusterTest, WithRestartsADeadTaskIsStartedAgainUpToTheLimit) {
   FakeCluster cluster("restarts", {1, 1});
   cluster.options().shape.restarts = 2;
   cluster.Script("ps_0", absl::StrCat("out:started;raise:", SIGUSR1));
-  cluster.Script("worker_0", "sleep:1500;exit:0");
+  cluster.Script("worker_0", "on_term:143;sleep:1500;exit:0");
   RunResult result = cluster.Run();
-  EXPECT_EQ(result.code, 0) << result.err;
-  // The first start and two more; then it stays dead (a retryable code: the cluster goes on).
+  EXPECT_EQ(result.code, 143) << result.err;
+  // The first start and two more; then it stays dead, and the cluster stops.
   size_t starts = 0;
   for (size_t at = result.out.find("[ps:0] started"); at != std::string::npos;
        at = result.out.find("[ps:0] started", at + 1)) {
@@ -433,7 +450,7 @@ TEST(RunLocalClusterTest, WithRestartsADeadTaskIsStartedAgainUpToTheLimit) {
   EXPECT_EQ(starts, 3u) << result.out;
   EXPECT_THAT(result.err, HasSubstr(absl::StrCat("task ps:0 exited with code ", 128 + SIGUSR1,
                                                  "; starting it again (2 of 2)")));
-  EXPECT_THAT(result.err, Not(HasSubstr("stopping the cluster")));
+  EXPECT_THAT(result.err, HasSubstr("is not started again (all 2 restarts used); stopping the cluster"));
 }
 
 TEST(RunLocalClusterTest, APermanentFailureIsNotRestarted) {

@@ -51,7 +51,11 @@ absl::Status InputHook::Begin(Session* session, const LoopStart& start) {
     const int64_t consumed = start.step * options_.examples_per_step;
     absl::Status s = RestoreInputPosition(session, options_.train, consumed);
     if (!s.ok()) return WithContext(s, "restoring the input position: ");
-    *out_ << "input restored to example " << consumed << (options_.train.exact_order ? " (exact order)" : "") << "\n";
+    // A replica that joins a fresh run late starts where the run is, not
+    // where a checkpoint was.
+    *out_ << (start.resumed ? "input restored to example " : "input starts at example ") << consumed
+          << (options_.train.exact_order ? " (exact order)" : "")
+          << (start.resumed ? "" : absl::StrCat(": the run is at step ", start.step)) << "\n";
   }
   std::vector<QueueRunnerDef> defs = options_.train.runners;
   defs.insert(defs.end(), options_.eval.runners.begin(), options_.eval.runners.end());

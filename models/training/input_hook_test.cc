@@ -77,6 +77,7 @@ TEST_F(InputHookTest, AResumedRunPutsTheReadersWhereTheUninterruptedRunWouldBe) 
   InputHook hook(Options(), &out_);
   LoopStart start;
   start.step = 3;  // 120 examples of 100 per epoch: epoch 1, item 20
+  start.resumed = true;
   ASSERT_TRUE(hook.Begin(&session_, start).ok());
   hook.Close(LoopEnd());
   std::vector<FakeSession::Call> restores = session_.CallsWithTarget("input/train/restore");
@@ -93,6 +94,18 @@ TEST_F(InputHookTest, AResumedRunPutsTheReadersWhereTheUninterruptedRunWouldBe) 
   EXPECT_EQ(state.position(), 20);
   EXPECT_EQ(state.num_records_produced(), 120);
   EXPECT_EQ(out_.str(), "input restored to example 120 (exact order)\n");
+}
+
+// A replica that joins a fresh run at global step 3 starts its input there
+// too, and says so without claiming a restore.
+TEST_F(InputHookTest, AReplicaJoiningAFreshRunLateSaysWhereItsInputStarts) {
+  InputHook hook(Options(), &out_);
+  LoopStart start;
+  start.step = 3;
+  ASSERT_TRUE(hook.Begin(&session_, start).ok());
+  hook.Close(LoopEnd());
+  EXPECT_EQ(session_.CallsWithTarget("input/train/restore").size(), 1u);
+  EXPECT_EQ(out_.str(), "input starts at example 120 (exact order): the run is at step 3\n");
 }
 
 // A replica reads every 3rd record (its shard of 100, out of a file of 300):

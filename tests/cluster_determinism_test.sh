@@ -9,7 +9,8 @@
 # intra-op and one inter-op thread in every process) every progress line's
 # loss and the final full-precision loss equal the one-process run's, bit for
 # bit. Also: the chief's plan lists every task's device, every other task
-# stops because "the chief finished training", and the launcher exits 0.
+# stops because "the chief finished training", every task serves /metrics on
+# a port of its own (metrics_port 0), and the launcher exits 0.
 set -uo pipefail
 source tests/train_testlib.sh
 skip_without_data
@@ -39,7 +40,8 @@ check_cluster() {  # NAME CONFIG SPEC TASK... (the non-chief tasks, as "ps:0" or
   shift 3
   local log="$SCRATCH/$name.log" start=$SECONDS rc=0
   # shellcheck disable=SC2086
-  timeout -k 10 $LIMIT_S "$TRAIN" "$config" --local_cluster "$spec" $FLAGS --run_dir "$SCRATCH/$name" > "$log" 2>&1 || rc=$?
+  timeout -k 10 $LIMIT_S "$TRAIN" "$config" --local_cluster "$spec" $FLAGS --set monitoring.metrics_port=0 \
+    --run_dir "$SCRATCH/$name" > "$log" 2>&1 || rc=$?
   echo "$name ($spec): launcher exited $rc after $((SECONDS - start)) s"
   [[ $rc -eq 0 ]] || fail "$name: the launcher exited $rc (124: it hung): $(tail -8 "$log")"
 
@@ -60,6 +62,10 @@ check_cluster() {  # NAME CONFIG SPEC TASK... (the non-chief tasks, as "ps:0" or
     grep -q "^\[$task\] task $full stopping: the chief finished training$" "$log" ||
       fail "$name: $task did not stop because the chief finished: $(grep "^\[$task\]" "$log" | tail -3)"
   done
+  # metrics_port 0: every task serves /metrics on a port of its own.
+  local ports
+  ports=$(sed -n 's|^\[[a-z]*:[0-9]*\] metrics: http://127.0.0.1:\([0-9]*\)/metrics$|\1|p' "$log" | sort -u | wc -l)
+  [[ "$ports" -eq $(($# + 1)) ]] || fail "$name: $ports tasks served /metrics, not $(($# + 1)): $(grep 'metrics: ' "$log")"
   # Only the chief trains: no other task prints progress.
   if grep -v '^\[worker:0\]' "$log" | grep -q '^\[[a-z]*:[0-9]*\] step [0-9]*/'; then
     fail "$name: a task other than the chief printed progress"

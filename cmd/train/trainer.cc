@@ -385,8 +385,8 @@ int RecoverOrGiveUp(const absl::Status& why, bool chief, const config::Cluster& 
 
 // A task other than the chief: serve until the chief says stop.
 // `restart_after_freeze`: see ClusterRuntime::ServeUntilShutdown. With
-// `metrics` (a replicated run whose monitoring.metrics_port is 0), the task
-// serves /metrics on a free port: its build and its recoveries.
+// `metrics` (monitoring.metrics_port 0), the task serves /metrics on a free
+// port: its build and its recoveries.
 int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::ostream& err,
                      absl::Duration restart_after_freeze, const MetricsOptions* metrics) {
   std::unique_ptr<TrainingMetrics> served;
@@ -570,7 +570,9 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     ps_metrics.version = kVersion;
     ps_metrics.port = 0;
     ps_metrics.bind_address = e.monitoring().metrics_address().empty() ? "127.0.0.1" : e.monitoring().metrics_address();
-    const bool serve_metrics = replicated && e.has_monitoring() && e.monitoring().metrics_port() == 0;
+    // Every task of a cluster serves /metrics on a free port of its own when
+    // asked for one (a fixed port is the chief's alone: they may share a host).
+    const bool serve_metrics = e.has_monitoring() && e.monitoring().metrics_port() == 0;
     return ServeClusterTask(cluster_options, out, err, replicated ? absl::Seconds(5) : absl::InfiniteDuration(),
                             serve_metrics ? &ps_metrics : nullptr);
   }

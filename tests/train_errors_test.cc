@@ -548,6 +548,28 @@ TEST(TrainBinary, EveryShippedConfigValidates) {
   }
 }
 
+// A replicated config started as one plain process trains alone; the plan
+// says so and how to start the cluster it asks for.
+TEST(TrainBinary, AReplicatedConfigOutsideAClusterSaysItTrainsAlone) {
+  const std::string dir = absl::StrCat(TempDir(), "/replicated_alone");
+  mkdir(dir.c_str(), 0755);
+  const std::vector<std::string> argv = {Runfile("cmd/train/train"), Runfile("configs/fashion_mlp_sync.pbtxt"),
+                                         "--validate", "--run_dir", dir + "/run"};
+  Outcome r = RunTrain(dir, argv);
+  EXPECT_TRUE(r.exited && r.code == 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "  replication    sync asked for, but this process is not in a cluster: it "
+                                       "trains alone (start a cluster with --local_cluster ps=1,worker=2"))
+      << r.out;
+  // With the cluster, the plan shows the replication instead.
+  const std::vector<std::string> with_cluster = {Runfile("cmd/train/train"), Runfile("configs/fashion_mlp_sync.pbtxt"),
+                                                 "--validate", "--run_dir", dir + "/run2", "--local_cluster",
+                                                 "ps=1,worker=2"};
+  r = RunTrain(dir, with_cluster);
+  EXPECT_TRUE(r.exited && r.code == 0) << r.err;
+  EXPECT_FALSE(absl::StrContains(r.out + r.err, "not in a cluster")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out + r.err, "replication    sync: 2 of 2 workers' gradients per step")) << r.out;
+}
+
 // Starts `argv` with stdout and stderr into `out_path`; returns its pid.
 pid_t StartInBackground(const std::vector<std::string>& argv, const std::string& out_path) {
   pid_t pid = fork();

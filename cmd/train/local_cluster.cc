@@ -336,9 +336,19 @@ void ClusterRun::OnTaskExit(Task& task, int code) {
     chief_code_ = code;
     std::vector<Task*> running = Running();
     if (!running.empty() && !first_permanent_.has_value()) {
-      Log(absl::StrCat("the chief (", task.id.name(), ") exited with code ", code, "; waiting up to ",
-                       absl::FormatDuration(options_.grace_period), " for ", Names(running)));
-      sigterm_at_ = After(options_.grace_period);
+      if (code != 0 && !stopping_) {
+        // A chief that failed or was killed tells nobody to stop (or not
+        // everybody), and nothing starts it again here: the others would
+        // only wait for it.
+        Log(absl::StrCat("the chief (", task.id.name(), ") exited with code ", code, "; stopping ", Names(running)));
+        stopping_ = true;
+        SignalRunning(SIGTERM);
+        sigkill_at_ = After(options_.grace_period);
+      } else {
+        Log(absl::StrCat("the chief (", task.id.name(), ") exited with code ", code, "; waiting up to ",
+                         absl::FormatDuration(options_.grace_period), " for ", Names(running)));
+        sigterm_at_ = After(options_.grace_period);
+      }
     }
     return;
   }

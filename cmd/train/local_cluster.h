@@ -17,9 +17,14 @@
 //    environment, or --job/--task among the arguments;
 //  - 1 (or 129 when the system is short of ports, pipes or processes) when a
 //    task cannot be started; the tasks already started are killed.
-// After the chief exits the other tasks get the grace period to exit by
-// themselves (ps tasks and workers wait for the chief's Shutdown), then
-// SIGTERM, then after `kill_delay` SIGKILL. Every task is reaped before
+// With restarts (LocalClusterShape::restarts) a task other than the chief
+// that dies (a signal, a code >= 128) is started again; a ps that dies and is
+// not started again stops the cluster (SIGTERM to the others): nothing trains
+// without its variables.
+// After the chief exits with 0 the other tasks get the grace period to exit
+// by themselves (ps tasks and workers wait for the chief's Shutdown), then
+// SIGTERM, then after `kill_delay` SIGKILL; after any other code they get
+// SIGTERM at once (SIGKILL after the grace period). Every task is reaped before
 // RunLocalCluster returns (in the rare case of a task that survives SIGKILL
 // for `kill_delay` it says so and returns without it).
 //

@@ -509,6 +509,25 @@ TEST(RunLocalClusterTest, TasksLeftAfterTheChiefGetSigtermThenSigkill) {
   EXPECT_LT(result.elapsed, std::chrono::seconds(30));
 }
 
+// A chief that failed (or was killed) leaves the others nothing to wait for:
+// they get SIGTERM at once, not after the grace period.
+TEST(RunLocalClusterTest, AChiefThatFailsStopsTheOthersAtOnce) {
+  for (int code : {2, 128 + SIGUSR1}) {
+    FakeCluster cluster(absl::StrCat("chief_fails_", code), {1, 2});
+    cluster.options().grace_period = absl::Seconds(40);
+    cluster.Script("ALL", "on_term:143;ready;wait");
+    cluster.Script("worker_0", code == 2 ? "await:ps_0.ready,worker_1.ready;exit:2"
+                                         : absl::StrCat("await:ps_0.ready,worker_1.ready;raise:", SIGUSR1));
+    RunResult result = cluster.Run();
+    EXPECT_EQ(result.code, code) << result.err;
+    EXPECT_THAT(result.err, HasSubstr(absl::StrCat("the chief (worker:0) exited with code ", code,
+                                                   "; stopping ps:0, worker:1")));
+    EXPECT_EQ(cluster.Signals("ps_0"), "SIGTERM\n");
+    EXPECT_EQ(cluster.Signals("worker_1"), "SIGTERM\n");
+    EXPECT_LT(result.elapsed, std::chrono::seconds(30));
+  }
+}
+
 TEST(RunLocalClusterTest, TasksMayExitByThemselvesWithinTheGracePeriod) {
   FakeCluster cluster("grace", {1, 1});
   cluster.options().grace_period = absl::Seconds(40);

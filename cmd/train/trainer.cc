@@ -693,6 +693,12 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       out << "  ps:" << i << " holds     " << count << " variables, " << FormatBytes(static_cast<double>(replica_devices.bytes_per_ps[i]))
           << "\n";
     }
+  } else if (!in_cluster && (e.replication().has_sync() || e.replication().has_async())) {
+    // Not an error (the same config trains on one machine), but not what the
+    // config asks for either.
+    out << "  replication    " << (e.replication().has_sync() ? "sync" : "async")
+        << " asked for, but this process is not in a cluster: it trains alone (start a cluster with "
+           "--local_cluster ps=1,worker=2, or give each task TF_CONFIG)\n";
   }
   out.flush();
   // Run directory, resolved config and provenance.

@@ -15,6 +15,11 @@
 #   async  (configs/fashion_mlp_async.pbtxt): the chief resumes; worker 1 never
 #          waits for it; every task exits 0.
 #
+# And worker 1 of the sync run SIGKILLed instead: the chief's step waits for
+# its gradients, and the chief says so ("task ... has not answered for 5s")
+# within 10 s; worker 1 started again rejoins ("answers again") and every task
+# exits 0.
+#
 # Every wait is bounded: a hang fails the test.
 set -uo pipefail
 source tests/train_testlib.sh
@@ -58,7 +63,8 @@ wait_all() {  # NAME DIR DEADLINE
 }
 
 # One run of CONFIG in $SCRATCH/NAME; with KILL=1 the chief is SIGKILLed once
-# past KILL_AFTER and started again.
+# past KILL_AFTER and started again; with KILL=worker1, worker 1 is, after the
+# chief's warning that it is silent.
 run_cluster() {  # NAME CONFIG KILL
   local name=$1 config=$2 dir="$SCRATCH/$1" ports deadline
   mkdir -p "$dir"
@@ -68,7 +74,7 @@ run_cluster() {  # NAME CONFIG KILL
   start_task "$config" "$dir" ps 0
   start_task "$config" "$dir" worker 1
   start_task "$config" "$dir" worker 0
-  if [[ "$3" == 1 ]]; then
+  if [[ "$3" != 0 ]]; then
     local at=""
     while [[ -z "$at" ]]; do
       (($(now_s) > deadline)) && fail "$name: the chief never reached step $KILL_AFTER: $(tail -3 "$dir/worker_0.log")"
@@ -76,12 +82,24 @@ run_cluster() {  # NAME CONFIG KILL
       at=$(sed -n 's/^step \([0-9]*\)\/.*/\1/p' "$dir/worker_0.log" | awk -v k=$KILL_AFTER '$1 >= k' | tail -1)
       sleep 0.1
     done
-    kill -KILL "${PIDS[worker:0]}"
-    wait "${PIDS[worker:0]}" 2>/dev/null
-    KILLED_AT=$at
-    echo "$name: the chief SIGKILLed after step $at"
-    sleep 1
-    start_task "$config" "$dir" worker 0  # the same command again
+    if [[ "$3" == worker1 ]]; then
+      kill -KILL "${PIDS[worker:1]}"
+      wait "${PIDS[worker:1]}" 2>/dev/null
+      echo "$name: worker 1 SIGKILLed after the chief's step $at"
+      local warned=$(($(now_s) + 10))
+      until grep -q '^warning: task /job:worker/replica:0/task:1 has not answered for 5s' "$dir/worker_0.log"; do
+        (($(now_s) > warned)) && fail "$name: the chief did not warn within 10 s: $(tail -3 "$dir/worker_0.log")"
+        sleep 0.2
+      done
+      start_task "$config" "$dir" worker 1  # the same command again
+    else
+      kill -KILL "${PIDS[worker:0]}"
+      wait "${PIDS[worker:0]}" 2>/dev/null
+      KILLED_AT=$at
+      echo "$name: the chief SIGKILLed after step $at"
+      sleep 1
+      start_task "$config" "$dir" worker 0  # the same command again
+    fi
   fi
   wait_all "$name" "$dir" "$deadline"
 }
@@ -112,4 +130,9 @@ run_cluster async "$PWD/configs/fashion_mlp_async.pbtxt" 1
 resumed=$(resumed_step "$SCRATCH/async/worker_0.log")
 [[ -n "$resumed" ]] || fail "async: the restarted chief did not resume: $(grep -v '^  ' "$SCRATCH/async/worker_0.log" | tail -5)"
 echo "async: resumed at step $resumed; every task exited 0"
+
+run_cluster worker_lost "$PWD/configs/fashion_mlp_sync.pbtxt" worker1
+grep -q '^task /job:worker/replica:0/task:1 answers again$' "$SCRATCH/worker_lost/worker_0.log" ||
+  fail "worker_lost: the chief did not say worker 1 answers again: $(grep -v '^  ' "$SCRATCH/worker_lost/worker_0.log" | tail -4)"
+echo "worker_lost: $(grep -m1 '^warning: task' "$SCRATCH/worker_lost/worker_0.log" | cut -c1-90)...; it answered again; every task exited 0"
 echo PASS

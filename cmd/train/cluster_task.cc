@@ -118,15 +118,19 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
   return runtime;
 }
 
-void ClusterRuntime::StartHealthChecks(absl::Duration interval) {
+void ClusterRuntime::StartHealthChecks(absl::Duration interval, std::ostream* log) {
   if (health_.joinable()) return;
-  health_ = std::thread([this, interval] {
+  health_ = std::thread([this, interval, log] {
     std::vector<std::string> peers = ClusterTaskNames(*options_.identity);
     peers.erase(peers.begin());  // this task
     const std::string chief = distributed::TaskName("worker", 0);
     const auto chief_at = std::find(peers.begin(), peers.end(), chief) - peers.begin();
     int chief_failures = 0;  // rounds in a row
     std::string chief_lost;  // why, once the watched chief is lost
+    // When each peer stopped answering (InfiniteFuture: it answers), and
+    // whether that was reported.
+    std::vector<absl::Time> silent_since(peers.size(), absl::InfiniteFuture());
+    std::vector<bool> reported(peers.size(), false);
     do {
       struct Round {
         absl::Mutex mu;
@@ -164,6 +168,26 @@ void ClusterRuntime::StartHealthChecks(absl::Duration interval) {
         absl::MutexLock lock(&round->mu);
         round->mu.Await(absl::Condition(+[](int* n) { return *n == 0; }, &round->pending));
         peers_alive_.store(round->alive);
+      }
+      for (size_t i = 0; log != nullptr && i < peers.size(); ++i) {
+        const absl::Status& s = round->statuses[i];
+        const absl::Time now = absl::Now();
+        std::string line;
+        if (s.ok() || absl::IsFailedPrecondition(s)) {
+          if (reported[i]) line = absl::StrCat("task ", peers[i], " answers again\n");
+          silent_since[i] = absl::InfiniteFuture();
+          reported[i] = false;
+        } else {
+          if (silent_since[i] == absl::InfiniteFuture()) silent_since[i] = now;
+          if (!reported[i] && now - silent_since[i] >= kPeerSilenceWarning) {
+            reported[i] = true;
+            line = absl::StrCat("warning: task ", peers[i], " has not answered for ",
+                                absl::FormatDuration(absl::Trunc(now - silent_since[i], absl::Seconds(1))), " (",
+                                s.message(), "); steps that need it wait until it is started again\n");
+          }
+        }
+        // One write per line: the training loop prints beside this thread.
+        if (!line.empty()) *log << line << std::flush;
       }
       const uint64_t watched = watched_chief_.load();
       if (watched != 0 && chief_lost.empty() && chief_at < static_cast<std::ptrdiff_t>(peers.size())) {

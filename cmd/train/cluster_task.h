@@ -94,8 +94,12 @@ class ClusterRuntime {
   // Health checks (a replicated run's workers): every `interval`, GetStatus
   // to every other task at once; peers_alive() is how many answered the last
   // round (a refusal for another config counts: the task is there). The
-  // connections' keepalive is what fails a step; this feeds /metrics.
-  void StartHealthChecks(absl::Duration interval);
+  // connections' keepalive is what fails a step; this feeds /metrics. With
+  // `log`, a peer that has not answered for kPeerSilenceWarning gets one
+  // warning line there (a sync step may wait for it without end), and a line
+  // when it answers again.
+  void StartHealthChecks(absl::Duration interval, std::ostream* log = nullptr);
+  static constexpr absl::Duration kPeerSilenceWarning = absl::Seconds(5);
   int peers_alive() const { return peers_alive_.load(); }
   // The chief of a replicated run, once it has initialized or restored the
   // variables and set up the sync state: its GetStatus says so from now on.

@@ -795,7 +795,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     }
     out << "every task answered: " << cluster_devices_or->size() << " devices\n";
     if (replicated) {
-      cluster->StartHealthChecks(absl::Seconds(1));
+      cluster->StartHealthChecks(absl::Seconds(1), &err);
       ClusterRuntime* runtime = cluster.get();
       if (monitoring->metrics) monitoring->metrics->set_peers_alive([runtime] { return runtime->peers_alive(); });
     }

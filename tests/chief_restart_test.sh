@@ -18,7 +18,9 @@
 # And worker 1 of the sync run SIGKILLed instead: the chief's step waits for
 # its gradients, and the chief says so ("task ... has not answered for 5s")
 # within 10 s; worker 1 started again rejoins ("answers again") and every task
-# exits 0.
+# exits 0. Then worker 1 SIGKILLed again and the chief sent SIGTERM while its
+# step waits for worker 1: within 25 s it abandons the step, checkpoints the
+# last completed step and exits 143; the ps stops with it.
 #
 # Every wait is bounded: a hang fails the test.
 set -uo pipefail
@@ -135,4 +137,39 @@ run_cluster worker_lost "$PWD/configs/fashion_mlp_sync.pbtxt" worker1
 grep -q '^task /job:worker/replica:0/task:1 answers again$' "$SCRATCH/worker_lost/worker_0.log" ||
   fail "worker_lost: the chief did not say worker 1 answers again: $(grep -v '^  ' "$SCRATCH/worker_lost/worker_0.log" | tail -4)"
 echo "worker_lost: $(grep -m1 '^warning: task' "$SCRATCH/worker_lost/worker_0.log" | cut -c1-90)...; it answered again; every task exited 0"
+
+# SIGTERM to a chief whose sync step waits for a dead worker.
+dir="$SCRATCH/term_stuck"
+mkdir -p "$dir"
+read -r -a ports <<< "$(free_ports 3)"
+CLUSTER="{\"ps\": [\"127.0.0.1:${ports[0]}\"], \"worker\": [\"127.0.0.1:${ports[1]}\", \"127.0.0.1:${ports[2]}\"]}"
+FLAGS="$FLAGS --set train.steps=100000"
+config="$PWD/configs/fashion_mlp_sync.pbtxt"
+start_task "$config" "$dir" ps 0
+start_task "$config" "$dir" worker 1
+start_task "$config" "$dir" worker 0
+deadline=$(($(now_s) + LIMIT_S))
+until grep -q '^step [0-9]*/' "$dir/worker_0.log" 2>/dev/null; do
+  (($(now_s) > deadline)) && fail "term_stuck: no progress: $(tail -3 "$dir/worker_0.log")"
+  sleep 0.1
+done
+kill -KILL "${PIDS[worker:1]}"
+wait "${PIDS[worker:1]}" 2>/dev/null
+sleep 2
+kill -TERM "${PIDS[worker:0]}"
+termed=$(now_s)
+while alive "${PIDS[worker:0]}"; do
+  (($(now_s) - termed > 25)) && fail "term_stuck: the chief ignored SIGTERM for 25 s: $(grep -v '^  ' "$dir/worker_0.log" | tail -3)"
+  sleep 0.2
+done
+wait "${PIDS[worker:0]}"
+rc=$?
+[[ $rc -eq 143 ]] || fail "term_stuck: the chief exited $rc, not 143: $(grep -v '^  ' "$dir/worker_0.log" | tail -4)"
+saved=$(sed -n 's|^saved .*/ckpt-\([0-9]*\)$|\1|p' "$dir/worker_0.log" | tail -1)
+[[ -n "$saved" ]] || fail "term_stuck: no checkpoint: $(grep -v '^  ' "$dir/worker_0.log" | tail -4)"
+while alive "${PIDS[ps:0]}"; do
+  (($(now_s) - termed > 40)) && fail "term_stuck: the ps still runs after the chief stopped: $(tail -2 "$dir/ps_0.log")"
+  sleep 0.2
+done
+echo "term_stuck: the chief exited 143 after $(($(now_s) - termed)) s or less, checkpoint at step $saved; the ps stopped"
 echo PASS

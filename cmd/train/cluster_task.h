@@ -116,6 +116,9 @@ class ClusterRuntime {
   // Unavailable, in that round and every round after, so that the replica
   // recovers and rejoins the chief's new incarnation. Needs StartHealthChecks.
   void AbortStepsWhenChiefChanges(uint64_t incarnation) { watched_chief_.store(incarnation); }
+  // Aborts every step of this task now (its waiting kernels end, its peers'
+  // parts of the steps are told).
+  void AbortSteps(const absl::Status& why) { worker_->steps()->CleanupAll(why); }
   // Why the watched chief was taken as lost ("" while it was not).
   std::string chief_lost() const;
   // A chief that restarts itself to recover leaves the other tasks running.

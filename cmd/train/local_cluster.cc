@@ -372,11 +372,12 @@ void ClusterRun::OnTaskExit(Task& task, int code) {
     sigkill_at_ = After(options_.grace_period);
     return;
   }
-  // A ps that died and is not started again (no restarts left): nothing can
-  // train without its variables, and the chief's recovery would wait for it
-  // until cluster.start_timeout_secs. (A worker may be done without: an async
-  // run goes on.)
-  if (task.id.job == "ps" && !chief_code_.has_value() && !first_permanent_.has_value() && !sigterm_at_.has_value() &&
+  // A task that died and is not started again (no restarts left): nothing
+  // trains without a ps's variables, a sync step waits for every worker's
+  // gradients, and the chief's recovery waits for every task (until
+  // cluster.start_timeout_secs). SIGTERM lets the chief checkpoint and exit
+  // 143; the same command resumes.
+  if (!chief_code_.has_value() && !first_permanent_.has_value() && !sigterm_at_.has_value() &&
       !sigkill_at_.has_value() && code >= 128 && !stopping_) {
     stopping_ = true;
     Log(absl::StrCat("task ", task.id.name(), " exited with code ", code, " and is not started again (",

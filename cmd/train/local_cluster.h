@@ -18,9 +18,9 @@
 //  - 1 (or 129 when the system is short of ports, pipes or processes) when a
 //    task cannot be started; the tasks already started are killed.
 // With restarts (LocalClusterShape::restarts) a task other than the chief
-// that dies (a signal, a code >= 128) is started again; a ps that dies and is
-// not started again stops the cluster (SIGTERM to the others): nothing trains
-// without its variables.
+// that dies (a signal, a code >= 128) is started again; a task that dies and
+// is not started again stops the cluster (SIGTERM to the others): nothing
+// trains without a ps's variables, and a sync step waits for every worker.
 // After the chief exits with 0 the other tasks get the grace period to exit
 // by themselves (ps tasks and workers wait for the chief's Shutdown), then
 // SIGTERM, then after `kill_delay` SIGKILL; after any other code they get

@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "checkpoint/saver.h"
 #include "checkpoint/warm_start.h"
@@ -298,6 +300,46 @@ class ChiefStopHook : public training::TrainingHook {
 
  private:
   ClusterRuntime* const cluster_;
+};
+
+// A task of a cluster: a train step that still runs kGrace after a stop
+// signal waits on a lost peer (a sync step for a dead worker's gradients, or
+// a step whose peer is frozen). It is abandoned, so that the run checkpoints
+// its last completed step and exits 143 as the signal asks, instead of
+// ignoring the signal until a SIGKILL. Only a train step in flight is
+// abandoned: the final checkpoint after it is not.
+class StuckStepWatchdog {
+ public:
+  static constexpr absl::Duration kGrace = absl::Seconds(10);
+  StuckStepWatchdog(ClusterRuntime* cluster, std::ostream* err)
+      : thread_([this, cluster, err] { Watch(cluster, err); }) {}
+  ~StuckStepWatchdog() {
+    done_.Notify();
+    thread_.join();
+  }
+  std::atomic<bool>* in_step() { return &in_step_; }
+  bool abandoned() const { return abandoned_.load(); }
+
+ private:
+  void Watch(ClusterRuntime* cluster, std::ostream* err) {
+    absl::Time signalled = absl::InfiniteFuture();
+    while (!done_.WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
+      if (g_stop_signals.load() == 0) continue;
+      const absl::Time now = absl::Now();
+      if (signalled == absl::InfiniteFuture()) signalled = now;
+      if (abandoned_.load() || !in_step_.load() || now - signalled < kGrace) continue;
+      abandoned_.store(true);
+      *err << (std::string("\nstop signal: the step still waits ") + absl::FormatDuration(kGrace) +
+               " later (for a lost peer?); abandoning it and checkpointing the last completed step\n")
+           << std::flush;
+      cluster->AbortSteps(absl::CancelledError("abandoned after a stop signal"));
+    }
+  }
+
+  std::atomic<bool> in_step_{false};
+  std::atomic<bool> abandoned_{false};
+  absl::Notification done_;
+  std::thread thread_;
 };
 
 // For tests of backup workers only: SLUICE_TEST_SLOW_TASK=worker:2 and
@@ -1014,7 +1056,15 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   start.step = step;
   start.last_step = total;
   start.resumed = restored.ok();
+  std::unique_ptr<StuckStepWatchdog> watchdog;
+  if (in_cluster) {
+    watchdog = std::make_unique<StuckStepWatchdog>(cluster.get(), &err);
+    loop_options.in_step = watchdog->in_step();
+    StuckStepWatchdog* w = watchdog.get();
+    loop_options.abandoned_for_stop = [w] { return w->abandoned(); };
+  }
   const training::LoopEnd end = training::RunTrainingLoop(session.get(), loop_options, start, hooks);
+  watchdog.reset();
   if (!chief) {
     // A replica's step fails when the chief stops the run under it (its ps
     // tasks go away): that is the end of the run, not a failure. The chief's

@@ -68,7 +68,9 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
     }
     RunMetadata metadata;
     const absl::Time step_start = absl::Now();
+    if (options.in_step != nullptr) options.in_step->store(true);
     absl::Status s = session->Run(run_options, feeds, fetches, {options.train_op}, &fetched, &metadata);
+    if (options.in_step != nullptr) options.in_step->store(false);
     if (absl::IsOutOfRange(s)) {
       for (const TrainingHook* hook : hooks) {
         const absl::Status input = hook->InputFailure();
@@ -85,6 +87,10 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
     if (s.ok() && fetched.size() != fetches.size()) {
       s = absl::InternalError(absl::StrCat("the session returned ", fetched.size(), " tensors for ", fetches.size(),
                                            " fetches"));
+    }
+    if (!s.ok() && options.abandoned_for_stop && options.abandoned_for_stop()) {
+      control.RequestStop(StopKind::kPreempt);
+      break;
     }
     if (!s.ok()) {
       end.reason = LoopStop::kStepFailed;

@@ -15,6 +15,7 @@
 #ifndef SLUICE_MODELS_TRAINING_TRAINING_LOOP_H_
 #define SLUICE_MODELS_TRAINING_TRAINING_LOOP_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -38,6 +39,14 @@ struct TrainingLoopOptions {
   // replica of a replicated run sets it, since other workers advance the
   // global step too; "" counts this loop's steps.
   std::string step_tensor;
+  // Set while the train step's Session::Run is in flight (null: not told),
+  // for a watchdog that abandons a step stuck on a lost peer after a stop
+  // signal.
+  std::atomic<bool>* in_step = nullptr;
+  // Asked when a step fails: true when it was abandoned because a stop
+  // signal came while it waited; the loop then ends as preempted after the
+  // last completed step (so its End hooks checkpoint that step).
+  std::function<bool()> abandoned_for_stop;
 };
 
 // Runs the loop from `start` (see hook.h for the order of the hooks' calls). Never fails

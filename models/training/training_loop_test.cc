@@ -2,12 +2,15 @@
 // which fetched values, the order of the hooks' calls, and every way the loop can end.
 #include "models/training/training_loop.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "models/training/fake_session.h"
 
@@ -266,6 +269,41 @@ TEST_F(TrainingLoopTest, AFailedStepSkipsEndButClosesEveryHook) {
   EXPECT_FALSE(end.succeeded());
   EXPECT_EQ(log_, (std::vector<std::string>{"a:Begin:7", "a:BeforeStep:8", "a:Close:7"}));
   EXPECT_FALSE(a.closed_with.ended);
+}
+
+// A step abandoned after a stop signal (a watchdog aborted it: it waited on a
+// lost peer) ends the loop as preempted after the last completed step, with
+// End (the final checkpoint) run for that step; the flag is set only during
+// the step.
+TEST_F(TrainingLoopTest, AStepAbandonedForAStopEndsAsPreemptedAfterTheLastCompletedStep) {
+  std::atomic<bool> in_step{false};
+  int runs = 0;
+  bool in_step_seen = false;
+  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+    in_step_seen = in_step.load();
+    if (++runs == 3) return absl::CancelledError("abandoned after a stop signal");
+    out->push_back(Tensor::Scalar<float>(0.25f));
+    return absl::OkStatus();
+  });
+  options_.in_step = &in_step;
+  options_.abandoned_for_stop = [] { return true; };
+  RecordingHook a("a", &log_);
+  LoopEnd end = Run(4, 10, {&a});
+  EXPECT_TRUE(in_step_seen);
+  EXPECT_FALSE(in_step.load());
+  EXPECT_TRUE(end.preempted());
+  EXPECT_TRUE(end.ended);
+  EXPECT_TRUE(end.status.ok()) << end.status;
+  EXPECT_EQ(end.step, 6);
+  EXPECT_EQ(log_.back(), "a:Close:6");
+  EXPECT_NE(std::find(log_.begin(), log_.end(), "a:End:6"), log_.end()) << absl::StrJoin(log_, " ");
+  // Not abandoned: the same failure fails the run.
+  runs = 0;
+  log_.clear();
+  options_.abandoned_for_stop = [] { return false; };
+  end = Run(4, 10, {&a});
+  EXPECT_EQ(end.reason, LoopStop::kStepFailed);
+  EXPECT_TRUE(absl::IsCancelled(end.status));
 }
 
 TEST_F(TrainingLoopTest, ANonFiniteLossFailsTheRunNamingTheStep) {

@@ -270,7 +270,12 @@ class DistributedSession : public Session {
             absl::Status error;
             if (!s.ok()) {
               absl::MutexLock lock(&calls->mu);
-              const absl::Status named(s.code(), absl::StrCat("task ", step.tasks[i].task, ": ", s.message()));
+              // Another task's failure names it; this task's own is told
+              // as it is (its message names the peer it waited on, if any).
+              const absl::Status named =
+                  step.tasks[i].task == options_.local_worker->task()
+                      ? s
+                      : absl::Status(s.code(), absl::StrCat("task ", step.tasks[i].task, ": ", s.message()));
               if (calls->first_error.ok()) {
                 calls->first_error = named;
                 error = calls->first_error;

@@ -199,16 +199,14 @@ void ClusterRuntime::StartHealthChecks(absl::Duration interval, std::ostream* lo
         } else if (chief_failures >= 2) {
           chief_lost = absl::StrCat("the chief (", chief, ") does not answer: ", s.message());
         }
-      }
-      // Every round: a step that starts after the first abort must not wait
-      // for the lost chief's tokens either.
-      if (!chief_lost.empty()) {
-        {
+        if (!chief_lost.empty()) {
           absl::MutexLock lock(&mu_);
           chief_lost_ = chief_lost;
         }
-        worker_->steps()->CleanupAll(absl::UnavailableError(chief_lost));
       }
+      // Every round: a step that starts after the first abort must not wait
+      // for the lost chief's tokens either.
+      if (!chief_lost.empty()) worker_->steps()->CleanupAll(absl::UnavailableError(chief_lost));
     } while (!stop_health_.WaitForNotificationWithTimeout(interval));
   });
 }
@@ -324,25 +322,27 @@ int ClusterRuntime::ServeUntilShutdown(const std::atomic<int>* stop_signals, std
   return signalled == absl::InfiniteFuture() ? 0 : 143;
 }
 
-absl::StatusOr<uint64_t> ClusterRuntime::ChiefReadyIncarnation() {
+absl::Status ClusterRuntime::AskChief(const distributed::GetStatusRequest& request,
+                                      distributed::GetStatusResponse* response) {
   distributed::WorkerInterface* chief = workers_->GetWorker(distributed::TaskName("worker", 0));
   if (chief == nullptr) return absl::InternalError("no worker for the chief");
+  return chief->GetStatus(request, response);
+}
+
+absl::StatusOr<uint64_t> ClusterRuntime::ChiefReadyIncarnation() {
   distributed::GetStatusRequest request;
   request.set_caller_task(task_);
   request.set_config_hash(options_.config_hash);
   distributed::GetStatusResponse response;
-  const absl::Status s = chief->GetStatus(request, &response);
+  const absl::Status s = AskChief(request, &response);
   if (!s.ok()) return s;
   return response.replica_ready() ? response.incarnation() : 0;
 }
 
 bool ClusterRuntime::ChiefAlive() {
-  distributed::WorkerInterface* chief = workers_->GetWorker(distributed::TaskName("worker", 0));
-  if (chief == nullptr) return false;
-  distributed::GetStatusRequest request;
   distributed::GetStatusResponse response;
   // A refusal (another config) still means it is there.
-  const absl::Status s = chief->GetStatus(request, &response);
+  const absl::Status s = AskChief(distributed::GetStatusRequest(), &response);
   return s.ok() || absl::IsFailedPrecondition(s);
 }
 

@@ -126,6 +126,8 @@ class ClusterRuntime {
 
  private:
   explicit ClusterRuntime(const ClusterTaskOptions& options);
+  // GetStatus to the chief.
+  absl::Status AskChief(const distributed::GetStatusRequest& request, distributed::GetStatusResponse* response);
   // Whether the chief answers GetStatus now.
   bool ChiefAlive();
 

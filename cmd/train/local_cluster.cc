@@ -170,6 +170,9 @@ class ClusterRun {
   std::vector<Task*> Running();
   std::string Names(const std::vector<Task*>& tasks);
   void SignalRunning(int sig);
+  // Says `why`, sends SIGTERM to every running task now and SIGKILL after the
+  // grace period, and starts no task again.
+  void StopTheOthers(const std::string& why);
   void ReapExited();
   void OnTaskExit(Task& task, int code);
   void ActOnSignals();
@@ -195,7 +198,7 @@ class ClusterRun {
   // The escalation still to come, when set.
   std::optional<Clock::time_point> sigterm_at_, sigkill_at_, give_up_at_;
   bool gave_up_ = false;
-  bool stopping_ = false;  // a stop signal came: restart nothing
+  bool stopping_ = false;  // a stop signal came, or the launcher stops the cluster: restart nothing
 };
 
 absl::Status ClusterRun::Plan() {
@@ -328,6 +331,14 @@ void ClusterRun::ReapExited() {
   for (auto& [task, code] : exited) OnTaskExit(*task, code);
 }
 
+void ClusterRun::StopTheOthers(const std::string& why) {
+  Log(why);
+  stopping_ = true;
+  SignalRunning(SIGTERM);
+  sigterm_at_.reset();
+  sigkill_at_ = After(options_.grace_period);
+}
+
 void ClusterRun::OnTaskExit(Task& task, int code) {
   task.running = false;
   // Its output comes before what the launcher says about its end.
@@ -335,27 +346,26 @@ void ClusterRun::OnTaskExit(Task& task, int code) {
   if (&task == chief_) {
     chief_code_ = code;
     std::vector<Task*> running = Running();
-    if (!running.empty() && !first_permanent_.has_value()) {
-      if (code != 0 && !stopping_) {
-        // A chief that failed or was killed tells nobody to stop (or not
-        // everybody), and nothing starts it again here: the others would
-        // only wait for it.
-        Log(absl::StrCat("the chief (", task.id.name(), ") exited with code ", code, "; stopping ", Names(running)));
-        stopping_ = true;
-        SignalRunning(SIGTERM);
-        sigkill_at_ = After(options_.grace_period);
-      } else {
-        Log(absl::StrCat("the chief (", task.id.name(), ") exited with code ", code, "; waiting up to ",
-                         absl::FormatDuration(options_.grace_period), " for ", Names(running)));
-        sigterm_at_ = After(options_.grace_period);
-      }
+    if (running.empty() || first_permanent_.has_value()) return;
+    const std::string exited = absl::StrCat("the chief (", task.id.name(), ") exited with code ", code);
+    if (code != 0 && !stopping_) {
+      // A chief that failed or was killed tells nobody to stop (or not
+      // everybody), and nothing starts it again here: the others would only
+      // wait for it.
+      StopTheOthers(absl::StrCat(exited, "; stopping ", Names(running)));
+    } else {
+      Log(absl::StrCat(exited, "; waiting up to ", absl::FormatDuration(options_.grace_period), " for ",
+                       Names(running)));
+      sigterm_at_ = After(options_.grace_period);
     }
     return;
   }
+  // The chief still runs and nobody is stopping the cluster.
+  const bool running_on = !chief_code_.has_value() && !first_permanent_.has_value() && !sigterm_at_.has_value() &&
+                          !sigkill_at_.has_value() && !stopping_;
   // A task that died (a signal, a retryable code) while the chief runs is
   // started again, as a cluster manager would: the run recovers by itself.
-  if (!chief_code_.has_value() && !first_permanent_.has_value() && !sigterm_at_.has_value() &&
-      !sigkill_at_.has_value() && code >= 128 && task.restarts < options_.shape.restarts && !stopping_) {
+  if (running_on && code >= 128 && task.restarts < options_.shape.restarts) {
     ++task.restarts;
     Log(absl::StrCat("task ", task.id.name(), " exited with code ", code, "; starting it again (", task.restarts, " of ",
                      options_.shape.restarts, ")"));
@@ -366,10 +376,7 @@ void ClusterRun::OnTaskExit(Task& task, int code) {
   }
   if (!chief_code_.has_value() && !first_permanent_.has_value() && IsPermanentFailure(code)) {
     first_permanent_ = code;
-    Log(absl::StrCat("task ", task.id.name(), " exited with code ", code, "; stopping the cluster"));
-    SignalRunning(SIGTERM);
-    sigterm_at_.reset();
-    sigkill_at_ = After(options_.grace_period);
+    StopTheOthers(absl::StrCat("task ", task.id.name(), " exited with code ", code, "; stopping the cluster"));
     return;
   }
   // A task that died and is not started again (no restarts left): nothing
@@ -377,15 +384,12 @@ void ClusterRun::OnTaskExit(Task& task, int code) {
   // gradients, and the chief's recovery waits for every task (until
   // cluster.start_timeout_secs). SIGTERM lets the chief checkpoint and exit
   // 143; the same command resumes.
-  if (!chief_code_.has_value() && !first_permanent_.has_value() && !sigterm_at_.has_value() &&
-      !sigkill_at_.has_value() && code >= 128 && !stopping_) {
-    stopping_ = true;
-    Log(absl::StrCat("task ", task.id.name(), " exited with code ", code, " and is not started again (",
-                     options_.shape.restarts == 0 ? "no restarts= given"
-                                                  : absl::StrCat("all ", options_.shape.restarts, " restarts used"),
-                     "); stopping the cluster (run the same command again to resume)"));
-    SignalRunning(SIGTERM);
-    sigkill_at_ = After(options_.grace_period);
+  if (running_on && code >= 128) {
+    StopTheOthers(absl::StrCat("task ", task.id.name(), " exited with code ", code, " and is not started again (",
+                               options_.shape.restarts == 0
+                                   ? "no restarts= given"
+                                   : absl::StrCat("all ", options_.shape.restarts, " restarts used"),
+                               "); stopping the cluster (run the same command again to resume)"));
   }
 }
 

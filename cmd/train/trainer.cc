@@ -989,9 +989,12 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
       return ExitCodeForStatus(s);
     }
     step = fetched[0].scalar<int64_t>();
-    if (chief) cluster->SetReplicaReady();
-    if (!chief) out << "the chief is ready: training from step " << step << "\n";
-    if (!chief && replica_options.sync) cluster->AbortStepsWhenChiefChanges(chief_incarnation);
+    if (chief) {
+      cluster->SetReplicaReady();
+    } else {
+      out << "the chief is ready: training from step " << step << "\n";
+      if (replica_options.sync) cluster->AbortStepsWhenChiefChanges(chief_incarnation);
+    }
   }
 
   // The loop and its hooks, in the order the loop calls them (models/training/hook.h):

@@ -1,6 +1,8 @@
 // Input-pipeline graph builders.
 #include "inputs/input_builders.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 
 namespace sluice {
@@ -43,23 +45,25 @@ absl::StatusOr<std::string> AddStringInputProducer(InputGraph* in, const std::ve
                                    {"shapes", ShapeList({TensorShape()})},
                                    {"capacity", MakeAttr(static_cast<int64_t>(o.capacity))},
                                    {"container", MakeAttr(in->container)}});
+  // The epoch counter counts the epochs enqueued; a resumed run sets it
+  // (input_builders.h). Its value before the increment keys the epoch's
+  // file order.
+  std::string epochs = in->AddNode(s + "/epochs", "VariableV2", {},
+                                   {{"shape", MakeAttr(TensorShape())},
+                                    {"dtype", MakeAttr(DT_INT64)},
+                                    {"container", MakeAttr(in->container)}});
+  std::string zero = in->AddConst(s + "/epochs/zero", Tensor::Scalar<int64_t>(0));
+  in->init_ops.push_back(in->AddNode(s + "/epochs/init", "Assign", {epochs, zero}, {{"T", MakeAttr(DT_INT64)}}));
+  const int64_t limit = o.num_epochs > 0 ? o.num_epochs : std::numeric_limits<int64_t>::max();
+  std::string epoch = in->AddNode(s + "/epochs/count", "CountUpTo", {epochs},
+                                  {{"limit", MakeAttr(limit)}, {"T", MakeAttr(DT_INT64)}});
   std::vector<std::string> deps;
-  if (o.num_epochs > 0) {
-    std::string epochs = in->AddNode(s + "/epochs", "VariableV2", {},
-                                     {{"shape", MakeAttr(TensorShape())},
-                                      {"dtype", MakeAttr(DT_INT64)},
-                                      {"container", MakeAttr(in->container)}});
-    std::string zero = in->AddConst(s + "/epochs/zero", Tensor::Scalar<int64_t>(0));
-    in->init_ops.push_back(in->AddNode(s + "/epochs/init", "Assign", {epochs, zero}, {{"T", MakeAttr(DT_INT64)}}));
-    deps.push_back("^" + in->AddNode(s + "/epochs/count", "CountUpTo", {epochs},
-                                     {{"limit", MakeAttr(o.num_epochs)}, {"T", MakeAttr(DT_INT64)}}));
-  }
   std::string source = list;
   if (o.shuffle) {
-    std::vector<std::string> inputs = {list};
-    inputs.insert(inputs.end(), deps.begin(), deps.end());
-    source = in->AddNode(s + "/shuffle", "RandomShuffle", inputs,
-                         {{"T", MakeAttr(DT_STRING)}, {"seed", MakeAttr(o.seed)}, {"seed2", MakeAttr(int64_t{1})}});
+    source = in->AddNode(s + "/shuffle", "ShuffleForEpoch", {list, epoch},
+                         {{"T", MakeAttr(DT_STRING)}, {"seed", MakeAttr(o.seed)}});
+  } else {
+    deps.push_back("^" + epoch);
   }
   std::vector<std::string> enqueue_inputs = {queue, source};
   enqueue_inputs.insert(enqueue_inputs.end(), deps.begin(), deps.end());

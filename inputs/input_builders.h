@@ -46,12 +46,18 @@ struct InputGraph {
 struct ProducerOptions {
   std::string scope = "input_producer";
   int64_t num_epochs = 0;  // 0: forever
-  bool shuffle = true;     // a new permutation of the files every epoch
-  int64_t seed = 0;        // nonzero: reproducible order
+  // A new permutation of the files every epoch: epoch e's is keyed by
+  // (seed, e) alone (ShuffleForEpoch), so a resumed run knows it.
+  bool shuffle = true;
+  int64_t seed = 1;
   int32_t capacity = 32;
 };
 
 // A FIFOQueue of file names refilled every epoch; returns the queue's handle.
+// Its epoch counter is the int64 scalar variable `scope`/epochs: the epochs
+// enqueued so far (the init op sets it to 0); the producer stops at
+// num_epochs. A resumed run sets it to the epochs it has begun, after the
+// init ops and before the queue runners start.
 absl::StatusOr<std::string> AddStringInputProducer(InputGraph* in, const std::vector<std::string>& files,
                                                    const ProducerOptions& options);
 

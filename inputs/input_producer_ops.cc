@@ -1,8 +1,13 @@
-// Ops that build file-name producers (tf.train.string_input_producer; the
-// per-epoch shuffle is the engine's RandomShuffle):
+// Ops that build file-name producers (tf.train.string_input_producer):
 //  MatchingFiles  TensorFlow's: the files matching a glob, sorted.
 //  CountUpTo      TensorFlow's: increments a variable, OutOfRange once it
 //                 reaches `limit` (the epoch counter).
+//  ShuffleForEpoch Sluice's: a vector in the seeded permutation of epoch
+//                 `epoch` (inputs/file_order.h), the same for the same
+//                 (seed, epoch) in any process, so a resumed run knows the
+//                 order of the epoch it resumes in without replaying the
+//                 epochs before it (TensorFlow's RandomShuffle draws from
+//                 one stream, whose state a checkpoint does not hold).
 // Kernels: input_producer_kernels.cc; graph builder: input_builders.h.
 #include "engine/framework/op_def.h"
 #include "engine/framework/shape_inference.h"
@@ -20,5 +25,13 @@ REGISTER_OP("CountUpTo")
     .Attr("limit: int")
     .Attr("T: {int32, int64}")
     .SetShapeFn(shape_fns::Scalar);
+
+REGISTER_OP("ShuffleForEpoch")
+    .Input("value: T")
+    .Input("epoch: int64")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("seed: int = 1")
+    .SetShapeFn(shape_fns::Unchanged);
 
 }  // namespace sluice

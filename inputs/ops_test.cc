@@ -1,8 +1,9 @@
 // The input ops through a Session: queue ops (including a blocked dequeue
 // cancelled by its step's failure), readers over real files with state
 // save/restore, TextWindowReader (windows, epochs, seeded shuffle, shards,
-// restore, bad attrs), ReaderReadUpTo, ParseExample, DecodeRaw, DecodeCSV and the
-// image ops.
+// restore, bad attrs), ReaderReadUpTo, ParseExample, DecodeRaw, DecodeCSV,
+// ShuffleForEpoch and the image ops.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -14,6 +15,7 @@
 #include "engine/runtime/session.h"
 #include "gtest/gtest.h"
 #include "inputs/example.pb.h"
+#include "inputs/file_order.h"
 #include "inputs/idx.h"
 #include "inputs/input_builders.h"
 #include "inputs/text.h"
@@ -753,6 +755,54 @@ TEST_F(OpsTest, ImageOps) {
   EXPECT_EQ(first_pixels.size(), 2u) << "both flipped and unflipped images appear";
   Tensor small = Tensor::FromVector<uint8_t>({1}, TensorShape({1, 1, 1}));
   EXPECT_TRUE(absl::IsInvalidArgument(Run({"crop"}, {}, {{"img", small}}).status()));
+}
+
+// ShuffleForEpoch: epoch e's order is SeededPermutation(seed, e) of the
+// input, the same in every run, another for another epoch or seed; strings
+// and numbers alike; anything but a vector is an error naming the node.
+TEST_F(OpsTest, ShuffleForEpochIsAPermutationKeyedBySeedAndEpoch) {
+  std::vector<int64_t> values;
+  std::vector<tstring> names;
+  for (int64_t i = 0; i < 12; ++i) {
+    values.push_back(100 + i);
+    names.push_back(absl::StrCat("file", i));
+  }
+  in.AddConst("values", Tensor::FromVector<int64_t>(values));
+  in.AddConst("names", Tensor::FromVector<tstring>(names));
+  in.AddConst("matrix", Tensor(DT_INT64, TensorShape({2, 2})));
+  in.AddNode("epoch", "Placeholder", {}, {{"dtype", MakeAttr(DT_INT64)}});
+  in.AddNode("shuffled", "ShuffleForEpoch", {"values", "epoch"}, {{"T", MakeAttr(DT_INT64)}, {"seed", MakeAttr(int64_t{3})}});
+  in.AddNode("shuffled_names", "ShuffleForEpoch", {"names", "epoch"},
+             {{"T", MakeAttr(DT_STRING)}, {"seed", MakeAttr(int64_t{3})}});
+  in.AddNode("other_seed", "ShuffleForEpoch", {"values", "epoch"}, {{"T", MakeAttr(DT_INT64)}, {"seed", MakeAttr(int64_t{4})}});
+  in.AddNode("bad", "ShuffleForEpoch", {"matrix", "epoch"}, {{"T", MakeAttr(DT_INT64)}});
+  Create();
+  auto at = [&](const std::string& node, int64_t epoch) {
+    auto out = Run({node}, {}, {{"epoch", Tensor::Scalar<int64_t>(epoch)}});
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? (*out)[0] : Tensor();
+  };
+  for (int64_t epoch : {0, 1, 7}) {
+    const Tensor t = at("shuffled", epoch);
+    const Tensor s = at("shuffled_names", epoch);
+    const std::vector<int64_t> order = SeededPermutation(3, epoch, 12);
+    ASSERT_EQ(t.NumElements(), 12);
+    for (int64_t i = 0; i < 12; ++i) {
+      EXPECT_EQ(t.data<int64_t>()[i], 100 + order[i]);
+      EXPECT_EQ(std::string(s.data<tstring>()[i]), absl::StrCat("file", order[i]));
+    }
+  }
+  auto as_vector = [](const Tensor& t) { return std::vector<int64_t>(t.data<int64_t>(), t.data<int64_t>() + 12); };
+  EXPECT_EQ(as_vector(at("shuffled", 1)), as_vector(at("shuffled", 1)));
+  EXPECT_NE(as_vector(at("shuffled", 1)), as_vector(at("shuffled", 2)));
+  EXPECT_NE(as_vector(at("shuffled", 1)), as_vector(at("other_seed", 1)));
+  std::vector<int64_t> sorted = as_vector(at("shuffled", 5));
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, values);
+  auto bad = Run({"bad"}, {}, {{"epoch", Tensor::Scalar<int64_t>(0)}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "bad")) << bad.status();
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "must be a vector")) << bad.status();
 }
 
 }  // namespace

@@ -1,9 +1,8 @@
 // TFRecord, text-line and IDX readers.
 #include "inputs/readers.h"
 
-#include <random>
-
 #include "absl/strings/str_cat.h"
+#include "inputs/file_order.h"
 
 namespace sluice {
 
@@ -74,21 +73,6 @@ void TextLineReader::CloseLocked() {
   reader_.reset();
   file_.reset();
 }
-
-namespace {
-
-// A seeded permutation of [0, n) for work unit `work`: Fisher-Yates on raw
-// mt19937_64 draws (the same order with every standard library); the modulo
-// bias is below 2^-40 for any n a reader holds.
-std::vector<int64_t> SeededPermutation(uint64_t seed, int64_t work, int64_t n) {
-  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(work));
-  std::vector<int64_t> order(n);
-  for (int64_t i = 0; i < n; ++i) order[i] = i;
-  for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng() % (i + 1)]);
-  return order;
-}
-
-}  // namespace
 
 absl::Status IdxRecordReader::OpenLocked(const std::string& file, int64_t position) {
   auto read = cache_->Read(env(), file);

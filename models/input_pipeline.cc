@@ -4,11 +4,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/platform/env.h"
-#include "engine/platform/record_reader.h"
+#include "inputs/file_order.h"
 #include "inputs/idx.h"
 #include "inputs/idx_cache.h"
 #include "inputs/input_builders.h"
-#include "inputs/line_reader.h"
 #include "inputs/text.h"
 
 namespace sluice {
@@ -183,21 +182,55 @@ absl::StatusOr<std::vector<std::string>> ShardFiles(const google::protobuf::Repe
 
 // A TFRecord or CSV source's records: its files (shuffled every epoch when
 // training with shuffle) -> a file queue -> `reader_op`, a batch of records
-// per read. Returns the records' tensor (a string vector).
+// per read. Returns the records' tensor (a string vector). Training
+// pipelines also get the nodes that restore their position (file_source).
 absl::StatusOr<std::string> AddFileRecords(const config::Input::Pipeline& p, const PipelineOptions& options,
                                            const std::vector<std::string>& files, const std::string& reader_op,
-                                           const std::map<std::string, AttrValue>& reader_attrs, InputGraph* in) {
+                                           const RecordFormat& format,
+                                           const std::map<std::string, AttrValue>& reader_attrs, InputGraph* in,
+                                           InputPipeline* out) {
   const std::string& s = options.scope;
   ProducerOptions producer;
   producer.num_epochs = p.epochs();
   producer.shuffle = options.training && p.has_shuffle();
-  producer.seed = options.seed;
+  producer.seed = options.seed != 0 ? options.seed : 1;
   producer.scope = s + "/files";
   auto file_queue = AddStringInputProducer(in, files, producer);
   if (!file_queue.ok()) return file_queue.status();
-  return AddReaderReadUpTo(in, reader_op, *file_queue, std::max<int64_t>(p.batch_size(), 1), s + "/reader",
-                           reader_attrs)
-      .second;
+  const std::string records = AddReaderReadUpTo(in, reader_op, *file_queue, std::max<int64_t>(p.batch_size(), 1),
+                                                s + "/reader", reader_attrs)
+                                  .second;
+  if (options.training) {
+    RestorableFileSource source;
+    source.files = files;
+    source.format = format;
+    source.shuffle = producer.shuffle;
+    source.seed = producer.seed;
+    source.num_epochs = producer.num_epochs;
+    source.reader = AddRestorableReader(in, s + "/reader", reader_op, "");
+    const std::string epochs = producer.scope + "/epochs";
+    source.epochs_feed = in->AddNode(epochs + "/restore_value", "Placeholder", {},
+                                     {{"dtype", MakeAttr(DT_INT64)}, {"shape", MakeAttr(TensorShape({}))}});
+    source.set_epochs_op =
+        in->AddNode(epochs + "/restore", "Assign", {epochs, source.epochs_feed}, {{"T", MakeAttr(DT_INT64)}});
+    out->file_source = std::move(source);
+  }
+  return records;
+}
+
+// Whether a TFRecord or CSV source's batches hold its records in the order
+// the files give them: no shuffle queue, and one thread moving them (two
+// threads may enqueue their batches of records in either order).
+bool FileSourceInOrder(const config::Input::Pipeline& p, const PipelineOptions& options) {
+  return !options.training || (!p.has_shuffle() && p.reader_threads() <= 1);
+}
+
+// A CSV source's records: lines, after a header line when skip_header.
+RecordFormat LinesFormat(const config::Input::Csv& c) {
+  RecordFormat format;
+  format.kind = RecordFormat::kLines;
+  format.skip_header_lines = c.skip_header() ? 1 : 0;
+  return format;
 }
 
 // A TFRecord or CSV source's batch queue: reader_threads enqueue threads
@@ -210,26 +243,6 @@ BatchOptions FileSourceBatch(const config::Input::Pipeline& p, const PipelineOpt
   batch.enqueue_many = true;
   SizeBatchQueue(p, options, options.training && p.has_shuffle(), &batch);
   return batch;
-}
-
-// The records of `files` (TFRecord framing; each record's checksums are
-// checked on the way). OutOfRange ends a file.
-absl::StatusOr<int64_t> CountRecords(const std::vector<std::string>& files) {
-  int64_t count = 0;
-  for (const std::string& path : files) {
-    auto file = Env::Default()->NewRandomAccessFile(path);
-    if (!file.ok()) return file.status();
-    RecordReader reader(file->get());
-    uint64_t offset = 0;
-    absl::string_view record;
-    while (true) {
-      absl::Status s = reader.ReadRecord(&offset, &record);
-      if (absl::IsOutOfRange(s)) break;
-      if (!s.ok()) return s;
-      ++count;
-    }
-  }
-  return count;
 }
 
 // TFRecord files of tf.Examples: file names (shuffled per epoch when
@@ -291,12 +304,12 @@ absl::Status BuildTfRecord(const config::Input::Pipeline& p, const PipelineOptio
   // Evaluation runs over the data once and needs its size; training does not
   // (its epochs end when the file queue does), so its files are not read twice.
   if (!options.training) {
-    auto count = CountRecords(files);
+    auto count = CountRecords(Env::Default(), files, RecordFormat{RecordFormat::kTfRecord});
     if (!count.ok()) return count.status();
     out->examples_per_epoch = *count;
   }
   const std::string& s = options.scope;
-  auto records = AddFileRecords(p, options, files, "TFRecordReader", {}, in);
+  auto records = AddFileRecords(p, options, files, "TFRecordReader", RecordFormat{RecordFormat::kTfRecord}, {}, in, out);
   if (!records.ok()) return records.status();
   std::vector<FeatureSpec> specs;
   for (const Parsed& q : parsed) specs.push_back(q.spec);
@@ -334,7 +347,7 @@ absl::Status BuildTfRecord(const config::Input::Pipeline& p, const PipelineOptio
     }
     out->features[q.config.name()] = {tensor, dtype, PartialShape::FromDims(dims)};
   }
-  out->exact_order = !options.training || !p.has_shuffle();
+  out->exact_order = FileSourceInOrder(p, options);
   out->queue_capacity = batch.capacity;
   out->queue_bytes_per_example = bytes_per_example;
   out->queue_size = in->AddNode(batch.scope + "/size", "QueueSize", {batch.scope + "/queue"});
@@ -343,28 +356,6 @@ absl::Status BuildTfRecord(const config::Input::Pipeline& p, const PipelineOptio
       out->examples_per_epoch > 0 ? absl::StrCat(", ", out->examples_per_epoch, " records") : "", " -> ",
       BatchQueueDescription(batch, /*reader_shuffle=*/false), " -> batches of ", p.batch_size());
   return absl::OkStatus();
-}
-
-// The lines of `files` after each file's `skip` header lines: the records
-// a TextLineReader gives.
-absl::StatusOr<int64_t> CountLines(const std::vector<std::string>& files, int64_t skip) {
-  int64_t count = 0;
-  for (const std::string& path : files) {
-    auto file = Env::Default()->NewRandomAccessFile(path);
-    if (!file.ok()) return file.status();
-    LineReader reader(file->get());
-    uint64_t offset = 0;
-    std::string line;
-    int64_t lines = 0;
-    while (true) {
-      absl::Status s = reader.ReadLine(&offset, &line);
-      if (absl::IsOutOfRange(s)) break;
-      if (!s.ok()) return s;
-      ++lines;
-    }
-    count += std::max<int64_t>(0, lines - skip);
-  }
-  return count;
 }
 
 // CSV text files: file names -> TextLineReader (skip_header: one line of each
@@ -413,14 +404,14 @@ absl::Status BuildCsv(const config::Input::Pipeline& p, const PipelineOptions& o
     columns.push_back(col);
   }
   if (!options.training) {
-    auto count = CountLines(*files, c.skip_header() ? 1 : 0);
+    auto count = CountRecords(Env::Default(), *files, LinesFormat(c));
     if (!count.ok()) return count.status();
     out->examples_per_epoch = *count;
   }
   const std::string& s = options.scope;
   std::map<std::string, AttrValue> reader_attrs;
   if (c.skip_header()) reader_attrs["skip_header_lines"] = MakeAttr(int64_t{1});
-  auto records = AddFileRecords(p, options, *files, "TextLineReader", reader_attrs, in);
+  auto records = AddFileRecords(p, options, *files, "TextLineReader", LinesFormat(c), reader_attrs, in, out);
   if (!records.ok()) return records.status();
   // Required fields: an empty default per field.
   std::vector<std::string> decode_inputs = {*records};
@@ -453,7 +444,7 @@ absl::Status BuildCsv(const config::Input::Pipeline& p, const PipelineOptions& o
                                col.vector ? PartialShape::FromDims({kUnknownDim, col.width})
                                           : PartialShape::FromDims({kUnknownDim})};
   }
-  out->exact_order = !options.training || !p.has_shuffle();
+  out->exact_order = FileSourceInOrder(p, options);
   out->queue_capacity = batch.capacity;
   out->queue_bytes_per_example = bytes_per_example;
   out->queue_size = in->AddNode(batch.scope + "/size", "QueueSize", {batch.scope + "/queue"});

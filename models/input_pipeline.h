@@ -9,6 +9,7 @@
 #define SLUICE_MODELS_INPUT_PIPELINE_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "configs/experiment.pb.h"
 #include "engine/framework/graph.pb.h"
 #include "engine/framework/shape_inference.h"
+#include "inputs/file_order.h"
 #include "inputs/queue_runner.h"
 #include "inputs/text.h"
 
@@ -35,10 +37,27 @@ struct PipelineFeature {
 // ReaderState (inputs/reader_state.proto) to `state_feed` and run `restore_op`
 // before the queue runners start.
 struct RestorableReader {
-  std::string reader_type;   // "IdxRecordReader", "TextWindowReader"
+  std::string reader_type;   // "IdxRecordReader", "TextWindowReader", ...
   std::string file;          // the one file (work unit) it reads, once per epoch
   std::string state_feed;    // string scalar placeholder
   std::string restore_op;    // ReaderRestoreState
+};
+
+// A TFRecord or CSV training source, whose position a resumed run restores
+// (models/training/input_hook.cc): it finds example k's epoch, file and
+// record from the files' record counts and each epoch's file order
+// (inputs/file_order.h), opens the reader at that record with the rest of
+// that epoch's files pending, and sets the producer's epoch counter to the
+// epochs begun, before the queue runners start.
+struct RestorableFileSource {
+  std::vector<std::string> files;  // this shard's, in the producer's list order
+  RecordFormat format;
+  bool shuffle = false;            // epoch e's order: SeededPermutation(seed, e)
+  int64_t seed = 1;
+  int64_t num_epochs = 0;          // 0: forever
+  RestorableReader reader;         // its `file` is unused
+  std::string epochs_feed;         // int64 scalar placeholder
+  std::string set_epochs_op;       // assigns it to the producer's epoch counter
 };
 
 struct InputPipeline {
@@ -46,8 +65,11 @@ struct InputPipeline {
   // Readers that advance one record per example, in lockstep; restoring them
   // to the number of examples consumed resumes the input where it stopped.
   std::vector<RestorableReader> readers;
+  // Or a TFRecord or CSV source, restored by file and record.
+  std::optional<RestorableFileSource> file_source;
   // True when the examples' order is a function of (seed, examples consumed)
-  // alone: deterministic mode (reader-level shuffle, FIFO batching).
+  // alone: deterministic mode (reader-level shuffle, FIFO batching), or a
+  // TFRecord or CSV source without a shuffle queue, read by one thread.
   bool exact_order = false;
   std::vector<QueueRunnerDef> runners;
   std::vector<std::string> init_ops;

@@ -2,6 +2,8 @@
 #include "models/training/input_hook.h"
 
 #include "absl/strings/str_cat.h"
+#include "engine/platform/env.h"
+#include "inputs/file_order.h"
 #include "inputs/reader_state.pb.h"
 
 namespace sluice {
@@ -13,8 +15,8 @@ absl::Status WithContext(const absl::Status& s, absl::string_view context) {
 }
 
 // Feeds every restorable reader of `input` the state it has after `consumed` examples.
-absl::Status RestoreInputPosition(Session* session, const models::InputPipeline& input, int64_t consumed) {
-  if (input.readers.empty() || input.examples_per_epoch <= 0 || consumed <= 0) return absl::OkStatus();
+absl::Status RestoreReaders(Session* session, const models::InputPipeline& input, int64_t consumed) {
+  if (input.readers.empty() || input.examples_per_epoch <= 0) return absl::OkStatus();
   const int64_t epoch = consumed / input.examples_per_epoch;
   const int64_t position = consumed % input.examples_per_epoch;
   std::vector<std::pair<std::string, Tensor>> feeds;
@@ -35,7 +37,70 @@ absl::Status RestoreInputPosition(Session* session, const models::InputPipeline&
   return session->Run(feeds, {}, targets, &unused);
 }
 
+// Puts a TFRecord or CSV source where it is after `consumed` examples: the
+// epoch from the files' record counts, the file and record in that epoch's
+// order, the reader opened there with the epoch's later files pending, and
+// the producer's epoch counter past that epoch. Returns where, for the log.
+absl::StatusOr<std::string> RestoreFileSource(Session* session, const models::RestorableFileSource& source,
+                                              int64_t consumed) {
+  const int64_t n = static_cast<int64_t>(source.files.size());
+  std::vector<int64_t> counts;
+  int64_t per_epoch = 0;
+  for (const std::string& path : source.files) {
+    auto scan = ScanRecords(Env::Default(), path, source.format);
+    if (!scan.ok()) return scan.status();
+    counts.push_back(scan->records);
+    per_epoch += scan->records;
+  }
+  if (per_epoch == 0) return std::string(": the files hold no records");
+  const int64_t epoch = consumed / per_epoch;
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  std::vector<std::string> targets = {source.set_epochs_op};
+  std::vector<Tensor> unused;
+  if (source.num_epochs > 0 && epoch >= source.num_epochs) {
+    feeds.push_back({source.epochs_feed, Tensor::Scalar<int64_t>(source.num_epochs)});
+    absl::Status s = session->Run(feeds, {}, targets, &unused);
+    if (!s.ok()) return s;
+    return absl::StrCat(": all ", source.num_epochs, " epoch(s) of ", per_epoch, " records were read");
+  }
+  std::vector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  if (source.shuffle) order = SeededPermutation(static_cast<uint64_t>(source.seed), epoch, n);
+  int64_t record = consumed % per_epoch;
+  int64_t at = 0;
+  while (record >= counts[order[at]]) record -= counts[order[at++]];  // ends: record < per_epoch
+  const std::string& file = source.files[order[at]];
+  auto scan = ScanRecords(Env::Default(), file, source.format, record);
+  if (!scan.ok()) return scan.status();
+  if (scan->offset_of_wanted < 0) {
+    return absl::DataLossError(absl::StrCat(file, ": record ", record, " is gone (the file changed while read)"));
+  }
+  ReaderState state;
+  state.set_reader_type(source.reader.reader_type);
+  state.set_work_started(epoch * n + at + 1);
+  state.set_work_finished(epoch * n + at);
+  state.set_num_records_produced(consumed);
+  state.set_current_work(file);
+  state.set_position(scan->offset_of_wanted);
+  for (int64_t i = at + 1; i < n; ++i) state.add_pending_work(source.files[order[i]]);
+  feeds.push_back({source.epochs_feed, Tensor::Scalar<int64_t>(epoch + 1)});
+  feeds.push_back({source.reader.state_feed, Tensor::Scalar<tstring>(state.SerializeAsString())});
+  targets.push_back(source.reader.restore_op);
+  absl::Status s = session->Run(feeds, {}, targets, &unused);
+  if (!s.ok()) return s;
+  return absl::StrCat(" at epoch ", epoch, ", record ", record, " of ", file);
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> RestoreInputPosition(Session* session, const models::InputPipeline& input,
+                                                 int64_t consumed) {
+  if (consumed <= 0) return std::string();
+  if (input.file_source.has_value()) return RestoreFileSource(session, *input.file_source, consumed);
+  absl::Status s = RestoreReaders(session, input, consumed);
+  if (!s.ok()) return s;
+  return std::string();
+}
 
 InputHook::~InputHook() { Stop(); }
 
@@ -49,12 +114,12 @@ absl::Status InputHook::Begin(Session* session, const LoopStart& start) {
   }
   if (start.step > 0) {
     const int64_t consumed = start.step * options_.examples_per_step;
-    absl::Status s = RestoreInputPosition(session, options_.train, consumed);
-    if (!s.ok()) return WithContext(s, "restoring the input position: ");
+    auto where = RestoreInputPosition(session, options_.train, consumed);
+    if (!where.ok()) return WithContext(where.status(), "restoring the input position: ");
     // A replica that joins a fresh run late starts where the run is, not
     // where a checkpoint was.
     *out_ << (start.resumed ? "input restored to example " : "input starts at example ") << consumed
-          << (options_.train.exact_order ? " (exact order)" : "")
+          << (options_.train.exact_order ? " (exact order)" : "") << *where
           << (start.resumed ? "" : absl::StrCat(": the run is at step ", start.step)) << "\n";
   }
   std::vector<QueueRunnerDef> defs = options_.train.runners;

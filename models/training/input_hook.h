@@ -1,10 +1,12 @@
 // InputHook: the in-graph input pipelines' host side (models/input_pipeline.h). Begin runs the
 // pipelines' init ops, puts the training readers where an uninterrupted run would be after
-// the restored step (epoch consumed / N, item consumed % N; printing "input restored to
-// example E (exact order)"), and starts the queue runners under one Coordinator; Close
-// stops and joins them. With the deterministic pipeline (exact_order) a resumed run then sees
-// exactly the examples the uninterrupted one would; otherwise the examples that sat in the
-// shuffle queue at the checkpoint are read again (none is skipped).
+// the restored step, and starts the queue runners under one Coordinator; Close stops and joins
+// them. IDX and text sources go to epoch consumed / N, item consumed % N; TFRecord and CSV
+// sources to the epoch, file and record found from their files' record counts and the epoch's
+// file order (a scan of the files at resume), printing "input restored to example E (exact
+// order) at epoch P, record R of FILE". With an in-order pipeline (exact_order) a resumed run
+// then sees exactly the examples the uninterrupted one would; otherwise the examples that sat
+// in the shuffle queue at the checkpoint are read again (none is skipped).
 //
 // Ownership: borrows `out`; owns the runners and the coordinator.
 // Thread safety: the loop's thread only; the runners' threads call Session::Run.
@@ -23,6 +25,14 @@
 
 namespace sluice {
 namespace training {
+
+// Puts `input`'s readers (and a file source's epoch counter) where an uninterrupted run's
+// are after `consumed` examples; Begin calls it after the init ops and before the queue
+// runners start. Returns where, for the log: "" for IDX and text sources, " at epoch E,
+// record R of FILE" for TFRecord and CSV sources. Errors: a file that cannot be read or
+// scanned (named), or the restore ops' errors.
+absl::StatusOr<std::string> RestoreInputPosition(Session* session, const models::InputPipeline& input,
+                                                 int64_t consumed);
 
 struct InputHookOptions {
   models::InputPipeline train;

@@ -104,24 +104,34 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
     return absl::InternalError(absl::StrCat("metrics: registering metrics: ", e.what()));
   }
   if (options.serve) {
-    const std::string address = absl::StrCat(options.bind_address, ":", options.port);
-    try {
-      m->exposer_ = std::make_unique<prometheus::Exposer>(address, static_cast<size_t>(options.server_threads));
-      m->exposer_->RegisterCollectable(m->registry_);
-      std::vector<int> ports = m->exposer_->GetListeningPorts();
-      if (ports.empty()) return absl::UnavailableError(absl::StrCat("metrics: not listening on ", address));
-      m->port_ = ports[0];
-      m->waker_ = ListenerWaker(options.bind_address, m->port_);
-    } catch (const std::exception& e) {
-      // civetweb says only "null context when constructing CivetServer";
-      // the usual cause is a port in use.
-      return absl::UnavailableError(absl::StrCat("metrics: cannot serve on ", address,
-                                                 options.port != 0 ? " (is the port in use? metrics_port 0 picks a free one)"
-                                                                   : "",
-                                                 ": ", e.what()));
-    }
+    absl::Status served = m->Serve(options, options.port);
+    if (!served.ok() && options.free_port_if_taken && options.port != 0) served = m->Serve(options, 0);
+    if (!served.ok()) return served;
   }
   return m;
+}
+
+absl::Status TrainingMetrics::Serve(const MetricsOptions& options, int port) {
+  const std::string address = absl::StrCat(options.bind_address, ":", port);
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(address, static_cast<size_t>(options.server_threads));
+    exposer_->RegisterCollectable(registry_);
+    std::vector<int> ports = exposer_->GetListeningPorts();
+    if (ports.empty()) {
+      exposer_.reset();
+      return absl::UnavailableError(absl::StrCat("metrics: not listening on ", address));
+    }
+    port_ = ports[0];
+    waker_ = ListenerWaker(options.bind_address, port_);
+  } catch (const std::exception& e) {
+    exposer_.reset();
+    // civetweb says only "null context when constructing CivetServer";
+    // the usual cause is a port in use.
+    return absl::UnavailableError(absl::StrCat("metrics: cannot serve on ", address,
+                                               port != 0 ? " (is the port in use? metrics_port 0 picks a free one)" : "",
+                                               ": ", e.what()));
+  }
+  return absl::OkStatus();
 }
 
 // The server stops at once, not after civetweb's 2-second accept wait

@@ -63,6 +63,10 @@ struct MetricsOptions {
   bool serve = true;
   std::string bind_address = "127.0.0.1";
   int port = 0;
+  // When `port` (not 0) cannot be bound, serve on a free port instead: a task
+  // that restarted itself asks for the port it served before, and if another
+  // process took it meanwhile, a new port beats none (port() says which).
+  bool free_port_if_taken = false;
   // Threads of the HTTP server.
   int server_threads = 2;
   // For sluice_build_info.
@@ -127,6 +131,8 @@ class TrainingMetrics {
 
  private:
   TrainingMetrics() = default;
+  // Starts the HTTP server on options.bind_address:port; Unavailable when it cannot.
+  absl::Status Serve(const MetricsOptions& options, int port);
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;

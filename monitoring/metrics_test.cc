@@ -247,6 +247,29 @@ TEST(TrainingMetricsTest, PortInUseIsUnavailable) {
   EXPECT_TRUE(absl::StrContains(b.status().message(), "is the port in use?")) << b.status();
 }
 
+// A restarted task asks for the port it served before; if another process
+// holds it, the task serves on a free port instead of failing; if the port
+// is free, it gets that very port.
+TEST(TrainingMetricsTest, APortThatIsTakenGivesAFreeOneWhenAllowed) {
+  auto a = TrainingMetrics::Create(LocalOptions());
+  ASSERT_TRUE(a.ok());
+  MetricsOptions o = LocalOptions();
+  o.port = (*a)->port();
+  o.free_port_if_taken = true;
+  auto b = TrainingMetrics::Create(o);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_GT((*b)->port(), 0);
+  EXPECT_NE((*b)->port(), (*a)->port());
+  const testing_http::HttpResponse scraped = HttpGet((*b)->port(), "/metrics");
+  EXPECT_EQ(scraped.status, 200) << scraped.headers;
+  EXPECT_TRUE(absl::StrContains(scraped.body, "sluice_build_info")) << scraped.body;
+  const int freed = (*a)->port();
+  a->reset();
+  auto c = TrainingMetrics::Create(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ((*c)->port(), freed);
+}
+
 TEST(TrainingMetricsTest, PushToPushgateway) {
   MetricsOptions o = LocalOptions();
   o.serve = false;

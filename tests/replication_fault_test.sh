@@ -16,7 +16,8 @@
 #                command run again resumes from the newest checkpoint.
 # Each run must finish by itself (exit 0), lose no more steps than one
 # checkpoint interval, and end within 0.5 points of the test accuracy of an
-# uninterrupted run. RUNS=N repeats every fault N times (default 1).
+# uninterrupted run, and every task but a killed chief keeps its /metrics URL.
+# RUNS=N repeats every fault N times (default 1).
 # Every process: 1 intra-op and 1 inter-op thread.
 set -uo pipefail
 source tests/train_testlib.sh
@@ -29,7 +30,7 @@ LIMIT_S=300
 CONFIG_FILE="$PWD/configs/fashion_mlp_sync.pbtxt"
 FLAGS=(--set train.steps=$STEPS --set checkpoint.every_steps=$EVERY --set train.eval_every_steps=0
        --set train.deterministic=true
-       --set train.log_every_steps=100 --set monitoring.metrics_port=-1 --print_losses)
+       --set train.log_every_steps=100 --set monitoring.metrics_port=0 --print_losses)
 
 # Starts the cluster in the background on run directory $1, output to $2; sets CLUSTER_PID.
 start_cluster() {  # RUN_DIR LOG
@@ -142,6 +143,17 @@ one_fault() {  # CASE RUN
     local limit=1
     [[ "$name" == stop_ps ]] && limit=4  # 2 x the health check's 2 s (1 s ping + 1 s timeout)
     awk -v n="$noticed" -v l="$limit" 'BEGIN { exit !(n <= l) }' || fail "$name: noticed after $noticed s (> $limit s)"
+  fi
+  if [[ "$name" != kill_chief ]]; then
+    # Every task keeps its /metrics URL across its restarts (a scrape config
+    # keeps working): the launcher's pick, kept by a restarted process.
+    local task urls
+    for task in ps:0 worker:0 worker:1; do
+      urls=$(sed -n "s|^\[$task\] metrics: \(http://[^ ]*\).*|\1|p" "$log" | sort -u)
+      [[ $(wc -l <<< "$urls") == 1 && -n "$urls" ]] || fail "$name: task $task served /metrics at: $urls"
+    done
+    [[ $(grep -c '^\[worker:0\] metrics: ' "$log") -ge 2 || "$name" == kill_worker ]] \
+      || fail "$name: the chief did not restart"
   fi
   local acc
   acc=$(accuracy_of "$log")

@@ -28,6 +28,17 @@ inline int RecoveriesSoFar() {
   return count != nullptr ? std::atoi(count) : 0;
 }
 
+// The /metrics port this task serves when its config asks for a free one
+// (metrics_port 0): the port it served before it restarted itself (main sets
+// it for the restarted process), or the one --local_cluster picked for it.
+// The same port across restarts keeps a scrape config working. 0 when none.
+constexpr char kMetricsPortEnv[] = "SLUICE_METRICS_PORT";
+inline int AssignedMetricsPort() {
+  const char* port = std::getenv(kMetricsPortEnv);
+  const int p = port != nullptr ? std::atoi(port) : 0;
+  return p > 0 && p <= 65535 ? p : 0;
+}
+
 // Unavailable, Aborted, DeadlineExceeded and ResourceExhausted may pass on a
 // retry; everything else is permanent.
 inline int ExitCodeForStatus(const absl::Status& s) {

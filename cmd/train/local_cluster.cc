@@ -138,6 +138,9 @@ struct Task {
   pid_t pid = -1;
   bool running = false;
   std::string tf_config;  // its TF_CONFIG entry, to start it again
+  // Its SLUICE_METRICS_PORT entry (exit_codes.h): the /metrics port it serves
+  // if its config asks for a free one, the same after a restart.
+  std::string metrics_port;
   int restarts = 0;       // times the launcher started it again
   // Its stdout and stderr: read ends (-1 once closed) and their line writers.
   int fds[2] = {-1, -1};
@@ -191,7 +194,8 @@ class ClusterRun {
   SignalRelay* relay_;
   std::vector<Task> tasks_;  // ps tasks, then workers; tasks_[num_ps] is the chief
   Task* chief_ = nullptr;
-  TaskProcessSpec spec_;  // what every task runs; the last env entry is its TF_CONFIG
+  // What every task runs; the last two env entries are its SLUICE_METRICS_PORT and TF_CONFIG.
+  TaskProcessSpec spec_;
 
   std::optional<int> chief_code_;
   std::optional<int> first_permanent_;  // of a task other than the chief, before the chief ended
@@ -203,12 +207,15 @@ class ClusterRun {
 
 absl::Status ClusterRun::Plan() {
   const LocalClusterShape& shape = options_.shape;
-  auto ports = PickFreeLoopbackPorts(shape.num_ps + shape.num_workers);
+  const int num_tasks = shape.num_ps + shape.num_workers;
+  // Each task's gRPC port, then its /metrics port.
+  auto ports = PickFreeLoopbackPorts(2 * num_tasks);
   if (!ports.ok()) return ports.status();
-  for (int i = 0; i < shape.num_ps + shape.num_workers; ++i) {
+  for (int i = 0; i < num_tasks; ++i) {
     Task task;
     task.id = i < shape.num_ps ? TaskIdentity{"ps", i} : TaskIdentity{"worker", i - shape.num_ps};
     task.address = absl::StrCat("127.0.0.1:", (*ports)[i]);
+    task.metrics_port = absl::StrCat(kMetricsPortEnv, "=", (*ports)[num_tasks + i]);
     tasks_.push_back(std::move(task));
   }
   chief_ = &tasks_[shape.num_ps];
@@ -228,8 +235,12 @@ absl::Status ClusterRun::Start(const std::vector<std::string>& base_env) {
   spec.argv.push_back(options_.argv0.empty() ? options_.program : options_.argv0);
   spec.argv.insert(spec.argv.end(), options_.args.begin(), options_.args.end());
   for (const std::string& entry : base_env) {
-    if (!absl::StartsWith(entry, "TF_CONFIG=") && !absl::StartsWith(entry, "SLURM_PROCID=")) spec.env.push_back(entry);
+    if (!absl::StartsWith(entry, "TF_CONFIG=") && !absl::StartsWith(entry, "SLURM_PROCID=") &&
+        !absl::StartsWith(entry, absl::StrCat(kMetricsPortEnv, "="))) {
+      spec.env.push_back(entry);
+    }
   }
+  spec.env.emplace_back();  // this task's SLUICE_METRICS_PORT
   spec.env.emplace_back();  // this task's TF_CONFIG
   for (Task& task : tasks_) {
     task.tf_config = absl::StrCat("TF_CONFIG=", MakeTfConfig(ps, workers, task.id));
@@ -250,6 +261,7 @@ absl::Status ClusterRun::Start(const std::vector<std::string>& base_env) {
 }
 
 absl::Status ClusterRun::StartTask(Task& task) {
+  spec_.env[spec_.env.size() - 2] = task.metrics_port;
   spec_.env.back() = task.tf_config;
   absl::StatusOr<TaskProcess> process = StartTaskProcess(spec_);
   if (!process.ok()) {

@@ -199,6 +199,9 @@ int main(int argc, char** argv) {
   // start the same command again in this process (same pid, same output).
   const int recoveries = sluice::RecoveriesSoFar() + 1;
   setenv(sluice::kRecoveriesEnv, std::to_string(recoveries).c_str(), 1);
+  if (sluice::MetricsPortServed() > 0) {
+    setenv(sluice::kMetricsPortEnv, std::to_string(sluice::MetricsPortServed()).c_str(), 1);
+  }
   std::cout.flush();
   std::cerr.flush();
   execv("/proc/self/exe", argv);

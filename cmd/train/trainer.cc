@@ -59,6 +59,12 @@ namespace sluice {
 std::atomic<int> g_stop_signals{0};
 
 namespace {
+std::atomic<int> g_metrics_port_served{0};
+}  // namespace
+
+int MetricsPortServed() { return g_metrics_port_served.load(); }
+
+namespace {
 
 constexpr char kVersion[] = "sluice 0.1.0";
 
@@ -237,6 +243,16 @@ struct MonitoringHooks {
   std::unique_ptr<training::MetricsHook> metrics;
 };
 
+// metrics_port 0 asks for a free port; a task that restarted itself asks for
+// the one it served before, and a task of --local_cluster for the one the
+// launcher picked (exit_codes.h): a scrape config keeps working across
+// restarts. It takes a free one if another process has taken that port.
+void KeepMetricsPortAcrossRestarts(MetricsOptions* metrics) {
+  if (!metrics->serve || metrics->port != 0 || AssignedMetricsPort() == 0) return;
+  metrics->port = AssignedMetricsPort();
+  metrics->free_port_if_taken = true;
+}
+
 // Checks the summaries and monitoring sections against the training graph; a problem is
 // InvalidArgument naming the config field. No I/O.
 // `task`: this process's task (worker 0 outside a cluster). Only the chief
@@ -266,6 +282,7 @@ absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& 
     mo.metrics.version = kVersion;
     mo.metrics.serve = serve;
     mo.metrics.port = serve ? mon.metrics_port() : 0;
+    KeepMetricsPortAcrossRestarts(&mo.metrics);
     mo.metrics.bind_address = mon.metrics_address().empty() ? "127.0.0.1" : mon.metrics_address();  // loopback unless named (issue 22)
     mo.pushgateway_url = pushgateway_url;
     mo.queue_size = tg.train_input.queue_size;
@@ -433,14 +450,20 @@ int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::
                      absl::Duration restart_after_freeze, const MetricsOptions* metrics) {
   std::unique_ptr<TrainingMetrics> served;
   if (metrics != nullptr) {
-    auto m = TrainingMetrics::Create(*metrics);
+    MetricsOptions options = *metrics;
+    KeepMetricsPortAcrossRestarts(&options);
+    auto m = TrainingMetrics::Create(options);
     if (!m.ok()) {
       err << "error: " << m.status().message() << "\n";
       return ExitCodeForStatus(m.status());
     }
     served = std::move(m).value();
     served->SetRecoveries(RecoveriesSoFar());
-    out << "metrics: http://" << metrics->bind_address << ":" << served->port() << "/metrics\n";
+    g_metrics_port_served = served->port();
+    out << "metrics: http://" << options.bind_address << ":" << served->port() << "/metrics"
+        << (options.port != 0 && served->port() != options.port ? absl::StrCat(" (port ", options.port, " is taken)")
+                                                                  : "")
+        << "\n";
     out.flush();
   }
   auto runtime = ClusterRuntime::Start(options, err);
@@ -1068,6 +1091,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   }
   const training::LoopEnd end = training::RunTrainingLoop(session.get(), loop_options, start, hooks);
   watchdog.reset();
+  if (monitoring->metrics) g_metrics_port_served = monitoring->metrics->port();
   if (!chief) {
     // A replica's step fails when the chief stops the run under it (its ps
     // tasks go away): that is the end of the run, not a failure. The chief's

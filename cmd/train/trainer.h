@@ -32,6 +32,10 @@ struct TrainerOptions {
 // Set by the signal handler: finish the step, checkpoint, exit 143.
 extern std::atomic<int> g_stop_signals;
 
+// The /metrics port this process serves or served (0: none), which a task
+// that restarts itself keeps (exit_codes.h, kMetricsPortEnv).
+int MetricsPortServed();
+
 // Returns the process exit code (exit_codes.h). Messages go to `out` (the
 // plan, progress, results) and `err` (errors, one per line).
 // The chief locks its run directory (RUN_DIR/.lock, flock) until the

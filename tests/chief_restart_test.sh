@@ -20,7 +20,9 @@
 # within 10 s; worker 1 started again rejoins ("answers again") and every task
 # exits 0. Then worker 1 SIGKILLed again and the chief sent SIGTERM while its
 # step waits for worker 1: within 25 s it abandons the step, checkpoints the
-# last completed step and exits 143; the ps stops with it.
+# last completed step and exits 143; the ps stops with it, exiting 143 too.
+# And SIGTERM to the chief alone of a healthy sync run: every task exits 143
+# (the chief tells the others its exit code), not 0 as if the run were done.
 #
 # Every wait is bounded: a hang fails the test.
 set -uo pipefail
@@ -171,5 +173,37 @@ while alive "${PIDS[ps:0]}"; do
   (($(now_s) - termed > 40)) && fail "term_stuck: the ps still runs after the chief stopped: $(tail -2 "$dir/ps_0.log")"
   sleep 0.2
 done
-echo "term_stuck: the chief exited 143 after $(($(now_s) - termed)) s or less, checkpoint at step $saved; the ps stopped"
+wait "${PIDS[ps:0]}"
+rc=$?
+[[ $rc -eq 143 ]] || fail "term_stuck: the ps exited $rc, not the chief's 143: $(tail -2 "$dir/ps_0.log")"
+echo "term_stuck: the chief exited 143 after $(($(now_s) - termed)) s or less, checkpoint at step $saved; the ps stopped (143)"
+
+# SIGTERM to the chief alone of a healthy sync run (a scheduler preempting
+# its node): it checkpoints and exits 143, and tells the others so; they exit
+# 143 too, so that a scheduler sees on every task a run to resume, not one done.
+dir="$SCRATCH/term_chief"
+mkdir -p "$dir"
+read -r -a ports <<< "$(free_ports 3)"
+CLUSTER="{\"ps\": [\"127.0.0.1:${ports[0]}\"], \"worker\": [\"127.0.0.1:${ports[1]}\", \"127.0.0.1:${ports[2]}\"]}"
+start_task "$config" "$dir" ps 0
+start_task "$config" "$dir" worker 1
+start_task "$config" "$dir" worker 0
+deadline=$(($(now_s) + LIMIT_S))
+until grep -q '^step [0-9]*/' "$dir/worker_1.log" 2>/dev/null; do
+  (($(now_s) > deadline)) && fail "term_chief: no progress: $(tail -3 "$dir/worker_1.log")"
+  sleep 0.1
+done
+kill -TERM "${PIDS[worker:0]}"
+for task in worker:0 worker:1 ps:0; do
+  while alive "${PIDS[$task]}"; do
+    (($(now_s) > deadline)) && fail "term_chief: $task still runs: $(grep -v '^  ' "$dir/${task/:/_}.log" | tail -3)"
+    sleep 0.2
+  done
+  wait "${PIDS[$task]}"
+  rc=$?
+  [[ $rc -eq 143 ]] || fail "term_chief: $task exited $rc, not 143: $(grep -v '^  ' "$dir/${task/:/_}.log" | tail -3)"
+done
+grep -q '^stopped by the chief at step [0-9]*: the chief was stopped by a signal (exit 143)$' "$dir/worker_1.log" ||
+  fail "term_chief: worker 1 did not say why it stopped: $(grep -v '^  ' "$dir/worker_1.log" | tail -3)"
+echo "term_chief: every task exited 143; worker 1: $(grep '^stopped by the chief' "$dir/worker_1.log")"
 echo PASS

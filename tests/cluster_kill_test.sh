@@ -8,8 +8,9 @@
 #
 #   * a non-chief task killed (the ps of ps=1,worker=1; worker 1 of
 #     ps=1,worker=2): the chief exits within 5 s with 129 (retryable) and an
-#     error naming the killed task; a surviving non-chief task exits 0 when the
-#     chief tells it to stop ("stopping: the chief failed: ...").
+#     error naming the killed task; a surviving non-chief task exits with the
+#     chief's 129 when the chief tells it to stop ("stopping: the chief
+#     failed: ... (exit 129)").
 #   * the chief killed (both clusters, in copies of their configs where the
 #     chief holds only the input): every surviving task logs, within 5 s,
 #     that its pending step failed (a RecvTensor from the chief failed, or
@@ -130,7 +131,7 @@ kill_non_chief() {  # NAME CONFIG WORKERS VICTIM
     wait_exit "${PIDS[$task]}" 10000 "$killed_at" ||
       fail "$name: $task still runs 10 s after $victim was killed: $(tail -n 3 "${LOGS[$task]}")"
     echo "$name: surviving $task exited $EXIT_CODE after $WAITED_MS ms"
-    [[ $EXIT_CODE -eq 0 ]] || fail "$name: $task exited $EXIT_CODE, not 0: $(tail -n 3 "${LOGS[$task]}")"
+    [[ $EXIT_CODE -eq 129 ]] || fail "$name: $task exited $EXIT_CODE, not the chief's 129: $(tail -n 3 "${LOGS[$task]}")"
     grep -q "^task $(full_name "$task") stopping: the chief" "${LOGS[$task]}" ||
       fail "$name: $task did not stop on the chief's word: $(tail -n 3 "${LOGS[$task]}")"
   done

@@ -71,10 +71,11 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
   // The chief's own steps fail to the chief's session, which reports them;
   // another task's failed step is worth a line in that task's log.
   wo.log = IsChief(*options.identity) ? nullptr : &err;
-  wo.on_shutdown = [r](const std::string& reason) {
+  wo.on_shutdown = [r](const std::string& reason, int exit_code) {
     {
       absl::MutexLock lock(&r->mu_);
       r->shutdown_reason_ = reason;
+      r->shutdown_exit_code_ = exit_code;
     }
     if (!r->shutdown_.HasBeenNotified()) r->shutdown_.Notify();
   };
@@ -229,6 +230,7 @@ ClusterRuntime::~ClusterRuntime() {
       if (worker == nullptr) continue;
       distributed::ShutdownRequest request;
       request.set_reason(exit_reason_);
+      request.set_exit_code(exit_code_);
       distributed::ShutdownResponse response;
       worker->Shutdown(request, &response).IgnoreError();
     }
@@ -317,9 +319,12 @@ int ClusterRuntime::ServeUntilShutdown(const std::atomic<int>* stop_signals, std
       return 143;
     }
   }
-  out << "task " << task_ << " stopping: " << shutdown_reason() << "\n";
+  // The run's outcome, whether or not this task got a signal meanwhile.
+  const int code = shutdown_exit_code();
+  out << "task " << task_ << " stopping: " << shutdown_reason() << (code != 0 ? absl::StrCat(" (exit ", code, ")") : "")
+      << "\n";
   out.flush();
-  return signalled == absl::InfiniteFuture() ? 0 : 143;
+  return code;
 }
 
 absl::Status ClusterRuntime::AskChief(const distributed::GetStatusRequest& request,
@@ -354,6 +359,11 @@ std::string ClusterRuntime::chief_lost() const {
 std::string ClusterRuntime::shutdown_reason() const {
   absl::MutexLock lock(&mu_);
   return shutdown_reason_;
+}
+
+int ClusterRuntime::shutdown_exit_code() const {
+  absl::MutexLock lock(&mu_);
+  return shutdown_exit_code_;
 }
 
 }  // namespace sluice

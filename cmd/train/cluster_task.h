@@ -75,8 +75,9 @@ class ClusterRuntime {
   // A session over the cluster (the chief's).
   absl::StatusOr<std::unique_ptr<Session>> NewSession(std::vector<distributed::DeviceAttributes> devices,
                                                      const SessionOptions& session_options);
-  // Serves until the chief says stop (0; 143 when a signal came first), a
-  // peer with another config calls (2), or 30 s after a signal (143).
+  // Serves until the chief says stop (returns the chief's exit code: 0 when
+  // the run is done, 143 when the chief was stopped by a signal), a peer with
+  // another config calls (2), or 30 s after a signal (143).
   // With `restart_after_freeze` (a replicated run's ps): a task that finds
   // it was frozen that long (SIGSTOP, a hung machine) returns
   // kRestartThisTask: its peers have given up on it and recover without it,
@@ -86,11 +87,17 @@ class ClusterRuntime {
 
   const std::string& task() const { return task_; }
   int port() const { return server_->port(); }
-  // Why the chief stopped this task ("" before Shutdown).
+  // Why the chief stopped this task ("" before Shutdown), and the chief's
+  // exit code, which this task exits with too (0 before Shutdown).
   std::string shutdown_reason() const;
+  int shutdown_exit_code() const;
   // Whether the chief said stop; waits up to `timeout` for it.
   bool WaitForShutdown(absl::Duration timeout) { return shutdown_.WaitForNotificationWithTimeout(timeout); }
-  void set_exit_reason(std::string reason) { exit_reason_ = std::move(reason); }
+  // The chief's: what its Shutdown calls tell the other tasks as it exits.
+  void set_exit(std::string reason, int exit_code) {
+    exit_reason_ = std::move(reason);
+    exit_code_ = exit_code;
+  }
   // Health checks (a replicated run's workers): every `interval`, GetStatus
   // to every other task at once; peers_alive() is how many answered the last
   // round (a refusal for another config counts: the task is there). The
@@ -137,6 +144,8 @@ class ClusterRuntime {
   mutable absl::Mutex mu_;
   std::string shutdown_reason_ ABSL_GUARDED_BY(mu_);
   std::string exit_reason_ = "the chief exited";
+  int exit_code_ = 1;  // a path that did not say is a failure
+  int shutdown_exit_code_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_peers_on_exit_ = true;
   // Set when a peer with another config called.
   std::string config_mismatch_ ABSL_GUARDED_BY(mu_);

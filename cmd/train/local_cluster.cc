@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -44,6 +46,9 @@ constexpr auto kOutputDrainLimit = std::chrono::seconds(1);
 // that has just exited.
 constexpr size_t kReadChunk = 64 * 1024;
 constexpr size_t kExitDrainLimit = 4 * 1024 * 1024;
+// How long a task's exit with a nonzero code waits for the chief's (see
+// ReapExited): a task the chief stopped exits with the chief's code.
+constexpr absl::Duration kChiefExitWait = absl::Seconds(2);
 
 absl::Status SpecError(absl::string_view spec, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("--local_cluster '", spec, "': ", what));
@@ -321,26 +326,58 @@ void ClusterRun::SignalRunning(int sig) {
 }
 
 void ClusterRun::ReapExited() {
-  std::vector<std::pair<Task*, int>> exited;
-  for (Task* task : Running()) {
+  struct Exit {
+    Task* task;
+    int code;
+    bool by_itself;  // exit() rather than a signal
+  };
+  std::vector<Exit> exited;
+  auto reap = [&exited](Task* task, int options) {
     int status = 0;
     pid_t pid;
     do {
-      pid = waitpid(task->pid, &status, WNOHANG);
+      pid = waitpid(task->pid, &status, options);
     } while (pid < 0 && errno == EINTR);
     if (pid == task->pid) {
-      exited.emplace_back(task, ExitCodeOf(status));
+      exited.push_back({task, ExitCodeOf(status), WIFEXITED(status) != 0});
     } else if (pid < 0) {  // ECHILD: someone else reaped it; its code is lost
-      exited.emplace_back(task, kExitPermanentError);
+      exited.push_back({task, kExitPermanentError, true});
+    }
+    return pid != 0;
+  };
+  for (Task* task : Running()) reap(task, WNOHANG);
+  auto found = [&exited](const Task* task) {
+    return std::find_if(exited.begin(), exited.end(), [task](const Exit& e) { return e.task == task; });
+  };
+  // A task the chief stopped exits with the chief's code (143 when a signal
+  // stopped the chief), often a moment before the chief itself exits: the
+  // chief's exit, not its echo, decides what happens (nothing is started
+  // again). So a task that exits by itself with a nonzero code while the
+  // chief runs gets up to kChiefExitWait for the chief to exit too.
+  const bool echo_possible = std::any_of(exited.begin(), exited.end(), [this](const Exit& e) {
+    return e.task != chief_ && e.by_itself && e.code != 0;
+  });
+  if (echo_possible && chief_->running && found(chief_) == exited.end()) {
+    const Clock::time_point until = After(kChiefExitWait);
+    while (!reap(chief_, WNOHANG) && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
+  const auto chief_exit = found(chief_);
+  const std::optional<int> chief_code =
+      chief_exit != exited.end() ? std::optional<int>(chief_exit->code) : std::nullopt;
   // Tasks that ended together: a failed task before the chief (the chief's
-  // failure is then most likely its consequence), unless the chief succeeded.
-  std::stable_sort(exited.begin(), exited.end(), [this](const auto& a, const auto& b) {
-    auto rank = [this](const std::pair<Task*, int>& e) { return e.first != chief_ ? 1 : e.second == 0 ? 0 : 2; };
+  // failure is then most likely its consequence), unless the chief succeeded
+  // or the task's code is the chief's (its echo: after the chief).
+  std::stable_sort(exited.begin(), exited.end(), [this, chief_code](const Exit& a, const Exit& b) {
+    auto rank = [this, chief_code](const Exit& e) {
+      if (e.task == chief_) return e.code == 0 ? 0 : 2;
+      return e.by_itself && chief_code.has_value() && e.code == *chief_code ? 3 : 1;
+    };
     return rank(a) < rank(b);
   });
-  for (auto& [task, code] : exited) OnTaskExit(*task, code);
+  for (const Exit& e : exited) e.task->running = false;
+  for (const Exit& e : exited) OnTaskExit(*e.task, e.code);
 }
 
 void ClusterRun::StopTheOthers(const std::string& why) {

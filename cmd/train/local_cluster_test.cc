@@ -457,6 +457,26 @@ TEST(RunLocalClusterTest, APermanentFailureIsNotRestarted) {
   EXPECT_THAT(result.err, Not(HasSubstr("starting it again")));
 }
 
+// A task the chief stopped exits with the chief's code (cmd/train/trainer.cc),
+// often a moment before the chief exits: the launcher waits for the chief's
+// exit, which decides. The echo of a 143 or a 129 is not a dead task to start
+// again, and the echo of a failure does not blame the task.
+TEST(RunLocalClusterTest, ATaskEchoingTheChiefsCodeBeforeTheChiefExitsIsNotBlamedOrRestarted) {
+  for (int code : {143, 129, 1}) {
+    FakeCluster cluster(absl::StrCat("echo_", code), {1, 2});
+    cluster.options().shape.restarts = 2;
+    cluster.Script("ps_0", absl::StrCat("out:started;await:worker_0.ready;exit:", code));
+    cluster.Script("worker_1", absl::StrCat("await:worker_0.ready;sleep:100;exit:", code));
+    cluster.Script("worker_0", absl::StrCat("ready;sleep:500;exit:", code));
+    RunResult result = cluster.Run();
+    EXPECT_EQ(result.code, code) << result.err;
+    EXPECT_THAT(result.err, Not(HasSubstr("starting it again"))) << code;
+    EXPECT_THAT(result.err, Not(HasSubstr("task ps:0 exited"))) << code;
+    EXPECT_THAT(result.err, Not(HasSubstr("task worker:1 exited"))) << code;
+    EXPECT_EQ(result.out.find("[ps:0] started"), result.out.rfind("[ps:0] started")) << result.out;
+  }
+}
+
 // SIGTERM or SIGINT sent to the launcher's process reaches every task once.
 void ExpectSignalForwarded(int sig, const char* name) {
   FakeCluster cluster(absl::StrCat("forward_", name), {1, 2});

@@ -854,9 +854,11 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     if (absl::IsCancelled(cluster_devices_or.status())) return kExitPreempted;
     if (!cluster_devices_or.ok()) {
       err << "error: " << cluster_devices_or.status().message() << "\n";
-      cluster->set_exit_reason(absl::StrCat("the chief could not start: ", cluster_devices_or.status().message()));
-      return absl::IsFailedPrecondition(cluster_devices_or.status()) ? kExitBadConfig
-                                                                     : ExitCodeForStatus(cluster_devices_or.status());
+      const int code = absl::IsFailedPrecondition(cluster_devices_or.status())
+                           ? kExitBadConfig
+                           : ExitCodeForStatus(cluster_devices_or.status());
+      cluster->set_exit(absl::StrCat("the chief could not start: ", cluster_devices_or.status().message()), code);
+      return code;
     }
     out << "every task answered: " << cluster_devices_or->size() << " devices\n";
     if (replicated) {
@@ -928,7 +930,8 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     s = ready_chief.status();
     if (absl::IsCancelled(s)) {
       out << s.message() << "\n";
-      return g_stop_signals.load() > 0 ? kExitPreempted : kExitDone;
+      if (g_stop_signals.load() > 0) return kExitPreempted;
+      return cluster->WaitForShutdown(absl::ZeroDuration()) ? cluster->shutdown_exit_code() : kExitDone;
     }
     if (!s.ok()) {
       if (ExitCodeForStatus(s) == kExitRetryable) return RecoverOrGiveUp(s, chief, e.cluster(), cluster.get(), err);
@@ -1099,8 +1102,11 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     const bool stopped_by_chief =
         cluster->WaitForShutdown(end.status.ok() ? absl::ZeroDuration() : absl::Seconds(3));
     if (stopped_by_chief && !end.preempted()) {
-      out << "\nstopped by the chief at step " << end.step << ": " << cluster->shutdown_reason() << "\n";
-      return kExitDone;
+      // The run's outcome: 0 done, 143 stopped by a signal (resume later), else failed.
+      const int code = cluster->shutdown_exit_code();
+      out << "\nstopped by the chief at step " << end.step << ": " << cluster->shutdown_reason()
+          << (code != 0 ? absl::StrCat(" (exit ", code, ")") : "") << "\n";
+      return code;
     }
     if (!stopped_by_chief && end.status.ok() && !end.preempted()) {
       // This replica reached the last step by itself (async: the global step
@@ -1122,30 +1128,36 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     return RecoverOrGiveUp(chief_lost.empty() ? end.status : absl::UnavailableError(chief_lost), chief, e.cluster(),
                            cluster.get(), err);
   }
-  if (cluster != nullptr && chief) {
-    cluster->set_exit_reason(end.preempted()    ? "the chief was stopped by a signal"
-                             : end.status.ok() ? "the chief finished training"
-                                               : absl::StrCat("the chief failed: ", end.status.message()));
-  }
+  int code;
   switch (end.reason) {
     case training::LoopStop::kBeginFailed:
       err << "error: " << end.status.message() << "\n";
-      return ExitCodeForStatus(end.status);
+      code = ExitCodeForStatus(end.status);
+      break;
     case training::LoopStop::kStepFailed: {
       // A step that fails because its input failed says why with the input's error.
       const absl::Status input_error = inputs.status();
       const absl::Status& why = input_error.ok() ? end.status : input_error;
       err << "\nerror at step " << end.step << ": " << why.message() << "\n";
-      return ExitCodeForStatus(why);
+      code = ExitCodeForStatus(why);
+      break;
     }
     case training::LoopStop::kAfterStepFailed:
       err << "\nerror: " << end.status.message() << "\n";
-      return ExitCodeForStatus(end.status);
-    default:
+      code = ExitCodeForStatus(end.status);
       break;
+    default:
+      // Failures at the end (final checkpoint, final evaluation) were printed by their hooks.
+      code = end.preempted() ? kExitPreempted : ExitCodeForStatus(end.status);
   }
-  // Failures at the end (final checkpoint, final evaluation) were printed by their hooks.
-  return end.preempted() ? kExitPreempted : ExitCodeForStatus(end.status);
+  if (cluster != nullptr && chief) {
+    // The other tasks exit with the chief's code: a scheduler sees the run's outcome on each.
+    cluster->set_exit(end.preempted()    ? "the chief was stopped by a signal"
+                      : end.status.ok() ? "the chief finished training"
+                                        : absl::StrCat("the chief failed: ", end.status.message()),
+                      code);
+  }
+  return code;
 }
 
 }  // namespace sluice

@@ -587,22 +587,27 @@ TEST(Worker, ARecvTensorWhoseCallerGivesUpEndsAndForgetsItsStep) {
 TEST(Worker, ShutdownAnswersAndThenCallsBackOnce) {
   int calls = 0;
   std::string reason;
+  int exit_code = -1;
   WorkerOptions o;
   o.task = kPs;
   auto devices = NewCpuDeviceMgr(1, 1, kPs);
   o.device_mgr = devices.get();
-  o.on_shutdown = [&](const std::string& r) {
+  o.on_shutdown = [&](const std::string& r, int code) {
     ++calls;
     reason = r;
+    exit_code = code;
   };
   Worker w(o);
   ShutdownRequest request;
-  request.set_reason("the chief finished training");
+  request.set_reason("the chief was stopped by a signal");
+  request.set_exit_code(143);
   ShutdownResponse response;
   ASSERT_TRUE(w.Shutdown(request, &response).ok());
+  request.set_exit_code(0);
   ASSERT_TRUE(w.Shutdown(request, &response).ok());
   EXPECT_EQ(calls, 1);
-  EXPECT_EQ(reason, "the chief finished training");
+  EXPECT_EQ(reason, "the chief was stopped by a signal");
+  EXPECT_EQ(exit_code, 143);  // the first call's
   RunGraphRequest run;
   RunGraphResponse run_response;
   EXPECT_TRUE(absl::IsUnavailable(w.RunGraph(run, &run_response)));

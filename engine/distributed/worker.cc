@@ -377,8 +377,9 @@ void Worker::CleanupAllAsync(const CleanupAllRequest* request, CleanupAllRespons
 void Worker::ShutdownAsync(const ShutdownRequest* request, ShutdownResponse*, StatusCallback done) {
   const bool first = !shut_down_.exchange(true);
   const std::string reason = request->reason();
+  const int exit_code = request->exit_code();
   done(absl::OkStatus());
-  if (first && options_.on_shutdown) options_.on_shutdown(reason);
+  if (first && options_.on_shutdown) options_.on_shutdown(reason, exit_code);
 }
 
 }  // namespace distributed

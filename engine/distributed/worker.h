@@ -41,8 +41,9 @@ struct WorkerOptions {
   // The hash of this task's resolved experiment; GetStatus refuses a caller
   // whose hash differs (empty on either side: not checked).
   std::string config_hash;
-  // Called once, after the Shutdown call was answered, with its reason.
-  std::function<void(const std::string& reason)> on_shutdown;
+  // Called once, after the Shutdown call was answered, with its reason and
+  // exit code.
+  std::function<void(const std::string& reason, int exit_code)> on_shutdown;
   // Called when GetStatus refused a caller with another config hash, with
   // the caller's task as it names itself and the message it answered (unset:
   // the message goes to `log`).

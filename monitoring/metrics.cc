@@ -56,31 +56,39 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
     auto gauge = [&](const char* name, const char* help) {
       return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add(id);
     };
-    m->steps_ = counter("sluice_train_steps_total", "Training steps completed.");
-    m->examples_ = counter("sluice_train_examples_total", "Training examples processed.");
-    m->step_duration_ = &prometheus::BuildHistogram()
-                             .Name("sluice_step_duration_seconds")
-                             .Help("Wall time of one training step.")
-                             .Register(r)
-                             .Add(id, StepDurationBuckets());
-    m->loss_ = gauge("sluice_loss", "Training loss of the latest step.");
-    m->learning_rate_ = gauge("sluice_learning_rate", "Learning rate of the latest step.");
-    m->queue_size_ = gauge("sluice_input_queue_size", "Examples waiting in the input queue.");
-    m->queue_capacity_ = gauge("sluice_input_queue_capacity", "Capacity of the input queue.");
+    if (options.series.training) {
+      m->steps_ = counter("sluice_train_steps_total", "Training steps completed.");
+      m->examples_ = counter("sluice_train_examples_total", "Training examples processed.");
+      m->step_duration_ = &prometheus::BuildHistogram()
+                               .Name("sluice_step_duration_seconds")
+                               .Help("Wall time of one training step.")
+                               .Register(r)
+                               .Add(id, StepDurationBuckets());
+      m->loss_ = gauge("sluice_loss", "Training loss of the latest step.");
+      m->learning_rate_ = gauge("sluice_learning_rate", "Learning rate of the latest step.");
+      m->queue_size_ = gauge("sluice_input_queue_size", "Examples waiting in the input queue.");
+      m->queue_capacity_ = gauge("sluice_input_queue_capacity", "Capacity of the input queue.");
+    }
     m->recoveries_ = gauge("sluice_recoveries", "Times this task restarted itself to recover from a lost peer.");
-    m->stale_gradients_ = gauge("sluice_stale_gradients",
-                                "Gradients the sync accumulators dropped as stale, over all variables.");
-    m->peers_alive_ = gauge("sluice_peers_alive", "Other tasks of the cluster that answered the last health check.");
-    m->aggregated_gradients_ =
-        gauge("sluice_aggregated_gradients", "Workers' gradients the last synchronous step averaged.");
-    m->checkpoint_duration_ =
-        &prometheus::BuildHistogram()
-             .Name("sluice_checkpoint_save_duration_seconds")
-             .Help("Wall time to write and commit one checkpoint.")
-             .Register(r)
-             .Add(id, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300});
-    m->checkpoint_last_success_ = gauge("sluice_checkpoint_last_success_timestamp_seconds",
-                                        "Unix time of the latest successful checkpoint.");
+    if (options.series.sync_aggregation) {
+      m->stale_gradients_ = gauge("sluice_stale_gradients",
+                                  "Gradients the sync accumulators dropped as stale, over all variables.");
+      m->aggregated_gradients_ =
+          gauge("sluice_aggregated_gradients", "Workers' gradients the last synchronous step averaged.");
+    }
+    if (options.series.health_checks) {
+      m->peers_alive_ = gauge("sluice_peers_alive", "Other tasks of the cluster that answered the last health check.");
+    }
+    if (options.series.checkpoints) {
+      m->checkpoint_duration_ =
+          &prometheus::BuildHistogram()
+               .Name("sluice_checkpoint_save_duration_seconds")
+               .Help("Wall time to write and commit one checkpoint.")
+               .Register(r)
+               .Add(id, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300});
+      m->checkpoint_last_success_ = gauge("sluice_checkpoint_last_success_timestamp_seconds",
+                                          "Unix time of the latest successful checkpoint.");
+    }
     for (const auto& [name, help] : std::vector<std::pair<const char*, const char*>>{
              {"sluice_device_memory_in_use_bytes", "Bytes an accelerator's allocator has handed out."},
              {"sluice_device_memory_peak_bytes", "Most bytes an accelerator's allocator has had handed out at once."},
@@ -141,6 +149,7 @@ TrainingMetrics::~TrainingMetrics() {
 }
 
 void TrainingMetrics::OnStep(int64_t examples, double duration_seconds, double loss, double learning_rate) {
+  if (steps_ == nullptr) return;  // not a training task's metrics
   steps_->Increment();
   if (examples > 0) examples_->Increment(static_cast<double>(examples));
   if (duration_seconds >= 0) step_duration_->Observe(duration_seconds);
@@ -150,20 +159,26 @@ void TrainingMetrics::OnStep(int64_t examples, double duration_seconds, double l
 
 void TrainingMetrics::SetRecoveries(int64_t recoveries) { recoveries_->Set(static_cast<double>(recoveries)); }
 
-void TrainingMetrics::SetStaleGradients(int64_t stale) { stale_gradients_->Set(static_cast<double>(stale)); }
+void TrainingMetrics::SetStaleGradients(int64_t stale) {
+  if (stale_gradients_ != nullptr) stale_gradients_->Set(static_cast<double>(stale));
+}
 
-void TrainingMetrics::SetPeersAlive(int64_t peers) { peers_alive_->Set(static_cast<double>(peers)); }
+void TrainingMetrics::SetPeersAlive(int64_t peers) {
+  if (peers_alive_ != nullptr) peers_alive_->Set(static_cast<double>(peers));
+}
 
 void TrainingMetrics::SetAggregatedGradients(int64_t gradients) {
-  aggregated_gradients_->Set(static_cast<double>(gradients));
+  if (aggregated_gradients_ != nullptr) aggregated_gradients_->Set(static_cast<double>(gradients));
 }
 
 void TrainingMetrics::SetInputQueue(int64_t size, int64_t capacity) {
+  if (queue_size_ == nullptr) return;
   queue_size_->Set(static_cast<double>(size));
   queue_capacity_->Set(static_cast<double>(capacity));
 }
 
 void TrainingMetrics::OnCheckpointSaved(double duration_seconds, absl::Time finished) {
+  if (checkpoint_duration_ == nullptr) return;
   if (duration_seconds >= 0) checkpoint_duration_->Observe(duration_seconds);
   checkpoint_last_success_->Set(absl::ToDoubleSeconds(finished - absl::UnixEpoch()));
 }

@@ -5,14 +5,19 @@
 // series carries the constant labels role and task; sluice_kernel_seconds_total adds op, and
 // the info metric sluice_build_info adds version. The served page also has prometheus-cpp's own
 // exposer_* families (scrapes, bytes, latencies), which it always adds.
-//   sluice_train_steps_total                          counter
-//   sluice_train_examples_total                       counter
-//   sluice_step_duration_seconds                      histogram
-//   sluice_loss, sluice_learning_rate                 gauge
-//   sluice_input_queue_size, sluice_input_queue_capacity  gauge
-//   sluice_checkpoint_save_duration_seconds           histogram
-//   sluice_checkpoint_last_success_timestamp_seconds  gauge
+// A task exports the series it sets (MetricsSeries): a ps has no loss.
+//   sluice_train_steps_total                          counter    training
+//   sluice_train_examples_total                       counter    training
+//   sluice_step_duration_seconds                      histogram  training
+//   sluice_loss, sluice_learning_rate                 gauge      training
+//   sluice_input_queue_size, sluice_input_queue_capacity  gauge  training
+//   sluice_checkpoint_save_duration_seconds           histogram  checkpoints
+//   sluice_checkpoint_last_success_timestamp_seconds  gauge      checkpoints
+//   sluice_stale_gradients, sluice_aggregated_gradients  gauge   sync_aggregation
+//   sluice_peers_alive                                gauge      health_checks
+//   sluice_recoveries                                 gauge
 //   sluice_kernel_seconds_total{op}                   counter
+//   sluice_device_memory_*{device}                    gauge
 //   sluice_build_info{version}                        gauge, always 1
 //   sluice_run_duration_seconds                       gauge, after OnRunSucceeded
 //   sluice_run_last_success_timestamp_seconds         gauge, after OnRunSucceeded
@@ -51,6 +56,22 @@ class Family;
 
 namespace sluice {
 
+// The series a task exports besides sluice_build_info, sluice_recoveries and
+// the per-op and per-device families. A series a task never sets would read 0,
+// and a dashboard would take that for a value (a loss of 0, a checkpoint at
+// Unix time 0, no peer alive), so each task exports only the ones it sets.
+struct MetricsSeries {
+  // Steps, examples, step time, loss, learning rate, input queue: a task
+  // that trains (a worker; not a ps).
+  bool training = true;
+  // Checkpoint save time and the latest success: the task that saves (the chief).
+  bool checkpoints = true;
+  // sluice_stale_gradients and sluice_aggregated_gradients: a sync run's chief.
+  bool sync_aggregation = false;
+  // sluice_peers_alive: a replicated run's workers, which run health checks.
+  bool health_checks = false;
+};
+
 struct MetricsOptions {
   // Which task this is, as the labels role="worker" task="0" on every series
   // (not `job` or `instance`: a Prometheus server sets those on whatever it
@@ -71,6 +92,7 @@ struct MetricsOptions {
   int server_threads = 2;
   // For sluice_build_info.
   std::string version = "dev";
+  MetricsSeries series;
 };
 
 struct PushOptions {

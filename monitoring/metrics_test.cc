@@ -80,8 +80,16 @@ void Exercise(TrainingMetrics* m) {
   m->SetDeviceMemory("/job:localhost/replica:0/task:0/device:GPU:0", gpu);
 }
 
+// Every series on: a sync run's chief.
+MetricsOptions ChiefOptions() {
+  MetricsOptions o = LocalOptions();
+  o.series.sync_aggregation = true;
+  o.series.health_checks = true;
+  return o;
+}
+
 TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
-  auto m = TrainingMetrics::Create(LocalOptions());
+  auto m = TrainingMetrics::Create(ChiefOptions());
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_GT((*m)->port(), 0);
   Exercise(m->get());
@@ -235,6 +243,41 @@ TEST(TrainingMetricsTest, DestroyingTheMetricsStopsTheServerAtOnce) {
     EXPECT_LT(seconds, 1.5) << bind;
     EXPECT_FALSE(Connects("127.0.0.1", port)) << bind;
   }
+}
+
+// A task exports only the series it sets: a ps neither trains nor saves, so
+// it has no loss, steps or checkpoint time (a dashboard would read their 0s
+// as a loss of 0 and a checkpoint in 1970), and the setters of what it lacks
+// do nothing.
+TEST(TrainingMetricsTest, APsExportsNoTrainingOrCheckpointSeries) {
+  MetricsOptions o = LocalOptions();
+  o.role = "ps";
+  o.series.training = false;
+  o.series.checkpoints = false;
+  auto m = TrainingMetrics::Create(o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  Exercise(m->get());
+  const std::string text = (*m)->Scrape();
+  for (const char* absent : {"sluice_loss", "sluice_train_steps_total", "sluice_step_duration_seconds",
+                             "sluice_input_queue_size", "sluice_checkpoint_last_success_timestamp_seconds",
+                             "sluice_stale_gradients", "sluice_peers_alive", "sluice_aggregated_gradients"}) {
+    EXPECT_FALSE(absl::StrContains(text, absent)) << absent << " in\n" << text;
+  }
+  EXPECT_EQ(Sample(text, "sluice_recoveries{role=\"ps\",task=\"3\"}"), 2) << text;
+  EXPECT_TRUE(absl::StrContains(text, "sluice_build_info{")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "sluice_kernel_seconds_total{")) << text;
+  // A worker other than the chief: training series, none of the chief's.
+  MetricsOptions w = LocalOptions();
+  w.series.checkpoints = false;
+  w.series.health_checks = true;
+  auto worker = TrainingMetrics::Create(w);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  Exercise(worker->get());
+  const std::string worker_text = (*worker)->Scrape();
+  EXPECT_TRUE(absl::StrContains(worker_text, "sluice_loss{")) << worker_text;
+  EXPECT_TRUE(absl::StrContains(worker_text, "sluice_peers_alive{")) << worker_text;
+  EXPECT_FALSE(absl::StrContains(worker_text, "sluice_checkpoint_last_success_timestamp_seconds")) << worker_text;
+  EXPECT_FALSE(absl::StrContains(worker_text, "sluice_stale_gradients")) << worker_text;
 }
 
 TEST(TrainingMetricsTest, PortInUseIsUnavailable) {

@@ -260,8 +260,8 @@ void KeepMetricsPortAcrossRestarts(MetricsOptions* metrics) {
 // port (metrics_port 0), since tasks may share a machine.
 absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& e, const models::TrainingGraph& tg,
                                                       const training::StepRange& trace_steps,
-                                                      const distributed::TaskId& task, bool chief, std::ostream& out,
-                                                      std::ostream& err) {
+                                                      const distributed::TaskId& task, bool chief, bool replicated,
+                                                      std::ostream& out, std::ostream& err) {
   MonitoringHooks hooks;
   training::SummaryHookOptions so;
   so.run_dir = e.run_dir();
@@ -284,6 +284,9 @@ absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& 
     mo.metrics.port = serve ? mon.metrics_port() : 0;
     KeepMetricsPortAcrossRestarts(&mo.metrics);
     mo.metrics.bind_address = mon.metrics_address().empty() ? "127.0.0.1" : mon.metrics_address();  // loopback unless named (issue 22)
+    mo.metrics.series.checkpoints = chief;  // the chief saves
+    mo.metrics.series.sync_aggregation = chief && !tg.aggregated_gradients.empty();
+    mo.metrics.series.health_checks = replicated;
     mo.pushgateway_url = pushgateway_url;
     mo.queue_size = tg.train_input.queue_size;
     mo.queue_capacity = tg.train_input.queue_capacity;
@@ -635,6 +638,9 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
     ps_metrics.version = kVersion;
     ps_metrics.port = 0;
     ps_metrics.bind_address = e.monitoring().metrics_address().empty() ? "127.0.0.1" : e.monitoring().metrics_address();
+    // It serves its partitions of the chief's steps; the training loop (loss, steps) is a worker's.
+    ps_metrics.series.training = false;
+    ps_metrics.series.checkpoints = false;
     // Every task of a cluster serves /metrics on a free port of its own when
     // asked for one (a fixed port is the chief's alone: they may share a host).
     const bool serve_metrics = e.has_monitoring() && e.monitoring().metrics_port() == 0;
@@ -725,7 +731,7 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   distributed::TaskId metrics_task;
   metrics_task.job = in_cluster ? identity->task.job : "worker";
   metrics_task.index = in_cluster ? identity->task.index : 0;
-  auto monitoring = CreateMonitoringHooks(e, tg, trace_steps, metrics_task, chief, out, err);
+  auto monitoring = CreateMonitoringHooks(e, tg, trace_steps, metrics_task, chief, replicated, out, err);
   if (!monitoring.ok()) {
     err << options.config_path << ": error: " << monitoring.status().message() << "\n";
     return kExitBadConfig;

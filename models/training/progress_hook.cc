@@ -16,6 +16,12 @@ absl::Status ProgressHook::Begin(Session* session, const LoopStart& start) {
 
 absl::Status ProgressHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
   const absl::Time now = result.end_time;
+  if (step.step <= step.previous_step) {
+    // Async replicas: the chief restarted and restored an older checkpoint;
+    // the global steps since are trained again.
+    *out_ << (options_.tty ? "\n" : "") << "warning: the global step went back from " << step.previous_step << " to "
+          << step.step << ": the chief restored an older checkpoint, and the steps after it are trained again\n";
+  }
   progress_->OnStep(step.step, step.examples, result.loss, step.learning_rate, now);
   step_seconds_ += result.seconds;
   ++steps_;

@@ -2,7 +2,9 @@
 // the run's report. On a terminal the line is redrawn in place at most every 250 ms (and at
 // the last step); otherwise one line every `log_every_steps` steps (and at the last step).
 // At the end it prints, for comparing runs, "last step N loss X" with the loss at full
-// precision (%.9g) when any step ran, and says when the training input ended early.
+// precision (%.9g) when any step ran, and says when the training input ended early. A global
+// step that goes back (an async replica whose chief restored an older checkpoint) gets a
+// warning line.
 //
 // Ownership: borrows `out`, which must outlive the hook.
 // Thread safety: the loop's thread only.

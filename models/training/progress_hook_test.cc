@@ -45,6 +45,32 @@ TEST(ProgressHookTest, WithoutATerminalPrintsEveryNStepsAndTheLastThenTheFinalLo
   EXPECT_FALSE(absl::StrContains(out.str(), "\r"));
 }
 
+// An async replica's global step went back: its chief restarted from an
+// older checkpoint. The hook says so; a step forward says nothing.
+TEST(ProgressHookTest, WarnsWhenTheGlobalStepGoesBack) {
+  std::ostringstream out;
+  ProgressHook hook({/*tty=*/false, /*log_every_steps=*/1000}, &out);
+  LoopStart start;
+  start.step = 1800;
+  start.last_step = 5000;
+  FakeSession session;
+  ASSERT_TRUE(hook.Begin(&session, start).ok());
+  StepInfo info;
+  info.previous_step = 1800;
+  info.step = 1803;  // other replicas' steps landed meanwhile
+  info.last_step = 5000;
+  StepResult result;
+  result.end_time = absl::Now();
+  ASSERT_TRUE(hook.AfterStep(info, result, nullptr).ok());
+  EXPECT_EQ(out.str(), "");
+  info.previous_step = 1803;
+  info.step = 527;
+  ASSERT_TRUE(hook.AfterStep(info, result, nullptr).ok());
+  EXPECT_EQ(out.str(),
+            "warning: the global step went back from 1803 to 527: the chief restored an older checkpoint, and the "
+            "steps after it are trained again\n");
+}
+
 TEST(ProgressHookTest, PrintsEveryLossAtFullPrecisionWhenAsked) {
   FakeSession session;
   session.SetValue("loss", Tensor::Scalar<float>(0.123456789f));

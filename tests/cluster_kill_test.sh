@@ -187,14 +187,14 @@ kill_chief_once() {  # NAME CONFIG WORKERS DIR
     full=$(full_name "$task")
     # A RecvTensor from the chief, by this task or (for a task that waited on
     # another survivor) by the task it waited on.
-    if ! wait_line "$log" "^step -?[0-9]+ failed on $full: .*(RecvTensor from $chief \(127\.0\.0\.1:[0-9]+\) failed|was cancelled: $chief went away)" \
+    if ! wait_line "$log" "^a step of $chief failed on $full: .*(RecvTensor from $chief \(127\.0\.0\.1:[0-9]+\) failed|was cancelled: $chief went away)" \
       $((EXIT_LIMIT_S * 1000)) "$killed_at"; then
       MISSING+="$task "
       continue
     fi
     LOGGED[$task]=1
     echo "$name: chief killed; $task logged its failed step after $(($(now_ms) - killed_at)) ms or less"
-    echo "  $(grep -m1 "^step -\?[0-9]* failed on $full" "$log" | cut -c1-300)"
+    echo "  $(grep -m1 "^a step of $chief failed on $full" "$log" | cut -c1-300)"
   done
   # They serve on (by design: the chief's Shutdown, or a signal, stops them).
   sleep 1

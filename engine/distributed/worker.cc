@@ -294,7 +294,10 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
         if (!s.ok()) {
           // A step this task's own session ran is reported by that session.
           if (request->caller_task() != options_.task) {
-            Log(absl::StrCat("step ", request->step_id(), " failed on ", options_.task, ": ", s.message()));
+            // The step id is the session's run id, not a training step: it
+            // names the caller instead, which a reader can find.
+            Log(absl::StrCat("a step of ", request->caller_task().empty() ? "a caller" : request->caller_task(),
+                             " failed on ", options_.task, ": ", s.message()));
           }
           done(s);
           return;

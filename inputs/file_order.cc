@@ -17,39 +17,64 @@ std::vector<int64_t> SeededPermutation(uint64_t seed, int64_t work, int64_t n) {
   return order;
 }
 
-absl::StatusOr<FileScan> ScanRecords(Env* env, const std::string& path, const RecordFormat& format,
-                                     int64_t wanted) {
+namespace {
+
+// Calls visit(offset) with the byte offset of each record of `path`, in file
+// order, as a reader of `format` finds them, until visit returns false or the
+// file ends.
+template <typename Visit>
+absl::Status ForEachRecord(Env* env, const std::string& path, const RecordFormat& format, Visit visit) {
   auto file = env->NewRandomAccessFile(path);
   if (!file.ok()) return file.status();
-  FileScan scan;
   uint64_t offset = 0;
   if (format.kind == RecordFormat::kTfRecord) {
     RecordReader reader(file->get());
     absl::string_view record;
     while (true) {
-      if (scan.records == wanted) {
-        scan.offset_of_wanted = static_cast<int64_t>(offset);
-        return scan;
-      }
+      const uint64_t start = offset;
       absl::Status s = reader.ReadRecord(&offset, &record);
-      if (absl::IsOutOfRange(s)) return scan;
+      if (absl::IsOutOfRange(s)) return absl::OkStatus();
       if (!s.ok()) return s;
-      ++scan.records;
+      if (!visit(start)) return absl::OkStatus();
     }
   }
   LineReader reader(file->get());
   std::string line;
   int64_t lines = 0;
   while (true) {
-    if (lines >= format.skip_header_lines && scan.records == wanted) {
-      scan.offset_of_wanted = static_cast<int64_t>(offset);
-      return scan;
-    }
+    const uint64_t start = offset;
     absl::Status s = reader.ReadLine(&offset, &line);
-    if (absl::IsOutOfRange(s)) return scan;
+    if (absl::IsOutOfRange(s)) return absl::OkStatus();
     if (!s.ok()) return s;
-    if (++lines > format.skip_header_lines) ++scan.records;
+    if (++lines > format.skip_header_lines && !visit(start)) return absl::OkStatus();
   }
+}
+
+}  // namespace
+
+absl::StatusOr<FileScan> ScanRecords(Env* env, const std::string& path, const RecordFormat& format,
+                                     int64_t wanted) {
+  FileScan scan;
+  absl::Status s = ForEachRecord(env, path, format, [&scan, wanted](uint64_t offset) {
+    if (scan.records == wanted) {
+      scan.offset_of_wanted = static_cast<int64_t>(offset);
+      return false;
+    }
+    ++scan.records;
+    return true;
+  });
+  if (!s.ok()) return s;
+  return scan;
+}
+
+absl::StatusOr<std::vector<uint64_t>> RecordOffsets(Env* env, const std::string& path, const RecordFormat& format) {
+  std::vector<uint64_t> offsets;
+  absl::Status s = ForEachRecord(env, path, format, [&offsets](uint64_t offset) {
+    offsets.push_back(offset);
+    return true;
+  });
+  if (!s.ok()) return s;
+  return offsets;
 }
 
 absl::StatusOr<int64_t> CountRecords(Env* env, const std::vector<std::string>& files, const RecordFormat& format) {

@@ -44,21 +44,30 @@ class TFRecordReaderOp : public ReaderOpBase {
     OP_REQUIRES(ctx, compression.empty() || compression == "NONE",
                 absl::UnimplementedError(absl::StrCat(NodeContext(ctx->def()), "compression_type '", compression,
                                                       "' is not supported (only uncompressed TFRecord files)")));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle_seed", &shuffle_seed_));
   }
-  std::shared_ptr<ReaderBase> Create() override { return std::make_shared<TFRecordReader>(rn_.name, Env::Default()); }
+  std::shared_ptr<ReaderBase> Create() override {
+    return std::make_shared<TFRecordReader>(rn_.name, Env::Default(), RecordReaderOptions{},
+                                            static_cast<uint64_t>(shuffle_seed_));
+  }
+
+ private:
+  int64_t shuffle_seed_ = 0;
 };
 
 class TextLineReaderOp : public ReaderOpBase {
  public:
   explicit TextLineReaderOp(OpKernelConstruction* ctx) : ReaderOpBase(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("skip_header_lines", &skip_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle_seed", &shuffle_seed_));
   }
   std::shared_ptr<ReaderBase> Create() override {
-    return std::make_shared<TextLineReader>(rn_.name, Env::Default(), skip_);
+    return std::make_shared<TextLineReader>(rn_.name, Env::Default(), skip_, static_cast<uint64_t>(shuffle_seed_));
   }
 
  private:
   int64_t skip_ = 0;
+  int64_t shuffle_seed_ = 0;
 };
 
 class IdxRecordReaderOp : public ReaderOpBase {

@@ -28,11 +28,15 @@ absl::Status TwoVectors(InferenceContext* c) {
 
 }  // namespace
 
+// shuffle_seed (Sluice's; TensorFlow's readers lack it): 0 reads the records
+// of each file in file order; otherwise in a seeded permutation per work
+// unit (readers.h), for deterministic shuffling.
 REGISTER_OP("TFRecordReader")
     .Output("reader_handle: Ref(string)")
     .Attr("container: string = ''")
     .Attr("shared_name: string = ''")
     .Attr("compression_type: string = ''")
+    .Attr("shuffle_seed: int = 0")
     .SetIsStateful()
     .SetShapeFn(HandleShape);
 
@@ -41,6 +45,7 @@ REGISTER_OP("TextLineReader")
     .Attr("skip_header_lines: int = 0")
     .Attr("container: string = ''")
     .Attr("shared_name: string = ''")
+    .Attr("shuffle_seed: int = 0")
     .SetIsStateful()
     .SetShapeFn(HandleShape);
 

@@ -6,16 +6,61 @@
 
 namespace sluice {
 
+namespace {
+
+// A shuffling reader's open: the records' offsets in `file`, their
+// permutation for work unit `work`, and the saved index checked against them.
+absl::Status OpenInPermutation(Env* env, const std::string& file, const RecordFormat& format, uint64_t seed,
+                               int64_t work, int64_t position, std::vector<uint64_t>* offsets,
+                               std::vector<int64_t>* order) {
+  auto found = RecordOffsets(env, file, format);
+  if (!found.ok()) return found.status();
+  *offsets = std::move(found).value();
+  const int64_t n = static_cast<int64_t>(offsets->size());
+  if (position > n) {
+    return absl::DataLossError(
+        absl::StrCat(file, ": the saved position ", position, " is past its ", n, " records (the file changed?)"));
+  }
+  *order = SeededPermutation(seed, work, n);
+  return absl::OkStatus();
+}
+
+absl::Status RecordGone(const std::string& file, uint64_t offset) {
+  return absl::DataLossError(
+      absl::StrCat(file, ": no record at offset ", offset, " any more (the file changed while it was read)"));
+}
+
+}  // namespace
+
 absl::Status TFRecordReader::OpenLocked(const std::string& file, int64_t position) {
   auto f = env()->NewRandomAccessFile(file);
   if (!f.ok()) return f.status();
   file_ = std::move(f).value();
   reader_ = std::make_unique<RecordReader>(file_.get(), options_);
   offset_ = static_cast<uint64_t>(position);
-  return absl::OkStatus();
+  if (shuffle_seed_ == 0) return absl::OkStatus();
+  offset_ = 0;
+  index_ = position;
+  return OpenInPermutation(env(), file, RecordFormat{RecordFormat::kTfRecord}, shuffle_seed_, work_started_locked(),
+                           position, &offsets_, &order_);
 }
 
 absl::Status TFRecordReader::ReadLocked(std::string* key, std::string* value, bool* produced, bool* at_end) {
+  if (shuffle_seed_ != 0) {
+    if (index_ >= static_cast<int64_t>(order_.size())) {
+      *at_end = true;
+      return absl::OkStatus();
+    }
+    uint64_t offset = offsets_[order_[index_]];
+    const uint64_t start = offset;
+    absl::Status s = reader_->ReadRecord(&offset, value);
+    if (absl::IsOutOfRange(s)) return RecordGone(current_work(), start);
+    if (!s.ok()) return s;
+    ++index_;
+    *key = absl::StrCat(current_work(), ":", start);
+    *produced = true;
+    return absl::OkStatus();
+  }
   const uint64_t start = offset_;
   absl::Status s = reader_->ReadRecord(&offset_, value);
   if (absl::IsOutOfRange(s)) {
@@ -32,6 +77,9 @@ void TFRecordReader::CloseLocked() {
   reader_.reset();
   file_.reset();
   offset_ = 0;
+  offsets_.clear();
+  order_.clear();
+  index_ = 0;
 }
 
 absl::Status TextLineReader::OpenLocked(const std::string& file, int64_t position) {
@@ -41,6 +89,13 @@ absl::Status TextLineReader::OpenLocked(const std::string& file, int64_t positio
   reader_ = std::make_unique<LineReader>(file_.get());
   offset_ = 0;
   line_ = 0;
+  if (shuffle_seed_ != 0) {
+    index_ = position;
+    RecordFormat format;
+    format.kind = RecordFormat::kLines;
+    format.skip_header_lines = skip_header_lines_;
+    return OpenInPermutation(env(), file, format, shuffle_seed_, work_started_locked(), position, &offsets_, &order_);
+  }
   std::string ignored;
   // Skip the header, or (on restore) count the lines before `position`.
   while (line_ < skip_header_lines_ || offset_ < static_cast<uint64_t>(position)) {
@@ -57,6 +112,21 @@ absl::Status TextLineReader::OpenLocked(const std::string& file, int64_t positio
 }
 
 absl::Status TextLineReader::ReadLocked(std::string* key, std::string* value, bool* produced, bool* at_end) {
+  if (shuffle_seed_ != 0) {
+    if (index_ >= static_cast<int64_t>(order_.size())) {
+      *at_end = true;
+      return absl::OkStatus();
+    }
+    const int64_t record = order_[index_];
+    uint64_t offset = offsets_[record];
+    absl::Status s = reader_->ReadLine(&offset, value);
+    if (absl::IsOutOfRange(s)) return RecordGone(current_work(), offsets_[record]);
+    if (!s.ok()) return s;
+    ++index_;
+    *key = absl::StrCat(current_work(), ":", skip_header_lines_ + record + 1);  // 1-based, the header counted
+    *produced = true;
+    return absl::OkStatus();
+  }
   absl::Status s = reader_->ReadLine(&offset_, value);
   if (absl::IsOutOfRange(s)) {
     *at_end = true;
@@ -72,6 +142,9 @@ absl::Status TextLineReader::ReadLocked(std::string* key, std::string* value, bo
 void TextLineReader::CloseLocked() {
   reader_.reset();
   file_.reset();
+  offsets_.clear();
+  order_.clear();
+  index_ = 0;
 }
 
 absl::Status IdxRecordReader::OpenLocked(const std::string& file, int64_t position) {

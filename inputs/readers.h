@@ -23,42 +23,60 @@
 
 namespace sluice {
 
+// With a nonzero `shuffle_seed`, TFRecordReader and TextLineReader read the
+// records of each file in a seeded permutation, a new one per work unit, as
+// IdxRecordReader does (below): Open scans the file for its records' offsets
+// (8 bytes a record), and the position is then the index in the permutation,
+// not a byte offset.
 class TFRecordReader : public ReaderBase {
  public:
-  TFRecordReader(std::string name, Env* env, RecordReaderOptions options = {})
-      : ReaderBase("TFRecordReader", std::move(name), env), options_(options) {}
+  TFRecordReader(std::string name, Env* env, RecordReaderOptions options = {}, uint64_t shuffle_seed = 0)
+      : ReaderBase("TFRecordReader", std::move(name), env), options_(options), shuffle_seed_(shuffle_seed) {}
 
  protected:
   absl::Status OpenLocked(const std::string& file, int64_t position) override;
   absl::Status ReadLocked(std::string* key, std::string* value, bool* produced, bool* at_end) override;
   void CloseLocked() override;
-  int64_t PositionLocked() const override { return static_cast<int64_t>(offset_); }
+  int64_t PositionLocked() const override { return shuffle_seed_ != 0 ? index_ : static_cast<int64_t>(offset_); }
 
  private:
   RecordReaderOptions options_;
+  const uint64_t shuffle_seed_;
   std::unique_ptr<RandomAccessFile> file_;
   std::unique_ptr<RecordReader> reader_;
   uint64_t offset_ = 0;
+  // With shuffle_seed: the records' offsets, their order, and the next index in it.
+  std::vector<uint64_t> offsets_;
+  std::vector<int64_t> order_;
+  int64_t index_ = 0;
 };
 
 class TextLineReader : public ReaderBase {
  public:
-  TextLineReader(std::string name, Env* env, int64_t skip_header_lines)
-      : ReaderBase("TextLineReader", std::move(name), env), skip_header_lines_(skip_header_lines) {}
+  TextLineReader(std::string name, Env* env, int64_t skip_header_lines, uint64_t shuffle_seed = 0)
+      : ReaderBase("TextLineReader", std::move(name), env),
+        skip_header_lines_(skip_header_lines),
+        shuffle_seed_(shuffle_seed) {}
 
  protected:
   absl::Status OpenLocked(const std::string& file, int64_t position) override;
   absl::Status ReadLocked(std::string* key, std::string* value, bool* produced, bool* at_end) override;
   void CloseLocked() override;
-  // Byte offset; the line number is recomputed on restore by counting lines.
-  int64_t PositionLocked() const override { return static_cast<int64_t>(offset_); }
+  // Byte offset (the line number is recomputed on restore by counting
+  // lines); with shuffle_seed, the index in the permutation.
+  int64_t PositionLocked() const override { return shuffle_seed_ != 0 ? index_ : static_cast<int64_t>(offset_); }
 
  private:
   int64_t skip_header_lines_;
+  const uint64_t shuffle_seed_;
   std::unique_ptr<RandomAccessFile> file_;
   std::unique_ptr<LineReader> reader_;
   uint64_t offset_ = 0;
   int64_t line_ = 0;
+  // With shuffle_seed: as TFRecordReader's.
+  std::vector<uint64_t> offsets_;
+  std::vector<int64_t> order_;
+  int64_t index_ = 0;
 };
 
 // With a nonzero `shuffle_seed` the items of each work unit come in a seeded

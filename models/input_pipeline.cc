@@ -180,15 +180,21 @@ absl::StatusOr<std::vector<std::string>> ShardFiles(const google::protobuf::Repe
   return files;
 }
 
+// Deterministic shuffling of a TFRecord or CSV source: instead of a shuffle
+// queue (whose order depends on timing), the reader reads each file's records
+// in a seeded permutation, and the files come in a seeded order per epoch.
+bool FileSourceReaderShuffle(const config::Input::Pipeline& p, const PipelineOptions& options) {
+  return options.training && options.deterministic && p.has_shuffle();
+}
+
 // A TFRecord or CSV source's records: its files (shuffled every epoch when
 // training with shuffle) -> a file queue -> `reader_op`, a batch of records
 // per read. Returns the records' tensor (a string vector). Training
 // pipelines also get the nodes that restore their position (file_source).
 absl::StatusOr<std::string> AddFileRecords(const config::Input::Pipeline& p, const PipelineOptions& options,
                                            const std::vector<std::string>& files, const std::string& reader_op,
-                                           const RecordFormat& format,
-                                           const std::map<std::string, AttrValue>& reader_attrs, InputGraph* in,
-                                           InputPipeline* out) {
+                                           const RecordFormat& format, std::map<std::string, AttrValue> reader_attrs,
+                                           InputGraph* in, InputPipeline* out) {
   const std::string& s = options.scope;
   ProducerOptions producer;
   producer.num_epochs = p.epochs();
@@ -197,6 +203,8 @@ absl::StatusOr<std::string> AddFileRecords(const config::Input::Pipeline& p, con
   producer.scope = s + "/files";
   auto file_queue = AddStringInputProducer(in, files, producer);
   if (!file_queue.ok()) return file_queue.status();
+  const bool reader_shuffle = FileSourceReaderShuffle(p, options);
+  if (reader_shuffle) reader_attrs["shuffle_seed"] = MakeAttr(producer.seed);
   const std::string records = AddReaderReadUpTo(in, reader_op, *file_queue, std::max<int64_t>(p.batch_size(), 1),
                                                 s + "/reader", reader_attrs)
                                   .second;
@@ -205,6 +213,7 @@ absl::StatusOr<std::string> AddFileRecords(const config::Input::Pipeline& p, con
     source.files = files;
     source.format = format;
     source.shuffle = producer.shuffle;
+    source.reader_shuffle = reader_shuffle;
     source.seed = producer.seed;
     source.num_epochs = producer.num_epochs;
     source.reader = AddRestorableReader(in, s + "/reader", reader_op, "");
@@ -222,7 +231,7 @@ absl::StatusOr<std::string> AddFileRecords(const config::Input::Pipeline& p, con
 // the files give them: no shuffle queue, and one thread moving them (two
 // threads may enqueue their batches of records in either order).
 bool FileSourceInOrder(const config::Input::Pipeline& p, const PipelineOptions& options) {
-  return !options.training || (!p.has_shuffle() && p.reader_threads() <= 1);
+  return !options.training || options.deterministic || (!p.has_shuffle() && p.reader_threads() <= 1);
 }
 
 // A CSV source's records: lines, after a header line when skip_header.
@@ -234,14 +243,16 @@ RecordFormat LinesFormat(const config::Input::Csv& c) {
 }
 
 // A TFRecord or CSV source's batch queue: reader_threads enqueue threads
-// share the reader and parse in parallel, a batch of records at a time.
+// share the reader and parse in parallel, a batch of records at a time. In
+// deterministic mode one thread (two may enqueue their batches in either
+// order), and a FIFO queue (FileSourceReaderShuffle).
 BatchOptions FileSourceBatch(const config::Input::Pipeline& p, const PipelineOptions& options) {
   BatchOptions batch;
   batch.scope = options.scope + "/batch";
   batch.batch_size = static_cast<int32_t>(p.batch_size());
-  batch.num_threads = std::max(1, p.reader_threads());
+  batch.num_threads = options.deterministic ? 1 : std::max(1, p.reader_threads());
   batch.enqueue_many = true;
-  SizeBatchQueue(p, options, options.training && p.has_shuffle(), &batch);
+  SizeBatchQueue(p, options, options.training && p.has_shuffle() && !FileSourceReaderShuffle(p, options), &batch);
   return batch;
 }
 
@@ -354,7 +365,7 @@ absl::Status BuildTfRecord(const config::Input::Pipeline& p, const PipelineOptio
   out->description = absl::StrCat(
       "TFRecord ", files.size(), " file(s) (", absl::StrJoin(t.files(), ", "), ")",
       out->examples_per_epoch > 0 ? absl::StrCat(", ", out->examples_per_epoch, " records") : "", " -> ",
-      BatchQueueDescription(batch, /*reader_shuffle=*/false), " -> batches of ", p.batch_size());
+      BatchQueueDescription(batch, FileSourceReaderShuffle(p, options)), " -> batches of ", p.batch_size());
   return absl::OkStatus();
 }
 
@@ -451,7 +462,7 @@ absl::Status BuildCsv(const config::Input::Pipeline& p, const PipelineOptions& o
   out->description = absl::StrCat(
       "CSV ", files->size(), " file(s) (", absl::StrJoin(c.files(), ", "), "), ", field_types.size(), " fields",
       out->examples_per_epoch > 0 ? absl::StrCat(", ", out->examples_per_epoch, " records") : "", " -> ",
-      BatchQueueDescription(batch, /*reader_shuffle=*/false), " -> batches of ", p.batch_size());
+      BatchQueueDescription(batch, FileSourceReaderShuffle(p, options)), " -> batches of ", p.batch_size());
   return absl::OkStatus();
 }
 

@@ -53,6 +53,9 @@ struct RestorableFileSource {
   std::vector<std::string> files;  // this shard's, in the producer's list order
   RecordFormat format;
   bool shuffle = false;            // epoch e's order: SeededPermutation(seed, e)
+  // The reader reads each file's records in a seeded permutation (deterministic
+  // mode): its position is the index in it, not a byte offset.
+  bool reader_shuffle = false;
   int64_t seed = 1;
   int64_t num_epochs = 0;          // 0: forever
   RestorableReader reader;         // its `file` is unused

@@ -6,7 +6,8 @@
 // boundaries, with CSV header lines skipped; past the configured epochs it
 // reads nothing. The records are seen through the reader's keys ("file:offset"
 // for TFRecord, "file:line" for text lines), read one at a time with only the
-// file producer running.
+// file producer running. In deterministic mode the reader shuffles each
+// file's records in a seeded permutation, and resumes at the index in it.
 #include <algorithm>
 #include <set>
 
@@ -91,15 +92,17 @@ struct Read {
   absl::Status end;            // why reading stopped (OK: `count` keys read)
 };
 
-// Builds `p` as a training pipeline, restores it to example `consumed`, starts
+// Builds `p` as a training pipeline (in deterministic mode: each file's
+// records in a seeded permutation), restores it to example `consumed`, starts
 // its file producer alone and reads up to `count` records' keys.
-Read ReadKeys(const config::Input::Pipeline& p, int64_t consumed, int count) {
+Read ReadKeys(const config::Input::Pipeline& p, int64_t consumed, int count, bool deterministic = false) {
   Read read;
   GraphDef graph;
   models::InputPipeline pipeline;
   models::PipelineOptions options;
   options.scope = "input/train";
   options.seed = 3;
+  options.deterministic = deterministic;
   absl::Status built = models::BuildInputPipeline(p, options, &graph, &pipeline);
   EXPECT_TRUE(built.ok()) << built;
   EXPECT_TRUE(pipeline.file_source.has_value());
@@ -144,9 +147,10 @@ Read ReadKeys(const config::Input::Pipeline& p, int64_t consumed, int count) {
 std::string FileOf(const std::string& key) { return key.substr(0, key.rfind(':')); }
 
 // Resuming at every k in `at` reads what the uninterrupted pipeline reads from k on.
-void ExpectResumesMatch(const config::Input::Pipeline& p, int64_t per_epoch, const std::vector<int64_t>& at) {
+void ExpectResumesMatch(const config::Input::Pipeline& p, int64_t per_epoch, const std::vector<int64_t>& at,
+                        bool deterministic = false) {
   const int kAhead = 9;
-  const Read whole = ReadKeys(p, 0, static_cast<int>(3 * per_epoch + kAhead));
+  const Read whole = ReadKeys(p, 0, static_cast<int>(3 * per_epoch + kAhead), deterministic);
   ASSERT_TRUE(whole.end.ok()) << whole.end;
   ASSERT_EQ(whole.keys.size(), static_cast<size_t>(3 * per_epoch + kAhead));
   // Every record once per epoch.
@@ -155,7 +159,7 @@ void ExpectResumesMatch(const config::Input::Pipeline& p, int64_t per_epoch, con
     EXPECT_EQ(epoch.size(), static_cast<size_t>(per_epoch)) << "epoch " << e;
   }
   for (int64_t k : at) {
-    const Read resumed = ReadKeys(p, k, kAhead);
+    const Read resumed = ReadKeys(p, k, kAhead, deterministic);
     ASSERT_TRUE(resumed.end.ok()) << "at " << k << ": " << resumed.end;
     const std::vector<std::string> want(whole.keys.begin() + k, whole.keys.begin() + k + kAhead);
     EXPECT_EQ(resumed.keys, want) << "resumed at example " << k;
@@ -189,6 +193,31 @@ TEST(FileResume, TfRecordFilesShuffledPerEpoch) {
   EXPECT_TRUE(orders[0] != orders[1] || orders[1] != orders[2]) << "the files come in one order every epoch";
   EXPECT_NE(orders[0], std::vector<std::string>(files.begin(), files.end())) << "epoch 0 is not shuffled";
   ExpectResumesMatch(p, 20, {1, 3, 9, 19, 20, 21, 33, 47, 50});
+}
+
+// Deterministic mode shuffles in the reader: each file's records in a seeded
+// permutation per epoch (no shuffle queue, whose order depends on timing),
+// and a resume puts the reader at the index in that permutation.
+TEST(FileResume, DeterministicShuffleReadsEachFileInASeededPermutation) {
+  std::vector<std::string> files;
+  for (int f = 0; f < 3; ++f) files.push_back(WriteRecords(absl::StrCat("d", f, ".tfrecord"), 100 * f, 6 + f));
+  const config::Input::Pipeline p = TfRecordInput(files, /*shuffle=*/true, 0);
+  const Read first = ReadKeys(p, 0, 21, /*deterministic=*/true);
+  const Read again = ReadKeys(p, 0, 21, /*deterministic=*/true);
+  ASSERT_EQ(first.keys.size(), 21u);
+  EXPECT_EQ(first.keys, again.keys);
+  // Within a file the offsets are not in file order (the records are shuffled).
+  bool out_of_order = false;
+  for (size_t i = 1; i < first.keys.size(); ++i) {
+    if (FileOf(first.keys[i]) != FileOf(first.keys[i - 1])) continue;
+    const std::string a = first.keys[i - 1].substr(first.keys[i - 1].rfind(':') + 1);
+    const std::string b = first.keys[i].substr(first.keys[i].rfind(':') + 1);
+    if (std::stoll(b) < std::stoll(a)) out_of_order = true;
+  }
+  EXPECT_TRUE(out_of_order) << "the records of each file came in file order";
+  ExpectResumesMatch(p, 21, {1, 5, 6, 13, 20, 21, 22, 40, 50}, /*deterministic=*/true);
+  const std::vector<std::string> csv = {WriteCsv("d.csv", 0, 7), WriteCsv("e.csv", 10, 4)};
+  ExpectResumesMatch(CsvInput(csv, /*shuffle=*/true), 11, {1, 4, 7, 11, 12, 30}, /*deterministic=*/true);
 }
 
 TEST(FileResume, CsvLinesAfterTheirHeader) {

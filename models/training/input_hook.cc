@@ -70,10 +70,15 @@ absl::StatusOr<std::string> RestoreFileSource(Session* session, const models::Re
   int64_t at = 0;
   while (record >= counts[order[at]]) record -= counts[order[at++]];  // ends: record < per_epoch
   const std::string& file = source.files[order[at]];
-  auto scan = ScanRecords(Env::Default(), file, source.format, record);
-  if (!scan.ok()) return scan.status();
-  if (scan->offset_of_wanted < 0) {
-    return absl::DataLossError(absl::StrCat(file, ": record ", record, " is gone (the file changed while read)"));
+  // A reader that shuffles within the file counts records; one that does not, bytes.
+  int64_t position = record;
+  if (!source.reader_shuffle) {
+    auto scan = ScanRecords(Env::Default(), file, source.format, record);
+    if (!scan.ok()) return scan.status();
+    if (scan->offset_of_wanted < 0) {
+      return absl::DataLossError(absl::StrCat(file, ": record ", record, " is gone (the file changed while read)"));
+    }
+    position = scan->offset_of_wanted;
   }
   ReaderState state;
   state.set_reader_type(source.reader.reader_type);
@@ -81,7 +86,7 @@ absl::StatusOr<std::string> RestoreFileSource(Session* session, const models::Re
   state.set_work_finished(epoch * n + at);
   state.set_num_records_produced(consumed);
   state.set_current_work(file);
-  state.set_position(scan->offset_of_wanted);
+  state.set_position(position);
   for (int64_t i = at + 1; i < n; ++i) state.add_pending_work(source.files[order[i]]);
   feeds.push_back({source.epochs_feed, Tensor::Scalar<int64_t>(epoch + 1)});
   feeds.push_back({source.reader.state_feed, Tensor::Scalar<tstring>(state.SerializeAsString())});

@@ -22,7 +22,8 @@
 # step waits for worker 1: within 25 s it abandons the step, checkpoints the
 # last completed step and exits 143; the ps stops with it, exiting 143 too.
 # And SIGTERM to the chief alone of a healthy sync run: every task exits 143
-# (the chief tells the others its exit code), not 0 as if the run were done.
+# (the chief tells the others its exit code), not 0 as if the run were done;
+# and a chief that gives up after cluster.max_recoveries: worker 1 exits 129 too.
 #
 # Every wait is bounded: a hang fails the test.
 set -uo pipefail
@@ -206,4 +207,42 @@ done
 grep -q '^stopped by the chief at step [0-9]*: the chief was stopped by a signal (exit 143)$' "$dir/worker_1.log" ||
   fail "term_chief: worker 1 did not say why it stopped: $(grep -v '^  ' "$dir/worker_1.log" | tail -3)"
 echo "term_chief: every task exited 143; worker 1: $(grep '^stopped by the chief' "$dir/worker_1.log")"
+
+# The ps SIGKILLed and started again, then SIGKILLed again, with
+# cluster.max_recoveries=1: the chief recovers once, then gives up (129,
+# retryable); worker 1 exits 129 too.
+dir="$SCRATCH/give_up"
+mkdir -p "$dir"
+read -r -a ports <<< "$(free_ports 3)"
+CLUSTER="{\"ps\": [\"127.0.0.1:${ports[0]}\"], \"worker\": [\"127.0.0.1:${ports[1]}\", \"127.0.0.1:${ports[2]}\"]}"
+FLAGS="$FLAGS --set cluster.max_recoveries=1"
+start_task "$config" "$dir" ps 0
+start_task "$config" "$dir" worker 1
+start_task "$config" "$dir" worker 0
+deadline=$(($(now_s) + LIMIT_S))
+for round in 1 2; do
+  # Training (again) after the previous round's recovery.
+  until [[ $(grep -c '^the chief is ready: training from step' "$dir/worker_1.log" 2>/dev/null) -ge $round ]]; do
+    (($(now_s) > deadline)) && fail "give_up: worker 1 is not training (round $round): $(grep -v '^  ' "$dir/worker_1.log" | tail -3)"
+    sleep 0.1
+  done
+  sleep 1
+  kill -KILL "${PIDS[ps:0]}"
+  wait "${PIDS[ps:0]}" 2>/dev/null
+  [[ $round == 2 ]] && break  # the chief gives up at once: no ps to start again
+  start_task "$config" "$dir" ps 0
+done
+for task in worker:0 worker:1; do
+  while alive "${PIDS[$task]}"; do
+    (($(now_s) > deadline)) && fail "give_up: $task still runs: $(grep -v '^  ' "$dir/${task/:/_}.log" | tail -3)"
+    sleep 0.2
+  done
+  wait "${PIDS[$task]}"
+  rc=$?
+  [[ $rc -eq 129 ]] || fail "give_up: $task exited $rc, not 129: $(grep -v '^  ' "$dir/${task/:/_}.log" | tail -3)"
+done
+grep -q 'giving up after 1 recoveries' "$dir/worker_0.log" || fail "give_up: the chief did not give up: $(tail -3 "$dir/worker_0.log")"
+grep -q '^stopped by the chief at step [0-9]*: the chief gave up after 1 recoveries: .* (exit 129)$\|stopping: the chief gave up after 1 recoveries: .* (exit 129)$' "$dir/worker_1.log" ||
+  fail "give_up: worker 1 did not say why it stopped: $(grep -v '^  ' "$dir/worker_1.log" | tail -3)"
+echo "give_up: the chief gave up after 1 recovery; the chief and worker 1 exited 129"
 echo PASS

@@ -58,7 +58,7 @@ distributed::TlsOptions TlsFromConfig(const config::Cluster& cluster) {
 }  // namespace
 
 ClusterRuntime::ClusterRuntime(const ClusterTaskOptions& options)
-    : options_(options), task_(ThisTaskName(*options.identity)) {}
+    : options_(options), task_(ThisTaskName(options.identity)) {}
 
 absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const ClusterTaskOptions& options,
                                                                       std::ostream& err) {
@@ -66,11 +66,11 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
   ClusterRuntime* r = runtime.get();
   distributed::WorkerOptions wo;
   wo.task = r->task_;
-  wo.inter_op_threads = options.inter_op_threads;
-  wo.config_hash = options.config_hash;
+  wo.inter_op_threads = r->options_.inter_op_threads;
+  wo.config_hash = r->options_.config_hash;
   // The chief's own steps fail to the chief's session, which reports them;
   // another task's failed step is worth a line in that task's log.
-  wo.log = IsChief(*options.identity) ? nullptr : &err;
+  wo.log = IsChief(r->options_.identity) ? nullptr : &err;
   wo.on_shutdown = [r](const std::string& reason, int exit_code) {
     {
       absl::MutexLock lock(&r->mu_);
@@ -79,7 +79,7 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
     }
     if (!r->shutdown_.HasBeenNotified()) r->shutdown_.Notify();
   };
-  const std::vector<std::string> tasks = ClusterTaskNames(*options.identity);
+  const std::vector<std::string> tasks = ClusterTaskNames(r->options_.identity);
   wo.on_config_mismatch = [r, tasks](const std::string& caller, const std::string& message) {
     // Only a task of this cluster (not any client that calls) ends this one.
     if (std::find(tasks.begin(), tasks.end(), caller) == tasks.end()) return;
@@ -87,17 +87,17 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
     if (r->config_mismatch_.empty()) r->config_mismatch_ = message;
   };
   r->worker_ = std::make_unique<distributed::Worker>(wo);
-  auto address = options.identity->cluster.Address(options.identity->task);
+  auto address = r->options_.identity.cluster.Address(r->options_.identity.task);
   if (!address.ok()) return address.status();
   distributed::GrpcServerOptions so;
   so.address = *address;
-  so.tls = TlsFromConfig(*options.cluster_config);
+  so.tls = TlsFromConfig(r->options_.cluster_config);
   distributed::GrpcChannelOptions co;
   co.tls = so.tls;
   // Tensors over TCP beside gRPC unless asked otherwise; with TLS they stay
   // on gRPC (the TCP transport has no encryption). Started first, so that
   // every GetStatus this task answers announces it.
-  co.tcp_tensors = options.cluster_config->tensor_transport() != config::Cluster::GRPC && !so.tls.enabled();
+  co.tcp_tensors = r->options_.cluster_config.tensor_transport() != config::Cluster::GRPC && !so.tls.enabled();
   if (co.tcp_tensors) {
     auto tensor_server =
         distributed::TcpTensorServer::Start(distributed::HostOfAddress(*address), 0, r->worker_.get());
@@ -114,7 +114,7 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
                         absl::StrCat("task ", r->task_, " cannot serve at ", *address, ": ", server.status().message()));
   }
   r->server_ = std::move(server).value();
-  r->workers_ = std::make_unique<distributed::GrpcWorkerCache>(options.identity->cluster, r->task_, r->worker_.get(), co);
+  r->workers_ = std::make_unique<distributed::GrpcWorkerCache>(r->options_.identity.cluster, r->task_, r->worker_.get(), co);
   r->worker_->set_worker_cache(r->workers_.get());
   return runtime;
 }
@@ -122,7 +122,7 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
 void ClusterRuntime::StartHealthChecks(absl::Duration interval, std::ostream* log) {
   if (health_.joinable()) return;
   health_ = std::thread([this, interval, log] {
-    std::vector<std::string> peers = ClusterTaskNames(*options_.identity);
+    std::vector<std::string> peers = ClusterTaskNames(options_.identity);
     peers.erase(peers.begin());  // this task
     const std::string chief = distributed::TaskName("worker", 0);
     const auto chief_at = std::find(peers.begin(), peers.end(), chief) - peers.begin();
@@ -217,11 +217,11 @@ ClusterRuntime::~ClusterRuntime() {
     stop_health_.Notify();
     health_.join();
   }
-  if (IsChief(*options_.identity) && workers_ != nullptr && stop_peers_on_exit_) {
+  if (IsChief(options_.identity) && workers_ != nullptr && stop_peers_on_exit_) {
     // Every other task serves until told; one that is gone is not waited for
     // longer than the call's deadline. Workers first: a replica whose step
     // fails because its ps stopped then already knows why.
-    std::vector<std::string> tasks = ClusterTaskNames(*options_.identity);
+    std::vector<std::string> tasks = ClusterTaskNames(options_.identity);
     std::stable_partition(tasks.begin(), tasks.end(),
                           [](const std::string& t) { return absl::StartsWith(t, "/job:worker/"); });
     for (const std::string& task : tasks) {
@@ -249,16 +249,16 @@ ClusterRuntime::~ClusterRuntime() {
 
 absl::StatusOr<std::vector<distributed::DeviceAttributes>> ClusterRuntime::Connect(
     std::ostream& progress, const std::atomic<int>* stop_signals) {
-  const int secs = options_.cluster_config->start_timeout_secs();
+  const int secs = options_.cluster_config.start_timeout_secs();
   auto mismatch = [this] {
     absl::MutexLock lock(&mu_);
     return config_mismatch_;
   };
   auto devices = distributed::ConnectToCluster(
-      workers_.get(), ClusterTaskNames(*options_.identity), task_, options_.config_hash,
+      workers_.get(), ClusterTaskNames(options_.identity), task_, options_.config_hash,
       absl::Seconds(secs > 0 ? secs : 300), &progress,
       [stop_signals, &mismatch] { return stop_signals->load() > 0 || !mismatch().empty(); },
-      /*require_peers_ready=*/IsChief(*options_.identity));
+      /*require_peers_ready=*/IsChief(options_.identity));
   if (absl::IsCancelled(devices.status()) && !mismatch().empty()) {
     return absl::FailedPreconditionError(mismatch());
   }
@@ -273,7 +273,7 @@ absl::StatusOr<std::unique_ptr<Session>> ClusterRuntime::NewSession(std::vector<
   o.local_worker = worker_.get();
   o.workers = workers_.get();
   o.devices = std::move(devices);
-  o.lossy_transfer = options_.cluster_config->lossy_transfer();
+  o.lossy_transfer = options_.cluster_config.lossy_transfer();
   return distributed::NewDistributedSession(std::move(o));
 }
 

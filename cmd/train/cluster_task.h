@@ -29,9 +29,11 @@
 
 namespace sluice {
 
+// Copies, not pointers: the runtime outlives the trainer's locals (its
+// Shutdown calls go out last, with the chief's exit code).
 struct ClusterTaskOptions {
-  const distributed::ResolvedIdentity* identity = nullptr;
-  const config::Cluster* cluster_config = nullptr;
+  distributed::ResolvedIdentity identity;
+  config::Cluster cluster_config;
   std::string config_hash;
   int inter_op_threads = 1;
 };
@@ -98,6 +100,7 @@ class ClusterRuntime {
     exit_reason_ = std::move(reason);
     exit_code_ = exit_code;
   }
+  void set_exit_code(int exit_code) { exit_code_ = exit_code; }
   // Health checks (a replicated run's workers): every `interval`, GetStatus
   // to every other task at once; peers_alive() is how many answered the last
   // round (a refusal for another config counts: the task is there). The
@@ -144,7 +147,7 @@ class ClusterRuntime {
   mutable absl::Mutex mu_;
   std::string shutdown_reason_ ABSL_GUARDED_BY(mu_);
   std::string exit_reason_ = "the chief exited";
-  int exit_code_ = 1;  // a path that did not say is a failure
+  int exit_code_ = 1;  // RunTrainer sets the code the chief exits with
   int shutdown_exit_code_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_peers_on_exit_ = true;
   // Set when a peer with another config called.

@@ -434,6 +434,9 @@ int RecoverOrGiveUp(const absl::Status& why, bool chief, const config::Cluster& 
   if (done >= most) {
     err << "\nerror: " << why.message() << "\nerror: giving up after " << most
         << " recoveries (cluster.max_recoveries); run the same command again to resume\n";
+    if (cluster != nullptr && chief) {
+      cluster->set_exit(absl::StrCat("the chief gave up after ", most, " recoveries: ", why.message()), kExitRetryable);
+    }
     return kExitRetryable;
   }
   err << "\nlost a peer: " << why.message() << "\nrecovering (" << done + 1 << " of " << most
@@ -525,9 +528,11 @@ std::vector<checkpoint::SaveableVariable> Saveables(const models::TrainingGraph&
   return out;
 }
 
-}  // namespace
-
-int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& err) {
+// RunTrainer's body. `cluster`: the task's cluster runtime, which it starts
+// in a cluster and which RunTrainer destroys after it returns (the chief then
+// tells the other tasks to stop, with its exit code).
+int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream& err,
+                 std::unique_ptr<ClusterRuntime>& cluster) {
   auto loaded_or = config::LoadExperimentFile(options.config_path);
   if (!loaded_or.ok()) {
     err << loaded_or.status().message() << "\n";
@@ -608,8 +613,8 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   const std::string config_text = ConfigText(e);
   const std::string config_hash = HexHash(config_text);
   ClusterTaskOptions cluster_options;
-  cluster_options.identity = &*identity;
-  cluster_options.cluster_config = &e.cluster();
+  cluster_options.identity = *identity;
+  cluster_options.cluster_config = e.cluster();
   // What every task must share: the experiment without what is each task's
   // own (its TLS files, how long it waits for the others).
   {
@@ -841,10 +846,9 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
   const config::Kernels& kernels = e.train().kernels();
   session_options.onednn_kernels = !kernels.has_onednn() || kernels.onednn();  // unset: on
   session_options.winograd_kernels = !kernels.has_winograd() || kernels.winograd();  // unset: on
-  // In a cluster: this task's server, then every task's answer, then a
-  // session over all of them. Declared before the session, so the session
-  // goes first and the other tasks are told to stop last.
-  std::unique_ptr<ClusterRuntime> cluster;
+  // In a cluster: this task's server (`cluster`, which outlives this
+  // function, so the session goes first and the other tasks are told to stop
+  // last), then every task's answer, then a session over all of them.
   absl::StatusOr<std::unique_ptr<Session>> session_or;
   if (in_cluster) {
     auto started = ClusterRuntime::Start(cluster_options, err);
@@ -1163,6 +1167,18 @@ int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& e
                                         : absl::StrCat("the chief failed: ", end.status.message()),
                       code);
   }
+  return code;
+}
+
+}  // namespace
+
+int RunTrainer(const TrainerOptions& options, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<ClusterRuntime> cluster;
+  const int code = RunTrainerIn(options, out, err, cluster);
+  // However the run ended, the chief's Shutdown calls (as `cluster` goes)
+  // carry its exit code, which the other tasks exit with.
+  if (cluster != nullptr && code != kRestartThisTask) cluster->set_exit_code(code);
+  cluster.reset();
   return code;
 }
 

@@ -31,6 +31,7 @@ void ReaderBase::Reset() {
   current_.clear();
   pending_.clear();
   work_started_ = work_finished_ = records_ = 0;
+  records_at_open_ = empty_in_a_row_ = 0;
 }
 
 bool ReaderBase::TryReadLocked(absl::Status* s, std::string* key, std::string* value, bool open_next) {
@@ -40,6 +41,7 @@ bool ReaderBase::TryReadLocked(absl::Status* s, std::string* key, std::string* v
       current_ = pending_.front();
       pending_.pop_front();
       ++work_started_;
+      records_at_open_ = records_;
       *s = OpenLocked(current_, 0);
       if (!s->ok()) {
         // The file stays "done" so a later read moves on to the next one.
@@ -53,13 +55,22 @@ bool ReaderBase::TryReadLocked(absl::Status* s, std::string* key, std::string* v
     if (!s->ok()) return true;
     if (produced) {
       ++records_;
+      empty_in_a_row_ = 0;
       return true;
     }
     if (at_end) {
       CloseLocked();
       has_work_ = false;
+      const std::string finished = std::move(current_);
       current_.clear();
       ++work_finished_;
+      if (records_ == records_at_open_ && empty_work_limit_ > 0 && ++empty_in_a_row_ >= empty_work_limit_) {
+        *s = absl::FailedPreconditionError(absl::StrCat("reader '", name_, "': the last ", empty_in_a_row_,
+                                                        " files read held no record (the last: ", finished,
+                                                        "): are the input files empty?"));
+        empty_in_a_row_ = 0;
+        return true;
+      }
     }
   }
 }
@@ -171,6 +182,8 @@ absl::Status ReaderBase::RestoreState(const std::string& state) {
   work_started_ = st.work_started();
   work_finished_ = st.work_finished();
   records_ = st.num_records_produced();
+  records_at_open_ = records_;
+  empty_in_a_row_ = 0;
   pending_.assign(st.pending_work().begin(), st.pending_work().end());
   if (!st.current_work().empty()) {
     absl::Status s = OpenLocked(st.current_work(), st.position());

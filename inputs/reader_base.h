@@ -64,6 +64,14 @@ class ReaderBase : public ResourceBase, public std::enable_shared_from_this<Read
   // proto; the file's errors when it cannot be reopened at its position.
   absl::Status RestoreState(const std::string& state);
 
+  // After `limit` work units in a row without a record (every file empty, or
+  // only a header), a read fails with FailedPrecondition instead of taking
+  // file after file for ever; 0: no limit. Set before the first read.
+  void set_empty_work_limit(int64_t limit) {
+    absl::MutexLock lock(&mu_);
+    empty_work_limit_ = limit;
+  }
+
   const std::string& reader_type() const { return reader_type_; }
   Tensor* handle() { return &handle_; }
   absl::Mutex* handle_mu() { return &handle_mu_; }
@@ -108,6 +116,9 @@ class ReaderBase : public ResourceBase, public std::enable_shared_from_this<Read
   int64_t work_started_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t work_finished_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t records_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t empty_work_limit_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t records_at_open_ ABSL_GUARDED_BY(mu_) = 0;  // records_ when the open work unit started
+  int64_t empty_in_a_row_ ABSL_GUARDED_BY(mu_) = 0;   // work units finished in a row without a record
 };
 
 }  // namespace sluice

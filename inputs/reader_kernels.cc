@@ -45,14 +45,18 @@ class TFRecordReaderOp : public ReaderOpBase {
                 absl::UnimplementedError(absl::StrCat(NodeContext(ctx->def()), "compression_type '", compression,
                                                       "' is not supported (only uncompressed TFRecord files)")));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle_seed", &shuffle_seed_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("empty_work_limit", &empty_work_limit_));
   }
   std::shared_ptr<ReaderBase> Create() override {
-    return std::make_shared<TFRecordReader>(rn_.name, Env::Default(), RecordReaderOptions{},
-                                            static_cast<uint64_t>(shuffle_seed_));
+    auto reader = std::make_shared<TFRecordReader>(rn_.name, Env::Default(), RecordReaderOptions{},
+                                                   static_cast<uint64_t>(shuffle_seed_));
+    reader->set_empty_work_limit(empty_work_limit_);
+    return reader;
   }
 
  private:
   int64_t shuffle_seed_ = 0;
+  int64_t empty_work_limit_ = 0;
 };
 
 class TextLineReaderOp : public ReaderOpBase {
@@ -60,14 +64,19 @@ class TextLineReaderOp : public ReaderOpBase {
   explicit TextLineReaderOp(OpKernelConstruction* ctx) : ReaderOpBase(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("skip_header_lines", &skip_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle_seed", &shuffle_seed_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("empty_work_limit", &empty_work_limit_));
   }
   std::shared_ptr<ReaderBase> Create() override {
-    return std::make_shared<TextLineReader>(rn_.name, Env::Default(), skip_, static_cast<uint64_t>(shuffle_seed_));
+    auto reader =
+        std::make_shared<TextLineReader>(rn_.name, Env::Default(), skip_, static_cast<uint64_t>(shuffle_seed_));
+    reader->set_empty_work_limit(empty_work_limit_);
+    return reader;
   }
 
  private:
   int64_t skip_ = 0;
   int64_t shuffle_seed_ = 0;
+  int64_t empty_work_limit_ = 0;
 };
 
 class IdxRecordReaderOp : public ReaderOpBase {

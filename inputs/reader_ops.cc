@@ -28,15 +28,18 @@ absl::Status TwoVectors(InferenceContext* c) {
 
 }  // namespace
 
-// shuffle_seed (Sluice's; TensorFlow's readers lack it): 0 reads the records
-// of each file in file order; otherwise in a seeded permutation per work
-// unit (readers.h), for deterministic shuffling.
+// Sluice's attrs (TensorFlow's readers lack them): shuffle_seed 0 reads the
+// records of each file in file order, otherwise in a seeded permutation per
+// work unit (readers.h), for deterministic shuffling; empty_work_limit > 0
+// fails a read after that many files in a row without a record (a pipeline
+// whose every file is empty would otherwise take file after file for ever).
 REGISTER_OP("TFRecordReader")
     .Output("reader_handle: Ref(string)")
     .Attr("container: string = ''")
     .Attr("shared_name: string = ''")
     .Attr("compression_type: string = ''")
     .Attr("shuffle_seed: int = 0")
+    .Attr("empty_work_limit: int = 0")
     .SetIsStateful()
     .SetShapeFn(HandleShape);
 
@@ -46,6 +49,7 @@ REGISTER_OP("TextLineReader")
     .Attr("container: string = ''")
     .Attr("shared_name: string = ''")
     .Attr("shuffle_seed: int = 0")
+    .Attr("empty_work_limit: int = 0")
     .SetIsStateful()
     .SetShapeFn(HandleShape);
 

@@ -205,6 +205,9 @@ absl::StatusOr<std::string> AddFileRecords(const config::Input::Pipeline& p, con
   if (!file_queue.ok()) return file_queue.status();
   const bool reader_shuffle = FileSourceReaderShuffle(p, options);
   if (reader_shuffle) reader_attrs["shuffle_seed"] = MakeAttr(producer.seed);
+  // Any 2n files in a row hold a whole epoch's n: that many without a record
+  // means every file is empty, which would otherwise loop for ever.
+  reader_attrs["empty_work_limit"] = MakeAttr(static_cast<int64_t>(2 * files.size()));
   const std::string records = AddReaderReadUpTo(in, reader_op, *file_queue, std::max<int64_t>(p.batch_size(), 1),
                                                 s + "/reader", reader_attrs)
                                   .second;

@@ -245,6 +245,40 @@ TEST(FileResume, PastTheLastEpochReadsNothing) {
   EXPECT_EQ(past.where, ": all 2 epoch(s) of 5 records were read");
 }
 
+// Files that hold no record (empty, or a header alone) among others are
+// skipped; when every file is so, a read fails instead of taking file after
+// file for ever, and a resume says so.
+TEST(FileResume, InputFilesWithoutAnyRecordFailInsteadOfLooping) {
+  const std::string empty = TmpPath("empty.tfrecord");
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), empty, "").ok());
+  const std::string three = WriteRecords("three.tfrecord", 0, 3);
+  const Read mixed = ReadKeys(TfRecordInput({empty, three}, false, 0), 0, 7);
+  EXPECT_TRUE(mixed.end.ok()) << mixed.end;
+  EXPECT_EQ(mixed.keys.size(), 7u);
+
+  const std::vector<std::string> headers = {WriteCsv("h1.csv", 0, 0), WriteCsv("h2.csv", 0, 0)};
+  const Read none = ReadKeys(CsvInput(headers, /*shuffle=*/true), 0, 5);
+  EXPECT_TRUE(none.keys.empty());
+  EXPECT_TRUE(absl::IsFailedPrecondition(none.end)) << none.end;
+  EXPECT_TRUE(absl::StrContains(none.end.message(), "files read held no record")) << none.end;
+
+  GraphDef graph;
+  models::InputPipeline pipeline;
+  models::PipelineOptions options;
+  options.scope = "input/train";
+  ASSERT_TRUE(models::BuildInputPipeline(CsvInput(headers, false), options, &graph, &pipeline).ok());
+  auto session = NewSession();
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->Create(graph).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*session)->Run({}, {}, pipeline.init_ops, &out).ok());
+  auto where = training::RestoreInputPosition(session->get(), pipeline, 8);
+  EXPECT_TRUE(absl::IsFailedPrecondition(where.status())) << where.status();
+  EXPECT_TRUE(absl::StrContains(where.status().message(), "hold no record")) << where.status();
+  session->reset();
+  Session::Reset({""});
+}
+
 TEST(FileResume, AFileThatCannotBeReadIsNamed) {
   const std::string good = WriteRecords("g.tfrecord", 0, 4);
   const std::string bad = TmpPath("bad.tfrecord");

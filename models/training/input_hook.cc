@@ -52,7 +52,10 @@ absl::StatusOr<std::string> RestoreFileSource(Session* session, const models::Re
     counts.push_back(scan->records);
     per_epoch += scan->records;
   }
-  if (per_epoch == 0) return std::string(": the files hold no records");
+  if (per_epoch == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the ", n, " training file(s) hold no record (", source.files[0], n > 1 ? ", ..." : "", ")"));
+  }
   const int64_t epoch = consumed / per_epoch;
   std::vector<std::pair<std::string, Tensor>> feeds;
   std::vector<std::string> targets = {source.set_epochs_op};

@@ -86,8 +86,12 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
                .Help("Wall time to write and commit one checkpoint.")
                .Register(r)
                .Add(id, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300});
-      m->checkpoint_last_success_ = gauge("sluice_checkpoint_last_success_timestamp_seconds",
-                                          "Unix time of the latest successful checkpoint.");
+      // Its one series appears with the first checkpoint (OnCheckpointSaved):
+      // a 0 before it would read as a checkpoint made in 1970.
+      m->checkpoint_last_success_family_ = &prometheus::BuildGauge()
+                                                .Name("sluice_checkpoint_last_success_timestamp_seconds")
+                                                .Help("Unix time of the latest successful checkpoint.")
+                                                .Register(r);
     }
     for (const auto& [name, help] : std::vector<std::pair<const char*, const char*>>{
              {"sluice_device_memory_in_use_bytes", "Bytes an accelerator's allocator has handed out."},
@@ -180,7 +184,15 @@ void TrainingMetrics::SetInputQueue(int64_t size, int64_t capacity) {
 void TrainingMetrics::OnCheckpointSaved(double duration_seconds, absl::Time finished) {
   if (checkpoint_duration_ == nullptr) return;
   if (duration_seconds >= 0) checkpoint_duration_->Observe(duration_seconds);
-  checkpoint_last_success_->Set(absl::ToDoubleSeconds(finished - absl::UnixEpoch()));
+  prometheus::Gauge* last;
+  {
+    absl::MutexLock lock(&mu_);
+    if (checkpoint_last_success_ == nullptr) {
+      checkpoint_last_success_ = &checkpoint_last_success_family_->Add({{"role", role_}, {"task", task_}});
+    }
+    last = checkpoint_last_success_;
+  }
+  last->Set(absl::ToDoubleSeconds(finished - absl::UnixEpoch()));
 }
 
 void TrainingMetrics::AddKernelTime(const std::string& op, double seconds) {

@@ -12,7 +12,7 @@
 //   sluice_loss, sluice_learning_rate                 gauge      training
 //   sluice_input_queue_size, sluice_input_queue_capacity  gauge  training
 //   sluice_checkpoint_save_duration_seconds           histogram  checkpoints
-//   sluice_checkpoint_last_success_timestamp_seconds  gauge      checkpoints
+//   sluice_checkpoint_last_success_timestamp_seconds  gauge      checkpoints, from the first
 //   sluice_stale_gradients, sluice_aggregated_gradients  gauge   sync_aggregation
 //   sluice_peers_alive                                gauge      health_checks
 //   sluice_recoveries                                 gauge
@@ -171,7 +171,8 @@ class TrainingMetrics {
   prometheus::Gauge* queue_size_ = nullptr;
   prometheus::Gauge* queue_capacity_ = nullptr;
   prometheus::Histogram* checkpoint_duration_ = nullptr;
-  prometheus::Gauge* checkpoint_last_success_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* checkpoint_last_success_family_ = nullptr;
+  prometheus::Gauge* checkpoint_last_success_ ABSL_GUARDED_BY(mu_) = nullptr;  // from the first checkpoint
   prometheus::Gauge* recoveries_ = nullptr;
   prometheus::Gauge* stale_gradients_ = nullptr;
   prometheus::Gauge* peers_alive_ = nullptr;

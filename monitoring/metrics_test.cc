@@ -280,6 +280,21 @@ TEST(TrainingMetricsTest, APsExportsNoTrainingOrCheckpointSeries) {
   EXPECT_FALSE(absl::StrContains(worker_text, "sluice_stale_gradients")) << worker_text;
 }
 
+// The checkpoint time appears with the first checkpoint: a 0 before it would
+// read as a checkpoint made in 1970 (an alert on its age would fire).
+TEST(TrainingMetricsTest, TheCheckpointTimeAppearsWithTheFirstCheckpoint) {
+  MetricsOptions o = LocalOptions();
+  o.serve = false;
+  auto m = TrainingMetrics::Create(o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const std::string series = "sluice_checkpoint_last_success_timestamp_seconds{role=\"worker\",task=\"3\"}";
+  EXPECT_FALSE(absl::StrContains((*m)->Scrape(), series)) << (*m)->Scrape();
+  (*m)->OnCheckpointSaved(0.5, absl::FromUnixSeconds(1700000000));
+  EXPECT_EQ(Sample((*m)->Scrape(), series), 1700000000);
+  (*m)->OnCheckpointSaved(0.5, absl::FromUnixSeconds(1700000100));
+  EXPECT_EQ(Sample((*m)->Scrape(), series), 1700000100);
+}
+
 TEST(TrainingMetricsTest, PortInUseIsUnavailable) {
   auto a = TrainingMetrics::Create(LocalOptions());
   ASSERT_TRUE(a.ok());

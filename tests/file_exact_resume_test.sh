@@ -71,4 +71,12 @@ done
 if [[ "$(last_loss "$SCRATCH/whole_shuffled.log" $STEPS)" == "$(last_loss "$SCRATCH/whole_in_order.log" $STEPS)" ]]; then
   fail "shuffling changed nothing"
 fi
+
+# Another batch size on resume (--allow-drift): the position is step x the new
+# batch size, not where the earlier run stopped reading; the run says so.
+"$TRAIN" "$SCRATCH/tfr.pbtxt" --run_dir "$SCRATCH/stopped_in_order" --allow-drift --set train.steps=$((STEPS + 10)) \
+  --set input.train.batch_size=32 > "$SCRATCH/batch.log" 2>&1 || fail "resume with batch 32 failed: $(tail -3 "$SCRATCH/batch.log")"
+grep -q "^warning: the training batch size changed from 64 to 32: the input resumes at the restored step x 32 examples" \
+  "$SCRATCH/batch.log" || fail "no warning of the batch size's change: $(grep -i batch "$SCRATCH/batch.log")"
+grep -q "^input restored to example $((STEPS * 32)) " "$SCRATCH/batch.log" || fail "not restored at step x 32: $(grep '^input' "$SCRATCH/batch.log")"
 echo PASS

@@ -762,7 +762,9 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
         << (replica_options.sync ? absl::StrCat("sync: ", aggregate, " of ", workers, " workers' gradients per step",
                                                workers > aggregate ? absl::StrCat(" (", workers - aggregate, " backup)") : "")
                                  : absl::StrCat("async: ", workers, " workers apply their own gradients"))
-        << "; this worker reads training records i % " << workers << " == " << identity->task.index << "\n";
+        << "; this worker reads training "
+        << (e.input().train().has_tfrecord() || e.input().train().has_csv() ? "files" : "records") << " i % " << workers
+        << " == " << identity->task.index << "\n";
     for (size_t i = 0; i < replica_devices.bytes_per_ps.size(); ++i) {
       int count = 0;
       for (const auto& [name, task] : replica_devices.variable_task) count += task == distributed::TaskName("ps", static_cast<int>(i));
@@ -801,6 +803,15 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
       }
       if (!options.validate_only && !options.dry_run) {
         out << "resuming with a changed config (--allow-drift):\n" << LineDiff(compared_previous, compared_now);
+        // The input resumes at step x batch size: with another batch size
+        // that is not where the earlier run stopped reading.
+        config::Experiment before;
+        if (google::protobuf::TextFormat::ParseFromString(previous, &before) &&
+            before.input().train().batch_size() != e.input().train().batch_size()) {
+          out << "warning: the training batch size changed from " << before.input().train().batch_size() << " to "
+              << e.input().train().batch_size() << ": the input resumes at the restored step x "
+              << e.input().train().batch_size() << " examples, not where the earlier run stopped reading\n";
+        }
       }
     }
   }
@@ -1060,7 +1071,10 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   // An async replica consumes about its share of the global steps.
   const int64_t input_per_step = replicated && !replica_options.sync ? std::max<int64_t>(1, batch / replica_options.num_replicas)
                                                                       : batch;
-  training::InputHook inputs({tg.train_input, tg.eval_input, input_per_step}, &out);
+  models::InputPipeline train_input = tg.train_input;
+  // An async replica's share of the global steps is an estimate: so is its input position.
+  if (replicated && !replica_options.sync) train_input.exact_order = false;
+  training::InputHook inputs({train_input, tg.eval_input, input_per_step}, &out);
   std::vector<training::TrainingHook*> hooks;
   std::unique_ptr<ChiefStopHook> chief_stop;
   if (chief) {

@@ -23,7 +23,9 @@
 # last completed step and exits 143; the ps stops with it, exiting 143 too.
 # And SIGTERM to the chief alone of a healthy sync run: every task exits 143
 # (the chief tells the others its exit code), not 0 as if the run were done;
-# and a chief that gives up after cluster.max_recoveries: worker 1 exits 129 too.
+# SIGTERM to the ps alone: the chief stops the run at its next step with a
+# checkpoint, and every task exits 143. And a chief that gives up after
+# cluster.max_recoveries: worker 1 exits 129 too.
 #
 # Every wait is bounded: a hang fails the test.
 set -uo pipefail
@@ -207,6 +209,38 @@ done
 grep -q '^stopped by the chief at step [0-9]*: the chief was stopped by a signal (exit 143)$' "$dir/worker_1.log" ||
   fail "term_chief: worker 1 did not say why it stopped: $(grep -v '^  ' "$dir/worker_1.log" | tail -3)"
 echo "term_chief: every task exited 143; worker 1: $(grep '^stopped by the chief' "$dir/worker_1.log")"
+
+# SIGTERM to the ps alone (its node is being preempted): it tells the chief in
+# GetStatus, and the chief stops the run at its next step with a checkpoint;
+# every task exits 143 within a few seconds, not after the ps's 30 s grace.
+dir="$SCRATCH/term_ps"
+mkdir -p "$dir"
+read -r -a ports <<< "$(free_ports 3)"
+CLUSTER="{\"ps\": [\"127.0.0.1:${ports[0]}\"], \"worker\": [\"127.0.0.1:${ports[1]}\", \"127.0.0.1:${ports[2]}\"]}"
+start_task "$config" "$dir" ps 0
+start_task "$config" "$dir" worker 1
+start_task "$config" "$dir" worker 0
+deadline=$(($(now_s) + LIMIT_S))
+until grep -q '^step [0-9]*/' "$dir/worker_0.log" 2>/dev/null; do
+  (($(now_s) > deadline)) && fail "term_ps: no progress: $(tail -3 "$dir/worker_0.log")"
+  sleep 0.1
+done
+kill -TERM "${PIDS[ps:0]}"
+termed=$(now_s)
+for task in worker:0 worker:1 ps:0; do
+  while alive "${PIDS[$task]}"; do
+    (($(now_s) - termed > 20)) && fail "term_ps: $task still runs 20 s after the ps's SIGTERM: $(grep -v '^  ' "$dir/${task/:/_}.log" | tail -3)"
+    sleep 0.2
+  done
+  wait "${PIDS[$task]}"
+  rc=$?
+  [[ $rc -eq 143 ]] || fail "term_ps: $task exited $rc, not 143: $(grep -v '^  ' "$dir/${task/:/_}.log" | tail -3)"
+done
+grep -q '^task /job:ps/replica:0/task:0 got a stop signal: stopping the run after this step' "$dir/worker_0.log" ||
+  fail "term_ps: the chief did not say why it stopped: $(grep -v '^  ' "$dir/worker_0.log" | tail -3)"
+saved=$(sed -n 's|^saved .*/ckpt-\([0-9]*\)$|\1|p' "$dir/worker_0.log" | tail -1)
+[[ -n "$saved" ]] || fail "term_ps: the chief saved no checkpoint: $(grep -v '^  ' "$dir/worker_0.log" | tail -3)"
+echo "term_ps: every task exited 143 within $(($(now_s) - termed)) s; the chief checkpointed at step $saved"
 
 # The ps SIGKILLed and started again, then SIGKILLed again, with
 # cluster.max_recoveries=1: the chief recovers once, then gives up (129,

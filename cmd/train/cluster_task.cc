@@ -119,9 +119,10 @@ absl::StatusOr<std::unique_ptr<ClusterRuntime>> ClusterRuntime::Start(const Clus
   return runtime;
 }
 
-void ClusterRuntime::StartHealthChecks(absl::Duration interval, std::ostream* log) {
+void ClusterRuntime::StartHealthChecks(absl::Duration interval, std::ostream* log, std::atomic<int>* stop) {
   if (health_.joinable()) return;
-  health_ = std::thread([this, interval, log] {
+  health_ = std::thread([this, interval, log, stop] {
+    bool stop_asked = false;  // a peer's stop signal was passed on
     std::vector<std::string> peers = ClusterTaskNames(options_.identity);
     peers.erase(peers.begin());  // this task
     const std::string chief = distributed::TaskName("worker", 0);
@@ -189,6 +190,15 @@ void ClusterRuntime::StartHealthChecks(absl::Duration interval, std::ostream* lo
         }
         // One write per line: the training loop prints beside this thread.
         if (!line.empty()) *log << line << std::flush;
+      }
+      for (size_t i = 0; stop != nullptr && !stop_asked && i < peers.size(); ++i) {
+        if (!round->statuses[i].ok() || !round->responses[i].stopping()) continue;
+        stop_asked = true;
+        if (log != nullptr) {
+          *log << "task " << peers[i] << " got a stop signal: stopping the run after this step (a checkpoint, exit 143)\n"
+               << std::flush;
+        }
+        stop->fetch_add(1);
       }
       const uint64_t watched = watched_chief_.load();
       if (watched != 0 && chief_lost.empty() && chief_at < static_cast<std::ptrdiff_t>(peers.size())) {
@@ -304,6 +314,7 @@ int ClusterRuntime::ServeUntilShutdown(const std::atomic<int>* stop_signals, std
     }
     if (stop_signals->load() > 0 && signalled == absl::InfiniteFuture()) {
       signalled = absl::Now();
+      worker_->set_stopping();  // a replicated run's chief stops when it sees this
       out << "task " << task_ << " got a stop signal: serving until the chief stops (at most "
           << absl::FormatDuration(kStopGrace) << "; a second signal stops it now)\n";
       out.flush();

@@ -107,8 +107,11 @@ class ClusterRuntime {
   // connections' keepalive is what fails a step; this feeds /metrics. With
   // `log`, a peer that has not answered for kPeerSilenceWarning gets one
   // warning line there (a sync step may wait for it without end), and a line
-  // when it answers again.
-  void StartHealthChecks(absl::Duration interval, std::ostream* log = nullptr);
+  // when it answers again. With `stop` (the chief's stop-signal count): a
+  // peer that says it got a stop signal (GetStatus.stopping; a ps whose node
+  // is being preempted) counts as one signal here, once, so the run stops at
+  // its next step with a checkpoint instead of losing that peer under a step.
+  void StartHealthChecks(absl::Duration interval, std::ostream* log = nullptr, std::atomic<int>* stop = nullptr);
   static constexpr absl::Duration kPeerSilenceWarning = absl::Seconds(5);
   int peers_alive() const { return peers_alive_.load(); }
   // The chief of a replicated run, once it has initialized or restored the

@@ -883,7 +883,7 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
     }
     out << "every task answered: " << cluster_devices_or->size() << " devices\n";
     if (replicated) {
-      cluster->StartHealthChecks(absl::Seconds(1), &err);
+      cluster->StartHealthChecks(absl::Seconds(1), &err, chief ? &g_stop_signals : nullptr);
       ClusterRuntime* runtime = cluster.get();
       if (monitoring->metrics) monitoring->metrics->set_peers_alive([runtime] { return runtime->peers_alive(); });
     }

@@ -117,6 +117,7 @@ void Worker::GetStatusAsync(const GetStatusRequest* request, GetStatusResponse* 
   response->set_incarnation(ProcessIncarnation());
   response->set_peers_ready(peers_ready_.load());
   response->set_replica_ready(replica_ready_.load());
+  response->set_stopping(stopping_.load());
   {
     absl::MutexLock lock(&mu_);
     response->set_tensor_address(tensor_address_);

@@ -68,6 +68,8 @@ class Worker : public WorkerInterface {
   // Reported by GetStatus (replica_ready): the chief of a replicated run is
   // ready for the other replicas' steps.
   void set_replica_ready() { replica_ready_.store(true); }
+  // Reported by GetStatus (stopping): this task got a stop signal.
+  void set_stopping() { stopping_.store(true); }
   // Reported by GetStatus (tensor_address): where this task's TCP tensor
   // transport listens ("host:port"; empty: none).
   void set_tensor_address(std::string address) {
@@ -114,6 +116,7 @@ class Worker : public WorkerInterface {
   std::atomic<bool> shut_down_{false};
   std::atomic<bool> peers_ready_{false};
   std::atomic<bool> replica_ready_{false};
+  std::atomic<bool> stopping_{false};
 
   mutable absl::Mutex mu_;
   int64_t next_graph_ ABSL_GUARDED_BY(mu_) = 1;

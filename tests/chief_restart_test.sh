@@ -143,69 +143,75 @@ grep -q '^task /job:worker/replica:0/task:1 answers again$' "$SCRATCH/worker_los
   fail "worker_lost: the chief did not say worker 1 answers again: $(grep -v '^  ' "$SCRATCH/worker_lost/worker_0.log" | tail -4)"
 echo "worker_lost: $(grep -m1 '^warning: task' "$SCRATCH/worker_lost/worker_0.log" | cut -c1-90)...; it answered again; every task exited 0"
 
-# SIGTERM to a chief whose sync step waits for a dead worker.
-dir="$SCRATCH/term_stuck"
-mkdir -p "$dir"
-read -r -a ports <<< "$(free_ports 3)"
-CLUSTER="{\"ps\": [\"127.0.0.1:${ports[0]}\"], \"worker\": [\"127.0.0.1:${ports[1]}\", \"127.0.0.1:${ports[2]}\"]}"
-FLAGS="$FLAGS --set train.steps=100000"
+# The later cases: a sync cluster of CONFIG in $SCRATCH/NAME on fresh ports,
+# every task started; sets dir and deadline.
 config="$PWD/configs/fashion_mlp_sync.pbtxt"
-start_task "$config" "$dir" ps 0
-start_task "$config" "$dir" worker 1
-start_task "$config" "$dir" worker 0
-deadline=$(($(now_s) + LIMIT_S))
-until grep -q '^step [0-9]*/' "$dir/worker_0.log" 2>/dev/null; do
-  (($(now_s) > deadline)) && fail "term_stuck: no progress: $(tail -3 "$dir/worker_0.log")"
-  sleep 0.1
-done
+FLAGS="$FLAGS --set train.steps=100000"
+start_cluster() {  # NAME
+  dir="$SCRATCH/$1"
+  mkdir -p "$dir"
+  local ports
+  read -r -a ports <<< "$(free_ports 3)"
+  CLUSTER="{\"ps\": [\"127.0.0.1:${ports[0]}\"], \"worker\": [\"127.0.0.1:${ports[1]}\", \"127.0.0.1:${ports[2]}\"]}"
+  start_task "$config" "$dir" ps 0
+  start_task "$config" "$dir" worker 1
+  start_task "$config" "$dir" worker 0
+  deadline=$(($(now_s) + LIMIT_S))
+}
+
+# Waits (bounded by the deadline) for a progress line in TASK's log.
+await_progress() {  # NAME TASK_FILE
+  until grep -q '^step [0-9]*/' "$dir/$2.log" 2>/dev/null; do
+    (($(now_s) > deadline)) && fail "$1: no progress: $(tail -3 "$dir/$2.log")"
+    sleep 0.1
+  done
+}
+
+# Waits until each TASK has exited, at most LIMIT s after `since`; each must exit CODE.
+expect_exits() {  # NAME CODE SINCE LIMIT TASK...
+  local name=$1 code=$2 since=$3 limit=$4 task rc
+  shift 4
+  for task in "$@"; do
+    while alive "${PIDS[$task]}"; do
+      (($(now_s) - since > limit)) &&
+        fail "$name: $task still runs $limit s later: $(grep -v '^  ' "$dir/${task/:/_}.log" | tail -3)"
+      sleep 0.2
+    done
+    wait "${PIDS[$task]}"
+    rc=$?
+    [[ $rc -eq $code ]] || fail "$name: $task exited $rc, not $code: $(grep -v '^  ' "$dir/${task/:/_}.log" | tail -4)"
+  done
+}
+
+# The chief's last checkpoint step, or fail.
+saved_step() {  # NAME
+  local saved
+  saved=$(sed -n 's|^saved .*/ckpt-\([0-9]*\)$|\1|p' "$dir/worker_0.log" | tail -1)
+  [[ -n "$saved" ]] || fail "$1: the chief saved no checkpoint: $(grep -v '^  ' "$dir/worker_0.log" | tail -4)"
+  echo "$saved"
+}
+
+# SIGTERM to a chief whose sync step waits for a dead worker: within 25 s it
+# abandons the step, checkpoints and exits 143; the ps exits with it (143).
+start_cluster term_stuck
+await_progress term_stuck worker_0
 kill -KILL "${PIDS[worker:1]}"
 wait "${PIDS[worker:1]}" 2>/dev/null
 sleep 2
 kill -TERM "${PIDS[worker:0]}"
 termed=$(now_s)
-while alive "${PIDS[worker:0]}"; do
-  (($(now_s) - termed > 25)) && fail "term_stuck: the chief ignored SIGTERM for 25 s: $(grep -v '^  ' "$dir/worker_0.log" | tail -3)"
-  sleep 0.2
-done
-wait "${PIDS[worker:0]}"
-rc=$?
-[[ $rc -eq 143 ]] || fail "term_stuck: the chief exited $rc, not 143: $(grep -v '^  ' "$dir/worker_0.log" | tail -4)"
-saved=$(sed -n 's|^saved .*/ckpt-\([0-9]*\)$|\1|p' "$dir/worker_0.log" | tail -1)
-[[ -n "$saved" ]] || fail "term_stuck: no checkpoint: $(grep -v '^  ' "$dir/worker_0.log" | tail -4)"
-while alive "${PIDS[ps:0]}"; do
-  (($(now_s) - termed > 40)) && fail "term_stuck: the ps still runs after the chief stopped: $(tail -2 "$dir/ps_0.log")"
-  sleep 0.2
-done
-wait "${PIDS[ps:0]}"
-rc=$?
-[[ $rc -eq 143 ]] || fail "term_stuck: the ps exited $rc, not the chief's 143: $(tail -2 "$dir/ps_0.log")"
+expect_exits term_stuck 143 "$termed" 25 worker:0
+saved=$(saved_step term_stuck) || exit 1
+expect_exits term_stuck 143 "$termed" 40 ps:0
 echo "term_stuck: the chief exited 143 after $(($(now_s) - termed)) s or less, checkpoint at step $saved; the ps stopped (143)"
 
 # SIGTERM to the chief alone of a healthy sync run (a scheduler preempting
 # its node): it checkpoints and exits 143, and tells the others so; they exit
 # 143 too, so that a scheduler sees on every task a run to resume, not one done.
-dir="$SCRATCH/term_chief"
-mkdir -p "$dir"
-read -r -a ports <<< "$(free_ports 3)"
-CLUSTER="{\"ps\": [\"127.0.0.1:${ports[0]}\"], \"worker\": [\"127.0.0.1:${ports[1]}\", \"127.0.0.1:${ports[2]}\"]}"
-start_task "$config" "$dir" ps 0
-start_task "$config" "$dir" worker 1
-start_task "$config" "$dir" worker 0
-deadline=$(($(now_s) + LIMIT_S))
-until grep -q '^step [0-9]*/' "$dir/worker_1.log" 2>/dev/null; do
-  (($(now_s) > deadline)) && fail "term_chief: no progress: $(tail -3 "$dir/worker_1.log")"
-  sleep 0.1
-done
+start_cluster term_chief
+await_progress term_chief worker_1
 kill -TERM "${PIDS[worker:0]}"
-for task in worker:0 worker:1 ps:0; do
-  while alive "${PIDS[$task]}"; do
-    (($(now_s) > deadline)) && fail "term_chief: $task still runs: $(grep -v '^  ' "$dir/${task/:/_}.log" | tail -3)"
-    sleep 0.2
-  done
-  wait "${PIDS[$task]}"
-  rc=$?
-  [[ $rc -eq 143 ]] || fail "term_chief: $task exited $rc, not 143: $(grep -v '^  ' "$dir/${task/:/_}.log" | tail -3)"
-done
+expect_exits term_chief 143 "$(now_s)" "$LIMIT_S" worker:0 worker:1 ps:0
 grep -q '^stopped by the chief at step [0-9]*: the chief was stopped by a signal (exit 143)$' "$dir/worker_1.log" ||
   fail "term_chief: worker 1 did not say why it stopped: $(grep -v '^  ' "$dir/worker_1.log" | tail -3)"
 echo "term_chief: every task exited 143; worker 1: $(grep '^stopped by the chief' "$dir/worker_1.log")"
@@ -213,47 +219,21 @@ echo "term_chief: every task exited 143; worker 1: $(grep '^stopped by the chief
 # SIGTERM to the ps alone (its node is being preempted): it tells the chief in
 # GetStatus, and the chief stops the run at its next step with a checkpoint;
 # every task exits 143 within a few seconds, not after the ps's 30 s grace.
-dir="$SCRATCH/term_ps"
-mkdir -p "$dir"
-read -r -a ports <<< "$(free_ports 3)"
-CLUSTER="{\"ps\": [\"127.0.0.1:${ports[0]}\"], \"worker\": [\"127.0.0.1:${ports[1]}\", \"127.0.0.1:${ports[2]}\"]}"
-start_task "$config" "$dir" ps 0
-start_task "$config" "$dir" worker 1
-start_task "$config" "$dir" worker 0
-deadline=$(($(now_s) + LIMIT_S))
-until grep -q '^step [0-9]*/' "$dir/worker_0.log" 2>/dev/null; do
-  (($(now_s) > deadline)) && fail "term_ps: no progress: $(tail -3 "$dir/worker_0.log")"
-  sleep 0.1
-done
+start_cluster term_ps
+await_progress term_ps worker_0
 kill -TERM "${PIDS[ps:0]}"
 termed=$(now_s)
-for task in worker:0 worker:1 ps:0; do
-  while alive "${PIDS[$task]}"; do
-    (($(now_s) - termed > 20)) && fail "term_ps: $task still runs 20 s after the ps's SIGTERM: $(grep -v '^  ' "$dir/${task/:/_}.log" | tail -3)"
-    sleep 0.2
-  done
-  wait "${PIDS[$task]}"
-  rc=$?
-  [[ $rc -eq 143 ]] || fail "term_ps: $task exited $rc, not 143: $(grep -v '^  ' "$dir/${task/:/_}.log" | tail -3)"
-done
+expect_exits term_ps 143 "$termed" 20 worker:0 worker:1 ps:0
 grep -q '^task /job:ps/replica:0/task:0 got a stop signal: stopping the run after this step' "$dir/worker_0.log" ||
   fail "term_ps: the chief did not say why it stopped: $(grep -v '^  ' "$dir/worker_0.log" | tail -3)"
-saved=$(sed -n 's|^saved .*/ckpt-\([0-9]*\)$|\1|p' "$dir/worker_0.log" | tail -1)
-[[ -n "$saved" ]] || fail "term_ps: the chief saved no checkpoint: $(grep -v '^  ' "$dir/worker_0.log" | tail -3)"
+saved=$(saved_step term_ps) || exit 1
 echo "term_ps: every task exited 143 within $(($(now_s) - termed)) s; the chief checkpointed at step $saved"
 
 # The ps SIGKILLed and started again, then SIGKILLed again, with
 # cluster.max_recoveries=1: the chief recovers once, then gives up (129,
 # retryable); worker 1 exits 129 too.
-dir="$SCRATCH/give_up"
-mkdir -p "$dir"
-read -r -a ports <<< "$(free_ports 3)"
-CLUSTER="{\"ps\": [\"127.0.0.1:${ports[0]}\"], \"worker\": [\"127.0.0.1:${ports[1]}\", \"127.0.0.1:${ports[2]}\"]}"
 FLAGS="$FLAGS --set cluster.max_recoveries=1"
-start_task "$config" "$dir" ps 0
-start_task "$config" "$dir" worker 1
-start_task "$config" "$dir" worker 0
-deadline=$(($(now_s) + LIMIT_S))
+start_cluster give_up
 for round in 1 2; do
   # Training (again) after the previous round's recovery.
   until [[ $(grep -c '^the chief is ready: training from step' "$dir/worker_1.log" 2>/dev/null) -ge $round ]]; do
@@ -266,15 +246,7 @@ for round in 1 2; do
   [[ $round == 2 ]] && break  # the chief gives up at once: no ps to start again
   start_task "$config" "$dir" ps 0
 done
-for task in worker:0 worker:1; do
-  while alive "${PIDS[$task]}"; do
-    (($(now_s) > deadline)) && fail "give_up: $task still runs: $(grep -v '^  ' "$dir/${task/:/_}.log" | tail -3)"
-    sleep 0.2
-  done
-  wait "${PIDS[$task]}"
-  rc=$?
-  [[ $rc -eq 129 ]] || fail "give_up: $task exited $rc, not 129: $(grep -v '^  ' "$dir/${task/:/_}.log" | tail -3)"
-done
+expect_exits give_up 129 "$(now_s)" "$LIMIT_S" worker:0 worker:1
 grep -q 'giving up after 1 recoveries' "$dir/worker_0.log" || fail "give_up: the chief did not give up: $(tail -3 "$dir/worker_0.log")"
 grep -q '^stopped by the chief at step [0-9]*: the chief gave up after 1 recoveries: .* (exit 129)$\|stopping: the chief gave up after 1 recoveries: .* (exit 129)$' "$dir/worker_1.log" ||
   fail "give_up: worker 1 did not say why it stopped: $(grep -v '^  ' "$dir/worker_1.log" | tail -3)"

@@ -19,16 +19,14 @@ std::vector<int64_t> SeededPermutation(uint64_t seed, int64_t work, int64_t n) {
 
 namespace {
 
-// Calls visit(offset) with the byte offset of each record of `path`, in file
+// Calls visit(offset) with the byte offset of each record of `file`, in file
 // order, as a reader of `format` finds them, until visit returns false or the
 // file ends.
 template <typename Visit>
-absl::Status ForEachRecord(Env* env, const std::string& path, const RecordFormat& format, Visit visit) {
-  auto file = env->NewRandomAccessFile(path);
-  if (!file.ok()) return file.status();
+absl::Status ForEachRecord(RandomAccessFile* file, const RecordFormat& format, Visit visit) {
   uint64_t offset = 0;
   if (format.kind == RecordFormat::kTfRecord) {
-    RecordReader reader(file->get());
+    RecordReader reader(file);
     absl::string_view record;
     while (true) {
       const uint64_t start = offset;
@@ -38,7 +36,7 @@ absl::Status ForEachRecord(Env* env, const std::string& path, const RecordFormat
       if (!visit(start)) return absl::OkStatus();
     }
   }
-  LineReader reader(file->get());
+  LineReader reader(file);
   std::string line;
   int64_t lines = 0;
   while (true) {
@@ -54,8 +52,10 @@ absl::Status ForEachRecord(Env* env, const std::string& path, const RecordFormat
 
 absl::StatusOr<FileScan> ScanRecords(Env* env, const std::string& path, const RecordFormat& format,
                                      int64_t wanted) {
+  auto file = env->NewRandomAccessFile(path);
+  if (!file.ok()) return file.status();
   FileScan scan;
-  absl::Status s = ForEachRecord(env, path, format, [&scan, wanted](uint64_t offset) {
+  absl::Status s = ForEachRecord(file->get(), format, [&scan, wanted](uint64_t offset) {
     if (scan.records == wanted) {
       scan.offset_of_wanted = static_cast<int64_t>(offset);
       return false;
@@ -67,9 +67,9 @@ absl::StatusOr<FileScan> ScanRecords(Env* env, const std::string& path, const Re
   return scan;
 }
 
-absl::StatusOr<std::vector<uint64_t>> RecordOffsets(Env* env, const std::string& path, const RecordFormat& format) {
+absl::StatusOr<std::vector<uint64_t>> RecordOffsets(RandomAccessFile* file, const RecordFormat& format) {
   std::vector<uint64_t> offsets;
-  absl::Status s = ForEachRecord(env, path, format, [&offsets](uint64_t offset) {
+  absl::Status s = ForEachRecord(file, format, [&offsets](uint64_t offset) {
     offsets.push_back(offset);
     return true;
   });

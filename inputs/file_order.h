@@ -44,11 +44,11 @@ struct FileScan {
 absl::StatusOr<FileScan> ScanRecords(Env* env, const std::string& path, const RecordFormat& format,
                                      int64_t wanted = -1);
 
-// The byte offset of every record of `path` (after a text file's header
+// The byte offset of every record of `file` (after a text file's header
 // lines), as a reader of `format` finds them: where a reader that reads the
 // records in another order (a seeded permutation) reads each. Errors as
 // ScanRecords.
-absl::StatusOr<std::vector<uint64_t>> RecordOffsets(Env* env, const std::string& path, const RecordFormat& format);
+absl::StatusOr<std::vector<uint64_t>> RecordOffsets(RandomAccessFile* file, const RecordFormat& format);
 
 // The records of every file of `files` together.
 absl::StatusOr<int64_t> CountRecords(Env* env, const std::vector<std::string>& files, const RecordFormat& format);

@@ -8,12 +8,12 @@ namespace sluice {
 
 namespace {
 
-// A shuffling reader's open: the records' offsets in `file`, their
+// A shuffling reader's open: the records' offsets in `opened` (`file`), their
 // permutation for work unit `work`, and the saved index checked against them.
-absl::Status OpenInPermutation(Env* env, const std::string& file, const RecordFormat& format, uint64_t seed,
-                               int64_t work, int64_t position, std::vector<uint64_t>* offsets,
+absl::Status OpenInPermutation(RandomAccessFile* opened, const std::string& file, const RecordFormat& format,
+                               uint64_t seed, int64_t work, int64_t position, std::vector<uint64_t>* offsets,
                                std::vector<int64_t>* order) {
-  auto found = RecordOffsets(env, file, format);
+  auto found = RecordOffsets(opened, format);
   if (!found.ok()) return found.status();
   *offsets = std::move(found).value();
   const int64_t n = static_cast<int64_t>(offsets->size());
@@ -41,8 +41,8 @@ absl::Status TFRecordReader::OpenLocked(const std::string& file, int64_t positio
   if (shuffle_seed_ == 0) return absl::OkStatus();
   offset_ = 0;
   index_ = position;
-  return OpenInPermutation(env(), file, RecordFormat{RecordFormat::kTfRecord}, shuffle_seed_, work_started_locked(),
-                           position, &offsets_, &order_);
+  return OpenInPermutation(file_.get(), file, RecordFormat{RecordFormat::kTfRecord}, shuffle_seed_,
+                           work_started_locked(), position, &offsets_, &order_);
 }
 
 absl::Status TFRecordReader::ReadLocked(std::string* key, std::string* value, bool* produced, bool* at_end) {
@@ -94,7 +94,8 @@ absl::Status TextLineReader::OpenLocked(const std::string& file, int64_t positio
     RecordFormat format;
     format.kind = RecordFormat::kLines;
     format.skip_header_lines = skip_header_lines_;
-    return OpenInPermutation(env(), file, format, shuffle_seed_, work_started_locked(), position, &offsets_, &order_);
+    return OpenInPermutation(file_.get(), file, format, shuffle_seed_, work_started_locked(), position, &offsets_,
+                             &order_);
   }
   std::string ignored;
   // Skip the header, or (on restore) count the lines before `position`.

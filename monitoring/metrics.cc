@@ -116,6 +116,7 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
     return absl::InternalError(absl::StrCat("metrics: registering metrics: ", e.what()));
   }
   if (options.serve) {
+    m->asked_port_ = options.port;
     absl::Status served = m->Serve(options, options.port);
     if (!served.ok() && options.free_port_if_taken && options.port != 0) served = m->Serve(options, 0);
     if (!served.ok()) return served;
@@ -144,6 +145,11 @@ absl::Status TrainingMetrics::Serve(const MetricsOptions& options, int port) {
                                                ": ", e.what()));
   }
   return absl::OkStatus();
+}
+
+std::string TrainingMetrics::Url(const std::string& host) const {
+  return absl::StrCat("http://", host, ":", port_, "/metrics",
+                      asked_port_ != 0 && port_ != asked_port_ ? absl::StrCat(" (port ", asked_port_, " is taken)") : "");
 }
 
 // The server stops at once, not after civetweb's 2-second accept wait

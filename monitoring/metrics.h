@@ -114,6 +114,9 @@ class TrainingMetrics {
 
   // The port the server listens on; 0 when not serving.
   int port() const { return port_; }
+  // "http://<host>:<port>/metrics", and " (port N is taken)" when the server
+  // asked for port N (free_port_if_taken) and serves on another.
+  std::string Url(const std::string& host) const;
 
   // One training step: `examples` processed in `duration_seconds`, with the step's loss and LR.
   void OnStep(int64_t examples, double duration_seconds, double loss, double learning_rate);
@@ -159,6 +162,7 @@ class TrainingMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
+  int asked_port_ = 0;  // MetricsOptions.port
   ListenerWaker waker_;  // stops the exposer at once (listener_wake.h)
   std::string role_;
   std::string task_;

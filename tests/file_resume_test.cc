@@ -92,27 +92,50 @@ struct Read {
   absl::Status end;            // why reading stopped (OK: `count` keys read)
 };
 
-// Builds `p` as a training pipeline (in deterministic mode: each file's
-// records in a seeded permutation), restores it to example `consumed`, starts
+// `p` built as a training pipeline (seed 3; in deterministic mode each file's
+// records come in a seeded permutation) into a new session, its init ops run.
+// Its queues and reader live in the process's default container: going, it
+// resets that, so the next pipeline starts without them.
+struct InitializedPipeline {
+  GraphDef graph;
+  models::InputPipeline pipeline;
+  std::unique_ptr<Session> session;  // null when building failed
+
+  explicit InitializedPipeline(const config::Input::Pipeline& p, bool deterministic = false) {
+    models::PipelineOptions options;
+    options.scope = "input/train";
+    options.seed = 3;
+    options.deterministic = deterministic;
+    absl::Status built = models::BuildInputPipeline(p, options, &graph, &pipeline);
+    EXPECT_TRUE(built.ok()) << built;
+    EXPECT_TRUE(pipeline.file_source.has_value());
+    auto made = NewSession();
+    EXPECT_TRUE(made.ok()) << made.status();
+    if (!built.ok() || !made.ok()) return;
+    session = std::move(made).value();
+    EXPECT_TRUE(session->Create(graph).ok());
+    std::vector<Tensor> out;
+    EXPECT_TRUE(session->Run({}, {}, pipeline.init_ops, &out).ok());
+  }
+  ~InitializedPipeline() {
+    session.reset();
+    Session::Reset({""});
+  }
+  // RestoreInputPosition of this pipeline.
+  absl::StatusOr<std::string> RestoreTo(int64_t consumed) {
+    return training::RestoreInputPosition(session.get(), pipeline, consumed);
+  }
+};
+
+// Builds `p` (InitializedPipeline), restores it to example `consumed`, starts
 // its file producer alone and reads up to `count` records' keys.
 Read ReadKeys(const config::Input::Pipeline& p, int64_t consumed, int count, bool deterministic = false) {
   Read read;
-  GraphDef graph;
-  models::InputPipeline pipeline;
-  models::PipelineOptions options;
-  options.scope = "input/train";
-  options.seed = 3;
-  options.deterministic = deterministic;
-  absl::Status built = models::BuildInputPipeline(p, options, &graph, &pipeline);
-  EXPECT_TRUE(built.ok()) << built;
-  EXPECT_TRUE(pipeline.file_source.has_value());
-  auto session = NewSession();
-  EXPECT_TRUE(session.ok()) << session.status();
-  if (!built.ok() || !session.ok()) return read;
-  EXPECT_TRUE((*session)->Create(graph).ok());
-  std::vector<Tensor> out;
-  EXPECT_TRUE((*session)->Run({}, {}, pipeline.init_ops, &out).ok());
-  auto where = training::RestoreInputPosition(session->get(), pipeline, consumed);
+  InitializedPipeline built(p, deterministic);
+  if (built.session == nullptr) return read;
+  Session* session = built.session.get();
+  const models::InputPipeline& pipeline = built.pipeline;
+  auto where = built.RestoreTo(consumed);
   EXPECT_TRUE(where.ok()) << where.status();
   if (where.ok()) read.where = *where;
   Coordinator coord;
@@ -121,12 +144,13 @@ Read ReadKeys(const config::Input::Pipeline& p, int64_t consumed, int count, boo
     if (def.queue_name != "input/train/files/queue") continue;
     auto runner = QueueRunner::New(def);
     EXPECT_TRUE(runner.ok());
-    EXPECT_TRUE((*runner)->Start(session->get(), &coord).ok());
+    EXPECT_TRUE((*runner)->Start(session, &coord).ok());
     runners.push_back(std::move(runner).value());
   }
   EXPECT_EQ(runners.size(), 1u);
+  std::vector<Tensor> out;
   for (int i = 0; i < count; ++i) {
-    absl::Status s = (*session)->Run({}, {"input/train/reader/read:0"}, {}, &out);
+    absl::Status s = session->Run({}, {"input/train/reader/read:0"}, {}, &out);
     if (!s.ok()) {
       read.end = s;
       break;
@@ -138,8 +162,6 @@ Read ReadKeys(const config::Input::Pipeline& p, int64_t consumed, int count, boo
   for (auto& r : runners) r->Stop();
   for (auto& r : runners) (void)r->Join();
   runners.clear();
-  session->reset();
-  Session::Reset({""});  // the next pipeline starts without this one's queues and reader
   return read;
 }
 
@@ -262,42 +284,22 @@ TEST(FileResume, InputFilesWithoutAnyRecordFailInsteadOfLooping) {
   EXPECT_TRUE(absl::IsFailedPrecondition(none.end)) << none.end;
   EXPECT_TRUE(absl::StrContains(none.end.message(), "files read held no record")) << none.end;
 
-  GraphDef graph;
-  models::InputPipeline pipeline;
-  models::PipelineOptions options;
-  options.scope = "input/train";
-  ASSERT_TRUE(models::BuildInputPipeline(CsvInput(headers, false), options, &graph, &pipeline).ok());
-  auto session = NewSession();
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE((*session)->Create(graph).ok());
-  std::vector<Tensor> out;
-  ASSERT_TRUE((*session)->Run({}, {}, pipeline.init_ops, &out).ok());
-  auto where = training::RestoreInputPosition(session->get(), pipeline, 8);
+  InitializedPipeline built(CsvInput(headers, false));
+  ASSERT_NE(built.session, nullptr);
+  auto where = built.RestoreTo(8);
   EXPECT_TRUE(absl::IsFailedPrecondition(where.status())) << where.status();
   EXPECT_TRUE(absl::StrContains(where.status().message(), "hold no record")) << where.status();
-  session->reset();
-  Session::Reset({""});
 }
 
 TEST(FileResume, AFileThatCannotBeReadIsNamed) {
   const std::string good = WriteRecords("g.tfrecord", 0, 4);
   const std::string bad = TmpPath("bad.tfrecord");
   ASSERT_TRUE(WriteStringToFile(Env::Default(), bad, "not a record file at all").ok());
-  GraphDef graph;
-  models::InputPipeline pipeline;
-  models::PipelineOptions options;
-  options.scope = "input/train";
-  ASSERT_TRUE(models::BuildInputPipeline(TfRecordInput({good, bad}, false, 0), options, &graph, &pipeline).ok());
-  auto session = NewSession();
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE((*session)->Create(graph).ok());
-  std::vector<Tensor> out;
-  ASSERT_TRUE((*session)->Run({}, {}, pipeline.init_ops, &out).ok());
-  auto where = training::RestoreInputPosition(session->get(), pipeline, 2);
+  InitializedPipeline built(TfRecordInput({good, bad}, false, 0));
+  ASSERT_NE(built.session, nullptr);
+  auto where = built.RestoreTo(2);
   ASSERT_FALSE(where.ok());
   EXPECT_TRUE(absl::StrContains(where.status().message(), bad)) << where.status();
-  session->reset();
-  Session::Reset({""});
 }
 
 }  // namespace

@@ -95,11 +95,9 @@ class ClusterRuntime {
   int shutdown_exit_code() const;
   // Whether the chief said stop; waits up to `timeout` for it.
   bool WaitForShutdown(absl::Duration timeout) { return shutdown_.WaitForNotificationWithTimeout(timeout); }
-  // The chief's: what its Shutdown calls tell the other tasks as it exits.
-  void set_exit(std::string reason, int exit_code) {
-    exit_reason_ = std::move(reason);
-    exit_code_ = exit_code;
-  }
+  // The chief's: what its Shutdown calls tell the other tasks as it exits
+  // (RunTrainer sets the code, the one the chief exits with).
+  void set_exit_reason(std::string reason) { exit_reason_ = std::move(reason); }
   void set_exit_code(int exit_code) { exit_code_ = exit_code; }
   // Health checks (a replicated run's workers): every `interval`, GetStatus
   // to every other task at once; peers_alive() is how many answered the last

@@ -332,11 +332,12 @@ void ClusterRun::ReapExited() {
     bool by_itself;  // exit() rather than a signal
   };
   std::vector<Exit> exited;
-  auto reap = [&exited](Task* task, int options) {
+  // Reaps `task` if it has exited; false if it still runs.
+  auto reap = [&exited](Task* task) {
     int status = 0;
     pid_t pid;
     do {
-      pid = waitpid(task->pid, &status, options);
+      pid = waitpid(task->pid, &status, WNOHANG);
     } while (pid < 0 && errno == EINTR);
     if (pid == task->pid) {
       exited.push_back({task, ExitCodeOf(status), WIFEXITED(status) != 0});
@@ -345,7 +346,7 @@ void ClusterRun::ReapExited() {
     }
     return pid != 0;
   };
-  for (Task* task : Running()) reap(task, WNOHANG);
+  for (Task* task : Running()) reap(task);
   auto found = [&exited](const Task* task) {
     return std::find_if(exited.begin(), exited.end(), [task](const Exit& e) { return e.task == task; });
   };
@@ -359,7 +360,7 @@ void ClusterRun::ReapExited() {
   });
   if (echo_possible && chief_->running && found(chief_) == exited.end()) {
     const Clock::time_point until = After(kChiefExitWait);
-    while (!reap(chief_, WNOHANG) && Clock::now() < until) {
+    while (!reap(chief_) && Clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }

@@ -435,7 +435,7 @@ int RecoverOrGiveUp(const absl::Status& why, bool chief, const config::Cluster& 
     err << "\nerror: " << why.message() << "\nerror: giving up after " << most
         << " recoveries (cluster.max_recoveries); run the same command again to resume\n";
     if (cluster != nullptr && chief) {
-      cluster->set_exit(absl::StrCat("the chief gave up after ", most, " recoveries: ", why.message()), kExitRetryable);
+      cluster->set_exit_reason(absl::StrCat("the chief gave up after ", most, " recoveries: ", why.message()));
     }
     return kExitRetryable;
   }
@@ -466,10 +466,7 @@ int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::
     served = std::move(m).value();
     served->SetRecoveries(RecoveriesSoFar());
     g_metrics_port_served = served->port();
-    out << "metrics: http://" << options.bind_address << ":" << served->port() << "/metrics"
-        << (options.port != 0 && served->port() != options.port ? absl::StrCat(" (port ", options.port, " is taken)")
-                                                                  : "")
-        << "\n";
+    out << "metrics: " << served->Url(options.bind_address) << "\n";
     out.flush();
   }
   auto runtime = ClusterRuntime::Start(options, err);
@@ -875,11 +872,9 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
     if (absl::IsCancelled(cluster_devices_or.status())) return kExitPreempted;
     if (!cluster_devices_or.ok()) {
       err << "error: " << cluster_devices_or.status().message() << "\n";
-      const int code = absl::IsFailedPrecondition(cluster_devices_or.status())
-                           ? kExitBadConfig
-                           : ExitCodeForStatus(cluster_devices_or.status());
-      cluster->set_exit(absl::StrCat("the chief could not start: ", cluster_devices_or.status().message()), code);
-      return code;
+      cluster->set_exit_reason(absl::StrCat("the chief could not start: ", cluster_devices_or.status().message()));
+      return absl::IsFailedPrecondition(cluster_devices_or.status()) ? kExitBadConfig
+                                                                     : ExitCodeForStatus(cluster_devices_or.status());
     }
     out << "every task answered: " << cluster_devices_or->size() << " devices\n";
     if (replicated) {
@@ -1152,36 +1147,30 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
     return RecoverOrGiveUp(chief_lost.empty() ? end.status : absl::UnavailableError(chief_lost), chief, e.cluster(),
                            cluster.get(), err);
   }
-  int code;
+  if (cluster != nullptr && chief) {
+    cluster->set_exit_reason(end.preempted()    ? "the chief was stopped by a signal"
+                             : end.status.ok() ? "the chief finished training"
+                                               : absl::StrCat("the chief failed: ", end.status.message()));
+  }
   switch (end.reason) {
     case training::LoopStop::kBeginFailed:
       err << "error: " << end.status.message() << "\n";
-      code = ExitCodeForStatus(end.status);
-      break;
+      return ExitCodeForStatus(end.status);
     case training::LoopStop::kStepFailed: {
       // A step that fails because its input failed says why with the input's error.
       const absl::Status input_error = inputs.status();
       const absl::Status& why = input_error.ok() ? end.status : input_error;
       err << "\nerror at step " << end.step << ": " << why.message() << "\n";
-      code = ExitCodeForStatus(why);
-      break;
+      return ExitCodeForStatus(why);
     }
     case training::LoopStop::kAfterStepFailed:
       err << "\nerror: " << end.status.message() << "\n";
-      code = ExitCodeForStatus(end.status);
-      break;
+      return ExitCodeForStatus(end.status);
     default:
-      // Failures at the end (final checkpoint, final evaluation) were printed by their hooks.
-      code = end.preempted() ? kExitPreempted : ExitCodeForStatus(end.status);
+      break;
   }
-  if (cluster != nullptr && chief) {
-    // The other tasks exit with the chief's code: a scheduler sees the run's outcome on each.
-    cluster->set_exit(end.preempted()    ? "the chief was stopped by a signal"
-                      : end.status.ok() ? "the chief finished training"
-                                        : absl::StrCat("the chief failed: ", end.status.message()),
-                      code);
-  }
-  return code;
+  // Failures at the end (final checkpoint, final evaluation) were printed by their hooks.
+  return end.preempted() ? kExitPreempted : ExitCodeForStatus(end.status);
 }
 
 }  // namespace

@@ -56,9 +56,7 @@ absl::Status MetricsHook::Begin(Session* session, const LoopStart& start) {
   metrics_->SetRecoveries(options_.recoveries);
   if (options_.metrics.serve) {
     const std::string host = options_.metrics.bind_address == "0.0.0.0" ? "127.0.0.1" : options_.metrics.bind_address;
-    const int asked = options_.metrics.port;
-    *out_ << "metrics: http://" << host << ":" << metrics_->port() << "/metrics"
-          << (asked != 0 && metrics_->port() != asked ? absl::StrCat(" (port ", asked, " is taken)") : "") << "\n";
+    *out_ << "metrics: " << metrics_->Url(host) << "\n";
     out_->flush();
   }
   return absl::OkStatus();

@@ -79,4 +79,24 @@ fi
 grep -q "^warning: the training batch size changed from 64 to 32: the input resumes at the restored step x 32 examples" \
   "$SCRATCH/batch.log" || fail "no warning of the batch size's change: $(grep -i batch "$SCRATCH/batch.log")"
 grep -q "^input restored to example $((STEPS * 32)) " "$SCRATCH/batch.log" || fail "not restored at step x 32: $(grep '^input' "$SCRATCH/batch.log")"
+
+# Training files changed between the runs (one grown, one new to the glob):
+# the resume names each and says the position is counted over the files as
+# they are now; the next resume, over the same files, says nothing of them.
+shard0=$(ls "$SCRATCH"/rec/t10k-*.tfrecord | head -1)
+cp "$shard0" "$SCRATCH/rec/t10k-99999-of-99999.tfrecord"
+size0=$(stat -c %s "$shard0")
+cat "$shard0" "$shard0" > "$SCRATCH/doubled" && mv "$SCRATCH/doubled" "$shard0"  # whole records appended
+"$TRAIN" "$SCRATCH/tfr.pbtxt" --run_dir "$SCRATCH/stopped_in_order" --allow-drift --set train.steps=$((STEPS + 20)) \
+  --set input.train.batch_size=32 > "$SCRATCH/changed.log" 2>&1 || fail "resume over changed files failed: $(tail -3 "$SCRATCH/changed.log")"
+grep -q "^warning: the training files changed since the last run in this directory" "$SCRATCH/changed.log" \
+  || fail "no warning of the changed files: $(head -20 "$SCRATCH/changed.log")"
+grep -q "^  $shard0: $((2 * size0)) bytes, was $size0\$" "$SCRATCH/changed.log" \
+  || fail "the grown file is not named: $(grep -A4 '^warning: the training files' "$SCRATCH/changed.log")"
+grep -q "^  $SCRATCH/rec/t10k-99999-of-99999.tfrecord: new\$" "$SCRATCH/changed.log" \
+  || fail "the new file is not named: $(grep -A4 '^warning: the training files' "$SCRATCH/changed.log")"
+echo "changed files: $(grep -A3 '^warning: the training files' "$SCRATCH/changed.log" | tr '\n' ' ')"
+"$TRAIN" "$SCRATCH/tfr.pbtxt" --run_dir "$SCRATCH/stopped_in_order" --allow-drift --set train.steps=$((STEPS + 30)) \
+  --set input.train.batch_size=32 > "$SCRATCH/unchanged.log" 2>&1 || fail "resume failed: $(tail -3 "$SCRATCH/unchanged.log")"
+if grep -q "training files changed" "$SCRATCH/unchanged.log"; then fail "warned of files that did not change since the last run"; fi
 echo PASS

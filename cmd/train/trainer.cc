@@ -1069,7 +1069,9 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   models::InputPipeline train_input = tg.train_input;
   // An async replica's share of the global steps is an estimate: so is its input position.
   if (replicated && !replica_options.sync) train_input.exact_order = false;
-  training::InputHook inputs({train_input, tg.eval_input, input_per_step}, &out);
+  // The chief keeps the training files' sizes in the run directory: a resume warns about those changed.
+  training::InputHook inputs({train_input, tg.eval_input, input_per_step, chief ? JoinPath(run_dir, "input_files.txt") : ""},
+                             &out);
   std::vector<training::TrainingHook*> hooks;
   std::unique_ptr<ChiefStopHook> chief_stop;
   if (chief) {

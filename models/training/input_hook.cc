@@ -1,10 +1,13 @@
 // InputHook (see input_hook.h).
 #include "models/training/input_hook.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "engine/platform/env.h"
 #include "inputs/file_order.h"
 #include "inputs/reader_state.pb.h"
+#include "models/training/input_files.h"
 
 namespace sluice {
 namespace training {
@@ -99,6 +102,16 @@ absl::StatusOr<std::string> RestoreFileSource(Session* session, const models::Re
   return absl::StrCat(" at epoch ", epoch, ", record ", record, " of ", file);
 }
 
+// The files the training readers read: a file source's, or each reader's own.
+std::vector<std::string> TrainingFiles(const models::InputPipeline& input) {
+  if (input.file_source.has_value()) return input.file_source->files;
+  std::vector<std::string> files;
+  for (const models::RestorableReader& r : input.readers) {
+    if (std::find(files.begin(), files.end(), r.file) == files.end()) files.push_back(r.file);
+  }
+  return files;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> RestoreInputPosition(Session* session, const models::InputPipeline& input,
@@ -120,6 +133,7 @@ absl::Status InputHook::Begin(Session* session, const LoopStart& start) {
     absl::Status s = session->Run({}, {}, init, &unused);
     if (!s.ok()) return WithContext(s, "initializing the input pipeline: ");
   }
+  if (!options_.files_record.empty()) CheckAndRecordInputFiles(start);
   if (start.step > 0) {
     const int64_t consumed = start.step * options_.examples_per_step;
     auto where = RestoreInputPosition(session, options_.train, consumed);
@@ -146,6 +160,25 @@ absl::Status InputHook::Begin(Session* session, const LoopStart& start) {
     runners_.push_back(std::move(runner).value());
   }
   return absl::OkStatus();
+}
+
+void InputHook::CheckAndRecordInputFiles(const LoopStart& start) {
+  Env* env = Env::Default();
+  const std::string now = DescribeInputFiles(env, TrainingFiles(options_.train));
+  if (start.resumed && start.step > 0) {
+    constexpr uint64_t kMaxRecordBytes = 64 << 20;
+    auto before = ReadRegularFile(env, options_.files_record, kMaxRecordBytes);
+    const std::vector<std::string> changes = before.ok() ? InputFileChanges(*before, now) : std::vector<std::string>();
+    if (!changes.empty()) {
+      *out_ << "warning: the training files changed since the last run in this directory (" << options_.files_record
+            << "):\n";
+      for (const std::string& change : changes) *out_ << "  " << change << "\n";
+      *out_ << "  the input resumes at example " << start.step * options_.examples_per_step
+            << " of the files as they are now, which is not where that run stopped reading\n";
+    }
+  }
+  absl::Status written = WriteFileAtomically(env, options_.files_record, now);
+  if (!written.ok()) *out_ << "warning: cannot record the training files: " << written.message() << "\n";
 }
 
 void InputHook::Stop() {

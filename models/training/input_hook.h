@@ -7,6 +7,9 @@
 // order) at epoch P, record R of FILE". With an in-order pipeline (exact_order) a resumed run
 // then sees exactly the examples the uninterrupted one would; otherwise the examples that sat
 // in the shuffle queue at the checkpoint are read again (none is skipped).
+// With a files record (the chief's <run_dir>/input_files.txt, input_files.h),
+// Begin also warns, on a resume, about each training file that changed since
+// the record was written, and writes the record anew.
 //
 // Ownership: borrows `out`; owns the runners and the coordinator.
 // Thread safety: the loop's thread only; the runners' threads call Session::Run.
@@ -16,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "inputs/queue_runner.h"
@@ -40,6 +44,9 @@ struct InputHookOptions {
   // Examples of this pipeline per global step: the training batch size (a
   // replica of an async run: its share, batch / workers).
   int64_t examples_per_step = 0;
+  // Where the training files' names and sizes are kept between runs (the
+  // chief's <run_dir>/input_files.txt); empty: nowhere.
+  std::string files_record;
 };
 
 class InputHook : public TrainingHook {
@@ -64,6 +71,9 @@ class InputHook : public TrainingHook {
 
  private:
   void Stop();
+  // Warns (on a resume) about the training files that changed since the
+  // record was written, and writes it anew. Never fails the run.
+  void CheckAndRecordInputFiles(const LoopStart& start);
 
   const InputHookOptions options_;
   std::ostream* const out_;

@@ -9,6 +9,8 @@
 #include "gtest/gtest.h"
 #include "inputs/reader_state.pb.h"
 #include "models/training/fake_session.h"
+#include "engine/platform/env.h"
+#include "engine/platform/test_dirs.h"
 
 namespace sluice {
 namespace training {
@@ -125,6 +127,37 @@ TEST_F(InputHookTest, AShardedReaderIsPutAtItsShardsPositionInTheFile) {
   ASSERT_TRUE(state.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
   EXPECT_EQ(state.work_started(), 2);
   EXPECT_EQ(state.position(), 60);
+}
+
+// The files record: a fresh run writes it; a resume over a grown file warns
+// and writes it anew; a resume over the same files says nothing of them.
+TEST_F(InputHookTest, AResumeWarnsAboutTrainingFilesChangedSinceTheLastRun) {
+  const std::string dir = FreshTestDir("input_files");
+  Env* env = Env::Default();
+  const std::string data = dir + "/train.idx";
+  ASSERT_TRUE(WriteStringToFile(env, data, "1234").ok());
+  InputHookOptions o = Options();
+  o.train.readers[0].file = data;
+  o.files_record = dir + "/input_files.txt";
+  auto begin = [&](int64_t step) {
+    out_.str("");
+    InputHook hook(o, &out_);
+    LoopStart start;
+    start.step = step;
+    start.resumed = step > 0;
+    EXPECT_TRUE(hook.Begin(&session_, start).ok());
+    hook.Close(LoopEnd());
+    return out_.str();
+  };
+  EXPECT_EQ(begin(0), "");
+  EXPECT_EQ(ReadFileToString(env, o.files_record).value(), "4 " + data + "\n");
+  EXPECT_EQ(begin(2), "input restored to example 80 (exact order)\n");
+  ASSERT_TRUE(WriteStringToFile(env, data, "123456").ok());
+  EXPECT_EQ(begin(2), "warning: the training files changed since the last run in this directory (" + o.files_record +
+                          "):\n  " + data + ": 6 bytes, was 4\n  the input resumes at example 80 of the files as they "
+                          "are now, which is not where that run stopped reading\n"
+                          "input restored to example 80 (exact order)\n");
+  EXPECT_EQ(begin(3), "input restored to example 120 (exact order)\n");
 }
 
 TEST_F(InputHookTest, ARunnerErrorBecomesThePipelinesStatus) {

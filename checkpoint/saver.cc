@@ -16,6 +16,11 @@ namespace sluice {
 namespace checkpoint {
 namespace {
 
+// A save's error, naming the step whose checkpoint it cost.
+absl::Status NotWritten(int64_t step, const absl::Status& why) {
+  return absl::Status(why.code(), absl::StrCat("the checkpoint of step ", step, " was not written: ", why.message()));
+}
+
 std::string ShapeAndSliceSpec(const SaveableVariable& v) {
   std::vector<std::string> parts;
   for (int64_t d : v.full_shape.dim_sizes()) parts.push_back(absl::StrCat(d));
@@ -213,7 +218,7 @@ absl::Status Saver::Save(Session* session, int64_t step) {
   std::vector<std::string> fetches;
   for (size_t i = 0; i < variables_.size(); ++i) fetches.push_back(SnapshotNode(options_.scope, i));
   std::vector<Tensor> values;
-  SLUICE_RETURN_IF_ERROR(session->Run({}, fetches, {}, &values));
+  if (absl::Status snap = session->Run({}, fetches, {}, &values); !snap.ok()) return NotWritten(step, snap);
   std::vector<SaveEntry> entries(variables_.size());
   for (size_t i = 0; i < variables_.size(); ++i) {
     entries[i].full_name = variables_[i].name;
@@ -221,15 +226,20 @@ absl::Status Saver::Save(Session* session, int64_t step) {
     entries[i].slice_spec = variables_[i].slice_spec;
     entries[i].full_shape = variables_[i].full_shape;
   }
-  // One write at a time: the previous one must finish first.
+  // One write at a time: the previous one must finish first (a failure of it
+  // names its own step, so that nobody reads it as this step's).
   absl::Status previous = Wait();
   const double now = Now();
   last_save_step_ = step;
   last_save_time_ = now;
   if (!options_.background) {
     SLUICE_RETURN_IF_ERROR(previous);
-    return Commit(step, now, std::move(entries));
+    absl::Status committed = Commit(step, now, std::move(entries));
+    if (committed.ok()) return committed;
+    last_save_step_ = -1;  // not saved: a later Save of this step writes it
+    return NotWritten(step, committed);
   }
+  writer_step_ = step;
   writer_ = std::thread([this, step, now, entries = std::move(entries)]() mutable {
     writer_status_ = Commit(step, now, std::move(entries));
   });
@@ -238,10 +248,12 @@ absl::Status Saver::Save(Session* session, int64_t step) {
 
 absl::Status Saver::Wait() {
   if (writer_.joinable()) writer_.join();
-  absl::Status s = writer_status_;
+  const absl::Status s = writer_status_;
   writer_status_ = absl::OkStatus();
-  if (!s.ok()) LOG(ERROR) << "checkpoint write failed: " << s.message();
-  return s;
+  if (s.ok()) return s;
+  // That step is not saved: a later Save of it writes it again.
+  if (last_save_step_ == writer_step_) last_save_step_ = -1;
+  return NotWritten(writer_step_, s);
 }
 
 absl::Status Saver::Commit(int64_t step, double now, std::vector<SaveEntry> entries) {

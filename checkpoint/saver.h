@@ -98,9 +98,13 @@ class Saver {
   // Save(session, step) when ShouldSave(step).
   absl::Status MaybeSave(Session* session, int64_t step);
   // Snapshots now and writes (in the background unless !background). Returns
-  // the snapshot's error, or the error of the previous background write.
+  // the snapshot's (or a foreground write's) error, or the error of the
+  // previous background write (as Wait gives it); each names the step whose
+  // checkpoint it cost: "the checkpoint of step N was not written: ...".
   absl::Status Save(Session* session, int64_t step);
-  // Waits for the pending write; its status (OK if none).
+  // Waits for the pending write; its status (OK if none). A failed write's
+  // error names its step ("the checkpoint of step 1800 was not written: ..."),
+  // and that step counts as not saved: Save(step) writes it again.
   absl::Status Wait();
 
   // Restores every variable from the checkpoint directory `ckpt_dir`.
@@ -125,6 +129,7 @@ class Saver {
   const std::vector<SaveableVariable> variables_;
   std::thread writer_;
   absl::Status writer_status_;  // written by writer_, read after join
+  int64_t writer_step_ = -1;    // the step writer_ writes (or wrote last)
   std::string last_checkpoint_;  // written by writer_, read after join
   int64_t last_save_step_ = -1;
   double last_save_time_ = 0;

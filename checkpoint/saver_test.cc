@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "engine/platform/fault_env.h"
@@ -89,6 +90,37 @@ TEST(Saver, SavesAndRestoresWeightsSlotsAndStep) {
   EXPECT_EQ(Fetch(fresh.get(), "read_w"), "4 5 6");
   EXPECT_EQ(Fetch(fresh.get(), "read_m"), "1.5 1.5 1.5");
   EXPECT_EQ(Fetch(fresh.get(), "read_gs"), "3");
+}
+
+// A background write that fails is reported by the next Save or Wait with
+// its own step (a later step's save must not read as the failed one), and
+// that step counts as not saved: saving it again writes it.
+TEST(Saver, AFailedBackgroundWriteNamesItsStepAndIsNotCountedAsSaved) {
+  Model model("saver_failed_write");
+  FaultEnv env(Env::Default());
+  SaverOptions o;
+  o.run_dir = FreshTestDir("run_failed_write");
+  o.env = &env;
+  auto saver = Saver::Create(o, model.variables);
+  ASSERT_TRUE(saver.ok());
+  auto session = model.NewSessionWith(**saver);
+  RunTarget(session.get(), "init");
+  env.FailSyncs(true);
+  ASSERT_TRUE((*saver)->Save(session.get(), 1).ok());  // the write runs in the background
+  absl::Status reported = (*saver)->Save(session.get(), 2);  // waits for step 1's write first
+  EXPECT_TRUE(absl::IsUnavailable(reported)) << reported;
+  EXPECT_TRUE(absl::StartsWith(reported.message(), "the checkpoint of step 1 was not written: ")) << reported;
+  reported = (*saver)->Wait();
+  EXPECT_TRUE(absl::StartsWith(reported.message(), "the checkpoint of step 2 was not written: ")) << reported;
+  EXPECT_EQ((*saver)->last_checkpoint(), "");
+  // Step 2 was not saved: saving it again writes it.
+  env.FailSyncs(false);
+  ASSERT_TRUE((*saver)->Save(session.get(), 2).ok());
+  ASSERT_TRUE((*saver)->Wait().ok());
+  EXPECT_EQ((*saver)->last_checkpoint(), JoinPath(o.run_dir, "checkpoints/ckpt-2"));
+  auto found = FindLatestValidCheckpoint(Env::Default(), o.run_dir, VerifyLevel::kFull);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->step, 2);
 }
 
 TEST(Saver, FreshRunHasNothingToRestore) {

@@ -14,13 +14,18 @@ absl::Status CheckpointHook::Begin(Session* session, const LoopStart& start) {
 absl::Status CheckpointHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
   if (!saver_->ShouldSave(step.previous_step, step.step)) return absl::OkStatus();
   for (CheckpointListener* l : listeners_) l->BeforeSave(step.step, /*final=*/false);
+  // The error names its step: this one's, or an earlier background write's.
   absl::Status s = saver_->Save(session_, step.step);
-  if (!s.ok()) *err_ << "\nwarning: checkpoint at step " << step.step << " failed: " << s.message() << "\n";
+  if (!s.ok()) *err_ << "\nwarning: " << s.message() << "\n";
   return absl::OkStatus();
 }
 
 absl::Status CheckpointHook::End(Session* session, const LoopEnd& end) {
   for (CheckpointListener* l : listeners_) l->BeforeSave(end.step, /*final=*/true);
+  // A periodic save still being written: its failure is a warning (the final
+  // save below stands for it), and a failed write of this very step is
+  // written again.
+  if (absl::Status pending = saver_->Wait(); !pending.ok()) *err_ << "\nwarning: " << pending.message() << "\n";
   // Nothing to save when no step ran since the restore.
   absl::Status s = end.steps_run > 0 ? saver_->Save(session, end.step) : absl::OkStatus();
   if (s.ok()) s = saver_->Wait();

@@ -51,7 +51,10 @@ class CheckpointHookTest : public ::testing::Test {
         if (f == "loss") {
           out->push_back(Tensor::Scalar<float>(0.5f));
         } else {
-          if (fail_snapshots_) return absl::UnavailableError("snapshot lost");
+          if (snapshots_to_fail_ > 0) {
+            --snapshots_to_fail_;
+            return absl::UnavailableError("snapshot lost");
+          }
           Tensor t(DT_FLOAT, TensorShape({2}));
           t.flat<float>()(0) = 1;
           t.flat<float>()(1) = 2;
@@ -77,7 +80,7 @@ class CheckpointHookTest : public ::testing::Test {
   FakeSession session_;
   std::string run_dir_;
   std::unique_ptr<checkpoint::Saver> saver_;
-  bool fail_snapshots_ = false;
+  int snapshots_to_fail_ = 0;  // the next this many snapshots fail
   std::ostringstream out_, err_;
 };
 
@@ -108,17 +111,31 @@ TEST_F(CheckpointHookTest, NoStepNoNewCheckpointAndTheReportSaysSo) {
 }
 
 TEST_F(CheckpointHookTest, APeriodicFailureIsAWarningAndTheFinalOneFailsTheRun) {
-  fail_snapshots_ = true;
+  snapshots_to_fail_ = 1000;
   RecordingListener listener;
   CheckpointHook hook(saver_.get(), {&listener}, &out_, &err_);
   LoopEnd end = RunSteps(0, 3, &hook);
   EXPECT_EQ(end.steps_run, 3);  // training went on after the failed save at step 2
-  EXPECT_TRUE(absl::StrContains(err_.str(), "\nwarning: checkpoint at step 2 failed: snapshot lost\n")) << err_.str();
-  EXPECT_TRUE(absl::StrContains(err_.str(), "error: final checkpoint: snapshot lost\n")) << err_.str();
+  EXPECT_TRUE(absl::StrContains(err_.str(), "\nwarning: the checkpoint of step 2 was not written: snapshot lost\n"))
+      << err_.str();
+  EXPECT_TRUE(absl::StrContains(err_.str(), "error: final checkpoint: the checkpoint of step 3 was not written: snapshot lost\n"))
+      << err_.str();
   EXPECT_TRUE(absl::IsUnavailable(end.status)) << end.status;
   EXPECT_FALSE(end.succeeded());
   EXPECT_EQ(out_.str(), "");
   EXPECT_EQ(listener.events, (std::vector<std::string>{"before 2", "before 3 final"}));
+}
+
+// A periodic save that failed at the last step does not count as that step's
+// checkpoint: the final save writes it, and the run succeeds.
+TEST_F(CheckpointHookTest, APeriodicSaveThatFailedAtTheLastStepIsWrittenAgainAtTheEnd) {
+  snapshots_to_fail_ = 1;  // the save at step 2
+  CheckpointHook hook(saver_.get(), {}, &out_, &err_);
+  LoopEnd end = RunSteps(0, 2, &hook);
+  EXPECT_TRUE(end.succeeded()) << end.status;
+  EXPECT_EQ(err_.str(), "\nwarning: the checkpoint of step 2 was not written: snapshot lost\n");
+  EXPECT_TRUE(IsDir(Ckpt(2)));
+  EXPECT_EQ(out_.str(), absl::StrCat("saved ", Ckpt(2), "\n"));
 }
 
 TEST_F(CheckpointHookTest, APreemptedRunStillSavesItsLastStep) {

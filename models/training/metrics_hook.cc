@@ -105,12 +105,23 @@ absl::Status MetricsHook::AfterStep(const StepInfo& step, const StepResult& resu
   return absl::OkStatus();
 }
 
-void MetricsHook::PollCheckpoint(int64_t step) {
-  if (!metrics_ || pending_save_step_ < 0 || pending_save_step_ == step) return;
+bool MetricsHook::CheckpointWritten(int64_t step) const {
   // The saver renames ckpt-<step>.tmp to ckpt-<step> when the write is complete.
-  const std::string dir = absl::StrCat(checkpoint::CheckpointsDir(options_.run_dir), "/",
-                                       checkpoint::CheckpointDirName(pending_save_step_));
-  if (!Env::Default()->IsDirectory(dir)) return;
+  return Env::Default()->IsDirectory(absl::StrCat(checkpoint::CheckpointsDir(options_.run_dir), "/",
+                                                  checkpoint::CheckpointDirName(step)));
+}
+
+void MetricsHook::PollCheckpoint(int64_t step) {
+  if (!metrics_) return;
+  if (joined_save_step_ >= 0 && joined_save_step_ != step) {
+    // Its write is over: written, or failed (then it never counts).
+    if (CheckpointWritten(joined_save_step_)) {
+      const absl::Time now = absl::Now();
+      metrics_->OnCheckpointSaved(absl::ToDoubleSeconds(now - joined_save_start_), now);
+    }
+    joined_save_step_ = -1;
+  }
+  if (pending_save_step_ < 0 || pending_save_step_ == step || !CheckpointWritten(pending_save_step_)) return;
   const absl::Time now = absl::Now();
   metrics_->OnCheckpointSaved(absl::ToDoubleSeconds(now - pending_save_start_), now);
   pending_save_step_ = -1;
@@ -119,8 +130,12 @@ void MetricsHook::PollCheckpoint(int64_t step) {
 void MetricsHook::BeforeSave(int64_t step, bool final) {
   if (!metrics_) return;
   PollCheckpoint(step);
-  // A periodic save still in flight is joined by the final save.
-  if (pending_save_step_ >= 0 && !final) return;
+  // A save still in flight (or one whose write failed) is joined by this
+  // one's start; a final save's own timing stands for it.
+  if (pending_save_step_ >= 0 && !final) {
+    joined_save_step_ = pending_save_step_;
+    joined_save_start_ = pending_save_start_;
+  }
   pending_save_step_ = step;
   pending_save_start_ = absl::Now();
 }

@@ -78,6 +78,7 @@ class MetricsHook : public TrainingHook, public CheckpointListener {
       : options_(options), out_(out), err_(err) {}
   // Records the pending periodic save if its directory appeared (not at its own step).
   void PollCheckpoint(int64_t step);
+  bool CheckpointWritten(int64_t step) const;
 
   const MetricsHookOptions options_;
   std::ostream* const out_;
@@ -89,6 +90,11 @@ class MetricsHook : public TrainingHook, public CheckpointListener {
   // A save in flight: its step (-1: none) and when it started.
   int64_t pending_save_step_ = -1;
   absl::Time pending_save_start_;
+  // The periodic save that was in flight when the next began: the next
+  // save's start joined its write, so the next poll finds it written or
+  // failed for good (-1: none).
+  int64_t joined_save_step_ = -1;
+  absl::Time joined_save_start_;
 };
 
 }  // namespace training

@@ -132,6 +132,43 @@ TEST_F(MetricsHookTest, APeriodicSaveIsTimedWhenItsDirectoryAppearsAndTheFinalOn
   EXPECT_GT(Sample(hook->metrics()->Scrape(), "sluice_checkpoint_last_success_timestamp_seconds"), 1.6e9);
 }
 
+// A periodic save whose write failed (its directory never appears) does not
+// keep the later saves from being counted.
+TEST_F(MetricsHookTest, AFailedPeriodicSaveDoesNotHideTheNextOnes) {
+  auto hook = NewHook();
+  LoopStart start;
+  start.last_step = 10;
+  ASSERT_TRUE(hook->Begin(&session_, start).ok());
+  StepResult result;
+  StepInfo info;
+  auto saves = [&] { return Sample(hook->metrics()->Scrape(), "sluice_checkpoint_save_duration_seconds_count"); };
+  auto step = [&](int64_t s) {
+    info.step = s;
+    ASSERT_TRUE(hook->AfterStep(info, result, nullptr).ok());
+  };
+  auto written = [&](int64_t s) {
+    ASSERT_TRUE(Env::Default()->CreateDirs(JoinPath(checkpoint::CheckpointsDir(run_dir_), checkpoint::CheckpointDirName(s))).ok());
+  };
+  hook->BeforeSave(2, /*final=*/false);  // never written
+  step(2);
+  step(3);
+  hook->BeforeSave(4, /*final=*/false);
+  step(4);
+  written(4);
+  step(5);
+  EXPECT_EQ(saves(), 1);
+  // One in flight when the next starts, written meanwhile: both count.
+  hook->BeforeSave(6, /*final=*/false);
+  step(6);
+  hook->BeforeSave(8, /*final=*/false);
+  written(6);
+  written(8);
+  step(8);
+  EXPECT_EQ(saves(), 2);
+  step(9);
+  EXPECT_EQ(saves(), 3);
+}
+
 TEST_F(MetricsHookTest, APreemptedRunSetsNoRunGauges) {
   auto hook = NewHook();
   class Preempt : public TrainingHook {

@@ -1,12 +1,23 @@
 // Progress line formatting and the rate window.
 #include "monitoring/progress.h"
 
+#include <atomic>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace sluice {
+namespace {
+
+std::atomic<bool> g_progress_line_open{false};
+
+}  // namespace
+
+void MarkProgressLineOpen() { g_progress_line_open.store(true); }
+
+const char* EndProgressLine() { return g_progress_line_open.exchange(false) ? "\n" : ""; }
+
 std::string FormatBytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

@@ -2,7 +2,8 @@
 //   step 1200/5000 (24.0%) loss 0.4312 lr 0.05 12,345 ex/s 3.1 steps/s ETA 20m26s
 // ProgressTracker keeps a sliding window of recent steps for the rates and the ETA, so a slow
 // first step (graph setup) or a checkpoint pause fades out of the estimate.
-// Ownership: value type. Thread safety: none (the trainer's loop owns it).
+// Ownership: value type. Thread safety: none (the trainer's loop owns it), but for the
+// progress line's flag (below).
 #ifndef SLUICE_MONITORING_PROGRESS_H_
 #define SLUICE_MONITORING_PROGRESS_H_
 
@@ -32,6 +33,15 @@ std::string FormatEta(absl::Duration d);
 std::string FormatThousands(int64_t v);
 // 1536 -> "1.5 KiB" (binary units, one decimal).
 std::string FormatBytes(double bytes);
+
+// A progress line on a terminal ("\r" ... ESC[K, no line break) stays open
+// until something ends it. MarkProgressLineOpen says one is; EndProgressLine
+// gives "\n" (and marks it ended) when one is open, "" otherwise: written
+// before a message that must start a line of its own, so that a log file or a
+// pipe, where no line is left open, gets no blank lines. Thread safety: any
+// thread (one atomic flag for the process).
+void MarkProgressLineOpen();
+const char* EndProgressLine();
 
 class ProgressTracker {
  public:

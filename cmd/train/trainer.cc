@@ -349,7 +349,7 @@ class StuckStepWatchdog {
       if (signalled == absl::InfiniteFuture()) signalled = now;
       if (abandoned_.load() || !in_step_.load() || now - signalled < kGrace) continue;
       abandoned_.store(true);
-      *err << (std::string("\nstop signal: the step still waits ") + absl::FormatDuration(kGrace) +
+      *err << (std::string(EndProgressLine()) + "stop signal: the step still waits " + absl::FormatDuration(kGrace) +
                " later (for a lost peer?); abandoning it and checkpointing the last completed step\n")
            << std::flush;
       cluster->AbortSteps(absl::CancelledError("abandoned after a stop signal"));
@@ -432,14 +432,14 @@ int RecoverOrGiveUp(const absl::Status& why, bool chief, const config::Cluster& 
   const int done = RecoveriesSoFar();
   const int most = cluster_config.max_recoveries() > 0 ? cluster_config.max_recoveries() : 5;
   if (done >= most) {
-    err << "\nerror: " << why.message() << "\nerror: giving up after " << most
+    err << EndProgressLine() << "error: " << why.message() << "\nerror: giving up after " << most
         << " recoveries (cluster.max_recoveries); run the same command again to resume\n";
     if (cluster != nullptr && chief) {
       cluster->set_exit_reason(absl::StrCat("the chief gave up after ", most, " recoveries: ", why.message()));
     }
     return kExitRetryable;
   }
-  err << "\nlost a peer: " << why.message() << "\nrecovering (" << done + 1 << " of " << most
+  err << EndProgressLine() << "lost a peer: " << why.message() << "\nrecovering (" << done + 1 << " of " << most
       << "): restarting this task; "
       << (chief ? "it resumes from the newest checkpoint" : "it rejoins once the chief has restored the variables")
       << "\n";
@@ -1061,7 +1061,6 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   }
   eval_options.every_steps = e.train().eval_every_steps();
   eval_options.results_file = run_dir + "/eval.txt";
-  eval_options.tty = tty;
   training::EvalHook eval(eval_options, {monitoring->summaries.get()}, &out, &err);
   // An async replica consumes about its share of the global steps.
   const int64_t input_per_step = replicated && !replica_options.sync ? std::max<int64_t>(1, batch / replica_options.num_replicas)
@@ -1125,7 +1124,7 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
     if (stopped_by_chief && !end.preempted()) {
       // The run's outcome: 0 done, 143 stopped by a signal (resume later), else failed.
       const int code = cluster->shutdown_exit_code();
-      out << "\nstopped by the chief at step " << end.step << ": " << cluster->shutdown_reason()
+      out << EndProgressLine() << "stopped by the chief at step " << end.step << ": " << cluster->shutdown_reason()
           << (code != 0 ? absl::StrCat(" (exit ", code, ")") : "") << "\n";
       return code;
     }
@@ -1162,11 +1161,11 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
       // A step that fails because its input failed says why with the input's error.
       const absl::Status input_error = inputs.status();
       const absl::Status& why = input_error.ok() ? end.status : input_error;
-      err << "\nerror at step " << end.step << ": " << why.message() << "\n";
+      err << EndProgressLine() << "error at step " << end.step << ": " << why.message() << "\n";
       return ExitCodeForStatus(why);
     }
     case training::LoopStop::kAfterStepFailed:
-      err << "\nerror: " << end.status.message() << "\n";
+      err << EndProgressLine() << "error: " << end.status.message() << "\n";
       return ExitCodeForStatus(end.status);
     default:
       break;

@@ -2,6 +2,7 @@
 #include "models/training/checkpoint_hook.h"
 
 #include "absl/strings/str_cat.h"
+#include "monitoring/progress.h"
 
 namespace sluice {
 namespace training {
@@ -16,7 +17,7 @@ absl::Status CheckpointHook::AfterStep(const StepInfo& step, const StepResult& r
   for (CheckpointListener* l : listeners_) l->BeforeSave(step.step, /*final=*/false);
   // The error names its step: this one's, or an earlier background write's.
   absl::Status s = saver_->Save(session_, step.step);
-  if (!s.ok()) *err_ << "\nwarning: " << s.message() << "\n";
+  if (!s.ok()) *err_ << EndProgressLine() << "warning: " << s.message() << "\n";
   return absl::OkStatus();
 }
 
@@ -25,12 +26,12 @@ absl::Status CheckpointHook::End(Session* session, const LoopEnd& end) {
   // A periodic save still being written: its failure is a warning (the final
   // save below stands for it), and a failed write of this very step is
   // written again.
-  if (absl::Status pending = saver_->Wait(); !pending.ok()) *err_ << "\nwarning: " << pending.message() << "\n";
+  if (absl::Status pending = saver_->Wait(); !pending.ok()) *err_ << EndProgressLine() << "warning: " << pending.message() << "\n";
   // Nothing to save when no step ran since the restore.
   absl::Status s = end.steps_run > 0 ? saver_->Save(session, end.step) : absl::OkStatus();
   if (s.ok()) s = saver_->Wait();
   if (!s.ok()) {
-    *err_ << "error: final checkpoint: " << s.message() << "\n";
+    *err_ << EndProgressLine() << "error: final checkpoint: " << s.message() << "\n";
     return absl::Status(s.code(), absl::StrCat("final checkpoint: ", s.message()));
   }
   for (CheckpointListener* l : listeners_) l->AfterFinalSave(end.step);

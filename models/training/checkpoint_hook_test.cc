@@ -116,7 +116,7 @@ TEST_F(CheckpointHookTest, APeriodicFailureIsAWarningAndTheFinalOneFailsTheRun) 
   CheckpointHook hook(saver_.get(), {&listener}, &out_, &err_);
   LoopEnd end = RunSteps(0, 3, &hook);
   EXPECT_EQ(end.steps_run, 3);  // training went on after the failed save at step 2
-  EXPECT_TRUE(absl::StrContains(err_.str(), "\nwarning: the checkpoint of step 2 was not written: snapshot lost\n"))
+  EXPECT_TRUE(absl::StrContains(err_.str(), "warning: the checkpoint of step 2 was not written: snapshot lost\n"))
       << err_.str();
   EXPECT_TRUE(absl::StrContains(err_.str(), "error: final checkpoint: the checkpoint of step 3 was not written: snapshot lost\n"))
       << err_.str();
@@ -133,7 +133,7 @@ TEST_F(CheckpointHookTest, APeriodicSaveThatFailedAtTheLastStepIsWrittenAgainAtT
   CheckpointHook hook(saver_.get(), {}, &out_, &err_);
   LoopEnd end = RunSteps(0, 2, &hook);
   EXPECT_TRUE(end.succeeded()) << end.status;
-  EXPECT_EQ(err_.str(), "\nwarning: the checkpoint of step 2 was not written: snapshot lost\n");
+  EXPECT_EQ(err_.str(), "warning: the checkpoint of step 2 was not written: snapshot lost\n");
   EXPECT_TRUE(IsDir(Ckpt(2)));
   EXPECT_EQ(out_.str(), absl::StrCat("saved ", Ckpt(2), "\n"));
 }

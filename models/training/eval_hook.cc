@@ -67,8 +67,7 @@ absl::Status EvalHook::EvaluateAndReport(int64_t step) {
   for (const auto& [name, v] : *values) parts.push_back(absl::StrFormat("%s %.4f", name, v));
   const std::string line = absl::StrCat("eval at step ", step, ": ", absl::StrJoin(parts, " "), " (",
                                         FormatThousands(examples), " examples)");
-  if (options_.tty) *out_ << "\n";
-  *out_ << line << "\n";
+  *out_ << EndProgressLine() << line << "\n";
   out_->flush();
   if (results_ != nullptr) {
     // Flushed at once: a reader (or a crash) sees every finished line.

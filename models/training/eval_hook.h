@@ -44,7 +44,6 @@ struct EvalHookOptions {
   int64_t every_steps = 0;  // 0: only at the end
   std::string results_file;  // appended to; "" for none
   Env* env = Env::Default();  // for the results file
-  bool tty = false;          // the progress line is redrawn in place: start a new line first
   // Also report "perplexity", exp of the (example-weighted mean) loss, after
   // the loss: a model whose one loss is a sampled_softmax (its eval loss is
   // the full softmax cross-entropy).

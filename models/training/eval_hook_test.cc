@@ -14,6 +14,7 @@
 #include "engine/platform/fault_env.h"
 #include "engine/platform/test_dirs.h"
 #include "gtest/gtest.h"
+#include "monitoring/progress.h"
 #include "models/training/fake_session.h"
 #include "models/training/training_loop.h"
 
@@ -105,17 +106,18 @@ TEST_F(EvalHookTest, PerplexityIsExpOfTheMeanLoss) {
   EXPECT_DOUBLE_EQ(listener.calls[0].second[1].second, std::exp(1.8));
 }
 
-TEST_F(EvalHookTest, ResultsAreAppendedAndATerminalGetsANewLineFirst) {
+// An open progress line is ended first; a log (no line open) gets no blank line.
+TEST_F(EvalHookTest, ResultsAreAppendedAndAnOpenProgressLineIsEndedFirst) {
   options_.every_steps = 0;
-  options_.tty = true;
   {
+    MarkProgressLineOpen();
     EvalHook hook(options_, {}, &out_, &err_);
     RunSteps(5, {&hook});
   }
   EvalHook again(options_, {}, &out_, &err_);
   RunSteps(5, {&again});
   EXPECT_EQ(out_.str(), "\neval at step 5: loss 1.8000 accuracy 0.5000 (250 examples)\n"
-                        "\neval at step 5: loss 1.8000 accuracy 0.5000 (250 examples)\n");
+                        "eval at step 5: loss 1.8000 accuracy 0.5000 (250 examples)\n");
   std::ifstream f(results_);
   std::stringstream written;
   written << f.rdbuf();

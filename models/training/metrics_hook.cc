@@ -8,6 +8,7 @@
 #include "checkpoint/store_format.h"
 #include "engine/framework/device.h"
 #include "engine/platform/env.h"
+#include "monitoring/progress.h"
 
 namespace sluice {
 namespace training {
@@ -163,7 +164,7 @@ void MetricsHook::Close(const LoopEnd& end) {
   if (s.ok()) {
     *out_ << "metrics: pushed to " << options_.pushgateway_url << "\n";
   } else {
-    *err_ << "\nwarning: pushing metrics to " << options_.pushgateway_url << ": " << s.message() << "\n";
+    *err_ << EndProgressLine() << "warning: pushing metrics to " << options_.pushgateway_url << ": " << s.message() << "\n";
   }
   out_->flush();
 }

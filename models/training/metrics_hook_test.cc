@@ -199,7 +199,7 @@ TEST_F(MetricsHookTest, AnUnreachablePushgatewayIsAWarning) {
   auto hook = NewHook();
   LoopEnd end = RunSteps(1, {hook.get()});
   EXPECT_TRUE(end.succeeded());
-  EXPECT_TRUE(absl::StartsWith(err_.str(), "\nwarning: pushing metrics to http://127.0.0.1:1: ")) << err_.str();
+  EXPECT_TRUE(absl::StartsWith(err_.str(), "warning: pushing metrics to http://127.0.0.1:1: ")) << err_.str();
 }
 
 TEST_F(MetricsHookTest, ABadPushgatewayUrlIsRejectedByCreate) {

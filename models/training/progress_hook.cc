@@ -19,26 +19,27 @@ absl::Status ProgressHook::AfterStep(const StepInfo& step, const StepResult& res
   if (step.step <= step.previous_step) {
     // Async replicas: the chief restarted and restored an older checkpoint;
     // the global steps since are trained again.
-    *out_ << (options_.tty ? "\n" : "") << "warning: the global step went back from " << step.previous_step << " to "
+    *out_ << EndProgressLine() << "warning: the global step went back from " << step.previous_step << " to "
           << step.step << ": the chief restored an older checkpoint, and the steps after it are trained again\n";
   }
   progress_->OnStep(step.step, step.examples, result.loss, step.learning_rate, now);
   step_seconds_ += result.seconds;
   ++steps_;
-  if (options_.print_losses) *out_ << absl::StrFormat("loss at step %d: %.9g\n", step.step, result.loss);
+  if (options_.print_losses) *out_ << EndProgressLine() << absl::StrFormat("loss at step %d: %.9g\n", step.step, result.loss);
   const bool last = step.step >= step.last_step;
   const bool print = options_.tty ? (now - last_print_ > absl::Milliseconds(250) || last)
                                   : (CrossedMultiple(step.previous_step, step.step, options_.log_every_steps) || last);
   if (print) {
     *out_ << (options_.tty ? "\r" : "") << progress_->ToString() << (options_.tty ? "\033[K" : "\n");
     out_->flush();
+    if (options_.tty) MarkProgressLineOpen();
     last_print_ = now;
   }
   return absl::OkStatus();
 }
 
 absl::Status ProgressHook::End(Session* session, const LoopEnd& end) {
-  if (options_.tty) *out_ << "\n";
+  *out_ << EndProgressLine();
   // Full precision, for comparing runs (exact resume, determinism).
   if (end.steps_run > 0) *out_ << absl::StrFormat("last step %d loss %.9g\n", end.step, end.last_loss);
   if (end.reason == LoopStop::kInputEnded) {

@@ -114,7 +114,7 @@ SummaryHook::~SummaryHook() {
 }
 
 void SummaryHook::Warn(const std::string& message) {
-  if (err_ != nullptr) *err_ << "\nwarning: " << message << "\n";
+  if (err_ != nullptr) *err_ << EndProgressLine() << "warning: " << message << "\n";
 }
 
 absl::Status SummaryHook::Begin(Session* session, const LoopStart& start) {

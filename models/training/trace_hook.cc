@@ -12,6 +12,7 @@
 #include "absl/types/span.h"
 #include "engine/platform/env.h"
 #include "monitoring/trace.h"
+#include "monitoring/progress.h"
 
 namespace sluice {
 namespace training {
@@ -37,7 +38,7 @@ absl::StatusOr<StepRange> ParseStepRange(absl::string_view text) {
   return r;
 }
 
-void TraceHook::Warn(const std::string& message) { *err_ << "\nwarning: " << message << "\n"; }
+void TraceHook::Warn(const std::string& message) { *err_ << EndProgressLine() << "warning: " << message << "\n"; }
 
 absl::Status TraceHook::Begin(Session* session, const LoopStart& start) {
   if (options_.steps.empty()) return absl::OkStatus();

@@ -90,7 +90,7 @@ TEST_F(TraceHookTest, TracesTheStepsOfTheRangeAsChromeTraceJson) {
 TEST_F(TraceHookTest, WarnsWhenTheRunResumesAfterTheRange) {
   TraceHook hook(Options(2, 3), &out_, &err_);
   RunSteps(10, 12, &hook);
-  EXPECT_EQ(err_.str(), "\nwarning: --trace_steps=2-3: the run resumes after step 10, so no step is traced\n");
+  EXPECT_EQ(err_.str(), "warning: --trace_steps=2-3: the run resumes after step 10, so no step is traced\n");
   for (const auto& call : session_.CallsWithTarget("train")) EXPECT_FALSE(call.options.collect_step_stats);
   EXPECT_EQ(out_.str(), "");
 }
@@ -110,7 +110,7 @@ TEST_F(TraceHookTest, AnUnwritableTraceIsOneWarningAndTracingStops) {
   EXPECT_TRUE(end.succeeded());
   // One warning: the path, the reason (the .tmp file is a directory), and that tracing stops.
   const std::string warning = err_.str();
-  EXPECT_TRUE(absl::StartsWith(warning, absl::StrCat("\nwarning: cannot write the trace ", run_dir_,
+  EXPECT_TRUE(absl::StartsWith(warning, absl::StrCat("warning: cannot write the trace ", run_dir_,
                                                      "/traces/step_1.json (")))
       << warning;
   EXPECT_NE(warning.find("step_1.json.tmp"), std::string::npos) << warning;

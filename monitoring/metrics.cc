@@ -148,7 +148,8 @@ absl::Status TrainingMetrics::Serve(const MetricsOptions& options, int port) {
 }
 
 std::string TrainingMetrics::Url(const std::string& host) const {
-  return absl::StrCat("http://", host, ":", port_, "/metrics",
+  const std::string shown = host.empty() || host == "0.0.0.0" ? std::string("127.0.0.1") : host;
+  return absl::StrCat("http://", shown, ":", port_, "/metrics",
                       asked_port_ != 0 && port_ != asked_port_ ? absl::StrCat(" (port ", asked_port_, " is taken)") : "");
 }
 

@@ -115,7 +115,8 @@ class TrainingMetrics {
   // The port the server listens on; 0 when not serving.
   int port() const { return port_; }
   // "http://<host>:<port>/metrics", and " (port N is taken)" when the server
-  // asked for port N (free_port_if_taken) and serves on another.
+  // asked for port N (free_port_if_taken) and serves on another. `host` is the
+  // bind address; every interface ("0.0.0.0" or "") prints as 127.0.0.1.
   std::string Url(const std::string& host) const;
 
   // One training step: `examples` processed in `duration_seconds`, with the step's loss and LR.

@@ -217,6 +217,9 @@ TEST(TrainingMetricsTest, BindsLoopbackByDefault) {
   auto every = TrainingMetrics::Create(o);
   ASSERT_TRUE(every.ok()) << every.status();
   EXPECT_TRUE(Connects("127.0.0.2", (*every)->port())) << "the check above cannot tell the binds apart";
+  // Every task prints a wildcard bind's URL the same way: one a person can open.
+  EXPECT_EQ((*every)->Url("0.0.0.0"), absl::StrCat("http://127.0.0.1:", (*every)->port(), "/metrics"));
+  EXPECT_EQ((*m)->Url("10.1.2.3"), absl::StrCat("http://10.1.2.3:", (*m)->port(), "/metrics"));
 }
 
 // civetweb's accept loop waits up to 2 s between looks at its stop flag, and

@@ -56,8 +56,7 @@ absl::Status MetricsHook::Begin(Session* session, const LoopStart& start) {
   metrics_->SetInputQueue(0, options_.queue_capacity);
   metrics_->SetRecoveries(options_.recoveries);
   if (options_.metrics.serve) {
-    const std::string host = options_.metrics.bind_address == "0.0.0.0" ? "127.0.0.1" : options_.metrics.bind_address;
-    *out_ << "metrics: " << metrics_->Url(host) << "\n";
+    *out_ << "metrics: " << metrics_->Url(options_.metrics.bind_address) << "\n";
     out_->flush();
   }
   return absl::OkStatus();

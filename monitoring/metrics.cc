@@ -66,6 +66,8 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
                                .Add(id, StepDurationBuckets());
       m->loss_ = gauge("sluice_loss", "Training loss of the latest step.");
       m->learning_rate_ = gauge("sluice_learning_rate", "Learning rate of the latest step.");
+      m->global_step_ = gauge("sluice_global_step", "The run's global step after the latest step.");
+      m->last_step_ = gauge("sluice_last_step", "The global step at which training ends (train.steps).");
       m->queue_size_ = gauge("sluice_input_queue_size", "Examples waiting in the input queue.");
       m->queue_capacity_ = gauge("sluice_input_queue_capacity", "Capacity of the input queue.");
     }
@@ -166,6 +168,12 @@ void TrainingMetrics::OnStep(int64_t examples, double duration_seconds, double l
   if (duration_seconds >= 0) step_duration_->Observe(duration_seconds);
   loss_->Set(loss);
   learning_rate_->Set(learning_rate);
+}
+
+void TrainingMetrics::SetGlobalStep(int64_t step, int64_t last_step) {
+  if (global_step_ == nullptr) return;  // not a training task's metrics
+  global_step_->Set(static_cast<double>(step));
+  last_step_->Set(static_cast<double>(last_step));
 }
 
 void TrainingMetrics::SetRecoveries(int64_t recoveries) { recoveries_->Set(static_cast<double>(recoveries)); }

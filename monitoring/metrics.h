@@ -10,6 +10,8 @@
 //   sluice_train_examples_total                       counter    training
 //   sluice_step_duration_seconds                      histogram  training
 //   sluice_loss, sluice_learning_rate                 gauge      training
+//   sluice_global_step, sluice_last_step              gauge      training (the run's step and
+//                                                     the one it ends at: kept across restarts)
 //   sluice_input_queue_size, sluice_input_queue_capacity  gauge  training
 //   sluice_checkpoint_save_duration_seconds           histogram  checkpoints
 //   sluice_checkpoint_last_success_timestamp_seconds  gauge      checkpoints, from the first
@@ -121,6 +123,9 @@ class TrainingMetrics {
 
   // One training step: `examples` processed in `duration_seconds`, with the step's loss and LR.
   void OnStep(int64_t examples, double duration_seconds, double loss, double learning_rate);
+  // The global step after the latest step, and the step at which training ends (train.steps):
+  // unlike the steps counter, they hold across restarts, for progress and stall alerts.
+  void SetGlobalStep(int64_t step, int64_t last_step);
   void SetInputQueue(int64_t size, int64_t capacity);
   void OnCheckpointSaved(double duration_seconds, absl::Time finished);
   // Adds `seconds` of kernel time to op type `op`.
@@ -172,6 +177,8 @@ class TrainingMetrics {
   prometheus::Counter* examples_ = nullptr;
   prometheus::Histogram* step_duration_ = nullptr;
   prometheus::Gauge* loss_ = nullptr;
+  prometheus::Gauge* global_step_ = nullptr;
+  prometheus::Gauge* last_step_ = nullptr;
   prometheus::Gauge* learning_rate_ = nullptr;
   prometheus::Gauge* queue_size_ = nullptr;
   prometheus::Gauge* queue_capacity_ = nullptr;

@@ -60,6 +60,7 @@ double Sample(const std::string& text, const std::string& series) {
 void Exercise(TrainingMetrics* m) {
   m->OnStep(128, 0.02, 0.75, 0.05);
   m->OnStep(128, 0.3, 0.5, 0.05);
+  m->SetGlobalStep(1202, 5000);
   m->SetInputQueue(900, 20000);
   m->SetRecoveries(2);
   m->SetStaleGradients(17);
@@ -103,6 +104,8 @@ TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
       {"sluice_step_duration_seconds", "histogram"},
       {"sluice_loss", "gauge"},
       {"sluice_learning_rate", "gauge"},
+      {"sluice_global_step", "gauge"},
+      {"sluice_last_step", "gauge"},
       {"sluice_input_queue_size", "gauge"},
       {"sluice_input_queue_capacity", "gauge"},
       {"sluice_recoveries", "gauge"},
@@ -126,6 +129,8 @@ TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
   EXPECT_EQ(Sample(text, "sluice_train_examples_total{" + id + "}"), 256);
   EXPECT_EQ(Sample(text, "sluice_loss{" + id + "}"), 0.5);
   EXPECT_EQ(Sample(text, "sluice_learning_rate{" + id + "}"), 0.05);
+  EXPECT_EQ(Sample(text, "sluice_global_step{" + id + "}"), 1202);
+  EXPECT_EQ(Sample(text, "sluice_last_step{" + id + "}"), 5000);
   EXPECT_EQ(Sample(text, "sluice_input_queue_size{" + id + "}"), 900);
   EXPECT_EQ(Sample(text, "sluice_input_queue_capacity{" + id + "}"), 20000);
   EXPECT_EQ(Sample(text, "sluice_recoveries{" + id + "}"), 2);
@@ -261,7 +266,7 @@ TEST(TrainingMetricsTest, APsExportsNoTrainingOrCheckpointSeries) {
   ASSERT_TRUE(m.ok()) << m.status();
   Exercise(m->get());
   const std::string text = (*m)->Scrape();
-  for (const char* absent : {"sluice_loss", "sluice_train_steps_total", "sluice_step_duration_seconds",
+  for (const char* absent : {"sluice_loss", "sluice_train_steps_total", "sluice_global_step", "sluice_step_duration_seconds",
                              "sluice_input_queue_size", "sluice_checkpoint_last_success_timestamp_seconds",
                              "sluice_stale_gradients", "sluice_peers_alive", "sluice_aggregated_gradients"}) {
     EXPECT_FALSE(absl::StrContains(text, absent)) << absent << " in\n" << text;

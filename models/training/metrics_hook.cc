@@ -71,6 +71,7 @@ void MetricsHook::BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* 
 
 absl::Status MetricsHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
   metrics_->OnStep(step.examples, result.seconds, result.loss, step.learning_rate);
+  metrics_->SetGlobalStep(step.step, step.last_step);
   if (fetch_queue_size_ && !result.fetched.empty() && result.fetched[0].NumElements() == 1) {
     const Tensor& q = result.fetched[0];
     const int64_t size = q.dtype() == DT_INT32   ? q.scalar<int32_t>()

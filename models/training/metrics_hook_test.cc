@@ -83,6 +83,8 @@ TEST_F(MetricsHookTest, CountsStepsAndFetchesTheQueueSizeWithEachStep) {
   EXPECT_EQ(Sample(text, "sluice_train_examples_total"), 384) << text;
   EXPECT_EQ(Sample(text, "sluice_loss"), 0.75) << text;
   EXPECT_DOUBLE_EQ(Sample(text, "sluice_learning_rate"), 0.01) << text;
+  EXPECT_EQ(Sample(text, "sluice_global_step"), 3) << text;
+  EXPECT_EQ(Sample(text, "sluice_last_step"), 3) << text;
   EXPECT_EQ(Sample(text, "sluice_input_queue_size"), 640) << text;
   EXPECT_EQ(Sample(text, "sluice_input_queue_capacity"), 1000) << text;
   EXPECT_FALSE(absl::StrContains(text, "sluice_kernel_seconds_total{")) << "no step was traced";

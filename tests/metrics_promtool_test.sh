@@ -17,7 +17,8 @@ curl -s --max-time 10 "$METRICS" | promtool check metrics || fail "curl | promto
 
 for m in sluice_train_steps_total sluice_train_examples_total sluice_step_duration_seconds_bucket \
   sluice_step_duration_seconds_count sluice_loss sluice_learning_rate sluice_input_queue_size \
-  sluice_input_queue_capacity sluice_checkpoint_save_duration_seconds_count sluice_build_info; do
+  sluice_input_queue_capacity sluice_checkpoint_save_duration_seconds_count sluice_build_info \
+  sluice_global_step sluice_last_step; do
   grep -qE "^$m\{" "$page" || fail "$m is missing from /metrics:
 $(cat "$page")"
 done
@@ -27,6 +28,10 @@ bad=$(grep -E '^sluice_' "$page" | grep -oE '[a-z_]+="' | sort -u | grep -vE '^(
 [[ -z "$bad" ]] || fail "unexpected labels: $bad"
 grep -qE '^sluice_train_steps_total\{role="worker",task="0"\} ' "$page" || fail "no role/task labels on steps"
 [[ "$(sample_value sluice_input_queue_capacity <"$page")" == 2000 ]] || fail "queue capacity is not 2000"
+# The run's progress: a global step in (0, last step], the last step train.steps (1000000).
+step=$(sample_value sluice_global_step <"$page")
+last=$(sample_value sluice_last_step <"$page")
+awk -v s="$step" -v l="$last" 'BEGIN { exit !(s > 0 && s <= l && l == 1000000) }' || fail "global step $step, last step $last"
 loss=$(sample_value sluice_loss <"$page")
 awk -v v="$loss" 'BEGIN { exit !(v > 0 && v < 10) }' || fail "loss gauge $loss"
 

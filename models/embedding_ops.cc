@@ -100,7 +100,10 @@ Output SampledSoftmaxLoss(GraphBuilder* b, const std::vector<Output>& weights, c
   Output labels64 = Cast(b, "labels_int64", labels, DT_INT64);
   Output flat_labels = b->Op("flat_labels", "Reshape", {labels64, IntVector(b, "minus_one", {-1})});
   Output true_classes = b->Op("true_classes", "Reshape", {labels64, IntVector(b, "column", {-1, 1})});
-  Node* sampler = b->AddNode("sampler", "LogUniformCandidateSampler", {true_classes},
+  std::vector<Output> sampler_inputs = {true_classes};
+  if (o.step.valid()) sampler_inputs.push_back(o.step);
+  Node* sampler = b->AddNode("sampler", o.step.valid() ? "LogUniformCandidateSamplerAtStep" : "LogUniformCandidateSampler",
+                             sampler_inputs,
                              {{"num_true", MakeAttr(int64_t{1})},
                               {"num_sampled", MakeAttr(o.num_sampled)},
                               {"unique", MakeAttr(true)},

@@ -46,6 +46,10 @@ struct SampledSoftmaxOptions {
   // Of the LogUniformCandidateSampler (unique = true).
   int64_t seed = 0;
   int64_t seed2 = 0;
+  // The global step (int64 scalar): when valid, the classes are drawn at it
+  // (LogUniformCandidateSamplerAtStep), so a resumed run samples the ones an
+  // uninterrupted run would; invalid: TensorFlow's sampler, numbered by run.
+  Output step;
 };
 
 // The per-example sampled softmax loss [batch] of `inputs` [batch, dim]

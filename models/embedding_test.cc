@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "configs/load.h"
@@ -619,7 +620,7 @@ std::vector<std::pair<std::string, Tensor>> SampledFeeds(const std::string& samp
 
 std::string SamplerOf(const BuiltModel& m) {
   for (const NodeDef& n : m.def.node()) {
-    if (n.op() == "LogUniformCandidateSampler") return n.name();
+    if (absl::StartsWith(n.op(), "LogUniformCandidateSampler")) return n.name();  // or ...AtStep
   }
   ADD_FAILURE() << "no sampler";
   return "";
@@ -698,7 +699,7 @@ TEST(SampledSoftmax, EvaluationIsTheFullSoftmaxCrossEntropy) {
   for (int parts : {1, 3}) {
     BuiltModel m = BuildFrom(SampledSoftmaxModel(parts), kHiddenAndLabels, /*training=*/false);
     ASSERT_FALSE(m.loss.empty());
-    for (const NodeDef& n : m.def.node()) EXPECT_NE(n.op(), "LogUniformCandidateSampler");
+    for (const NodeDef& n : m.def.node()) EXPECT_FALSE(absl::StartsWith(n.op(), "LogUniformCandidateSampler")) << n.op();
     auto s = OpenSession(m.def);
     RunGraph(s.get(), {}, {}, {"init"});
     std::vector<double> w, bias;

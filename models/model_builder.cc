@@ -839,6 +839,8 @@ class ModelCompiler {
       o.remove_accidental_hits = !ss.keep_accidental_hits();
       o.seed = options_.seed;
       o.seed2 = OpSeed(name + "/sampler");
+      // Classes drawn at the global step: a resumed run samples the ones an uninterrupted one would.
+      o.step = options_.global_step;
       per_example = SampledSoftmaxLoss(&b, weights, biases, x, y, o);
     } else {
       per_example = FullSoftmaxLoss(&b, weights, biases, x, y, classes);

@@ -1,7 +1,8 @@
-// CPU kernels for LogUniformCandidateSampler and ComputeAccidentalHits.
+// CPU kernels for LogUniformCandidateSampler(AtStep) and ComputeAccidentalHits.
 // The sampler draws class floor(exp(u * log(range_max + 1))) - 1 for uniform
 // u from a Philox stream keyed by (seed, seed2) and numbered by run, as the
-// other random ops (random_ops.cc); P(class c) = log((c + 2) / (c + 1)) /
+// other random ops (random_ops.cc), or (AtStep) by the step input, as
+// Dropout; P(class c) = log((c + 2) / (c + 1)) /
 // log(range_max + 1). With unique, it draws until num_sampled distinct
 // classes came up, and an expected count is 1 - (1 - p)^tries; otherwise
 // p * num_sampled. ComputeAccidentalHits lists (row, position) pairs in row
@@ -33,7 +34,8 @@ absl::Status CheckTrueClasses(const Tensor& t, int64_t num_true) {
 
 class LogUniformCandidateSamplerOp : public OpKernel {
  public:
-  explicit LogUniformCandidateSamplerOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+  // `at_step`: the stream's run number is input 1 (a scalar step), not the run count.
+  LogUniformCandidateSamplerOp(OpKernelConstruction* ctx, bool at_step) : OpKernel(ctx), at_step_(at_step) {
     int64_t seed = 0, seed2 = 0;
     OP_REQUIRES_OK(ctx, ctx->GetAttr("seed", &seed));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("seed2", &seed2));
@@ -65,7 +67,15 @@ class LogUniformCandidateSamplerOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({num_sampled_}), &sampled));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, true_classes.shape(), &true_expected));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape({num_sampled_}), &sampled_expected));
-    const uint32_t run = runs_.fetch_add(1, std::memory_order_relaxed);
+    uint32_t run = 0;
+    if (at_step_) {
+      const Tensor& step = ctx->input(1);
+      OP_REQUIRES(ctx, step.dims() == 0 && step.NumElements() == 1,
+                  absl::InvalidArgumentError(absl::StrCat("step must be a scalar, got ", step.shape().DebugString())));
+      run = static_cast<uint32_t>(step.data<int64_t>()[0]);
+    } else {
+      run = runs_.fetch_add(1, std::memory_order_relaxed);
+    }
     int64_t* out = sampled->data<int64_t>();
     std::unordered_set<int64_t> seen;
     int64_t tries = 0, filled = 0;
@@ -96,6 +106,7 @@ class LogUniformCandidateSamplerOp : public OpKernel {
     return static_cast<float>(-std::expm1(static_cast<double>(tries) * std::log1p(-p)));
   }
 
+  const bool at_step_;
   int64_t num_true_ = 1, num_sampled_ = 1, range_max_ = 1;
   bool unique_ = false;
   double log_range_ = 0;
@@ -148,7 +159,18 @@ class ComputeAccidentalHitsOp : public OpKernel {
   int64_t num_true_ = 1;
 };
 
-REGISTER_KERNEL_BUILDER(Name("LogUniformCandidateSampler").Device(kDeviceCpu), LogUniformCandidateSamplerOp);
+class RunCountedSamplerOp : public LogUniformCandidateSamplerOp {
+ public:
+  explicit RunCountedSamplerOp(OpKernelConstruction* ctx) : LogUniformCandidateSamplerOp(ctx, /*at_step=*/false) {}
+};
+
+class StepKeyedSamplerOp : public LogUniformCandidateSamplerOp {
+ public:
+  explicit StepKeyedSamplerOp(OpKernelConstruction* ctx) : LogUniformCandidateSamplerOp(ctx, /*at_step=*/true) {}
+};
+
+REGISTER_KERNEL_BUILDER(Name("LogUniformCandidateSampler").Device(kDeviceCpu), RunCountedSamplerOp);
+REGISTER_KERNEL_BUILDER(Name("LogUniformCandidateSamplerAtStep").Device(kDeviceCpu), StepKeyedSamplerOp);
 REGISTER_KERNEL_BUILDER(Name("ComputeAccidentalHits").Device(kDeviceCpu), ComputeAccidentalHitsOp);
 
 }  // namespace

@@ -5,6 +5,10 @@
 // sampled candidates that equal a row's true class. Signatures follow
 // TensorFlow's (tensorflow/core/ops/candidate_sampling_ops.cc); neither has a
 // gradient (TensorFlow registers them NotDifferentiable).
+// LogUniformCandidateSamplerAtStep (Sluice's own) draws as the first does, but
+// from the Philox stream at counter `step` (an input) instead of the kernel's
+// run count: the training graph feeds the global step, so a resumed run
+// samples the classes an uninterrupted one would (as Dropout's masks).
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_def.h"
 #include "engine/framework/shape_inference.h"
@@ -26,6 +30,19 @@ absl::Status CheckTrueClasses(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// The samplers' outputs: [num_sampled] candidates, the true classes' shape, [num_sampled].
+absl::Status SamplerShapes(InferenceContext* c) {
+  absl::Status s = CheckTrueClasses(c);
+  if (!s.ok()) return s;
+  int64_t num_sampled = 0;
+  s = c->GetAttr("num_sampled", &num_sampled);
+  if (!s.ok()) return s;
+  c->set_output(0, PartialShape::FromDims({num_sampled}));
+  c->set_output(1, c->input(0));
+  c->set_output(2, PartialShape::FromDims({num_sampled}));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 REGISTER_OP("LogUniformCandidateSampler")
@@ -41,16 +58,28 @@ REGISTER_OP("LogUniformCandidateSampler")
     .Attr("seed2: int = 0")
     .SetIsStateful()
     .SetNotDifferentiable()
+    .SetShapeFn(SamplerShapes);
+
+// Marked stateful, as Dropout is, so that CSE never merges two samplers.
+REGISTER_OP("LogUniformCandidateSamplerAtStep")
+    .Input("true_classes: int64")
+    .Input("step: int64")
+    .Output("sampled_candidates: int64")
+    .Output("true_expected_count: float")
+    .Output("sampled_expected_count: float")
+    .Attr("num_true: int >= 1")
+    .Attr("num_sampled: int >= 1")
+    .Attr("unique: bool")
+    .Attr("range_max: int >= 1")
+    .Attr("seed: int = 0")
+    .Attr("seed2: int = 0")
+    .SetIsStateful()
+    .SetNotDifferentiable()
     .SetShapeFn([](InferenceContext* c) {
-      absl::Status s = CheckTrueClasses(c);
-      if (!s.ok()) return s;
-      int64_t num_sampled = 0;
-      s = c->GetAttr("num_sampled", &num_sampled);
-      if (!s.ok()) return s;
-      c->set_output(0, PartialShape::FromDims({num_sampled}));
-      c->set_output(1, c->input(0));
-      c->set_output(2, PartialShape::FromDims({num_sampled}));
-      return absl::OkStatus();
+      if (c->input(1).rank_known() && c->input(1).rank() != 0) {
+        return c->Error(absl::StrCat("step must be a scalar, got ", c->input(1).DebugString()));
+      }
+      return SamplerShapes(c);
     });
 
 REGISTER_OP("ComputeAccidentalHits")

@@ -1,4 +1,4 @@
-// Harness entries for LogUniformCandidateSampler (properties of its random
+// Harness entries for LogUniformCandidateSampler and ...AtStep (properties of its random
 // output: range, uniqueness, the class frequencies of the log-uniform law,
 // expected counts from that law, seeded determinism; bad inputs) and
 // ComputeAccidentalHits (exact references).
@@ -148,7 +148,43 @@ std::vector<OpCase> AccidentalHitsCases(DataType, Rng*) {
                     "vector")};
 }
 
+// LogUniformCandidateSamplerAtStep: the same law and errors, with a step
+// input; equal steps give equal samples, other steps others.
+std::vector<OpCase> StepSamplerCases(DataType dtype, Rng* rng) {
+  std::vector<OpCase> cases;
+  for (OpCase c : SamplerCases(dtype, rng)) {
+    if (c.description.find("determinism") != std::string::npos) continue;
+    c.inputs.push_back(Tensor::Scalar<int64_t>(12));
+    cases.push_back(std::move(c));
+  }
+  auto first = std::make_shared<Tensor>();
+  for (const auto& [step, same] : std::vector<std::pair<int64_t, bool>>{{7, true}, {7, true}, {8, false}}) {
+    OpCase c;
+    c.description = absl::StrCat("step ", step, " determinism");
+    c.inputs = {Int64s({1, 2}, TensorShape({2, 1})), Tensor::Scalar<int64_t>(step)};
+    c.attrs = SamplerAttrs(1, 50, false, 1000000, 5);
+    c.expected = {Tensor(DT_INT64, TensorShape({50})), Tensor(DT_FLOAT, TensorShape({2, 1})),
+                  Tensor(DT_FLOAT, TensorShape({50}))};
+    c.skip_output = {true, true, true};
+    c.check = [first, same = same](const std::vector<Tensor>& out) -> absl::Status {
+      if (first->dtype() == DT_INVALID) {
+        *first = out[0];
+        return absl::OkStatus();
+      }
+      bool equal = true;
+      for (int64_t i = 0; i < 50; ++i) equal &= out[0].data<int64_t>()[i] == first->data<int64_t>()[i];
+      if (equal != same) return absl::InternalError(same ? "equal steps differ" : "other steps gave the same samples");
+      return absl::OkStatus();
+    };
+    cases.push_back(std::move(c));
+  }
+  cases.push_back(ErrorCase("a vector step", {Int64s({3}, TensorShape({1, 1})), Int64s({1, 2}, TensorShape({2}))},
+                            SamplerAttrs(1, 4, false, 10), "step must be a scalar"));
+  return cases;
+}
+
 REGISTER_OP_HARNESS(OpHarnessEntry{"LogUniformCandidateSampler", {DT_INT64}, SamplerCases});
+REGISTER_OP_HARNESS(OpHarnessEntry{"LogUniformCandidateSamplerAtStep", {DT_INT64}, StepSamplerCases});
 REGISTER_OP_HARNESS(OpHarnessEntry{"ComputeAccidentalHits", {DT_INT64}, AccidentalHitsCases});
 
 }  // namespace

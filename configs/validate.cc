@@ -312,6 +312,18 @@ class Validator {
       // An unset stride defaults to the size: one error for a bad size.
       if (p->size() > 0) Size(*p, "stride", p->stride(), who + "pool stride");
     }
+    // Recurrent layers: units, and how many time steps' iterations may run at
+    // once (0 or unset: 1; each allowed iteration holds a slot of its own).
+    constexpr int kMaxParallelIterations = 1024;
+    auto recurrent = [&](const google::protobuf::Message& m, int64_t units, int64_t parallel) {
+      Size(m, "units", units, who + "units");
+      if (parallel < 0 || parallel > kMaxParallelIterations) {
+        Error(m, "parallel_iterations", -1,
+              absl::StrCat(who, "parallel_iterations must be in [0, ", kMaxParallelIterations, "] (0: 1), got ", parallel));
+      }
+    };
+    if (l.has_lstm()) recurrent(l.lstm(), l.lstm().units(), l.lstm().parallel_iterations());
+    if (l.has_gru()) recurrent(l.gru(), l.gru().units(), l.gru().parallel_iterations());
     if (l.has_dropout() && !(l.dropout().rate() >= 0 && l.dropout().rate() < 1)) {
       Error(l.dropout(), "rate", -1, absl::StrCat(who, "dropout rate must be in [0, 1), got ", l.dropout().rate()));
     }

@@ -217,6 +217,16 @@ TEST(ParallelIterations, OneIterationAtATimeNeverOverlaps) {
   EXPECT_EQ(MaxConcurrent(intervals), 1);
 }
 
+// A GraphDef's huge parallel_iterations (2^31 - 1: a slot per allowed
+// iteration would be 16 GiB) runs as kMaxParallelIterations, with the same result.
+TEST(ParallelIterations, AHugeAttrIsBoundedAndTheLoopStillRuns) {
+  const int n = 50;
+  GraphDefBuilder b;
+  std::string limit = b.Const("limit", Tensor::Scalar<int32_t>(n + 1));
+  LoopNames loop = SumLoop(&b, "", limit, "loop", 2147483647);
+  EXPECT_EQ(RunScalar(b.graph(), loop.sum), n * (n + 1) / 2);
+}
+
 // A cond: Switch on a predicate, two branches, Merge. Only one branch runs.
 TEST(Cond, OnlyTheTakenBranchRuns) {
   for (bool pred : {false, true}) {

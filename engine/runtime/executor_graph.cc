@@ -81,6 +81,10 @@ absl::Status BuildExecutorGraph(Device* device, std::unique_ptr<const Graph> gra
         return absl::InvalidArgumentError(
             absl::StrCat(NodeContext(n->def()), "attr 'parallel_iterations' must be >= 1, got ", parallel));
       }
+      // Only a bound on how many iterations run at once, so a larger value
+      // changes no result; each frame holds a slot per allowed iteration, and
+      // an attr of 2^31 would ask for 16 GiB of them.
+      parallel = std::min<int64_t>(parallel, kMaxParallelIterations);
       item.enter_frame = frame_of(child);
       FrameInfo& child_frame = out->frames[item.enter_frame];
       if (child_frame.num_enters == 0) child_frame.parallel_iterations = static_cast<int>(parallel);

@@ -30,6 +30,10 @@ struct PendingInit {
   int pending = 0;  // inputs to wait for (merges: control inputs only)
 };
 
+// The most iterations of one loop frame that run at once: an Enter's larger
+// parallel_iterations attr counts as this (the results are the same).
+constexpr int kMaxParallelIterations = 1024;
+
 struct FrameInfo {
   std::string name;
   int num_enters = 0;      // Enter nodes feeding one instance of this frame

@@ -1061,6 +1061,7 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   }
   eval_options.every_steps = e.train().eval_every_steps();
   eval_options.results_file = run_dir + "/eval.txt";
+  eval_options.stop_signals = &g_stop_signals;
   training::EvalHook eval(eval_options, {monitoring->summaries.get()}, &out, &err);
   // An async replica consumes about its share of the global steps.
   const int64_t input_per_step = replicated && !replica_options.sync ? std::max<int64_t>(1, batch / replica_options.num_replicas)
@@ -1148,8 +1149,11 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
     return RecoverOrGiveUp(chief_lost.empty() ? end.status : absl::UnavailableError(chief_lost), chief, e.cluster(),
                            cluster.get(), err);
   }
+  // A signal that came after the last step abandoned the final evaluation
+  // (the final checkpoint is written): a stop as much as a preemption.
+  const bool stopped_by_signal = end.preempted() || (absl::IsCancelled(end.status) && g_stop_signals.load() > 0);
   if (cluster != nullptr && chief) {
-    cluster->set_exit_reason(end.preempted()    ? "the chief was stopped by a signal"
+    cluster->set_exit_reason(stopped_by_signal  ? "the chief was stopped by a signal"
                              : end.status.ok() ? "the chief finished training"
                                                : absl::StrCat("the chief failed: ", end.status.message()));
   }
@@ -1171,7 +1175,7 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
       break;
   }
   // Failures at the end (final checkpoint, final evaluation) were printed by their hooks.
-  return end.preempted() ? kExitPreempted : ExitCodeForStatus(end.status);
+  return stopped_by_signal ? kExitPreempted : ExitCodeForStatus(end.status);
 }
 
 }  // namespace

@@ -37,6 +37,8 @@ absl::Status CheckpointHook::End(Session* session, const LoopEnd& end) {
   for (CheckpointListener* l : listeners_) l->AfterFinalSave(end.step);
   if (saver_->last_checkpoint().empty()) {
     *out_ << "no checkpoint saved: no step ran\n";  // stopped before the first step of a fresh run
+  } else if (end.steps_run == 0) {
+    *out_ << "no step ran: the newest checkpoint is " << saver_->last_checkpoint() << "\n";  // a finished run again
   } else {
     *out_ << "saved " << saver_->last_checkpoint() << "\n";
   }

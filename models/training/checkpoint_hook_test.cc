@@ -110,6 +110,17 @@ TEST_F(CheckpointHookTest, NoStepNoNewCheckpointAndTheReportSaysSo) {
   EXPECT_EQ(listener.events, (std::vector<std::string>{"before 3 final", "after 3"}));
 }
 
+// A finished run run again: no step, no new save, and the report names the
+// checkpoint that stands instead of claiming a save.
+TEST_F(CheckpointHookTest, AFinishedRunAgainSavesNothingAndNamesItsCheckpoint) {
+  CheckpointHook hook(saver_.get(), {}, &out_, &err_);
+  ASSERT_TRUE(RunSteps(0, 2, &hook).succeeded());
+  out_.str("");
+  LoopEnd again = RunSteps(2, 2, &hook);
+  EXPECT_TRUE(again.succeeded());
+  EXPECT_EQ(out_.str(), absl::StrCat("no step ran: the newest checkpoint is ", Ckpt(2), "\n"));
+}
+
 TEST_F(CheckpointHookTest, APeriodicFailureIsAWarningAndTheFinalOneFailsTheRun) {
   snapshots_to_fail_ = 1000;
   RecordingListener listener;

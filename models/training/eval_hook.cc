@@ -34,6 +34,9 @@ absl::StatusOr<EvalValues> EvalHook::Evaluate(Session* session, int64_t* example
   std::vector<double> sums(fetches.size(), 0.0);
   int64_t examples = 0;
   for (int64_t i = 0; i < batches; ++i) {
+    if (options_.stop_signals != nullptr && options_.stop_signals->load() > 0) {
+      return absl::CancelledError("a stop signal arrived");
+    }
     std::vector<Tensor> out;
     absl::Status s = session->Run({}, fetches, {}, &out);
     if (!s.ok()) return s;
@@ -84,13 +87,28 @@ absl::Status EvalHook::AfterStep(const StepInfo& step, const StepResult& result,
     return absl::OkStatus();
   }
   absl::Status s = EvaluateAndReport(step.step);
+  if (StoppedBySignal(s)) {
+    // The stop-signal hook stops the loop before the next step.
+    *out_ << EndProgressLine() << "evaluation at step " << step.step << " abandoned: " << s.message() << "\n";
+    return absl::OkStatus();
+  }
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat("evaluation at step ", step.step, ": ", s.message()));
   return absl::OkStatus();
+}
+
+bool EvalHook::StoppedBySignal(const absl::Status& s) const {
+  return absl::IsCancelled(s) && options_.stop_signals != nullptr && options_.stop_signals->load() > 0;
 }
 
 absl::Status EvalHook::End(Session* session, const LoopEnd& end) {
   if (end.preempted()) return absl::OkStatus();  // leave quickly; the resumed run evaluates
   absl::Status s = EvaluateAndReport(end.step);
+  if (StoppedBySignal(s)) {
+    *out_ << EndProgressLine() << "final evaluation at step " << end.step << " abandoned: " << s.message()
+          << "; run the same command again to evaluate\n";
+    out_->flush();
+    return absl::CancelledError(absl::StrCat("final evaluation abandoned: ", s.message()));
+  }
   if (!s.ok()) {
     *err_ << "error: final evaluation: " << s.message() << "\n";
     return absl::Status(s.code(), absl::StrCat("final evaluation: ", s.message()));

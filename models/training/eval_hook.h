@@ -6,13 +6,15 @@
 // results file (<run_dir>/eval.txt, appended). Listeners (the summary hook) get the values.
 // A results file that cannot be opened or appended to fails the run (an eval line is never
 // silently lost). A failed periodic evaluation fails the run ("evaluation at step N: ..."); a failed final
-// one prints "error: final evaluation: ..." and fails it too.
+// one prints "error: final evaluation: ..." and fails it too. A stop signal abandons an
+// evaluation between batches (EvalHookOptions::stop_signals).
 //
 // Ownership: borrows the listeners and the streams; they must outlive the hook.
 // Thread safety: the loop's thread only.
 #ifndef SLUICE_MODELS_TRAINING_EVAL_HOOK_H_
 #define SLUICE_MODELS_TRAINING_EVAL_HOOK_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <ostream>
@@ -48,6 +50,12 @@ struct EvalHookOptions {
   // the loss: a model whose one loss is a sampled_softmax (its eval loss is
   // the full softmax cross-entropy).
   bool perplexity = false;
+  // Stop signals received (the trainer's counter; null: none): one arriving
+  // during an evaluation abandons it before its next batch. A periodic one
+  // then says so and the loop stops at its next step (preempted); the final
+  // one ends the run as Cancelled ("run the same command again to
+  // evaluate"), which the trainer exits 143 for.
+  const std::atomic<int>* stop_signals = nullptr;
 };
 
 class EvalHook : public TrainingHook {
@@ -65,6 +73,8 @@ class EvalHook : public TrainingHook {
 
  private:
   absl::Status EvaluateAndReport(int64_t step);
+  // `s` is an evaluation abandoned for a stop signal.
+  bool StoppedBySignal(const absl::Status& s) const;
 
   const EvalHookOptions options_;
   const std::vector<EvalListener*> listeners_;

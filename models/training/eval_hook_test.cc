@@ -3,6 +3,7 @@
 // (none when preempted), and failures.
 #include "models/training/eval_hook.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "monitoring/progress.h"
 #include "models/training/fake_session.h"
+#include "models/training/stop_signal_hook.h"
 #include "models/training/training_loop.h"
 
 namespace sluice {
@@ -68,6 +70,58 @@ class EvalHookTest : public ::testing::Test {
   bool fail_ = false;
   std::ostringstream out_, err_;
 };
+
+// A stop signal during a periodic evaluation abandons it before its next
+// batch; the stop-signal hook then stops the loop before the next step, and
+// the preempted run evaluates no more.
+TEST_F(EvalHookTest, AStopSignalAbandonsAPeriodicEvaluationAndTheLoopStops) {
+  std::atomic<int> signals{0};
+  options_.stop_signals = &signals;
+  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+    if (call.fetches[0] == "loss") {
+      out->push_back(Tensor::Scalar<float>(0.25f));
+      return absl::OkStatus();
+    }
+    out->push_back(Tensor::Scalar<float>(1));
+    out->push_back(Tensor::Scalar<float>(0.5f));
+    ++eval_batches_;
+    signals.store(1);  // arrives during the first batch
+    return absl::OkStatus();
+  });
+  RecordingListener listener;
+  EvalHook hook(options_, {&listener}, &out_, &err_);
+  std::ostringstream stop_out;
+  StopSignalHook stop(&signals, &stop_out);
+  LoopEnd end = RunSteps(30, {&stop, &hook});
+  EXPECT_TRUE(end.preempted());
+  EXPECT_EQ(end.step, 10);
+  EXPECT_EQ(eval_batches_, 1);
+  EXPECT_TRUE(listener.calls.empty());
+  EXPECT_EQ(out_.str(), "evaluation at step 10 abandoned: a stop signal arrived\n");
+}
+
+// One during the final evaluation (the last step is done and saved) ends the
+// run as Cancelled, which the trainer exits 143 for; nothing reaches eval.txt.
+TEST_F(EvalHookTest, AStopSignalAbandonsTheFinalEvaluation) {
+  std::atomic<int> signals{1};
+  options_.stop_signals = &signals;
+  options_.every_steps = 0;
+  RecordingListener listener;
+  {
+    EvalHook hook(options_, {&listener}, &out_, &err_);
+    LoopEnd end = RunSteps(3, {&hook});
+    EXPECT_TRUE(absl::IsCancelled(end.status)) << end.status;
+    EXPECT_FALSE(end.preempted());
+  }
+  EXPECT_EQ(eval_batches_, 0);
+  EXPECT_TRUE(listener.calls.empty());
+  EXPECT_EQ(out_.str(), "final evaluation at step 3 abandoned: a stop signal arrived; run the same command again to evaluate\n");
+  EXPECT_EQ(err_.str(), "");
+  std::ifstream f(results_);
+  std::stringstream written;
+  written << f.rdbuf();
+  EXPECT_EQ(written.str(), "");
+}
 
 TEST_F(EvalHookTest, EvaluatesEveryNStepsBeforeTheLastAndAtTheEnd) {
   RecordingListener listener;

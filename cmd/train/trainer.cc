@@ -33,6 +33,7 @@
 #include "engine/framework/device.h"
 #include "engine/framework/device_set.h"
 #include "engine/framework/local_devices.h"
+#include "engine/framework/op_def.h"
 #include "engine/distributed/worker_interface.h"
 #include "engine/distributed/task_identity.h"
 #include "engine/graph/graph_constructor.h"
@@ -251,6 +252,43 @@ void KeepMetricsPortAcrossRestarts(MetricsOptions* metrics) {
   if (!metrics->serve || metrics->port != 0 || AssignedMetricsPort() == 0) return;
   metrics->port = AssignedMetricsPort();
   metrics->free_port_if_taken = true;
+}
+
+// The config's names of variables checked against the training graph, as
+// located errors (with did-you-mean) that --validate reports too:
+// checkpoint.warm_start.variables (trainable variables as checkpoints name
+// them: a split table by its own name) and summaries.histograms (each must
+// match a trainable variable). False if any is wrong.
+bool CheckVariableNames(const config::LoadedExperiment& loaded, const models::TrainingGraph& tg,
+                        config::ConfigErrors* errors) {
+  const config::Experiment& e = loaded.experiment;
+  std::vector<std::string> trainable;  // checkpoint names, in graph order
+  for (const auto& v : tg.variables) {
+    const std::string& name = v.num_parts > 1 ? v.logical : v.name;
+    if (v.trainable && std::find(trainable.begin(), trainable.end(), name) == trainable.end()) trainable.push_back(name);
+  }
+  bool ok = true;
+  const config::Checkpoint::WarmStart& w = e.checkpoint().warm_start();
+  for (int i = 0; i < w.variables_size(); ++i) {
+    if (std::find(trainable.begin(), trainable.end(), w.variables(i)) != trainable.end()) continue;
+    const std::string guess = ClosestMatch(w.variables(i), trainable);
+    errors->Add(loaded.Where(w, "variables", i),
+                absl::StrCat("checkpoint.warm_start.variables: '", w.variables(i), "' is not a trainable variable of this model",
+                             guess.empty() ? "" : absl::StrCat(" (did you mean '", guess, "'?)"),
+                             "; trainable variables: ", absl::StrJoin(trainable, ", ")));
+    ok = false;
+  }
+  const config::Summaries& sm = e.summaries();
+  for (int i = 0; i < sm.histograms_size(); ++i) {
+    bool any = false;
+    for (const auto& v : tg.variables) any = any || (v.trainable && training::HistogramPatternMatches(sm.histograms(i), v));
+    if (any) continue;
+    errors->Add(loaded.Where(sm, "histograms", i),
+                absl::StrCat("summaries.histograms[", i, "]: the pattern '", sm.histograms(i),
+                             "' matches no trainable variable; trainable variables: ", absl::StrJoin(trainable, ", ")));
+    ok = false;
+  }
+  return ok;
 }
 
 // Checks the summaries and monitoring sections against the training graph; a problem is
@@ -712,6 +750,10 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   const DeviceSet devices = in_cluster ? cluster_devices->devices() : DeviceSetOf(*DeviceMgr::Local());
   models::PlacementPlan placement;
   if (!models::PlaceTrainingGraph(loaded, devices, &tg, full->get(), &placement, &errors)) {
+    for (const std::string& line : errors.lines()) err << line << "\n";
+    return kExitBadConfig;
+  }
+  if (!CheckVariableNames(loaded, tg, &errors)) {
     for (const std::string& line : errors.lines()) err << line << "\n";
     return kExitBadConfig;
   }

@@ -31,6 +31,10 @@ bool Matches(const std::string& pattern, const std::string& name) {
 
 }  // namespace
 
+bool HistogramPatternMatches(const std::string& pattern, const models::VariableSummary& v) {
+  return Matches(pattern, v.name) || (!v.logical.empty() && Matches(pattern, v.logical));
+}
+
 absl::StatusOr<std::unique_ptr<SummaryHook>> SummaryHook::Create(const SummaryHookOptions& options,
                                                                   const models::TrainingGraph& tg,
                                                                   std::ostream* err) {
@@ -43,18 +47,21 @@ absl::StatusOr<std::unique_ptr<SummaryHook>> SummaryHook::Create(const SummaryHo
   // Histograms: trainable variables matching a pattern, and their gradients.
   GraphDefBuilder b;
   std::vector<std::string> summaries;
-  std::vector<std::string> trainable;
+  std::vector<const models::VariableSummary*> trainable;
+  std::vector<std::string> names;
   for (const auto& v : tg.variables) {
-    if (v.trainable) trainable.push_back(v.name);
+    if (!v.trainable) continue;
+    trainable.push_back(&v);
+    names.push_back(v.name);
   }
   const std::vector<std::string>& patterns = options.histograms;
   for (size_t i = 0; i < patterns.size(); ++i) {
     bool any = false;
-    for (const std::string& v : trainable) any = any || Matches(patterns[i], v);
+    for (const models::VariableSummary* v : trainable) any = any || HistogramPatternMatches(patterns[i], *v);
     if (!any) {
       return absl::InvalidArgumentError(absl::StrCat("histograms[", i, "]: the pattern '", patterns[i],
                                                      "' matches no trainable variable; variables: ",
-                                                     absl::StrJoin(trainable, ", ")));
+                                                     absl::StrJoin(names, ", ")));
     }
   }
   auto add_histogram = [&](const std::string& tag, const std::string& tensor) {
@@ -63,10 +70,11 @@ absl::StatusOr<std::unique_ptr<SummaryHook>> SummaryHook::Create(const SummaryHo
     summaries.push_back(b.Node(name, "HistogramSummary", {t, tensor}, {{"T", MakeAttr(DT_FLOAT)}}));
   };
   if (options.every_steps > 0) {
-    for (const std::string& v : trainable) {
+    for (const models::VariableSummary* variable : trainable) {
       bool match = false;
-      for (const std::string& p : patterns) match = match || Matches(p, v);
+      for (const std::string& p : patterns) match = match || HistogramPatternMatches(p, *variable);
       if (!match) continue;
+      const std::string& v = variable->name;
       // The histogram reads a copy taken under the variable's lock on the
       // variable's device (_CheckpointSnapshot), not the variable itself: a
       // reader of the ref would have to sit on the variable's device, and

@@ -37,10 +37,17 @@ namespace training {
 struct SummaryHookOptions {
   std::string run_dir;      // where the event file goes
   int64_t every_steps = 0;  // 0: no event file at all
-  std::vector<std::string> histograms;  // fnmatch patterns of trainable variable names
+  // fnmatch patterns of trainable variable names; a part of a split table
+  // also matches by the table's name (HistogramPatternMatches).
+  std::vector<std::string> histograms;
   int input_images = 0;                 // images of the batch's "image" feature per summary
   absl::Duration flush_interval = absl::Seconds(5);  // how often the file is handed to the OS
 };
+
+// `pattern` (fnmatch, '*' crossing '/') matches variable `v` by its name or,
+// for a part of a split table ("embed/embeddings/part_1"), by the table's
+// name ("embed/embeddings", as checkpoints and warm starts call it).
+bool HistogramPatternMatches(const std::string& pattern, const models::VariableSummary& v);
 
 class SummaryHook : public TrainingHook, public EvalListener {
  public:

@@ -86,6 +86,24 @@ TEST_F(SummaryHookGraphTest, APatternMatchingNothingIsAnErrorListingTheVariables
   EXPECT_TRUE(absl::StrContains(h.status().message(), "fc1/kernel")) << h.status();
 }
 
+// A part of a split table matches by its own name or the table's (the name
+// checkpoints, `ckpt` and warm starts use); a whole variable by its name only.
+TEST(HistogramPatternMatchesTest, APartMatchesByTheTablesNameToo) {
+  models::VariableSummary part;
+  part.name = "embed/embeddings/part_1";
+  part.logical = "embed/embeddings";
+  part.part = 1;
+  part.num_parts = 2;
+  EXPECT_TRUE(HistogramPatternMatches("embed/embeddings", part));
+  EXPECT_TRUE(HistogramPatternMatches("embed/embeddings/part_1", part));
+  EXPECT_TRUE(HistogramPatternMatches("embed/*", part));
+  EXPECT_FALSE(HistogramPatternMatches("embed/embeddings/part_0", part));
+  models::VariableSummary whole;
+  whole.name = "fc1/kernel";
+  EXPECT_TRUE(HistogramPatternMatches("fc1/*", whole));
+  EXPECT_FALSE(HistogramPatternMatches("", whole));
+}
+
 TEST_F(SummaryHookGraphTest, ImagesNeedAnImageFeature) {
   ASSERT_TRUE(Build({}));
   tg_.train_input.features.erase("image");

@@ -240,7 +240,7 @@ absl::StatusOr<Vocabulary> Vocabulary::FromWords(const std::vector<std::string>&
   return v;
 }
 
-absl::StatusOr<Vocabulary> Vocabulary::ReadFile(Env* env, const std::string& path) {
+absl::StatusOr<Vocabulary> Vocabulary::ReadFile(Env* env, const std::string& path, bool lowercase) {
   auto contents = ReadFileToString(env, path, uint64_t{1} << 30);
   if (!contents.ok()) return contents.status();
   if (contents->empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": the vocabulary file is empty"));
@@ -253,6 +253,20 @@ absl::StatusOr<Vocabulary> Vocabulary::ReadFile(Env* env, const std::string& pat
     if (!w.empty() && w.back() == '\r') w.remove_suffix(1);
     words.emplace_back(w);
     pos = nl + 1;
+  }
+  if (lowercase) {
+    const std::vector<std::string> written = words;
+    absl::flat_hash_map<std::string, size_t> first_of;  // lowercased word -> its first index
+    for (size_t i = 0; i < words.size(); ++i) {
+      absl::AsciiStrToLower(&words[i]);
+      auto [it, added] = first_of.insert({words[i], i});
+      // (The same word twice as written: FromWords says so.)
+      if (!added && written[i] != written[it->second]) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ":", i + 1, ": '", written[i], "' and '", written[it->second],
+                                                       "' (line ", it->second + 1, ") are one word once lowercased, "
+                                                       "as the text is (keep_case: false)"));
+      }
+    }
   }
   return FromWords(words, path);
 }

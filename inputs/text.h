@@ -98,8 +98,11 @@ class Vocabulary {
   // "source:N: ..." (N: 1-based position).
   static absl::StatusOr<Vocabulary> FromWords(const std::vector<std::string>& words, const std::string& source);
   // One word per line (a "\r" before "\n" is dropped), as FromWords; an
-  // empty file is InvalidArgument.
-  static absl::StatusOr<Vocabulary> ReadFile(Env* env, const std::string& path);
+  // empty file is InvalidArgument. With `lowercase` (the corpus is read
+  // lowercased) each word is ASCII-lowercased as the text is, so that a
+  // capitalized entry can match; two lines that become one word are
+  // InvalidArgument naming both.
+  static absl::StatusOr<Vocabulary> ReadFile(Env* env, const std::string& path, bool lowercase = false);
 
   // The id of `word`, or unknown_id().
   int32_t Id(absl::string_view word) const;

@@ -222,6 +222,31 @@ TEST(Vocabulary, MalformedFilesAreErrorsNamingTheLine) {
   EXPECT_TRUE(absl::IsNotFound(Vocabulary::ReadFile(Env::Default(), dir + "/missing.txt").status()));
 }
 
+// Read for a lowercased corpus, a vocabulary file's words are lowercased as
+// the text is ("The" could never match); two that become one are an error.
+TEST(Vocabulary, AFileForALowercasedCorpusIsLowercasedToo) {
+  const std::string dir = FreshTestDir("vocab_case");
+  const std::string path = dir + "/vocab.txt";
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), path, "The\nCat\n<EOS>\n").ok());
+  auto lowered = Vocabulary::ReadFile(Env::Default(), path, /*lowercase=*/true);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(lowered->words(), (Tokens{"the", "cat", "<eos>", "<unk>"}));
+  EXPECT_EQ(lowered->Id("cat"), 1);
+  auto kept = Vocabulary::ReadFile(Env::Default(), path);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->Id("cat"), kept->unknown_id());
+  EXPECT_EQ(kept->Id("Cat"), 1);
+
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), path, "the\ncat\nThe\n").ok());
+  auto clash = Vocabulary::ReadFile(Env::Default(), path, /*lowercase=*/true);
+  ASSERT_FALSE(clash.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(clash.status())) << clash.status();
+  EXPECT_TRUE(absl::StrContains(clash.status().message(),
+                                ":3: 'The' and 'the' (line 1) are one word once lowercased, as the text is (keep_case: false)"))
+      << clash.status();
+  EXPECT_TRUE(Vocabulary::ReadFile(Env::Default(), path).ok());  // kept case: three words
+}
+
 TEST(Vocabulary, BuiltFromTheTrainSplitOnly) {
   Corpus c;
   c.files = {kCorpus};

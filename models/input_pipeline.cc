@@ -489,7 +489,7 @@ absl::StatusOr<TextSource> ResolveTextSource(const config::Input::Text& t, bool 
   auto words =
       !vocabulary.empty() ? text::Vocabulary::FromWords(vocabulary, "the train input's vocabulary")
       : !t.vocabulary().file().empty()
-          ? text::Vocabulary::ReadFile(env, t.vocabulary().file())
+          ? text::Vocabulary::ReadFile(env, t.vocabulary().file(), source.corpus.lowercase)
           : text::BuildVocabulary(env, source.corpus,
                                   source.split == text::Split::kAll ? text::Split::kAll : text::Split::kTrain,
                                   t.vocabulary().max_size(), std::max<int64_t>(1, t.vocabulary().min_count()));

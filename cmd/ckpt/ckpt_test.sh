@@ -94,6 +94,13 @@ out=$("$BIN" convert "$RUN/checkpoints/ckpt-1" "$TF") || fail "convert to a TF b
 echo "$out" | grep -q "wrote 3 tensor(s) from .*ckpt-1 to TensorFlow checkpoint $TF" || fail "convert message: $out"
 [ -f "$TF.index" ] && [ -f "$TF.data-00000-of-00001" ] || fail "convert should write $TF.index and .data-00000-of-00001"
 out=$("$BIN" convert "$RUN/checkpoints/ckpt-1" "$TF" 2>&1); [ $? -eq 2 ] || fail "converting over an existing bundle should exit 2: $out"
+# Of the run: its newest checkpoint that reads whole, as train resumes from
+# (ckpt-2 is damaged above), with a warning; of ckpt-2 itself, exit 1.
+out=$("$BIN" convert "$RUN" "$TEST_TMPDIR/tf_run/model.ckpt" 2>&1) || fail "convert of a run whose newest checkpoint is damaged failed: $out"
+echo "$out" | grep -q "^ckpt: warning: skipping .*/ckpt-2: " || fail "no warning about the damaged ckpt-2: $out"
+echo "$out" | grep -q "wrote 3 tensor(s) from .*ckpt-1 to TensorFlow checkpoint" || fail "not converted from ckpt-1: $out"
+out=$("$BIN" convert "$RUN/checkpoints/ckpt-2" "$TEST_TMPDIR/tf_2/model.ckpt" 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "convert of the damaged ckpt-2 itself should exit 1, got $rc: $out"
 out=$("$BIN" list "$TF") || fail "list of a TF bundle failed: $out"
 echo "$out" | grep -q "TensorFlow checkpoint $TF: 1 data shard(s), 3 tensor(s)" || fail "bundle list header: $out"
 echo "$out" | grep -E -q "emb +float +\[2,2\] +16 B" || fail "the partitioned emb should be whole [2,2]: $out"
@@ -107,6 +114,8 @@ out=$("$BIN" inspect "$BACK") || fail "inspect of the converted checkpoint faile
 echo "$out" | grep -E -q "dense/kernel .*min=-5.5 max=5.5 mean=0" || fail "round trip dense/kernel: $out"
 echo "$out" | grep -E -q "emb +float +\[2,2\] .*min=1 max=4 mean=2.5" || fail "round trip emb: $out"
 echo "$out" | grep -E -q "global_step +int64 .*min=1 max=1" || fail "round trip global_step: $out"
+out=$("$BIN" list "$BACK") || fail "list of the converted checkpoint failed: $out"
+echo "$out" | grep -q "step 1" || fail "the converted checkpoint should be at its global_step, 1: $(echo "$out" | head -2)"
 out=$("$BIN" convert "$TF" "$BACK" 2>&1); [ $? -eq 2 ] || fail "converting onto an existing directory should exit 2: $out"
 out=$("$BIN" convert "$TEST_TMPDIR/nothing" "$TEST_TMPDIR/x" 2>&1); [ $? -eq 2 ] || fail "convert of nothing should exit 2"
 data="$TF.data-00000-of-00001"

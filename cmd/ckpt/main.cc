@@ -7,7 +7,8 @@
 //   ckpt verify PATH    every CRC and file of the checkpoint(s)
 //   ckpt convert FROM TO  a TensorFlow checkpoint prefix FROM into a new
 //                       Sluice checkpoint directory TO, or a Sluice PATH FROM
-//                       (its newest checkpoint) into a TensorFlow prefix TO
+//                       (its newest checkpoint that reads whole) into a
+//                       TensorFlow prefix TO
 //
 // PATH is a run directory, its checkpoints/ directory (list and inspect use
 // the newest checkpoint, verify checks all of them), a checkpoint directory
@@ -48,7 +49,8 @@ constexpr char kUsage[] =
     "  inspect  like list, with min/max/mean of every tensor\n"
     "  verify   check every CRC and file, and a run's state file; exit 0 ok, 1 corrupt\n"
     "  convert  a TensorFlow checkpoint prefix FROM into a new Sluice checkpoint directory TO,\n"
-    "           or a Sluice PATH FROM (its newest checkpoint) into a TensorFlow checkpoint prefix TO\n"
+    "           or a Sluice PATH FROM (its newest checkpoint that reads whole, as train resumes from)\n"
+    "           into a TensorFlow checkpoint prefix TO\n"
     "PATH: a run directory, its checkpoints/ directory, a ckpt-<step> directory or a shard store;\n"
     "      or a TensorFlow checkpoint prefix (PREFIX.index and PREFIX.data-*).\n";
 
@@ -311,23 +313,26 @@ int BundleToCheckpoint(Env* env, const std::string& prefix, const std::string& d
     entry.value = *std::move(value);
     entries.push_back(std::move(entry));
   }
-  absl::Status s = WriteCheckpointDir(env, dir, entries, WriteOptions());
+  // The checkpoint's step is the global step it holds, if any (TensorFlow's
+  // Saver keeps it as the int64 scalar "global_step").
+  WriteOptions options;
+  for (const SaveEntry& entry : entries) {
+    if (entry.full_name == "global_step" && entry.value.dtype() == DT_INT64 && entry.value.NumElements() == 1) {
+      options.step = entry.value.data<int64_t>()[0];
+    }
+  }
+  absl::Status s = WriteCheckpointDir(env, dir, entries, options);
   if (!s.ok()) return Fail(s);
   std::printf("wrote %zu tensor(s) from TensorFlow checkpoint %s to %s\n", entries.size(), prefix.c_str(),
               dir.c_str());
   return kOk;
 }
 
-// Newest Sluice checkpoint at `t` -> TensorFlow prefix; partitioned variables
-// are assembled whole.
-int CheckpointToBundle(Env* env, const Target& t, const std::string& prefix) {
-  if (IsTensorBundle(env, prefix)) {
-    std::fprintf(stderr, "ckpt: %s.index already exists; delete it first\n", prefix.c_str());
-    return kUsage_;
-  }
-  const std::string& dir = t.checkpoints.front();
+// Every tensor of the checkpoint directory `dir`, whole (a partitioned
+// variable's slices assembled), in key order.
+absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadWholeTensors(Env* env, const std::string& dir) {
   auto reader = CheckpointReader::Open(dir, env);
-  if (!reader.ok()) return Fail(reader.status());
+  if (!reader.ok()) return reader.status();
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const TensorEntry& e : (*reader)->manifest().tensors()) {
     if (!tensors.empty() && tensors.back().first == e.full_name()) continue;  // another slice (keys are sorted)
@@ -336,15 +341,37 @@ int CheckpointToBundle(Env* env, const Target& t, const std::string& prefix) {
       value = (*reader)->ReadTensor(e.key());
     } else {
       auto full = TensorShape::FromProto(e.full_shape());
-      if (!full.ok()) return Fail(full.status());
+      if (!full.ok()) return full.status();
       value = (*reader)->ReadSlice(e.full_name(), *full, TensorSlice::Full(full->dims()));
     }
-    if (!value.ok()) return Fail(value.status());
+    if (!value.ok()) return value.status();
     tensors.emplace_back(e.full_name(), *std::move(value));
   }
-  absl::Status s = WriteTensorBundle(env, prefix, tensors);
+  return tensors;
+}
+
+// Newest Sluice checkpoint at `t` -> TensorFlow prefix; partitioned variables
+// are assembled whole. Of a run (or checkpoints) directory, the newest
+// checkpoint that reads whole, as `train` resumes from: a damaged newer one is
+// skipped with a warning.
+int CheckpointToBundle(Env* env, const Target& t, const std::string& prefix) {
+  if (IsTensorBundle(env, prefix)) {
+    std::fprintf(stderr, "ckpt: %s.index already exists; delete it first\n", prefix.c_str());
+    return kUsage_;
+  }
+  const bool one = t.checkpoints_dir.empty();  // a checkpoint named by the user
+  absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> tensors = absl::NotFoundError("no checkpoint");
+  std::string dir;
+  for (const std::string& candidate : t.checkpoints) {
+    dir = candidate;
+    tensors = ReadWholeTensors(env, dir);
+    if (tensors.ok() || one) break;
+    std::fprintf(stderr, "ckpt: warning: skipping %s: %s\n", dir.c_str(), std::string(tensors.status().message()).c_str());
+  }
+  if (!tensors.ok()) return Fail(tensors.status());
+  absl::Status s = WriteTensorBundle(env, prefix, *tensors);
   if (!s.ok()) return Fail(s);
-  std::printf("wrote %zu tensor(s) from %s to TensorFlow checkpoint %s\n", tensors.size(), dir.c_str(),
+  std::printf("wrote %zu tensor(s) from %s to TensorFlow checkpoint %s\n", tensors->size(), dir.c_str(),
               prefix.c_str());
   return kOk;
 }

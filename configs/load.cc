@@ -92,15 +92,30 @@ std::string WithSuggestion(const std::string& message) {
   at = FindQuoted(message, kEnum, false, 0, &value);
   if (at != absl::string_view::npos &&
       FindQuoted(message, kForField, false, at, &field) == at + kEnum.size() + value.size()) {
-    // The field's enum type is not in the message; search the file's enums.
-    const auto* file = Experiment::descriptor()->file();
+    // The message does not say which enum the field has: take the values of
+    // every enum field of that name in the file's messages, nested ones too
+    // (Input.Text.Format), or of every enum when none is found.
     std::vector<std::string> values;
-    for (int e = 0; e < file->enum_type_count(); ++e) {
-      for (int v = 0; v < file->enum_type(e)->value_count(); ++v) values.push_back(file->enum_type(e)->value(v)->name());
+    std::vector<const Descriptor*> pending = {Experiment::descriptor()};
+    std::set<const Descriptor*> seen;
+    std::set<const google::protobuf::EnumDescriptor*> enums;
+    while (!pending.empty()) {
+      const Descriptor* d = pending.back();
+      pending.pop_back();
+      if (!seen.insert(d).second) continue;
+      for (int i = 0; i < d->field_count(); ++i) {
+        const FieldDescriptor* f = d->field(i);
+        if (f->message_type() != nullptr) pending.push_back(f->message_type());
+        if (f->enum_type() != nullptr && f->name() == field) enums.insert(f->enum_type());
+      }
+    }
+    for (const auto* e : enums) {
+      for (int v = 0; v < e->value_count(); ++v) values.push_back(e->value(v)->name());
     }
     std::string guess = value.size() <= kMaxShownToken ? ClosestMatch(value, values) : "";
     std::string out = absl::StrCat("unknown value '", Shown(value), "' for field '", field, "'");
     if (!guess.empty()) absl::StrAppend(&out, " (did you mean '", guess, "'?)");
+    else if (!values.empty()) absl::StrAppend(&out, "; valid values: ", absl::StrJoin(values, ", "));
     return out;
   }
   // Any other message: bounded as a whole (it may quote a token too).
@@ -271,7 +286,8 @@ absl::Status ApplyOverrides(const std::vector<std::string>& overrides, Experimen
         for (int i = 0; i < d->field_count(); ++i) names.push_back(d->field(i)->name());
         std::string guess = ClosestMatch(part, names);
         return bad(absl::StrCat("no field '", part, "' in ", d->name(),
-                                guess.empty() ? "" : absl::StrCat(" (did you mean '", guess, "'?)")));
+                                guess.empty() ? absl::StrCat("; valid fields: ", absl::StrJoin(names, ", "))
+                                              : absl::StrCat(" (did you mean '", guess, "'?)")));
       }
       const Reflection* r = msg->GetReflection();
       if (f->is_repeated() && index < 0) {

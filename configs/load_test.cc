@@ -112,6 +112,8 @@ INSTANTIATE_TEST_SUITE_P(
         Broken{"unknown_top_field", "", "trian { steps: 3 }\n", "12:trian", "did you mean 'train'"},
         Broken{"unknown_layer_field", "flatten {}", "flaten {}", "3:flaten", "did you mean 'flatten'"},
         Broken{"unknown_enum", "activation: RELU", "activation: RELUU", "4:RELUU", "did you mean 'RELU'"},
+        Broken{"unknown_nested_enum", "activation: RELU", "activation: LINEAR_OR_WHAT", "",
+               "unknown value 'LINEAR_OR_WHAT' for field 'activation'; valid values: "},
         Broken{"unknown_dense_field", "units: 16", "unit: 16", "4:unit", "did you mean 'units'"},
         Broken{"dangling_layer_input", "input: \"fc1\"", "input: \"fc_1\"", "5:input", "did you mean 'fc1'"},
         Broken{"layer_reads_later_layer", "input: \"flat\"", "input: \"logits\"", "4:input", "defined later"},
@@ -222,6 +224,9 @@ TEST(Load, OverridesSetFieldsAndExplainMistakes) {
   EXPECT_NE(s.message().find("did you mean 'RELU'"), std::string::npos) << s;
   s = ApplyOverrides({"train.steps"}, &e);
   EXPECT_NE(s.message().find("field.path=value"), std::string::npos) << s;
+  // No close name: the valid ones are listed.
+  s = ApplyOverrides({"train.max_steps=100"}, &e);
+  EXPECT_NE(s.message().find("no field 'max_steps' in Train; valid fields: steps, eval_every_steps"), std::string::npos) << s;
 }
 
 // A field's location also names the --set that gave it its value (the file's

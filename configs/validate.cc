@@ -64,6 +64,20 @@ class Validator {
   void Error(const google::protobuf::Message& m, const std::string& field, int index, std::string message) {
     errors_->Add(loaded_.Where(m, field, index), std::move(message));
   }
+  // An error about `field` of `m` that may be unwritten (0: unset): located at
+  // the field if the file writes it, else at `parent_field` of `parent`; a
+  // --set of the field itself is named either way.
+  void ErrorAtFieldOrParent(const google::protobuf::Message& m, const std::string& field,
+                            const google::protobuf::Message& parent, const std::string& parent_field, std::string message) {
+    config::Location where = loaded_.Where(m, field);
+    if (where.line == 0) {
+      const config::Location at_parent = loaded_.Where(parent, parent_field);
+      where.line = at_parent.line;
+      where.column = at_parent.column;
+      if (where.set_by.empty()) where.set_by = at_parent.set_by;
+    }
+    errors_->Add(where, std::move(message));
+  }
   std::string DidYouMean(const std::string& word, const std::vector<std::string>& known) {
     std::string guess = ClosestMatch(word, known);
     return guess.empty() ? "" : absl::StrCat(" (did you mean '", guess, "'?)");
@@ -248,12 +262,14 @@ class Validator {
     CheckRef(ss, "inputs", ss.inputs(), outputs);
     CheckRef(ss, "labels", ss.labels(), outputs);
     if (ss.num_classes() == 0) {
-      Error(loss, "sampled_softmax", -1, "sampled_softmax: num_classes must be > 0, got 0 (it is required)");
+      ErrorAtFieldOrParent(ss, "num_classes", loss, "sampled_softmax",
+                           "sampled_softmax: num_classes must be > 0, got 0 (it is required)");
     } else {
       Size(ss, "num_classes", ss.num_classes(), "sampled_softmax: num_classes");
     }
     if (ss.num_sampled() == 0) {
-      Error(loss, "sampled_softmax", -1, "sampled_softmax: num_sampled must be >= 1, got 0 (it is required)");
+      ErrorAtFieldOrParent(ss, "num_sampled", loss, "sampled_softmax",
+                           "sampled_softmax: num_sampled must be >= 1, got 0 (it is required)");
     } else if (ss.num_sampled() < 1 || (ss.num_classes() > 0 && ss.num_sampled() > ss.num_classes())) {
       Error(ss, "num_sampled", -1,
             absl::StrCat("sampled_softmax: num_sampled must be in [1, num_classes = ", ss.num_classes(), "], got ",

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/framework/device_name.h"
 #include "engine/framework/node_def_util.h"
+#include "engine/graph/control_flow.h"
 #include "monitoring/progress.h"
 
 namespace sluice {
@@ -69,6 +70,9 @@ PlacementPlan PlanPlacement(const Graph& placed, const std::vector<int>& device_
   std::map<std::pair<int, int>, DeviceLink> links;
   std::set<std::tuple<int, int, int>> sent;   // (src id, src output, dst device)
   std::set<std::pair<int, int>> controls;     // (src id, dst device)
+  // Nodes in a loop's frame run once per iteration; the plan counts them once.
+  std::vector<ControlFlowInfo> frames;
+  if (!BuildControlFlowInfo(placed, &frames).ok()) frames.clear();
   for (int id = 0; id < placed.num_node_ids(); ++id) {
     const Node* node = placed.FindNodeId(id);
     if (node == nullptr) continue;
@@ -82,6 +86,7 @@ PlacementPlan PlanPlacement(const Graph& placed, const std::vector<int>& device_
     if (!in_step[id]) continue;
     ++dp.step_nodes;
     dp.step_flops += costs.Flops(node);
+    if (static_cast<size_t>(id) < frames.size() && !frames[id].frame_name.empty()) dp.step_has_loops = true;
     for (int port = 0; port < node->num_outputs(); ++port) {
       if (!IsRefType(node->output_type(port))) dp.step_tensor_bytes += costs.OutputBytes(node, port);
     }
@@ -112,7 +117,8 @@ void PrintPlacementPlan(const PlacementPlan& plan, const DeviceSet& devices, std
     const DevicePlan& dp = plan.devices[d];
     out << "    " << names[d] << std::string(width - names[d].size() + 2, ' ') << "nodes " << FormatThousands(dp.nodes)
         << " (step " << FormatThousands(dp.step_nodes) << ")  variables " << FormatThousands(dp.variable_elements)
-        << "  FLOPs/step " << absl::StrFormat("%.3g", dp.step_flops) << "  memory <= "
+        << "  FLOPs/step " << absl::StrFormat("%.3g", dp.step_flops)
+        << (dp.step_has_loops ? " (a loop's body counted once)" : "") << "  memory <= "
         << FormatBytes(static_cast<double>(dp.variable_bytes + dp.step_tensor_bytes)) << " (variables " << FormatBytes(static_cast<double>(dp.variable_bytes)) << ")\n";
   }
   if (plan.devices.size() > 1 && plan.links.empty()) out << "    nothing crosses devices in a step\n";

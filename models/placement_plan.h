@@ -28,7 +28,10 @@ struct DevicePlan {
   int64_t step_nodes = 0;      // of one training step
   int64_t variable_elements = 0;  // each variable once (the eval tower shares them)
   int64_t variable_bytes = 0;
+  // Of the step's nodes, each counted once: a loop's body (an LSTM's time
+  // steps) once, not per iteration (step_has_loops says there is one).
   double step_flops = 0;
+  bool step_has_loops = false;
   // The outputs of the step's nodes here, each counted whole: an upper bound
   // on the step's working memory beside the variables.
   int64_t step_tensor_bytes = 0;

@@ -287,8 +287,8 @@ absl::StatusOr<Vocabulary> BuildVocabulary(Env* env, const Corpus& corpus, Split
   if (!s.ok()) return s;
   if (tokens == 0) {
     return absl::InvalidArgumentError(absl::StrCat(from == Split::kAll ? "the text corpus (" : "the train split of the text corpus (",
-                                                   corpus.files.size(),
-                                                   " files, first '", corpus.files.empty() ? "" : corpus.files[0],
+                                                   corpus.files.size(), corpus.files.size() == 1 ? " file" : " files",
+                                                   ", first '", corpus.files.empty() ? "" : corpus.files[0],
                                                    "') holds no words to build a vocabulary from"));
   }
   return Vocabulary::FromCounts(counts, max_size, min_count);

@@ -9,6 +9,7 @@
 #include "inputs/idx_cache.h"
 #include "inputs/input_builders.h"
 #include "inputs/text.h"
+#include "monitoring/progress.h"
 
 namespace sluice {
 namespace models {
@@ -524,7 +525,8 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
   const int64_t seq_len = t.seq_len();
   const int64_t windows = text::NumWindows(static_cast<int64_t>(stream->ids.size()), seq_len);
   if (windows == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " (", corpus.files.size(), " files, first '", corpus.files[0],
+    return absl::InvalidArgumentError(absl::StrCat(what, " (", CountOf(static_cast<int64_t>(corpus.files.size()), "file", "files"),
+                                                   ", first '", corpus.files[0],
                                                    "') holds ", stream->ids.size(),
                                                    " tokens: too few for one window of seq_len + 1 = ", seq_len + 1));
   }
@@ -591,8 +593,8 @@ absl::Status BuildText(const config::Input::Pipeline& p, const PipelineOptions& 
   out->vocabulary = vocabulary->words();
   out->description = absl::StrCat(
       "text ", split == text::Split::kAll ? "(all sentences)" : absl::StrCat(split_name, " split"), " of ",
-      corpus.files.size(), " files (", t.files(0), (t.files_size() > 1 ? ", ..." : ""), "): ", stream->sentences,
-      " sentences, ", stream->ids.size(), " ids with <eos> (", stream->unknown, " <unk>), vocabulary ",
+      CountOf(static_cast<int64_t>(corpus.files.size()), "file", "files"), " (", t.files(0),
+      (t.files_size() > 1 ? ", ..." : ""), "): ", CountOf(stream->sentences, "sentence", "sentences"), ", ", stream->ids.size(), " ids with <eos> (", stream->unknown, " <unk>), vocabulary ",
       vocabulary->size(), " -> ", windows, " windows of ", seq_len, " -> ",
       BatchQueueDescription(batch, reader_shuffle), " -> batches of ", p.batch_size());
   return absl::OkStatus();

@@ -18,6 +18,10 @@ void MarkProgressLineOpen() { g_progress_line_open.store(true); }
 
 const char* EndProgressLine() { return g_progress_line_open.exchange(false) ? "\n" : ""; }
 
+std::string CountOf(int64_t n, const char* one, const char* many) {
+  return absl::StrCat(FormatThousands(n), " ", n == 1 ? one : many);
+}
+
 std::string FormatBytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

@@ -33,6 +33,8 @@ std::string FormatEta(absl::Duration d);
 std::string FormatThousands(int64_t v);
 // 1536 -> "1.5 KiB" (binary units, one decimal).
 std::string FormatBytes(double bytes);
+// (1, "file", "files") -> "1 file", (2, ...) -> "2 files"; thousands separated.
+std::string CountOf(int64_t n, const char* one, const char* many);
 
 // A progress line on a terminal ("\r" ... ESC[K, no line break) stays open
 // until something ends it. MarkProgressLineOpen says one is; EndProgressLine

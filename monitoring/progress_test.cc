@@ -30,6 +30,12 @@ TEST(ProgressTest, Thousands) {
   EXPECT_EQ(FormatThousands(-12345), "-12,345");
 }
 
+TEST(ProgressTest, CountOfSaysOneOrMany) {
+  EXPECT_EQ(CountOf(1, "file", "files"), "1 file");
+  EXPECT_EQ(CountOf(0, "file", "files"), "0 files");
+  EXPECT_EQ(CountOf(43000, "sentence", "sentences"), "43,000 sentences");
+}
+
 TEST(ProgressTest, Eta) {
   EXPECT_EQ(FormatEta(absl::Seconds(45)), "45s");
   EXPECT_EQ(FormatEta(absl::Seconds(20 * 60 + 26)), "20m26s");

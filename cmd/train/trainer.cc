@@ -170,12 +170,13 @@ void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGra
   for (const auto& d : DeviceMgr::Local()->devices()) num_devices += d->device_type() == kDeviceCpu ? 1 : 0;
   out << (num_devices > 1 ? "  devices        " : "  device         ") << DeviceMgr::Local()->HostCpu()->name()
       << (num_devices > 1 ? absl::StrCat(" to CPU:", num_devices - 1, ", ", num_devices, " virtual CPUs on") : "")
-      << " (" << NumSchedulableCpus() << " cores, "
+      << " (" << CountOf(NumSchedulableCpus(), "core", "cores") << ", "
       << (!shared_pool
-              ? absl::StrCat(inter_op, " inter-op threads, ", DeviceMgr::Local()->HostCpu()->intra_op_threads(),
-                             " intra-op threads", num_devices > 1 ? " per device" : "")
-              : absl::StrCat(DeviceMgr::Local()->HostCpu()->intra_op_threads(),
-                             " threads for ops and their parallel loops"))
+              ? absl::StrCat(CountOf(inter_op, "inter-op thread", "inter-op threads"), ", ",
+                             CountOf(DeviceMgr::Local()->HostCpu()->intra_op_threads(), "intra-op thread", "intra-op threads"),
+                             num_devices > 1 ? " per device" : "")
+              : absl::StrCat(CountOf(DeviceMgr::Local()->HostCpu()->intra_op_threads(), "thread", "threads"),
+                             " for ops and their parallel loops"))
       << ")\n";
   for (const auto& d : DeviceMgr::Local()->devices()) {
     if (d->device_type() != kDeviceCpu) out << "  accelerator    " << d->name() << "\n";
@@ -1041,7 +1042,8 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
         err << "error: checkpoint.warm_start from " << w.from() << ": " << s.message() << "\n";
         return absl::IsNotFound(s) || absl::IsInvalidArgument(s) ? kExitBadConfig : ExitCodeForStatus(s);
       }
-      out << "warm-started " << chosen.size() << " variables from " << w.from() << "\n";
+      out << "warm-started " << CountOf(static_cast<int64_t>(chosen.size()), "variable", "variables") << " from " << w.from()
+          << "\n";
     }
   } else {
     if (replica && ExitCodeForStatus(restored.status()) == kExitRetryable) {

@@ -86,7 +86,9 @@ absl::Status EvalHook::AfterStep(const StepInfo& step, const StepResult& result,
   if (!CrossedMultiple(step.previous_step, step.step, options_.every_steps) || step.step >= step.last_step) {
     return absl::OkStatus();
   }
+  const absl::Time start = absl::Now();
   absl::Status s = EvaluateAndReport(step.step);
+  if (control != nullptr) control->AddPause(absl::Now() - start);  // not training: the rates leave it out
   if (StoppedBySignal(s)) {
     // The stop-signal hook stops the loop before the next step.
     *out_ << EndProgressLine() << "evaluation at step " << step.step << " abandoned: " << s.message() << "\n";

@@ -123,6 +123,25 @@ TEST_F(EvalHookTest, AStopSignalAbandonsTheFinalEvaluation) {
   EXPECT_EQ(written.str(), "");
 }
 
+// A periodic evaluation's time is reported as a pause: the steps after it
+// have an active clock behind their wall clock (the rates leave it out).
+TEST_F(EvalHookTest, APeriodicEvaluationIsLeftOutOfTheRates) {
+  class Clocks : public TrainingHook {
+   public:
+    absl::Status AfterStep(const StepInfo& step, const StepResult& result, LoopControl*) override {
+      paused.push_back(result.end_time - result.active_time);
+      return absl::OkStatus();
+    }
+    std::vector<absl::Duration> paused;
+  } clocks;
+  EvalHook hook(options_, {}, &out_, &err_);
+  RunSteps(12, {&clocks, &hook});
+  ASSERT_EQ(clocks.paused.size(), 12u);
+  EXPECT_EQ(clocks.paused[9], absl::ZeroDuration());  // step 10, evaluated after it
+  EXPECT_GT(clocks.paused[10], absl::ZeroDuration());
+  EXPECT_EQ(clocks.paused[11], clocks.paused[10]);
+}
+
 TEST_F(EvalHookTest, EvaluatesEveryNStepsBeforeTheLastAndAtTheEnd) {
   RecordingListener listener;
   EvalHook hook(options_, {&listener}, &out_, &err_);

@@ -86,6 +86,11 @@ struct StepResult {
   double loss = 0;
   double seconds = 0;     // wall time of Session::Run
   absl::Time end_time;    // when it returned
+  // end_time less the time hooks spent on other work since the loop began
+  // (LoopControl::AddPause: evaluations): the clock that steps/s and
+  // examples/s are measured on, so that an evaluation does not read as slow
+  // training.
+  absl::Time active_time;
   std::vector<Tensor> fetched;
   // The step's metadata; step_stats is filled only when step_stats_collected.
   const RunMetadata* metadata = nullptr;
@@ -107,10 +112,15 @@ class LoopControl {
   }
   bool stop_requested() const { return stop_requested_; }
   StopKind stop_kind() const { return kind_; }
+  // `d` of this hook's AfterStep was not training (an evaluation): left out
+  // of the later steps' active_time.
+  void AddPause(absl::Duration d) { paused_ += d; }
+  absl::Duration paused() const { return paused_; }
 
  private:
   bool stop_requested_ = false;
   StopKind kind_ = StopKind::kFinish;
+  absl::Duration paused_;
 };
 
 // How the loop ended, as End and Close see it (and the loop's caller).

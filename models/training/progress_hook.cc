@@ -22,7 +22,7 @@ absl::Status ProgressHook::AfterStep(const StepInfo& step, const StepResult& res
     *out_ << EndProgressLine() << "warning: the global step went back from " << step.previous_step << " to "
           << step.step << ": the chief restored an older checkpoint, and the steps after it are trained again\n";
   }
-  progress_->OnStep(step.step, step.examples, result.loss, step.learning_rate, now);
+  progress_->OnStep(step.step, step.examples, result.loss, step.learning_rate, result.active_time);
   step_seconds_ += result.seconds;
   ++steps_;
   if (options_.print_losses) *out_ << EndProgressLine() << absl::StrFormat("loss at step %d: %.9g\n", step.step, result.loss);

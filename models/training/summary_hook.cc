@@ -166,7 +166,7 @@ void SummaryHook::BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* 
 }
 
 absl::Status SummaryHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
-  rate_->OnStep(step.step, step.examples, result.loss, step.learning_rate, result.end_time);
+  rate_->OnStep(step.step, step.examples, result.loss, step.learning_rate, result.active_time);
   if (summary_step_ < 0 || events_ == nullptr) return absl::OkStatus();
   last_summary_step_ = step.step;
   const std::vector<Tensor>& fetched = result.fetched;

@@ -126,6 +126,7 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
     StepResult result;
     result.loss = loss;
     result.end_time = absl::Now();
+    result.active_time = result.end_time - control.paused();
     result.seconds = absl::ToDoubleSeconds(result.end_time - step_start);
     result.metadata = &metadata;
     result.step_stats_collected = run_options.collect_step_stats;

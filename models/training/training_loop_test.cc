@@ -38,6 +38,7 @@ class RecordingHook : public TrainingHook {
     log_->push_back(absl::StrCat(name_, ":AfterStep:", step.step));
     results.push_back(result);
     if (step.step == stop_after_step) control->RequestStop(stop_kind);
+    if (step.step == pause_after_step) control->AddPause(absl::Hours(1));
     return step.step == fail_after_step ? absl::InternalError("hook failed") : absl::OkStatus();
   }
   absl::Status End(Session* session, const LoopEnd& end) override {
@@ -55,6 +56,7 @@ class RecordingHook : public TrainingHook {
   int64_t stop_before_step = -1;
   int64_t stop_after_step = -1;
   int64_t fail_after_step = -1;
+  int64_t pause_after_step = -1;  // reports an hour of other work (an evaluation) then
   StopKind stop_kind = StopKind::kFinish;
   absl::Status begin_status;
   absl::Status end_status;
@@ -148,6 +150,19 @@ TEST_F(TrainingLoopTest, AStepTensorGivesEachStepItsGlobalStep) {
   ASSERT_EQ(steps.size(), 4u);
   // The learning rate follows the global step seen last.
   EXPECT_FLOAT_EQ(steps[1].feeds[0].second.scalar<float>(), 0.5f / (13 + 1));
+}
+
+// Time a hook reports as other work (an evaluation) is left out of the
+// active clock of every later step, which the rates are measured on.
+TEST_F(TrainingLoopTest, APauseAHookReportsIsLeftOutOfTheLaterStepsActiveTime) {
+  RecordingHook hook("a", &log_);
+  hook.pause_after_step = 2;
+  Run(0, 4, {&hook});
+  ASSERT_EQ(hook.results.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    const absl::Duration paused = hook.results[i].end_time - hook.results[i].active_time;
+    EXPECT_EQ(paused, i < 2 ? absl::ZeroDuration() : absl::Hours(1)) << "step " << i + 1;
+  }
 }
 
 TEST_F(TrainingLoopTest, HooksAreCalledInTheirOrderInEveryPhase) {

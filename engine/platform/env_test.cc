@@ -160,6 +160,8 @@ TEST_F(EnvTest, ReadFileToStringStopsAtItsLimit) {
   auto capped = ReadFileToString(env_, Path("big"), 4999);
   EXPECT_TRUE(absl::IsResourceExhausted(capped.status())) << capped.status();
   EXPECT_TRUE(absl::StrContains(capped.status().message(), Path("big")));
+  // Refused by its size, before reading: the message gives it.
+  EXPECT_TRUE(absl::StrContains(capped.status().message(), "(5000 bytes)")) << capped.status();
   // A device that never ends (as a crafted path could name) is cut off too.
   auto endless = ReadFileToString(env_, "/dev/zero", 3 << 20);
   EXPECT_TRUE(absl::IsResourceExhausted(endless.status())) << endless.status();

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "monitoring/progress.h"
 #include "absl/strings/str_format.h"
@@ -17,7 +18,17 @@ namespace {
 
 absl::Status EvalHook::Begin(Session* session, const LoopStart& start) {
   session_ = session;
+  last_result_.clear();
   if (!options_.results_file.empty()) {
+    // The last line an earlier run wrote: a finished run run again reports
+    // its final evaluation from it instead of evaluating again.
+    constexpr uint64_t kMaxResultsBytes = 64 << 20;
+    auto earlier = ReadFileToString(options_.env, options_.results_file, kMaxResultsBytes);
+    if (earlier.ok()) {
+      absl::string_view text = *earlier;
+      while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+      last_result_ = std::string(text.substr(text.rfind('\n') == absl::string_view::npos ? 0 : text.rfind('\n') + 1));
+    }
     auto file = options_.env->NewAppendableFile(options_.results_file);
     if (!file.ok()) return absl::Status(file.status().code(), absl::StrCat("eval results: ", file.status().message()));
     results_ = std::move(*file);
@@ -104,6 +115,12 @@ bool EvalHook::StoppedBySignal(const absl::Status& s) const {
 
 absl::Status EvalHook::End(Session* session, const LoopEnd& end) {
   if (end.preempted()) return absl::OkStatus();  // leave quickly; the resumed run evaluates
+  if (end.steps_run == 0 && absl::StartsWith(last_result_, absl::StrCat("eval at step ", end.step, ": "))) {
+    // Nothing changed since that evaluation (a scheduler's retry of a finished run, say).
+    *out_ << EndProgressLine() << last_result_ << " (from " << options_.results_file << ")\n";
+    out_->flush();
+    return absl::OkStatus();
+  }
   absl::Status s = EvaluateAndReport(end.step);
   if (StoppedBySignal(s)) {
     *out_ << EndProgressLine() << "final evaluation at step " << end.step << " abandoned: " << s.message()

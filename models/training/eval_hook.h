@@ -7,7 +7,9 @@
 // A results file that cannot be opened or appended to fails the run (an eval line is never
 // silently lost). A failed periodic evaluation fails the run ("evaluation at step N: ..."); a failed final
 // one prints "error: final evaluation: ..." and fails it too. A stop signal abandons an
-// evaluation between batches (EvalHookOptions::stop_signals).
+// evaluation between batches (EvalHookOptions::stop_signals). A run that ran no step and whose
+// results file ends with its step's evaluation (a finished run run again) prints that line
+// instead of evaluating again.
 //
 // Ownership: borrows the listeners and the streams; they must outlive the hook.
 // Thread safety: the loop's thread only.
@@ -82,6 +84,7 @@ class EvalHook : public TrainingHook {
   std::ostream* const err_;
   Session* session_ = nullptr;
   std::unique_ptr<WritableFile> results_;  // null without a results file
+  std::string last_result_;  // the results file's last line when the run began
 };
 
 }  // namespace training

@@ -54,11 +54,12 @@ class EvalHookTest : public ::testing::Test {
       return absl::OkStatus();
     });
   }
-  LoopEnd RunSteps(int64_t last_step, std::vector<TrainingHook*> hooks) {
+  LoopEnd RunSteps(int64_t last_step, std::vector<TrainingHook*> hooks, int64_t first_step = 0) {
     TrainingLoopOptions options;
     options.loss = "loss";
     options.train_op = "train";
     LoopStart start;
+    start.step = first_step;
     start.last_step = last_step;
     return RunTrainingLoop(&session_, options, start, hooks);
   }
@@ -196,6 +197,32 @@ TEST_F(EvalHookTest, ResultsAreAppendedAndAnOpenProgressLineIsEndedFirst) {
   written << f.rdbuf();
   EXPECT_EQ(written.str(), "eval at step 5: loss 1.8000 accuracy 0.5000 (250 examples)\n"
                            "eval at step 5: loss 1.8000 accuracy 0.5000 (250 examples)\n");
+}
+
+// A finished run run again (no step ran): its final evaluation is the
+// results file's last line, printed again, not evaluated and appended again.
+TEST_F(EvalHookTest, AFinishedRunRunAgainReportsItsEvaluationFromTheResultsFile) {
+  options_.every_steps = 0;
+  {
+    EvalHook hook(options_, {}, &out_, &err_);
+    RunSteps(5, {&hook});
+  }
+  const int batches = eval_batches_;
+  out_.str("");
+  {
+    EvalHook again(options_, {}, &out_, &err_);
+    EXPECT_TRUE(RunSteps(5, {&again}, /*first_step=*/5).succeeded());
+  }
+  EXPECT_EQ(eval_batches_, batches);
+  EXPECT_EQ(out_.str(), absl::StrCat("eval at step 5: loss 1.8000 accuracy 0.5000 (250 examples) (from ", results_, ")\n"));
+  std::ifstream f(results_);
+  std::stringstream written;
+  written << f.rdbuf();
+  EXPECT_EQ(written.str(), "eval at step 5: loss 1.8000 accuracy 0.5000 (250 examples)\n");
+  // Resumed at another step (the last line is not this step's): it evaluates.
+  EvalHook later(options_, {}, &out_, &err_);
+  RunSteps(6, {&later}, /*first_step=*/6);
+  EXPECT_GT(eval_batches_, batches);
 }
 
 TEST_F(EvalHookTest, AnUnknownEpochSizeIsOneBatch) {

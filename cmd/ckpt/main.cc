@@ -158,9 +158,10 @@ void PrintStateSummary(Env* env, const Target& t) {
   if (t.checkpoints_dir.empty()) return;
   auto state = ReadCheckpointState(env, t.checkpoints_dir);
   if (state.ok()) {
+    // Newest first, as the directories below.
     std::printf("state file: latest %s, retained:", state->latest().c_str());
-    for (const CheckpointRecord& r : state->checkpoints()) {
-      std::printf(" %s%s", r.dir().c_str(), r.keep_forever() ? "(kept forever)" : "");
+    for (auto r = state->checkpoints().rbegin(); r != state->checkpoints().rend(); ++r) {
+      std::printf(" %s%s", r->dir().c_str(), r->keep_forever() ? "(kept forever)" : "");
     }
     std::printf("\n");
   } else {

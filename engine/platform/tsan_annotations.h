@@ -37,7 +37,10 @@ inline void TsanRelease(const void*) {}
 inline void TsanAcquire(const void*) {}
 class TsanIgnoreWritesInScope {
  public:
-  TsanIgnoreWritesInScope() = default;
+  // User-provided, as the tsan build's are, so that a scope object is not an
+  // "unused variable" to the compiler.
+  TsanIgnoreWritesInScope() {}
+  ~TsanIgnoreWritesInScope() {}
   TsanIgnoreWritesInScope(const TsanIgnoreWritesInScope&) = delete;
   TsanIgnoreWritesInScope& operator=(const TsanIgnoreWritesInScope&) = delete;
 };

@@ -421,7 +421,7 @@ TEST_F(TrainEventFileTest, FirstRunWritesVersionGraphScalarsHistogramsImages) {
   for (const Event& e : events) EXPECT_NE(e.session_status, 1) << "a fresh run has no session_log START";
 }
 
-TEST_F(TrainEventFileTest, ResumeWritesSessionStartAtTheRestoredStep) {
+TEST_F(TrainEventFileTest, ResumeWritesSessionStartAtTheStepAfterTheRestoredOne) {
   ASSERT_EQ(first_rc_, 0) << *first_output_;
   std::string output;
   ASSERT_EQ(RunTrain("--set train.steps=40 --allow-drift" + *common_, &output), 0) << output;
@@ -442,7 +442,9 @@ TEST_F(TrainEventFileTest, ResumeWritesSessionStartAtTheRestoredStep) {
   for (const Event& e : events) {
     if (e.session_status == 1) {
       ++starts;
-      EXPECT_EQ(e.step, 30);
+      // The resumed run's first step: TensorBoard keeps the first attempt's
+      // points before it, step 30's included (a START at 30 dropped them).
+      EXPECT_EQ(e.step, 31);
     }
   }
   EXPECT_EQ(starts, 1);

@@ -979,6 +979,7 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   training::ProgressHook progress({tty, e.train().log_every_steps(), options.print_losses}, &out);
   std::vector<training::CheckpointListener*> checkpoint_listeners;
   if (monitoring->metrics) checkpoint_listeners.push_back(monitoring->metrics.get());
+  if (monitoring->summaries) checkpoint_listeners.push_back(monitoring->summaries.get());  // flushes the event file
   std::unique_ptr<training::CheckpointHook> checkpoints;
   if (saver != nullptr) checkpoints = std::make_unique<training::CheckpointHook>(saver.get(), checkpoint_listeners, &out, &err);
   training::StopSignalHook stop_signals(&g_stop_signals, &out);

@@ -143,7 +143,13 @@ absl::Status SummaryHook::Begin(Session* session, const LoopStart& start) {
   }
   events_ = std::move(w).value();
   absl::Status s = events_->WriteGraph(training_graph_);
-  if (s.ok() && start.resumed) s = events_->WriteSessionStart(start.step);
+  // The restored checkpoint holds step T's update, and the earlier attempt's
+  // points up to T stand: TensorBoard drops only those of steps >= the
+  // START's, which this run writes again (a START at T dropped step T's
+  // points for good: this run's first step is T + 1).
+  if (s.ok() && start.resumed) s = events_->WriteSessionStart(start.step + 1);
+  // On disk at once: a crash before the first flush left a file with no graph.
+  if (s.ok()) s = events_->Flush();
   if (!s.ok()) {
     return absl::Status(s.code(), absl::StrCat("starting monitoring: writing ", events_->path(), ": ", s.message()));
   }
@@ -190,6 +196,12 @@ absl::Status SummaryHook::AfterStep(const StepInfo& step, const StepResult& resu
   for (size_t k = 0; k < train_metrics_.size(); ++k) add("train/" + train_metrics_[k].first, scalar_at(1 + k));
   Write(step.step, summary);
   return absl::OkStatus();
+}
+
+void SummaryHook::BeforeSave(int64_t step, bool final) {
+  if (events_ == nullptr) return;
+  absl::Status s = events_->Flush();
+  if (!s.ok()) Warn(absl::StrCat("flushing ", events_->path(), " before the checkpoint of step ", step, ": ", s.message()));
 }
 
 void SummaryHook::OnEval(int64_t step, const EvalValues& values) {

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "engine/framework/graph.pb.h"
+#include "models/training/checkpoint_hook.h"
 #include "models/training/eval_hook.h"
 #include "models/training/hook.h"
 #include "models/training_graph.h"
@@ -49,7 +50,10 @@ struct SummaryHookOptions {
 // name ("embed/embeddings", as checkpoints and warm starts call it).
 bool HistogramPatternMatches(const std::string& pattern, const models::VariableSummary& v);
 
-class SummaryHook : public TrainingHook, public EvalListener {
+// Also a CheckpointListener: a save flushes the event file, so that a crash
+// after a checkpoint at step T loses no point up to T (the resumed run starts
+// after T and would never write them again).
+class SummaryHook : public TrainingHook, public EvalListener, public CheckpointListener {
  public:
   // Checks the options against the training graph and builds the summary nodes; no I/O.
   // InvalidArgument naming the option ("histograms[1]: ...", "input_images: ...") when a
@@ -66,6 +70,8 @@ class SummaryHook : public TrainingHook, public EvalListener {
   absl::Status AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) override;
   void Close(const LoopEnd& end) override;
   void OnEval(int64_t step, const EvalValues& values) override;
+  void BeforeSave(int64_t step, bool final) override;
+  void AfterFinalSave(int64_t step) override {}
 
   // The summary nodes Begin adds, and the event file's path ("" before Begin or when off).
   const GraphDef& summary_graph() const { return summary_graph_; }

@@ -152,12 +152,15 @@ class SummaryHookTest : public ::testing::Test {
     start.resumed = resumed;
     return RunTrainingLoop(&session_, options, start, hooks);
   }
+  // (Public for the hooks the tests define.)
+ public:
   std::vector<Event> Events(const std::string& path) {
     testing_events::DecodedFile f = testing_events::DecodeFile(path);
     EXPECT_EQ(f.error, "");
     return f.events;
   }
 
+ protected:
   FakeSession session_;
   models::TrainingGraph tg_;
   SummaryHookOptions options_;
@@ -218,6 +221,30 @@ TEST_F(SummaryHookTest, WritesTheGraphAndTheSummariesOfSummaryStepsOnly) {
   EXPECT_EQ(err_.str(), "");
 }
 
+// A checkpoint's start flushes the event file: a crash after it loses no
+// point up to the checkpoint's step, however long the flush interval.
+TEST_F(SummaryHookTest, ACheckpointFlushesTheEventFile) {
+  options_.flush_interval = absl::Hours(1);
+  auto hook = SummaryHook::Create(options_, tg_, &err_);
+  ASSERT_TRUE(hook.ok()) << hook.status();
+  SummaryHook* summaries = hook->get();
+  class SaveAtStep4 : public TrainingHook {
+   public:
+    SaveAtStep4(SummaryHook* s, SummaryHookTest* test) : s_(s), test_(test) {}
+    absl::Status AfterStep(const StepInfo& step, const StepResult&, LoopControl*) override {
+      if (step.step != 4) return absl::OkStatus();
+      s_->BeforeSave(4, /*final=*/false);
+      for (const Event& e : test_->Events(s_->event_file())) last_step_on_disk = std::max(last_step_on_disk, e.step());
+      return absl::OkStatus();
+    }
+    int64_t last_step_on_disk = -1;
+    SummaryHook* s_;
+    SummaryHookTest* test_;
+  } save(summaries, this);
+  RunSteps(0, 6, false, {summaries, &save});
+  EXPECT_EQ(save.last_step_on_disk, 4);
+}
+
 TEST_F(SummaryHookTest, AResumedRunStartsWithSessionLogStartAndEvalResultsAreScalars) {
   auto hook = SummaryHook::Create(options_, tg_, &err_);
   ASSERT_TRUE(hook.ok()) << hook.status();
@@ -240,7 +267,7 @@ TEST_F(SummaryHookTest, AResumedRunStartsWithSessionLogStartAndEvalResultsAreSca
   std::vector<Event> events = Events(file);
   ASSERT_EQ(events.size(), 5u);  // version, graph, START, step 8, eval
   EXPECT_EQ(events[2].session_log().status(), SessionLog::START);
-  EXPECT_EQ(events[2].step(), 7);
+  EXPECT_EQ(events[2].step(), 8);  // the first step this run writes: the earlier points up to 7 stand
   EXPECT_EQ(events[3].step(), 8);
   EXPECT_EQ(events[4].step(), 8);
   ASSERT_EQ(events[4].summary().value_size(), 2);

@@ -215,6 +215,7 @@ absl::Status Saver::Save(Session* session, int64_t step) {
   // This step is saved (or being saved) already: saving it again would
   // replace a committed checkpoint in place, for nothing.
   if (step == last_save_step_) return absl::OkStatus();
+  const double started = Now();
   std::vector<std::string> fetches;
   for (size_t i = 0; i < variables_.size(); ++i) fetches.push_back(SnapshotNode(options_.scope, i));
   std::vector<Tensor> values;
@@ -234,14 +235,14 @@ absl::Status Saver::Save(Session* session, int64_t step) {
   last_save_time_ = now;
   if (!options_.background) {
     SLUICE_RETURN_IF_ERROR(previous);
-    absl::Status committed = Commit(step, now, std::move(entries));
+    absl::Status committed = Commit(step, started, now, std::move(entries));
     if (committed.ok()) return committed;
     last_save_step_ = -1;  // not saved: a later Save of this step writes it
     return NotWritten(step, committed);
   }
   writer_step_ = step;
-  writer_ = std::thread([this, step, now, entries = std::move(entries)]() mutable {
-    writer_status_ = Commit(step, now, std::move(entries));
+  writer_ = std::thread([this, step, started, now, entries = std::move(entries)]() mutable {
+    writer_status_ = Commit(step, started, now, std::move(entries));
   });
   return previous;
 }
@@ -256,7 +257,7 @@ absl::Status Saver::Wait() {
   return NotWritten(writer_step_, s);
 }
 
-absl::Status Saver::Commit(int64_t step, double now, std::vector<SaveEntry> entries) {
+absl::Status Saver::Commit(int64_t step, double started, double now, std::vector<SaveEntry> entries) {
   Env* env = options_.env;
   const std::string ckpts = CheckpointsDir(options_.run_dir);
   const std::string name = CheckpointDirName(step);
@@ -297,6 +298,10 @@ absl::Status Saver::Commit(int64_t step, double now, std::vector<SaveEntry> entr
   for (const std::string& d : to_delete) {
     absl::Status del = env->DeleteRecursively(JoinPath(ckpts, d));
     if (!del.ok()) LOG(WARNING) << "cannot delete old checkpoint: " << del.message();
+  }
+  if (on_committed_) {
+    const double finished = Now();
+    on_committed_(step, finished - started, finished);
   }
   return absl::OkStatus();
 }

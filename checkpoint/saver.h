@@ -102,6 +102,11 @@ class Saver {
   // previous background write (as Wait gives it); each names the step whose
   // checkpoint it cost: "the checkpoint of step N was not written: ...".
   absl::Status Save(Session* session, int64_t step);
+  // Called after each save that committed: its step, the seconds from Save's
+  // call to the commit, and when it committed (Unix seconds). A background
+  // write calls it on the writer's thread. Set it while no write is pending.
+  using CommitCallback = std::function<void(int64_t step, double seconds, double finished)>;
+  void set_on_committed(CommitCallback on_committed) { on_committed_ = std::move(on_committed); }
   // Waits for the pending write; its status (OK if none). A failed write's
   // error names its step ("the checkpoint of step 1800 was not written: ..."),
   // and that step counts as not saved: Save(step) writes it again.
@@ -122,7 +127,8 @@ class Saver {
 
  private:
   Saver(SaverOptions options, std::vector<SaveableVariable> variables);
-  absl::Status Commit(int64_t step, double now, std::vector<SaveEntry> entries);
+  // `started`: when Save was called; `now`: the checkpoint's time.
+  absl::Status Commit(int64_t step, double started, double now, std::vector<SaveEntry> entries);
   double Now() const;
 
   const SaverOptions options_;
@@ -130,6 +136,7 @@ class Saver {
   std::thread writer_;
   absl::Status writer_status_;  // written by writer_, read after join
   int64_t writer_step_ = -1;    // the step writer_ writes (or wrote last)
+  CommitCallback on_committed_;  // read by writer_
   std::string last_checkpoint_;  // written by writer_, read after join
   int64_t last_save_step_ = -1;
   double last_save_time_ = 0;

@@ -221,7 +221,6 @@ absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& 
       mo.stale_gradients = tg.stale_gradients;
       mo.aggregated_gradients = tg.aggregated_gradients;
     }
-    mo.run_dir = e.run_dir();
     auto metrics = training::MetricsHook::Create(mo, &out, &err);
     if (!metrics.ok()) return absl::InvalidArgumentError(absl::StrCat("monitoring.", metrics.status().message()));
     hooks.metrics = std::move(metrics).value();

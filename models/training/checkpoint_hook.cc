@@ -7,6 +7,21 @@
 namespace sluice {
 namespace training {
 
+CheckpointHook::CheckpointHook(checkpoint::Saver* saver, std::vector<CheckpointListener*> listeners, std::ostream* out,
+                               std::ostream* err)
+    : saver_(saver), listeners_(std::move(listeners)), out_(out), err_(err) {
+  saver_->set_on_committed([this](int64_t step, double seconds, double finished) {
+    for (CheckpointListener* l : listeners_) l->AfterCommit(step, seconds, absl::FromUnixSeconds(finished));
+  });
+}
+
+CheckpointHook::~CheckpointHook() {
+  // A periodic write still running (a run that failed before End) calls back into this hook.
+  absl::Status pending = saver_->Wait();
+  if (!pending.ok()) *err_ << EndProgressLine() << "warning: " << pending.message() << "\n";
+  saver_->set_on_committed(nullptr);
+}
+
 absl::Status CheckpointHook::Begin(Session* session, const LoopStart& start) {
   session_ = session;
   return absl::OkStatus();

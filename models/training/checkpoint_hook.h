@@ -6,10 +6,12 @@
 // waits for the write, and prints "saved <dir>", or "error: final checkpoint: ..." and
 // fails the run with the save's status.
 //
-// Listeners (e.g. the metrics hook) hear when a save starts and when the final one commits.
+// Listeners (the metrics and summary hooks) hear when a save starts, when each save commits
+// (with its time), and when the final one commits.
 //
-// Ownership: borrows the saver, the listeners and the streams; they must outlive the hook.
-// Thread safety: the loop's thread only.
+// Ownership: borrows the saver, the listeners and the streams; they must outlive the hook. The
+// hook is the saver's commit callback while it lives; its destructor waits for a pending write.
+// Thread safety: the loop's thread only, but for AfterCommit (below).
 #ifndef SLUICE_MODELS_TRAINING_CHECKPOINT_HOOK_H_
 #define SLUICE_MODELS_TRAINING_CHECKPOINT_HOOK_H_
 
@@ -17,6 +19,7 @@
 #include <ostream>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "checkpoint/saver.h"
 #include "models/training/hook.h"
 
@@ -26,18 +29,22 @@ namespace training {
 class CheckpointListener {
  public:
   virtual ~CheckpointListener() = default;
-  // A save of `step` starts. A periodic one (!final) is written in the background: it is
-  // complete when <run_dir>/checkpoints/ckpt-<step> appears. The final one is waited for.
-  virtual void BeforeSave(int64_t step, bool final) = 0;
+  // A save of `step` starts. A periodic one (!final) is written in the background; the final
+  // one is waited for.
+  virtual void BeforeSave(int64_t step, bool final) {}
+  // A save of `step` committed, `seconds` after it started, at `finished`: on the saver's
+  // writer thread for a periodic save (an override must be thread-safe). A failed save never
+  // commits.
+  virtual void AfterCommit(int64_t step, double seconds, absl::Time finished) {}
   // The final save of `step` committed.
-  virtual void AfterFinalSave(int64_t step) = 0;
+  virtual void AfterFinalSave(int64_t step) {}
 };
 
 class CheckpointHook : public TrainingHook {
  public:
   CheckpointHook(checkpoint::Saver* saver, std::vector<CheckpointListener*> listeners, std::ostream* out,
-                 std::ostream* err)
-      : saver_(saver), listeners_(std::move(listeners)), out_(out), err_(err) {}
+                 std::ostream* err);
+  ~CheckpointHook() override;
 
   absl::Status Begin(Session* session, const LoopStart& start) override;
   absl::Status AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) override;

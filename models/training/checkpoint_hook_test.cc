@@ -27,6 +27,9 @@ class RecordingListener : public CheckpointListener {
  public:
   void BeforeSave(int64_t step, bool final) override { events.push_back(absl::StrCat("before ", step, final ? " final" : "")); }
   void AfterFinalSave(int64_t step) override { events.push_back(absl::StrCat("after ", step)); }
+  void AfterCommit(int64_t step, double seconds, absl::Time finished) override {
+    events.push_back(absl::StrCat("commit ", step, seconds >= 0 && finished > absl::UnixEpoch() ? "" : " (bad time)"));
+  }
   std::vector<std::string> events;
 };
 
@@ -93,7 +96,8 @@ TEST_F(CheckpointHookTest, SavesAtTheSaversCadenceAndAtTheEnd) {
   EXPECT_TRUE(IsDir(Ckpt(4)));
   EXPECT_TRUE(IsDir(Ckpt(5)));
   EXPECT_FALSE(IsDir(Ckpt(3)));
-  EXPECT_EQ(listener.events, (std::vector<std::string>{"before 2", "before 4", "before 5 final", "after 5"}));
+  EXPECT_EQ(listener.events, (std::vector<std::string>{"before 2", "commit 2", "before 4", "commit 4", "before 5 final",
+                                                       "commit 5", "after 5"}));
   EXPECT_EQ(out_.str(), absl::StrCat("saved ", Ckpt(5), "\n"));
   EXPECT_EQ(err_.str(), "");
 }

@@ -4,8 +4,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "checkpoint/checkpoint_state.h"
-#include "checkpoint/store_format.h"
 #include "engine/framework/device.h"
 #include "engine/platform/env.h"
 #include "monitoring/progress.h"
@@ -102,50 +100,12 @@ absl::Status MetricsHook::AfterStep(const StepInfo& step, const StepResult& resu
   for (const auto& d : DeviceMgr::Local()->devices()) {
     if (d->device_type() != kDeviceCpu) metrics_->SetDeviceMemory(d->name(), d->allocator()->GetStats());
   }
-  PollCheckpoint(step.step);
   return absl::OkStatus();
 }
 
-bool MetricsHook::CheckpointWritten(int64_t step) const {
-  // The saver renames ckpt-<step>.tmp to ckpt-<step> when the write is complete.
-  return Env::Default()->IsDirectory(absl::StrCat(checkpoint::CheckpointsDir(options_.run_dir), "/",
-                                                  checkpoint::CheckpointDirName(step)));
-}
-
-void MetricsHook::PollCheckpoint(int64_t step) {
-  if (!metrics_) return;
-  if (joined_save_step_ >= 0 && joined_save_step_ != step) {
-    // Its write is over: written, or failed (then it never counts).
-    if (CheckpointWritten(joined_save_step_)) {
-      const absl::Time now = absl::Now();
-      metrics_->OnCheckpointSaved(absl::ToDoubleSeconds(now - joined_save_start_), now);
-    }
-    joined_save_step_ = -1;
-  }
-  if (pending_save_step_ < 0 || pending_save_step_ == step || !CheckpointWritten(pending_save_step_)) return;
-  const absl::Time now = absl::Now();
-  metrics_->OnCheckpointSaved(absl::ToDoubleSeconds(now - pending_save_start_), now);
-  pending_save_step_ = -1;
-}
-
-void MetricsHook::BeforeSave(int64_t step, bool final) {
-  if (!metrics_) return;
-  PollCheckpoint(step);
-  // A save still in flight (or one whose write failed) is joined by this
-  // one's start; a final save's own timing stands for it.
-  if (pending_save_step_ >= 0 && !final) {
-    joined_save_step_ = pending_save_step_;
-    joined_save_start_ = pending_save_start_;
-  }
-  pending_save_step_ = step;
-  pending_save_start_ = absl::Now();
-}
-
-void MetricsHook::AfterFinalSave(int64_t step) {
-  if (!metrics_ || pending_save_step_ != step) return;
-  const absl::Time now = absl::Now();
-  metrics_->OnCheckpointSaved(absl::ToDoubleSeconds(now - pending_save_start_), now);
-  pending_save_step_ = -1;
+void MetricsHook::AfterCommit(int64_t step, double seconds, absl::Time finished) {
+  // (metrics_ is set by Begin, before any save; TrainingMetrics is thread-safe.)
+  if (metrics_) metrics_->OnCheckpointSaved(seconds, finished);
 }
 
 void MetricsHook::Close(const LoopEnd& end) {

@@ -2,14 +2,14 @@
 // it trains and pushed to a Pushgateway at the end of a completed run. Per step: steps,
 // examples, step wall time, loss, learning rate, and the batch queue's size (a QueueSize
 // tensor fetched with the step). sluice_kernel_seconds_total counts the steps whose step
-// stats were collected (the trace hook asks for them). Checkpoints (a CheckpointListener): a
-// periodic save is timed from the step that starts it until its ckpt-<step> directory
-// appears (the saver writes in the background; seen at a later step boundary); the final
-// save is timed exactly. Begin prints "metrics: http://ADDR:PORT/metrics" when serving.
+// stats were collected (the trace hook asks for them). Checkpoints (a CheckpointListener):
+// each save as the saver timed it, from its start to its commit, reported when it commits
+// (AfterCommit). Begin prints "metrics: http://ADDR:PORT/metrics" when serving.
 // Metrics never fail a run once it started: a failed push is a warning.
 //
 // Ownership: borrows the streams, which must outlive the hook.
-// Thread safety: the loop's thread only (the /metrics server has its own).
+// Thread safety: the loop's thread only (the /metrics server has its own), but for
+// AfterCommit, which a saver's writer thread calls.
 #ifndef SLUICE_MODELS_TRAINING_METRICS_HOOK_H_
 #define SLUICE_MODELS_TRAINING_METRICS_HOOK_H_
 
@@ -40,7 +40,6 @@ struct MetricsHookOptions {
   std::string pushgateway_url;  // "": no push
   std::string queue_size;       // scalar int32 tensor of the batch queue's size; "": not fetched
   int64_t queue_capacity = 0;
-  std::string run_dir;          // whose checkpoints/ the periodic saves appear in
   // A replicated run: this task's recoveries so far, and int64 scalar tensors
   // whose sum is the stale gradients (the sync chief's accumulators).
   int64_t recoveries = 0;
@@ -66,8 +65,9 @@ class MetricsHook : public TrainingHook, public CheckpointListener {
   // after every step (sluice_peers_alive).
   void set_peers_alive(std::function<int()> peers_alive) { peers_alive_ = std::move(peers_alive); }
 
-  void BeforeSave(int64_t step, bool final) override;
-  void AfterFinalSave(int64_t step) override;
+  // Times each committed save (sluice_checkpoint_save_duration_seconds, the last success's
+  // time). On the saver's writer thread for a periodic save.
+  void AfterCommit(int64_t step, double seconds, absl::Time finished) override;
 
   // After Begin (for tests): the metrics, and the port they are served on.
   const TrainingMetrics* metrics() const { return metrics_.get(); }
@@ -76,9 +76,7 @@ class MetricsHook : public TrainingHook, public CheckpointListener {
  private:
   MetricsHook(const MetricsHookOptions& options, std::ostream* out, std::ostream* err)
       : options_(options), out_(out), err_(err) {}
-  // Records the pending periodic save if its directory appeared (not at its own step).
-  void PollCheckpoint(int64_t step);
-  bool CheckpointWritten(int64_t step) const;
+
 
   const MetricsHookOptions options_;
   std::ostream* const out_;
@@ -87,14 +85,7 @@ class MetricsHook : public TrainingHook, public CheckpointListener {
   absl::Time started_;
   bool fetch_queue_size_ = false;  // this step fetches the queue size
   std::function<int()> peers_alive_;
-  // A save in flight: its step (-1: none) and when it started.
-  int64_t pending_save_step_ = -1;
-  absl::Time pending_save_start_;
-  // The periodic save that was in flight when the next began: the next
-  // save's start joined its write, so the next poll finds it written or
-  // failed for good (-1: none).
-  int64_t joined_save_step_ = -1;
-  absl::Time joined_save_start_;
+
 };
 
 }  // namespace training

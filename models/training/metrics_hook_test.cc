@@ -6,6 +6,7 @@
 
 
 #include <cmath>
+#include <thread>
 #include <cstdlib>
 #include <sstream>
 
@@ -43,7 +44,6 @@ class MetricsHookTest : public ::testing::Test {
     options_.metrics.version = "test";
     options_.queue_size = "queue/size";
     options_.queue_capacity = 1000;
-    options_.run_dir = run_dir_;
     session_.SetValue("loss", Tensor::Scalar<float>(0.75f));
     session_.SetValue("queue/size", Tensor::Scalar<int32_t>(640));
   }
@@ -111,64 +111,24 @@ TEST_F(MetricsHookTest, KernelTimeComesFromStepsWithStepStats) {
   EXPECT_DOUBLE_EQ(Sample(text, "sluice_kernel_seconds_total"), 2.0) << text;
 }
 
-TEST_F(MetricsHookTest, APeriodicSaveIsTimedWhenItsDirectoryAppearsAndTheFinalOneExactly) {
+// Each committed save is timed as the saver timed it (a periodic one reports
+// on the writer's thread): an evaluation at the checkpoint's step, which once
+// counted as save time, does not; a save that failed never commits.
+TEST_F(MetricsHookTest, EachCommittedSaveIsTimedAsTheSaverTimedIt) {
   auto hook = NewHook();
-  LoopStart start;
-  start.last_step = 10;
-  ASSERT_TRUE(hook->Begin(&session_, start).ok());
-  StepInfo info;
-  info.step = 2;
-  StepResult result;
-  hook->BeforeSave(2, /*final=*/false);
-  ASSERT_TRUE(hook->AfterStep(info, result, nullptr).ok());
-  auto saves = [&] { return Sample(hook->metrics()->Scrape(), "sluice_checkpoint_save_duration_seconds_count"); };
-  EXPECT_EQ(saves(), 0);
-  // Written in the background: seen at a later step once ckpt-2 exists.
-  ASSERT_TRUE(Env::Default()->CreateDirs(JoinPath(checkpoint::CheckpointsDir(run_dir_), checkpoint::CheckpointDirName(2))).ok());
-  info.step = 3;
-  ASSERT_TRUE(hook->AfterStep(info, result, nullptr).ok());
-  EXPECT_EQ(saves(), 1);
-  hook->BeforeSave(3, /*final=*/true);
-  hook->AfterFinalSave(3);
-  EXPECT_EQ(saves(), 2);
-  EXPECT_GT(Sample(hook->metrics()->Scrape(), "sluice_checkpoint_last_success_timestamp_seconds"), 1.6e9);
-}
-
-// A periodic save whose write failed (its directory never appears) does not
-// keep the later saves from being counted.
-TEST_F(MetricsHookTest, AFailedPeriodicSaveDoesNotHideTheNextOnes) {
-  auto hook = NewHook();
-  LoopStart start;
-  start.last_step = 10;
-  ASSERT_TRUE(hook->Begin(&session_, start).ok());
-  StepResult result;
-  StepInfo info;
-  auto saves = [&] { return Sample(hook->metrics()->Scrape(), "sluice_checkpoint_save_duration_seconds_count"); };
-  auto step = [&](int64_t s) {
-    info.step = s;
-    ASSERT_TRUE(hook->AfterStep(info, result, nullptr).ok());
-  };
-  auto written = [&](int64_t s) {
-    ASSERT_TRUE(Env::Default()->CreateDirs(JoinPath(checkpoint::CheckpointsDir(run_dir_), checkpoint::CheckpointDirName(s))).ok());
-  };
-  hook->BeforeSave(2, /*final=*/false);  // never written
-  step(2);
-  step(3);
-  hook->BeforeSave(4, /*final=*/false);
-  step(4);
-  written(4);
-  step(5);
-  EXPECT_EQ(saves(), 1);
-  // One in flight when the next starts, written meanwhile: both count.
-  hook->BeforeSave(6, /*final=*/false);
-  step(6);
-  hook->BeforeSave(8, /*final=*/false);
-  written(6);
-  written(8);
-  step(8);
-  EXPECT_EQ(saves(), 2);
-  step(9);
-  EXPECT_EQ(saves(), 3);
+  ASSERT_TRUE(hook->Begin(&session_, LoopStart()).ok());
+  auto sample = [&](const char* name) { return Sample(hook->metrics()->Scrape(), name); };
+  EXPECT_EQ(sample("sluice_checkpoint_save_duration_seconds_count"), 0);
+  EXPECT_TRUE(std::isnan(sample("sluice_checkpoint_last_success_timestamp_seconds")));
+  std::thread writer([&] { hook->AfterCommit(500, 0.25, absl::FromUnixSeconds(1700000000)); });
+  writer.join();
+  EXPECT_EQ(sample("sluice_checkpoint_save_duration_seconds_count"), 1);
+  EXPECT_DOUBLE_EQ(sample("sluice_checkpoint_save_duration_seconds_sum"), 0.25);
+  EXPECT_EQ(sample("sluice_checkpoint_last_success_timestamp_seconds"), 1700000000);
+  hook->AfterCommit(1000, 0.5, absl::FromUnixSeconds(1700000100));
+  EXPECT_EQ(sample("sluice_checkpoint_save_duration_seconds_count"), 2);
+  EXPECT_DOUBLE_EQ(sample("sluice_checkpoint_save_duration_seconds_sum"), 0.75);
+  EXPECT_EQ(sample("sluice_checkpoint_last_success_timestamp_seconds"), 1700000100);
 }
 
 TEST_F(MetricsHookTest, APreemptedRunSetsNoRunGauges) {

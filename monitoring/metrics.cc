@@ -64,10 +64,13 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
                                .Help("Wall time of one training step.")
                                .Register(r)
                                .Add(id, StepDurationBuckets());
-      m->loss_ = gauge("sluice_loss", "Training loss of the latest step.");
-      m->learning_rate_ = gauge("sluice_learning_rate", "Learning rate of the latest step.");
-      m->global_step_ = gauge("sluice_global_step", "The run's global step after the latest step.");
-      m->last_step_ = gauge("sluice_last_step", "The global step at which training ends (train.steps).");
+      auto lazy = [&](LazyGauge* g, const char* name, const char* help) {
+        g->Init(&prometheus::BuildGauge().Name(name).Help(help).Register(r), id);
+      };
+      lazy(&m->loss_, "sluice_loss", "Training loss of the latest step.");
+      lazy(&m->learning_rate_, "sluice_learning_rate", "Learning rate of the latest step.");
+      lazy(&m->global_step_, "sluice_global_step", "The run's global step after the latest step.");
+      lazy(&m->last_step_, "sluice_last_step", "The global step at which training ends (train.steps).");
       m->queue_size_ = gauge("sluice_input_queue_size", "Examples waiting in the input queue.");
       m->queue_capacity_ = gauge("sluice_input_queue_capacity", "Capacity of the input queue.");
     }
@@ -90,10 +93,11 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
                .Add(id, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300});
       // Its one series appears with the first checkpoint (OnCheckpointSaved):
       // a 0 before it would read as a checkpoint made in 1970.
-      m->checkpoint_last_success_family_ = &prometheus::BuildGauge()
-                                                .Name("sluice_checkpoint_last_success_timestamp_seconds")
-                                                .Help("Unix time of the latest successful checkpoint.")
-                                                .Register(r);
+      m->checkpoint_last_success_.Init(&prometheus::BuildGauge()
+                                            .Name("sluice_checkpoint_last_success_timestamp_seconds")
+                                            .Help("Unix time of the latest successful checkpoint.")
+                                            .Register(r),
+                                        id);
     }
     for (const auto& [name, help] : std::vector<std::pair<const char*, const char*>>{
              {"sluice_device_memory_in_use_bytes", "Bytes an accelerator's allocator has handed out."},
@@ -166,14 +170,14 @@ void TrainingMetrics::OnStep(int64_t examples, double duration_seconds, double l
   steps_->Increment();
   if (examples > 0) examples_->Increment(static_cast<double>(examples));
   if (duration_seconds >= 0) step_duration_->Observe(duration_seconds);
-  loss_->Set(loss);
-  learning_rate_->Set(learning_rate);
+  loss_.Set(loss);
+  learning_rate_.Set(learning_rate);
 }
 
 void TrainingMetrics::SetGlobalStep(int64_t step, int64_t last_step) {
-  if (global_step_ == nullptr) return;  // not a training task's metrics
-  global_step_->Set(static_cast<double>(step));
-  last_step_->Set(static_cast<double>(last_step));
+  if (!global_step_.enabled()) return;  // not a training task's metrics
+  global_step_.Set(static_cast<double>(step));
+  last_step_.Set(static_cast<double>(last_step));
 }
 
 void TrainingMetrics::SetRecoveries(int64_t recoveries) { recoveries_->Set(static_cast<double>(recoveries)); }
@@ -199,15 +203,20 @@ void TrainingMetrics::SetInputQueue(int64_t size, int64_t capacity) {
 void TrainingMetrics::OnCheckpointSaved(double duration_seconds, absl::Time finished) {
   if (checkpoint_duration_ == nullptr) return;
   if (duration_seconds >= 0) checkpoint_duration_->Observe(duration_seconds);
-  prometheus::Gauge* last;
-  {
+  checkpoint_last_success_.Set(absl::ToDoubleSeconds(finished - absl::UnixEpoch()));
+}
+
+void TrainingMetrics::LazyGauge::Set(double value) {
+  prometheus::Gauge* g = gauge_.load(std::memory_order_acquire);
+  if (g == nullptr) {
     absl::MutexLock lock(&mu_);
-    if (checkpoint_last_success_ == nullptr) {
-      checkpoint_last_success_ = &checkpoint_last_success_family_->Add({{"role", role_}, {"task", task_}});
+    g = gauge_.load(std::memory_order_relaxed);
+    if (g == nullptr) {
+      g = &family_->Add(labels_);
+      gauge_.store(g, std::memory_order_release);
     }
-    last = checkpoint_last_success_;
   }
-  last->Set(absl::ToDoubleSeconds(finished - absl::UnixEpoch()));
+  g->Set(value);
 }
 
 void TrainingMetrics::AddKernelTime(const std::string& op, double seconds) {

@@ -9,9 +9,10 @@
 //   sluice_train_steps_total                          counter    training
 //   sluice_train_examples_total                       counter    training
 //   sluice_step_duration_seconds                      histogram  training
-//   sluice_loss, sluice_learning_rate                 gauge      training
-//   sluice_global_step, sluice_last_step              gauge      training (the run's step and
-//                                                     the one it ends at: kept across restarts)
+//   sluice_loss, sluice_learning_rate                 gauge      training, from the first step
+//   sluice_global_step, sluice_last_step              gauge      training, from the first step (the
+//                                                     run's step and the one it ends at: they
+//                                                     hold across restarts)
 //   sluice_input_queue_size, sluice_input_queue_capacity  gauge  training
 //   sluice_checkpoint_save_duration_seconds           histogram  checkpoints
 //   sluice_checkpoint_last_success_timestamp_seconds  gauge      checkpoints, from the first
@@ -31,7 +32,9 @@
 #ifndef SLUICE_MONITORING_METRICS_H_
 #define SLUICE_MONITORING_METRICS_H_
 
+#include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -165,6 +168,25 @@ class TrainingMetrics {
   // Starts the HTTP server on options.bind_address:port; Unavailable when it cannot.
   absl::Status Serve(const MetricsOptions& options, int port);
 
+  // A gauge whose sample appears with its first Set: before it, a 0 would
+  // read as a value (a loss of 0, a run at step 0). Set is thread-safe.
+  class LazyGauge {
+   public:
+    // `labels`: prometheus::Labels (role and task).
+    void Init(prometheus::Family<prometheus::Gauge>* family, std::map<std::string, std::string> labels) {
+      family_ = family;
+      labels_ = std::move(labels);
+    }
+    bool enabled() const { return family_ != nullptr; }
+    void Set(double value);
+
+   private:
+    prometheus::Family<prometheus::Gauge>* family_ = nullptr;
+    std::map<std::string, std::string> labels_;
+    std::atomic<prometheus::Gauge*> gauge_{nullptr};
+    absl::Mutex mu_;
+  };
+
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
@@ -176,15 +198,14 @@ class TrainingMetrics {
   prometheus::Counter* steps_ = nullptr;
   prometheus::Counter* examples_ = nullptr;
   prometheus::Histogram* step_duration_ = nullptr;
-  prometheus::Gauge* loss_ = nullptr;
-  prometheus::Gauge* global_step_ = nullptr;
-  prometheus::Gauge* last_step_ = nullptr;
-  prometheus::Gauge* learning_rate_ = nullptr;
+  LazyGauge loss_;
+  LazyGauge global_step_;
+  LazyGauge last_step_;
+  LazyGauge learning_rate_;
   prometheus::Gauge* queue_size_ = nullptr;
   prometheus::Gauge* queue_capacity_ = nullptr;
   prometheus::Histogram* checkpoint_duration_ = nullptr;
-  prometheus::Family<prometheus::Gauge>* checkpoint_last_success_family_ = nullptr;
-  prometheus::Gauge* checkpoint_last_success_ ABSL_GUARDED_BY(mu_) = nullptr;  // from the first checkpoint
+  LazyGauge checkpoint_last_success_;  // from the first checkpoint
   prometheus::Gauge* recoveries_ = nullptr;
   prometheus::Gauge* stale_gradients_ = nullptr;
   prometheus::Gauge* peers_alive_ = nullptr;

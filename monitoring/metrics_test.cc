@@ -303,6 +303,27 @@ TEST(TrainingMetricsTest, TheCheckpointTimeAppearsWithTheFirstCheckpoint) {
   EXPECT_EQ(Sample((*m)->Scrape(), series), 1700000100);
 }
 
+// The loss, learning rate, global step and last step appear with the first
+// step: before it, a scrape of a starting (or restarted) task read them as 0,
+// a run gone back to step 0 with a loss of 0.
+TEST(TrainingMetricsTest, TheStepSeriesAppearWithTheFirstStep) {
+  MetricsOptions o = LocalOptions();
+  o.serve = false;
+  auto m = TrainingMetrics::Create(o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const std::string id = "{role=\"worker\",task=\"3\"}";
+  for (const char* name : {"sluice_loss", "sluice_learning_rate", "sluice_global_step", "sluice_last_step"}) {
+    EXPECT_FALSE(absl::StrContains((*m)->Scrape(), name + id)) << name;
+  }
+  (*m)->OnStep(128, 0.01, 0.75, 0.05);
+  (*m)->SetGlobalStep(191, 600);
+  const std::string text = (*m)->Scrape();
+  EXPECT_EQ(Sample(text, "sluice_loss" + id), 0.75) << text;
+  EXPECT_DOUBLE_EQ(Sample(text, "sluice_learning_rate" + id), 0.05) << text;
+  EXPECT_EQ(Sample(text, "sluice_global_step" + id), 191) << text;
+  EXPECT_EQ(Sample(text, "sluice_last_step" + id), 600) << text;
+}
+
 TEST(TrainingMetricsTest, PortInUseIsUnavailable) {
   auto a = TrainingMetrics::Create(LocalOptions());
   ASSERT_TRUE(a.ok());

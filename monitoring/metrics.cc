@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "prometheus/counter.h"
@@ -144,11 +145,14 @@ absl::Status TrainingMetrics::Serve(const MetricsOptions& options, int port) {
     waker_ = ListenerWaker(options.bind_address, port_);
   } catch (const std::exception& e) {
     exposer_.reset();
-    // civetweb says only "null context when constructing CivetServer";
-    // the usual cause is a port in use.
-    return absl::UnavailableError(absl::StrCat("metrics: cannot serve on ", address,
-                                               port != 0 ? " (is the port in use? metrics_port 0 picks a free one)" : "",
-                                               ": ", e.what()));
+    // civetweb says only "null context when constructing CivetServer. Possible
+    // problem binding to port.": the usual cause is a port in use, which is
+    // what the user can act on; its own words are kept when they say more.
+    const std::string why = e.what();
+    return absl::UnavailableError(
+        absl::StrCat("metrics: cannot serve on ", address,
+                     port != 0 ? ": the port is in use, or cannot be bound here (metrics_port 0 picks a free one)" : "",
+                     absl::StrContains(why, "null context") ? "" : absl::StrCat(": ", why)));
   }
   return absl::OkStatus();
 }

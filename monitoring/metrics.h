@@ -19,7 +19,8 @@
 //   sluice_stale_gradients, sluice_aggregated_gradients  gauge   sync_aggregation
 //   sluice_peers_alive                                gauge      health_checks
 //   sluice_recoveries                                 gauge
-//   sluice_kernel_seconds_total{op}                   counter
+//   sluice_kernel_seconds_total{op}                   counter, of the steps whose step stats were
+//                                                     collected (--trace_steps): absent otherwise
 //   sluice_device_memory_*{device}                    gauge
 //   sluice_build_info{version}                        gauge, always 1
 //   sluice_run_duration_seconds                       gauge, after OnRunSucceeded

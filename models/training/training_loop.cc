@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
@@ -95,6 +96,12 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
     if (!s.ok()) {
       end.reason = LoopStop::kStepFailed;
       end.status = s;
+      // A histogram summary of NaN or infinite values (a weight or gradient):
+      // the training diverged, as a non-finite loss says below.
+      if (absl::StrContains(s.message(), " in summary histogram for: ")) {
+        end.status = absl::Status(s.code(), absl::StrCat(s.message(), "; the training diverged: lower the learning rate "
+                                                                     "or clip gradients (optimizer.clip_global_norm)"));
+      }
       failed = true;
       break;
     }

@@ -333,6 +333,22 @@ TEST_F(TrainingLoopTest, ANonFiniteLossFailsTheRunNamingTheStep) {
   EXPECT_EQ(log_.back(), "a:Close:1");
 }
 
+// A step that fails in a histogram summary of NaN (a gradient diverged before
+// the loss did) says what to do, as a non-finite loss does.
+TEST_F(TrainingLoopTest, ANonFiniteHistogramSaysTheTrainingDiverged) {
+  session_.SetHandler([](const FakeSession::Call&, std::vector<Tensor>*, RunMetadata*) {
+    return absl::InvalidArgumentError("node 'summaries/histogram/fc1/bias/gradient' (op HistogramSummary): Nan in "
+                                      "summary histogram for: fc1/bias/gradient");
+  });
+  RecordingHook a("a", &log_);
+  LoopEnd end = Run(3, 10, {&a});
+  EXPECT_EQ(end.reason, LoopStop::kStepFailed);
+  EXPECT_TRUE(absl::IsInvalidArgument(end.status));
+  EXPECT_TRUE(absl::StrContains(end.status.message(), "Nan in summary histogram for: fc1/bias/gradient; the training "
+                                                      "diverged: lower the learning rate or clip gradients"))
+      << end.status;
+}
+
 TEST_F(TrainingLoopTest, AFailedAfterStepStopsTheLoopBeforeTheLaterHooks) {
   RecordingHook a("a", &log_), b("b", &log_);
   a.fail_after_step = 2;

@@ -4,9 +4,11 @@ Chrome trace-event JSON; monitoring/trace.h): where one step's time goes, per de
 
 For each trace file (and, with several, their means):
   - the step's span (first node start to last node end) and its node count;
-  - per device: nodes, busy time (the union of its nodes' intervals), the sum of node durations,
-    and busy as a share of the span; a GPU device's durations are host time (the kernel's
-    launch and any wait inside Compute), not the GPU's execution time;
+  - per device: nodes, busy time (the union of its nodes' intervals, but for the nodes that wait
+    for another task or thread: receives and queue dequeues), the sum of node durations, busy
+    as a share of the span, and the time spent only waiting (a ps's step is mostly _Recv of the
+    workers' gradients); a GPU device's durations are host time (the kernel's launch and any
+    wait inside Compute), not the GPU's execution time;
   - idle: the part of the span when no node ran on any device (executor dispatch, hand-offs
     between threads, waits on the input queue);
   - the op types and the nodes with the largest total duration.
@@ -18,6 +20,11 @@ import argparse
 import collections
 import json
 import sys
+
+
+# Ops whose time is a wait for a tensor from another device, task or thread, not work.
+WAITING_OPS = {"_Recv", "_HostRecv", "QueueDequeue", "QueueDequeueV2", "QueueDequeueMany", "QueueDequeueManyV2",
+               "QueueDequeueUpTo", "QueueDequeueUpToV2", "AccumulatorTakeGradient", "SparseAccumulatorTakeGradient"}
 
 
 def union_length(intervals):
@@ -75,12 +82,15 @@ def summarize(path, top):
     per_device = {}
     for pid in sorted(by_device, key=str):
         entries = by_device[pid]
-        busy = union_length([iv for _, iv in entries])
+        working = [iv for e, iv in entries if e.get("args", {}).get("op") not in WAITING_OPS]
+        busy = union_length(working)
+        waiting = union_length([iv for _, iv in entries]) - busy
         total = sum(end - start for _, (start, end) in entries)
         name = devices.get(pid, "pid %s" % pid)
         per_device[name] = busy
-        print("  device %s: %d nodes, busy %.1f us (%.0f%% of the span), sum of durations %.1f us" %
-              (name, len(entries), busy, 100.0 * busy / span if span else 0.0, total))
+        print("  device %s: %d nodes, busy %.1f us (%.0f%% of the span), sum of durations %.1f us%s" %
+              (name, len(entries), busy, 100.0 * busy / span if span else 0.0, total,
+               ", only waiting (receives, dequeues) %.1f us" % waiting if waiting > 0 else ""))
     by_op = collections.defaultdict(lambda: [0, 0.0])
     for e, (start, end) in zip(nodes, intervals):
         op = e.get("args", {}).get("op", "?")

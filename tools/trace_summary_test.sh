@@ -24,6 +24,15 @@ expect "op C" "$out" "^ +OpC +1 nodes +2\.0 us"
 expect "longest node first" "$(grep -m1 -A1 "longest nodes:" <<<"$out" | sed -n 2p)" "^ +b +OpB +15\.0 us at 5\.0$"
 expect "mean" "$out" "mean of 2 traces: span 40\.0 us, idle 10\.0 us, 4\.0 nodes"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# A ps-like device whose step is mostly a _Recv [0, 100] with an Add [90, 95] inside it: busy is
+# the Add's 5 us, and the rest of the receive, 95 us, is only waiting.
+cat > "$tmp/ps.json" <<'TRACE'
+{"traceEvents":[{"name":"process_name","ph":"M","pid":0,"args":{"name":"/job:ps/device:CPU:0"}},
+{"name":"r","ph":"X","pid":0,"tid":1,"ts":0.0,"dur":100.0,"args":{"op":"_Recv"}},
+{"name":"s","ph":"X","pid":0,"tid":2,"ts":90.0,"dur":5.0,"args":{"op":"Add"}}],"otherData":{"step":"3"}}
+TRACE
+out=$(python3 "$script" "$tmp/ps.json")
+expect "waiting is not busy" "$out" "device /job:ps/device:CPU:0: 2 nodes, busy 5\.0 us \(5% of the span\), sum of durations 105\.0 us, only waiting \(receives, dequeues\) 95\.0 us"
 echo "not json" > "$tmp/bad.json"
 echo '{"traceEvents":[{"name":"process_name","ph":"M","pid":0,"args":{"name":"x"}}]}' > "$tmp/empty.json"
 for f in bad empty; do

@@ -2,6 +2,7 @@
 #include "models/training/eval_hook.h"
 
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -19,15 +20,25 @@ namespace {
 absl::Status EvalHook::Begin(Session* session, const LoopStart& start) {
   session_ = session;
   last_result_.clear();
+  missed_eval_step_ = -1;
+  missed_eval_status_ = absl::OkStatus();
   if (!options_.results_file.empty()) {
     // The last line an earlier run wrote: a finished run run again reports
     // its final evaluation from it instead of evaluating again.
     constexpr uint64_t kMaxResultsBytes = 64 << 20;
     auto earlier = ReadFileToString(options_.env, options_.results_file, kMaxResultsBytes);
+    bool evaluated_at_start = false;  // the file holds the restored step's evaluation
     if (earlier.ok()) {
       absl::string_view text = *earlier;
       while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
       last_result_ = std::string(text.substr(text.rfind('\n') == absl::string_view::npos ? 0 : text.rfind('\n') + 1));
+      const std::string line_start = absl::StrCat("eval at step ", start.step, ": ");
+      evaluated_at_start = absl::StartsWith(text, line_start) || absl::StrContains(text, absl::StrCat("\n", line_start));
+    }
+    // A periodic evaluation due at the restored step that the file lacks.
+    if (start.resumed && options_.every_steps > 0 && start.step > 0 && start.step % options_.every_steps == 0 &&
+        start.step < start.last_step && !evaluated_at_start) {
+      missed_eval_step_ = start.step;
     }
     auto file = options_.env->NewAppendableFile(options_.results_file);
     if (!file.ok()) return absl::Status(file.status().code(), absl::StrCat("eval results: ", file.status().message()));
@@ -93,7 +104,23 @@ absl::Status EvalHook::EvaluateAndReport(int64_t step) {
   return absl::OkStatus();
 }
 
+void EvalHook::BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* control) {
+  if (missed_eval_step_ < 0) return;
+  // Here, not in Begin: the input pipeline's threads run from its Begin on, after this hook's.
+  const int64_t at = missed_eval_step_;
+  missed_eval_step_ = -1;
+  const absl::Time start = absl::Now();
+  absl::Status s = EvaluateAndReport(at);
+  if (control != nullptr) control->AddPause(absl::Now() - start);
+  if (StoppedBySignal(s)) {
+    *out_ << EndProgressLine() << "evaluation at step " << at << " abandoned: " << s.message() << "\n";
+  } else if (!s.ok()) {
+    missed_eval_status_ = absl::Status(s.code(), absl::StrCat("evaluation at step ", at, ": ", s.message()));
+  }
+}
+
 absl::Status EvalHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
+  if (!missed_eval_status_.ok()) return std::exchange(missed_eval_status_, absl::OkStatus());
   if (!CrossedMultiple(step.previous_step, step.step, options_.every_steps) || step.step >= step.last_step) {
     return absl::OkStatus();
   }

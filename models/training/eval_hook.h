@@ -9,7 +9,8 @@
 // one prints "error: final evaluation: ..." and fails it too. A stop signal abandons an
 // evaluation between batches (EvalHookOptions::stop_signals). A run that ran no step and whose
 // results file ends with its step's evaluation (a finished run run again) prints that line
-// instead of evaluating again.
+// instead of evaluating again; one resumed at a step whose periodic evaluation the file lacks
+// runs it before its first step.
 //
 // Ownership: borrows the listeners and the streams; they must outlive the hook.
 // Thread safety: the loop's thread only.
@@ -66,6 +67,10 @@ class EvalHook : public TrainingHook {
       : options_(std::move(options)), listeners_(std::move(listeners)), out_(out), err_(err) {}
 
   absl::Status Begin(Session* session, const LoopStart& start) override;
+  // Before the first step of a run resumed at a step whose periodic evaluation the results
+  // file lacks (a stop signal abandoned it, or a crash came between the checkpoint and it):
+  // that evaluation, on the restored variables.
+  void BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* control) override;
   absl::Status AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) override;
   absl::Status End(Session* session, const LoopEnd& end) override;
   void Close(const LoopEnd& end) override;
@@ -85,6 +90,8 @@ class EvalHook : public TrainingHook {
   Session* session_ = nullptr;
   std::unique_ptr<WritableFile> results_;  // null without a results file
   std::string last_result_;  // the results file's last line when the run began
+  int64_t missed_eval_step_ = -1;  // the restored step's periodic evaluation, still to run
+  absl::Status missed_eval_status_;  // its failure, for AfterStep to report
 };
 
 }  // namespace training

@@ -225,6 +225,39 @@ TEST_F(EvalHookTest, AFinishedRunRunAgainReportsItsEvaluationFromTheResultsFile)
   EXPECT_GT(eval_batches_, batches);
 }
 
+// Resumed at a step whose periodic evaluation eval.txt lacks (abandoned for a
+// stop signal, or lost to a crash after the checkpoint): it runs before the
+// first step, on the restored variables; one that eval.txt has is not run again.
+TEST_F(EvalHookTest, AResumeRunsTheRestoredStepsMissingEvaluationFirst) {
+  auto resume_at_10 = [&] {
+    out_.str("");
+    TrainingLoopOptions options;
+    options.loss = "loss";
+    options.train_op = "train";
+    LoopStart start;
+    start.step = 10;
+    start.last_step = 25;
+    start.resumed = true;
+    EvalHook hook(options_, {}, &out_, &err_);
+    EXPECT_TRUE(RunTrainingLoop(&session_, options, start, {&hook}).succeeded());
+  };
+  resume_at_10();
+  EXPECT_EQ(out_.str(), "eval at step 10: loss 1.8000 accuracy 0.5000 (250 examples)\n"
+                        "eval at step 20: loss 1.8000 accuracy 0.5000 (250 examples)\n"
+                        "eval at step 25: loss 1.8000 accuracy 0.5000 (250 examples)\n");
+  // eval.txt now holds step 10's (and later ones): another resume at 10 does not run it again.
+  resume_at_10();
+  EXPECT_TRUE(absl::StartsWith(out_.str(), "eval at step 20: ")) << out_.str();
+  // Nor when it is the file's first line.
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), results_, "eval at step 10: loss 1.8000 accuracy 0.5000 (250 examples)\n").ok());
+  resume_at_10();
+  EXPECT_TRUE(absl::StartsWith(out_.str(), "eval at step 20: ")) << out_.str();
+  // A file without it: run first.
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), results_, "eval at step 100: loss 1.8000 accuracy 0.5000 (250 examples)\n").ok());
+  resume_at_10();
+  EXPECT_TRUE(absl::StartsWith(out_.str(), "eval at step 10: ")) << out_.str();
+}
+
 TEST_F(EvalHookTest, AnUnknownEpochSizeIsOneBatch) {
   options_.examples_per_epoch = 0;
   options_.every_steps = 0;

@@ -4,6 +4,7 @@
 // ComputeAccidentalHits (exact references).
 #include <cfloat>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <set>
 
@@ -78,29 +79,46 @@ OpCase SamplerCase(int64_t num_sampled, bool unique, int64_t range) {
   return c;
 }
 
-std::vector<OpCase> SamplerCases(DataType, Rng*) {
-  std::vector<OpCase> cases = {SamplerCase(20000, false, 100), SamplerCase(64, true, 1000), SamplerCase(10, true, 10),
-                               SamplerCase(1, false, 1)};
-  // Equal seeds give equal samples, other seeds others.
+// Cases drawing 50 classes once per (value, same) in `runs`, in order: a run
+// marked same must draw what the first drew, one not marked must not.
+// `setup` gives a case its inputs and attrs for the value of `what` (a seed, a step).
+std::vector<OpCase> DeterminismCases(const std::string& what, const std::vector<std::pair<int64_t, bool>>& runs,
+                                     const std::function<void(int64_t, OpCase*)>& setup) {
+  std::vector<OpCase> cases;
   auto first = std::make_shared<Tensor>();
-  for (const auto& [seed, same] : std::vector<std::pair<int64_t, bool>>{{5, true}, {5, true}, {6, false}}) {
+  for (const auto& [value, same] : runs) {
     OpCase c;
-    c.description = absl::StrCat("seed ", seed, " determinism");
-    c.inputs = {Int64s({1, 2}, TensorShape({2, 1}))};
-    c.attrs = SamplerAttrs(1, 50, false, 1000000, seed);
+    c.description = absl::StrCat(what, " ", value, " determinism");
+    setup(value, &c);
     c.expected = {Tensor(DT_INT64, TensorShape({50})), Tensor(DT_FLOAT, TensorShape({2, 1})),
                   Tensor(DT_FLOAT, TensorShape({50}))};
     c.skip_output = {true, true, true};
-    c.check = [first, same = same](const std::vector<Tensor>& out) -> absl::Status {
+    c.check = [first, same = same, what](const std::vector<Tensor>& out) -> absl::Status {
       if (first->dtype() == DT_INVALID) {
         *first = out[0];
         return absl::OkStatus();
       }
       bool equal = true;
       for (int64_t i = 0; i < 50; ++i) equal &= out[0].data<int64_t>()[i] == first->data<int64_t>()[i];
-      if (equal != same) return absl::InternalError(same ? "equal seeds differ" : "other seeds gave the same samples");
+      if (equal != same) {
+        return absl::InternalError(same ? absl::StrCat("equal ", what, "s differ")
+                                        : absl::StrCat("other ", what, "s gave the same samples"));
+      }
       return absl::OkStatus();
     };
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+std::vector<OpCase> SamplerCases(DataType, Rng*) {
+  std::vector<OpCase> cases = {SamplerCase(20000, false, 100), SamplerCase(64, true, 1000), SamplerCase(10, true, 10),
+                               SamplerCase(1, false, 1)};
+  // Equal seeds give equal samples, other seeds others.
+  for (OpCase& c : DeterminismCases("seed", {{5, true}, {5, true}, {6, false}}, [](int64_t seed, OpCase* c) {
+         c->inputs = {Int64s({1, 2}, TensorShape({2, 1}))};
+         c->attrs = SamplerAttrs(1, 50, false, 1000000, seed);
+       })) {
     cases.push_back(std::move(c));
   }
   cases.push_back(ErrorCase("negative true class", {Int64s({3, -1}, TensorShape({1, 2}))},
@@ -157,25 +175,10 @@ std::vector<OpCase> StepSamplerCases(DataType dtype, Rng* rng) {
     c.inputs.push_back(Tensor::Scalar<int64_t>(12));
     cases.push_back(std::move(c));
   }
-  auto first = std::make_shared<Tensor>();
-  for (const auto& [step, same] : std::vector<std::pair<int64_t, bool>>{{7, true}, {7, true}, {8, false}}) {
-    OpCase c;
-    c.description = absl::StrCat("step ", step, " determinism");
-    c.inputs = {Int64s({1, 2}, TensorShape({2, 1})), Tensor::Scalar<int64_t>(step)};
-    c.attrs = SamplerAttrs(1, 50, false, 1000000, 5);
-    c.expected = {Tensor(DT_INT64, TensorShape({50})), Tensor(DT_FLOAT, TensorShape({2, 1})),
-                  Tensor(DT_FLOAT, TensorShape({50}))};
-    c.skip_output = {true, true, true};
-    c.check = [first, same = same](const std::vector<Tensor>& out) -> absl::Status {
-      if (first->dtype() == DT_INVALID) {
-        *first = out[0];
-        return absl::OkStatus();
-      }
-      bool equal = true;
-      for (int64_t i = 0; i < 50; ++i) equal &= out[0].data<int64_t>()[i] == first->data<int64_t>()[i];
-      if (equal != same) return absl::InternalError(same ? "equal steps differ" : "other steps gave the same samples");
-      return absl::OkStatus();
-    };
+  for (OpCase& c : DeterminismCases("step", {{7, true}, {7, true}, {8, false}}, [](int64_t step, OpCase* c) {
+         c->inputs = {Int64s({1, 2}, TensorShape({2, 1})), Tensor::Scalar<int64_t>(step)};
+         c->attrs = SamplerAttrs(1, 50, false, 1000000, 5);
+       })) {
     cases.push_back(std::move(c));
   }
   cases.push_back(ErrorCase("a vector step", {Int64s({3}, TensorShape({1, 1})), Int64s({1, 2}, TensorShape({2}))},

@@ -439,6 +439,24 @@ TEST(PartitionedEmbedding, SyncReplicaStepUpdatesOnlyTheRowsThroughSparseAccumul
   }
 }
 
+// The count of gradients the chief's step averaged (/metrics'
+// sluice_aggregated_gradients) is read after that step's take, not before it:
+// it showed the previous step's count.
+TEST(SyncReplicas, TheAggregatedCountIsReadAfterTheStepsTake) {
+  BuiltModel m = BuildFrom(EmbeddingModel(1, "sgd { learning_rate: 0.1 }"), kIdsAndTargets, true, true);
+  ASSERT_FALSE(m.loss.empty());
+  const NodeDef* aggregated = nullptr;
+  for (const NodeDef& n : m.def.node()) {
+    if (n.op() == "AccumulatorLastTaken") aggregated = &n;
+  }
+  ASSERT_NE(aggregated, nullptr);
+  bool after_take = false;
+  for (const std::string& in : aggregated->input()) {
+    after_take = after_take || (absl::StartsWith(in, "^") && absl::StrContains(in, "take_gradient"));
+  }
+  EXPECT_TRUE(after_take) << aggregated->DebugString();
+}
+
 // A chief restarted beside a live ps finds tokens its previous incarnation
 // released and nobody took; its init drops them (else a replica would start a
 // step ahead of the restored global step).

@@ -250,7 +250,6 @@ absl::Status BuildSyncOps(const config::Optimizer& o, const std::vector<Variable
     if (acc == nullptr) return vb.status();
     ops.accumulators.push_back(acc);
     ops.stale.push_back(vb.AddNode("stale", "AccumulatorNumStale", {Output{acc, 0}}));
-    if (ops.aggregated == nullptr) ops.aggregated = vb.AddNode("aggregated", "AccumulatorLastTaken", {Output{acc, 0}});
     auto int64_of = [&vb](const std::string& name, Output x) {
       return x.dtype() == DT_INT64 ? x
                                    : vb.Op(name, "Cast", {x}, {{"SrcT", MakeAttr(x.dtype())}, {"DstT", MakeAttr(DT_INT64)}});
@@ -295,6 +294,13 @@ absl::Status BuildSyncOps(const config::Optimizer& o, const std::vector<Variable
     averaged_grads[i].sparse = IndexedSlices{Output{take, 1}, Output{take, 0}, Output{take, 2}};
   }
   if (!sb.ok()) return sb.status();
+  // How many gradients the chief's take averaged (for /metrics): read after
+  // this step's take of the first variable's, not the previous step's.
+  Node* first_take = averaged_grads[0].is_sparse ? averaged_grads[0].sparse.indices.node : averaged_grads[0].dense.node;
+  ops.aggregated = sb.WithSubPrefix(variables[0].name)
+                       .WithControlDependencies({first_take})
+                       .AddNode("aggregated", "AccumulatorLastTaken", {Output{ops.accumulators[0], 0}});
+  if (ops.aggregated == nullptr) return sb.status();
   std::vector<Node*> updates;
   absl::Status s = BuildApplyOps(o, variables, averaged_grads, out->learning_rate, step, root, b, &out->slots, &updates);
   if (!s.ok()) return s;

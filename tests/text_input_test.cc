@@ -312,7 +312,7 @@ TEST(TextInputPipeline, PreSplitFilesUseTheTrainFilesVocabulary) {
   EXPECT_EQ(run.train.vocabulary[2], "the");
   EXPECT_EQ(run.train.vocabulary[3], ".");
   EXPECT_EQ(run.train.examples_per_epoch, text::NumWindows(8 + 8 + 7, 3));  // each sentence + <eos>
-  EXPECT_TRUE(absl::StrContains(run.train.description, "text (all sentences) of 1 files")) << run.train.description;
+  EXPECT_TRUE(absl::StrContains(run.train.description, "text (all sentences) of 1 file (")) << run.train.description;
   o.scope = "input/eval";
   o.training = false;
   o.vocabulary = run.train.vocabulary;

@@ -11,7 +11,7 @@ CheckpointHook::CheckpointHook(checkpoint::Saver* saver, std::vector<CheckpointL
                                std::ostream* err)
     : saver_(saver), listeners_(std::move(listeners)), out_(out), err_(err) {
   saver_->set_on_committed([this](int64_t step, double seconds, double finished) {
-    for (CheckpointListener* l : listeners_) l->AfterCommit(step, seconds, absl::FromUnixSeconds(finished));
+    for (CheckpointListener* l : listeners_) l->AfterCommit(step, seconds, absl::UnixEpoch() + absl::Seconds(finished));
   });
 }
 

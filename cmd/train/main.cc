@@ -24,7 +24,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: train CONFIG [--validate] [--dry-run] [--set field.path=value]... [--run_dir DIR] [--allow-drift]\n"
-    "             [--trace_steps=A-B] [--print_losses] [--job NAME --task N] [--local_cluster ps=N,worker=M[,restarts=R]]\n"
+    "             [--trace_steps=A-B [--trace_device_time]] [--print_losses] [--job NAME --task N]\n"
+    "             [--local_cluster ps=N,worker=M[,restarts=R]]\n"
     "  --validate     check the experiment (and the run directory, as a run would: a different\n"
     "                 config there needs --allow-drift) and print the plan; do no work\n"
     "  --dry-run      build everything, check the run directory and print the plan; do not train\n"
@@ -33,6 +34,9 @@ constexpr char kUsage[] =
     "  --allow-drift  resume a run directory whose config differs from CONFIG\n"
     "  --trace_steps=A-B  write a Chrome trace (Perfetto, chrome://tracing) of steps A..B\n"
     "                 to RUN_DIR/traces/step_N.json; one step: --trace_steps=A\n"
+    "  --trace_device_time  in traced steps, each GPU kernel waits for its GPU work, so a node's\n"
+    "                 duration is its GPU time (plus the launch) rather than the host's time to\n"
+    "                 queue it; those steps run slower (single-process runs only)\n"
     "  --print_losses   print every step's loss at full precision (\"loss at step N: X\")\n"
     "  --job NAME --task N  this process's task in the cluster (else from TF_CONFIG or Slurm's\n"
     "                 SLURM_PROCID; sources that disagree are an error)\n"
@@ -118,6 +122,8 @@ int main(int argc, char** argv) {
       return sluice::kExitDone;
     } else if (arg == "--validate") {
       options.validate_only = true;
+    } else if (arg == "--trace_device_time" || arg == "--trace-device-time") {
+      options.trace_device_time = true;
     } else if (arg == "--print_losses" || arg == "--print-losses") {
       options.print_losses = true;
     } else if (arg == "--dry-run" || arg == "--dry_run") {

@@ -185,7 +185,7 @@ bool CheckVariableNames(const config::LoadedExperiment& loaded, const models::Tr
 // pushes to a Pushgateway; another replica serves /metrics only on a free
 // port (metrics_port 0), since tasks may share a machine.
 absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& e, const models::TrainingGraph& tg,
-                                                      const training::StepRange& trace_steps,
+                                                      const training::StepRange& trace_steps, bool trace_device_time,
                                                       const distributed::TaskId& task, bool chief, bool replicated,
                                                       std::ostream& out, std::ostream& err) {
   MonitoringHooks hooks;
@@ -228,6 +228,7 @@ absl::StatusOr<MonitoringHooks> CreateMonitoringHooks(const config::Experiment& 
 
   training::TraceHookOptions to;
   to.steps = trace_steps;
+  to.device_time = trace_device_time;
   to.run_dir = e.run_dir();
   to.device = DeviceMgr::Local()->HostCpu()->name();
   hooks.trace = std::make_unique<training::TraceHook>(to, &out, &err);
@@ -662,7 +663,11 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   distributed::TaskId metrics_task;
   metrics_task.job = in_cluster ? identity->task.job : "worker";
   metrics_task.index = in_cluster ? identity->task.index : 0;
-  auto monitoring = CreateMonitoringHooks(e, tg, trace_steps, metrics_task, chief, replicated, out, err);
+  if (options.trace_device_time && trace_steps.empty()) {
+    err << "error: --trace_device_time needs --trace_steps=A-B (the steps to trace)\n";
+    return kExitBadConfig;
+  }
+  auto monitoring = CreateMonitoringHooks(e, tg, trace_steps, options.trace_device_time, metrics_task, chief, replicated, out, err);
   if (!monitoring.ok()) {
     err << options.config_path << ": error: " << monitoring.status().message() << "\n";
     return kExitBadConfig;

@@ -24,6 +24,7 @@ struct TrainerOptions {
   bool dry_run = false;                // --dry-run: plan, no training
   bool allow_drift = false;            // --allow-drift: resume a changed config
   std::string trace_steps;             // --trace_steps=A-B: Chrome traces in <run_dir>/traces/
+  bool trace_device_time = false;      // --trace_device_time: traced kernels wait for their device
   bool print_losses = false;           // --print_losses: every step's loss, full precision
   std::string job;                     // --job NAME ("" when not given)
   int task = -1;                       // --task N (-1 when not given)

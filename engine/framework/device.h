@@ -39,6 +39,11 @@ class Device {
   // Whether tensors of `dtype` on this device are in host memory (readable by
   // the CPU): true for every dtype on a CPU device.
   virtual bool HostMemory(DataType dtype) const { return true; }
+  // Waits until the work that kernels enqueued on this device is done (a
+  // GPU's streams). A CPU kernel's work is done when Compute returns, so the
+  // CPU returns at once. Used by traces that time device work
+  // (RunOptions::step_stats_device_time).
+  virtual absl::Status Synchronize() { return absl::OkStatus(); }
   ResourceMgr* resource_manager() { return &resource_mgr_; }
   // The intra-op pool and its thread count, for RunTasks / ParallelForRanges
   // (engine/kernels/run_tasks.h). Eigen expressions evaluated on this device

@@ -459,6 +459,9 @@ absl::Status ExecutorState::RunSync(const TaggedNode& tagged, Entry* inputs, OpK
     item.kernel->Compute(&ctx);
   }
   s = CheckOutputs(item, &ctx);
+  if (s.ok() && args_.stats_include_device_time && args_.stats_collector != nullptr) {
+    s = params->device->Synchronize();
+  }
   for (int i = 0; i < item.num_inputs; ++i) inputs[i].Clear();
   if (args_.stats_collector != nullptr && !tagged.is_dead) RecordStats(tagged, start_ns);
   if (!s.ok()) return s;

@@ -42,6 +42,9 @@ class Executor {
     CancellationManager* cancellation_manager = nullptr;
     // Optional: records every executed node.
     StepStatsCollector* stats_collector = nullptr;
+    // With stats_collector: each synchronous kernel's record ends after its
+    // device's Synchronize() (RunOptions::step_stats_device_time).
+    bool stats_include_device_time = false;
   };
   using DoneCallback = std::function<void(const absl::Status&)>;
 

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "engine/framework/device.h"
 #include "engine/framework/op_def.h"
 #include "engine/framework/op_kernel.h"
@@ -64,12 +65,13 @@ std::string Key(const std::string& tensor_name) { return Rendezvous::CreateKey(k
 class ExecutorTest : public ::testing::Test {
  protected:
   // `runner_calls`, when set, counts the closures handed to the inter-op pool.
-  std::unique_ptr<Executor> Build(const GraphDef& def, int threads, std::atomic<int>* runner_calls = nullptr) {
+  std::unique_ptr<Executor> Build(const GraphDef& def, int threads, std::atomic<int>* runner_calls = nullptr,
+                                  Device* device = nullptr) {
     pool_ = std::make_unique<Eigen::ThreadPool>(threads);
     auto graph = GraphFromGraphDef(def);
     EXPECT_TRUE(graph.ok()) << graph.status();
     ExecutorParams params;
-    params.device = DeviceMgr::Local()->HostCpu();
+    params.device = device != nullptr ? device : DeviceMgr::Local()->HostCpu();
     Eigen::ThreadPool* pool = pool_.get();
     params.runner = [pool, runner_calls](std::function<void()> fn) {
       if (runner_calls != nullptr) runner_calls->fetch_add(1);
@@ -272,6 +274,49 @@ TEST_F(ExecutorTest, ReadyTiesRunInConstructionOrder) {
     EXPECT_LE(r.start_ns, r.end_ns);
     EXPECT_NE(r.thread_id, 0u);
   }
+}
+
+// A CPU device whose Synchronize() takes 2 ms and counts its calls, standing
+// in for a GPU whose kernels return before their work is done.
+class SlowSyncDevice : public Device {
+ public:
+  SlowSyncDevice() : Device(kCpu, kDeviceCpu, DeviceMgr::Local()->HostCpu()->allocator(), 1) {}
+  absl::Status Synchronize() override {
+    syncs.fetch_add(1);
+    absl::SleepFor(absl::Milliseconds(2));
+    return absl::OkStatus();
+  }
+  std::atomic<int> syncs{0};
+};
+
+TEST_F(ExecutorTest, StepStatsWithDeviceTimeWaitForTheDeviceAfterEachKernel) {
+  GraphDefBuilder b;
+  for (int i = 0; i < 3; ++i) b.Identity("i" + std::to_string(i), b.Const("c" + std::to_string(i), Tensor::Scalar<float>(i)), DT_FLOAT);
+  SlowSyncDevice device;
+  auto executor = Build(b.graph(), 1, nullptr, &device);
+
+  // Stats alone: no waiting.
+  StepStatsCollector plain;
+  Executor::Args args;
+  args.stats_collector = &plain;
+  ASSERT_TRUE(executor->Run(args).ok());
+  EXPECT_EQ(device.syncs.load(), 0);
+  EXPECT_EQ(plain.Take().size(), 6u);
+
+  // With device time: every kernel's record ends after the device's wait.
+  StepStatsCollector timed;
+  args.stats_collector = &timed;
+  args.stats_include_device_time = true;
+  ASSERT_TRUE(executor->Run(args).ok());
+  EXPECT_EQ(device.syncs.load(), 6);
+  std::vector<NodeExecStats> records = timed.Take();
+  ASSERT_EQ(records.size(), 6u);
+  for (const NodeExecStats& r : records) EXPECT_GE(r.end_ns - r.start_ns, 2'000'000) << r.node_name;
+
+  // The flag without a collector does nothing (nothing is traced).
+  args.stats_collector = nullptr;
+  ASSERT_TRUE(executor->Run(args).ok());
+  EXPECT_EQ(device.syncs.load(), 6);
 }
 
 TEST_F(ExecutorTest, ReadingAnUninitializedVariableNamesIt) {

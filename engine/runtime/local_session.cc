@@ -113,6 +113,7 @@ class LocalSession : public Session {
     Executor::Args args;
     args.step_id = next_step_id_.fetch_add(1);
     args.rendezvous = &rendezvous;
+    args.stats_include_device_time = options.collect_step_stats && options.step_stats_device_time;
     absl::Status s;
     if (exec->partitioned != nullptr) {
       s = exec->partitioned->Run(args, options.collect_step_stats ? &device_stats : nullptr);

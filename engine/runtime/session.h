@@ -73,6 +73,12 @@ struct SessionOptions {
 
 struct RunOptions {
   bool collect_step_stats = false;
+  // With collect_step_stats: every synchronous kernel waits for the work it
+  // enqueued on its device (a GPU's streams) before its record ends, so a
+  // node's duration is its device time too, not only the host's time to
+  // enqueue it. The step runs slower (no overlap of host and device); local
+  // sessions only (a distributed step ignores it).
+  bool step_stats_device_time = false;
 };
 
 struct RunMetadata {

@@ -79,6 +79,7 @@ struct StepInfo {
 struct StepArgs {
   std::vector<std::string> fetches;  // extra tensors to fetch with the step
   bool collect_step_stats = false;   // ask the session for per-node step stats
+  bool step_stats_device_time = false;  // ... with device time (RunOptions::step_stats_device_time)
 };
 
 // A step that ran. `fetched` holds this hook's fetches only, in the order BeforeStep gave them.

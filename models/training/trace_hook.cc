@@ -55,7 +55,10 @@ absl::Status TraceHook::Begin(Session* session, const LoopStart& start) {
 
 void TraceHook::BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* control) {
   traced_ = options_.steps.Contains(step.step) && !failed_;
-  if (traced_) args->collect_step_stats = true;
+  if (traced_) {
+    args->collect_step_stats = true;
+    args->step_stats_device_time = options_.device_time;
+  }
 }
 
 absl::Status TraceHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {

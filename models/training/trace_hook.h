@@ -35,6 +35,9 @@ struct TraceHookOptions {
   StepRange steps;
   std::string run_dir;
   std::string device;  // the lane's name when the session reports step stats without devices
+  // Each kernel's duration includes its device work (train --trace_device_time): a GPU
+  // kernel waits for its stream; the traced steps run slower.
+  bool device_time = false;
 };
 
 class TraceHook : public TrainingHook {

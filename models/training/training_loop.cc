@@ -62,6 +62,7 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
       first_fetch[i] = fetches.size();
       fetches.insert(fetches.end(), args[i].fetches.begin(), args[i].fetches.end());
       run_options.collect_step_stats = run_options.collect_step_stats || args[i].collect_step_stats;
+      run_options.step_stats_device_time = run_options.step_stats_device_time || args[i].step_stats_device_time;
     }
     std::vector<std::pair<std::string, Tensor>> feeds;
     if (!options.learning_rate_feed.empty()) {

@@ -106,8 +106,9 @@ class GpuDevice : public Device {
   };
   absl::StatusOr<std::unique_ptr<CudnnLock>> LockCudnn();
 
-  // Waits until every stream of the device is idle (tests, shutdown).
-  absl::Status Synchronize();
+  // Waits until every stream of the device is idle (tests, shutdown, traces
+  // of device time).
+  absl::Status Synchronize() override;
 
   class Impl;
 

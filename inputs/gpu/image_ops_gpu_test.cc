@@ -1,0 +1,93 @@
+// ImageToFloat on the GPU against the CPU kernel: one graph runs the op on
+// CPU:0 and on GPU:0 from the same uint8 placeholder (so the GPU path
+// includes the copies), for empty, tiny, odd-length (the one-pixel tail) and
+// batch-sized images and two scales; the outputs must be equal bit for bit
+// (both compute float(pixel) * scale in float32). Without a GPU every test
+// prints "SKIP: no GPU" and passes.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/framework/device.h"
+#include "engine/framework/node_def_util.h"
+#include "engine/graph/graph_def_builder.h"
+#include "engine/runtime/session.h"
+#include "gtest/gtest.h"
+
+namespace sluice {
+namespace {
+
+const char kCpu[] = "/job:localhost/replica:0/task:0/device:CPU:0";
+const char kGpu[] = "/job:localhost/replica:0/task:0/device:GPU:0";
+
+bool HaveGpu() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return n > 0;
+}
+
+Tensor RandomPixels(const TensorShape& shape, uint32_t seed) {
+  Tensor t(DT_UINT8, shape);
+  std::mt19937 gen(seed);
+  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(gen() & 0xff);
+  if (t.NumElements() > 1) {  // both ends of the range
+    t.data<uint8_t>()[0] = 0;
+    t.data<uint8_t>()[1] = 255;
+  }
+  return t;
+}
+
+void CheckImageToFloat(const TensorShape& shape, float scale) {
+  const std::string what = absl::StrCat("ImageToFloat of ", shape.DebugString(), " scale ", scale);
+  GraphDefBuilder b;
+  b.Node("pixels", "Placeholder", {}, {{"dtype", MakeAttr(DT_UINT8)}});
+  b.Node("on_cpu", "ImageToFloat", {"pixels"}, {{"scale", MakeAttr(scale)}});
+  b.Node("on_gpu", "ImageToFloat", {"pixels"}, {{"scale", MakeAttr(scale)}});
+  GraphDef g = b.graph();
+  for (NodeDef& n : *g.mutable_node()) n.set_device(n.name() == "on_gpu" ? kGpu : kCpu);
+  SessionOptions options;
+  options.allow_soft_placement = false;  // the GPU kernel must exist
+  auto session = NewSession(options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  absl::Status s = (*session)->Create(g);
+  ASSERT_TRUE(s.ok()) << what << ": " << s;
+  std::vector<Tensor> out;
+  s = (*session)->Run({{"pixels", RandomPixels(shape, static_cast<uint32_t>(shape.num_elements()))}},
+                      {"on_cpu:0", "on_gpu:0"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << what << ": " << s;
+  ASSERT_EQ(out[1].dtype(), DT_FLOAT) << what;
+  ASSERT_EQ(out[0].shape(), out[1].shape()) << what;
+  int64_t differ = 0;
+  for (int64_t i = 0; i < out[0].NumElements(); ++i) {
+    if (std::memcmp(&out[0].data<float>()[i], &out[1].data<float>()[i], sizeof(float)) != 0 && ++differ <= 5) {
+      ADD_FAILURE() << what << ": element " << i << " cpu " << out[0].data<float>()[i] << " gpu "
+                    << out[1].data<float>()[i];
+    }
+  }
+  EXPECT_EQ(differ, 0) << what;
+}
+
+TEST(ImageToFloatGpu, MatchesTheCpuKernelBitForBit) {
+  if (!HaveGpu()) {
+    std::printf("SKIP: no GPU\n");
+    return;
+  }
+  for (float scale : {1.0f / 255.0f, 1.0f}) {
+    for (const TensorShape& shape : {TensorShape({0, 28, 28, 1}), TensorShape({1}), TensorShape({3}),
+                                     TensorShape({7, 5}), TensorShape({128, 28, 28, 1}),
+                                     TensorShape({1024 * 784 + 3})}) {
+      CheckImageToFloat(shape, scale);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sluice

@@ -9,8 +9,10 @@
 #      against the CPU run's (README: 92.2%), within 0.3 points;
 #   4. tests/bench/gpu_vs_torch (steps/s against PyTorch on the same GPU);
 #   5. trace (not in the default set): three traced steps (250-252) of fashion_mlp and of
-#      fashion_cnn at batch 128 on the GPU, summarized by tools/trace_summary.py (host time per
-#      device and op, idle time between nodes); the traces go to $OUT/traces/ when $OUT is set.
+#      fashion_cnn at batch ${TRACE_BATCH:-128} on the GPU, summarized by tools/trace_summary.py
+#      (host time per device and op, idle time between nodes); with TRACE_DEVICE_TIME=1
+#      (train --trace_device_time) each GPU node's duration is its GPU time instead; the
+#      traces go to $OUT/traces/ when $OUT is set.
 # Usage: bash tools/gpu_check.sh [checks...]   (default: tests mlp cnn bench)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -60,11 +62,12 @@ for check in "${checks[@]}"; do
       rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=(bench) ;;
     trace)
       for model in fashion_mlp fashion_cnn; do
-        step "trace: $model, steps 250-252"
+        step "trace: $model, batch ${TRACE_BATCH:-128}, steps 250-252${TRACE_DEVICE_TIME:+ (device time)}"
         rm -rf "/tmp/gpu_trace_$model"
         timeout 120 "$RUN" train "$CONFIGS/$model.pbtxt" --run_dir "/tmp/gpu_trace_$model" \
           --set train.steps=253 --set train.eval_every_steps=0 --set summaries.every_steps=0 \
-          --set checkpoint.every_steps=0 --set monitoring.metrics_port=-1 --trace_steps=250-252 2>&1 | tail -n 5
+          --set checkpoint.every_steps=0 --set monitoring.metrics_port=-1 --set input.train.batch_size="${TRACE_BATCH:-128}" \
+          --trace_steps=250-252 ${TRACE_DEVICE_TIME:+--trace_device_time} 2>&1 | tail -n 5
         rc=${PIPESTATUS[0]}; echo "exit $rc"
         traces=("/tmp/gpu_trace_$model"/traces/step_*.json)
         if ((rc != 0)) || [[ ! -e "${traces[0]}" ]]; then failures+=("trace $model"); continue; fi

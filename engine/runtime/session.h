@@ -60,8 +60,10 @@ struct SessionOptions {
   bool onednn_kernels = false;
   // float32 5x5 stride-1 convolutions with enough channels run Winograd
   // kernels (engine/kernels/winograd_conv.h; other shapes keep the kernel they
-  // would have had), selected before the oneDNN ones. Off by default;
-  // `train { kernels { winograd } }` (unset: on) sets it.
+  // would have had), selected before the oneDNN ones; on a GPU, float32
+  // Conv2D and Conv2DBackpropInput with cuDNN's FFT and Winograd algorithms
+  // among their candidates. Off by default; `train { kernels { winograd } }`
+  // (unset: on) sets it.
   bool winograd_kernels = false;
   // The devices the graph is placed on; null: this process's (DeviceMgr::Local()).
   // Borrowed: must outlive the session.

@@ -141,6 +141,12 @@ absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const 
     select.label = "winograd";
     if (options.onednn_kernels) select.fallback_label = "onednn";
     SelectLabeledKernels(select, graph);
+    // A GPU's float32 convolutions with cuDNN's FFT and Winograd transforms
+    // among the algorithms they time (engine/kernels/gpu/conv_ops_gpu.cc).
+    KernelSelectionOptions gpu_select;
+    gpu_select.label = "winograd";
+    gpu_select.device_type = kDeviceGpu;
+    SelectLabeledKernels(gpu_select, graph);
   }
   if (options.onednn_kernels) {
     KernelSelectionOptions select;

@@ -66,7 +66,9 @@ struct StepGraphOptions {
   // Last: nodes with a Winograd kernel (engine/kernels/winograd_conv_ops.cc)
   // get it, then nodes with a oneDNN kernel (engine/kernels/onednn) get that
   // (SelectLabeledKernels, engine/graph/kernel_selection.h); a Winograd node
-  // falls back to oneDNN's kernel when both are on.
+  // falls back to oneDNN's kernel when both are on. winograd_kernels also
+  // labels GPU nodes that have a "winograd" kernel (cuDNN's transforms among
+  // the candidates: engine/kernels/gpu/conv_ops_gpu.cc).
   bool winograd_kernels = false;
   bool onednn_kernels = false;
 };

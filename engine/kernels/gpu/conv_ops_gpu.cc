@@ -18,6 +18,17 @@
 //     (NHWC) or OIHW (NCHW) through small transpose kernels.
 //   * Math. float32 runs with CUDNN_FMA_MATH: plain fp32 FMA, no TF32 tensor
 //     cores (which would round inputs to 10 mantissa bits).
+//   * Algorithms. The unlabeled kernels use only direct and GEMM-like
+//     algorithms, whose results differ from a direct sum by rounding alone.
+//     The float32 Conv2D and Conv2DBackpropInput kernels labeled "winograd"
+//     (selected like the CPU's Winograd kernels: `train { kernels { winograd
+//     } }`, unset = on; engine/graph/kernel_selection.h) also time cuDNN's FFT
+//     and Winograd transforms and keep one when it is the fastest, as
+//     TensorFlow's and PyTorch's autotuners do; they stay within 1e-3 of the
+//     CPU's direct sums (cudnn_ops_gpu_test). Conv2DBackpropFilter has no
+//     such kernel: on an H200 the transform cuDNN picked for fashion_cnn's
+//     conv2 at batch 128 was off by about 1e-2 of the gradient's scale (a
+//     sum over 25,088 positions per filter element).
 //   * Workspace: at most kWorkspaceCap bytes, from ctx->allocate_temp
 //     (DT_UINT8: device memory), freed when the kernel returns (later users of
 //     the memory run after it on the same compute stream).
@@ -209,10 +220,10 @@ bool ReducedPrecision(cudnnConvolutionBwdFilterAlgo_t a) {
 }
 
 template <typename Perf>
-bool Usable(const Perf& perf, size_t workspace_limit) {
+bool Usable(const Perf& perf, size_t workspace_limit, bool allow_transforms) {
   return perf.status == CUDNN_STATUS_SUCCESS && perf.memory <= workspace_limit && perf.time >= 0 &&
          perf.mathType != CUDNN_TENSOR_OP_MATH && perf.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
-         !ReducedPrecision(perf.algo);
+         (allow_transforms || !ReducedPrecision(perf.algo));
 }
 
 absl::Status AllocateBytes(OpKernelContext* ctx, int64_t bytes, Tensor* t) {
@@ -230,8 +241,8 @@ size_t AllocateSearchWorkspace(OpKernelContext* ctx, Tensor* t) {
 // Times the algorithms of `kind` on scratch buffers and sets p->algo,
 // p->workspace, p->time_ms. REQUIRES: the cuDNN lock is held (handle).
 template <typename T>
-absl::Status Search(OpKernelContext* ctx, cudnnHandle_t handle, ConvKind kind, const ConvShape& s,
-                    const Tensor& workspace, size_t workspace_bytes, ConvPlan* p) {
+absl::Status Search(OpKernelContext* ctx, cudnnHandle_t handle, ConvKind kind, bool allow_transforms,
+                    const ConvShape& s, const Tensor& workspace, size_t workspace_bytes, ConvPlan* p) {
   Tensor x, w, y;
   const int64_t bytes = sizeof(T);
   absl::Status st = AllocateBytes(ctx, s.n * s.padded_h() * s.padded_w() * s.c * bytes, &x);
@@ -248,7 +259,7 @@ absl::Status Search(OpKernelContext* ctx, cudnnHandle_t handle, ConvKind kind, c
   int returned = 0;
   auto pick = [&](const auto* perfs) -> absl::Status {
     for (int i = 0; i < returned; ++i) {
-      if (Usable(perfs[i], workspace_bytes)) {
+      if (Usable(perfs[i], workspace_bytes, allow_transforms)) {
         p->algo = static_cast<int>(perfs[i].algo);
         p->workspace = perfs[i].memory;
         p->time_ms = perfs[i].time;
@@ -333,7 +344,8 @@ int ForcedLayout() {
 // Plans one shape: searches both layouts (unless one is forced) and keeps the
 // faster.
 template <typename T>
-absl::StatusOr<std::shared_ptr<const ConvPlan>> MakePlan(OpKernelContext* ctx, ConvKind kind, const ConvShape& s) {
+absl::StatusOr<std::shared_ptr<const ConvPlan>> MakePlan(OpKernelContext* ctx, ConvKind kind, bool allow_transforms,
+                                                         const ConvShape& s) {
   Tensor workspace;
   const size_t workspace_bytes = AllocateSearchWorkspace(ctx, &workspace);
   auto lock = GetGpuDevice(ctx)->LockCudnn();
@@ -344,7 +356,9 @@ absl::StatusOr<std::shared_ptr<const ConvPlan>> MakePlan(OpKernelContext* ctx, C
     if (ForcedLayout() == (nchw ? 1 : 2)) continue;
     auto plan = std::make_shared<ConvPlan>();
     absl::Status st = MakeDescriptors<T>(s, nchw, plan.get());
-    if (st.ok()) st = Search<T>(ctx, (*lock)->handle, kind, s, workspace, workspace_bytes, plan.get());
+    if (st.ok()) {
+      st = Search<T>(ctx, (*lock)->handle, kind, allow_transforms, s, workspace, workspace_bytes, plan.get());
+    }
     if (!st.ok()) {
       last_error = st;
       continue;
@@ -361,7 +375,8 @@ absl::StatusOr<std::shared_ptr<const ConvPlan>> MakePlan(OpKernelContext* ctx, C
 template <typename T>
 class CudnnConvOp : public OpKernel {
  public:
-  CudnnConvOp(OpKernelConstruction* ctx, ConvKind kind) : OpKernel(ctx), kind_(kind) {
+  CudnnConvOp(OpKernelConstruction* ctx, ConvKind kind, bool allow_transforms)
+      : OpKernel(ctx), kind_(kind), allow_transforms_(allow_transforms) {
     OP_REQUIRES_OK(ctx, ReadWindowAttrs(ctx, &strides_, nullptr, &padding_));
   }
 
@@ -373,7 +388,7 @@ class CudnnConvOp : public OpKernel {
       auto it = plans_.find(s);
       if (it != plans_.end()) return it->second;
     }
-    auto plan = MakePlan<T>(ctx, kind_, s);  // outside mu_: searches take a while
+    auto plan = MakePlan<T>(ctx, kind_, allow_transforms_, s);  // outside mu_: searches take a while
     if (!plan.ok()) return plan.status();
     absl::MutexLock l(&mu_);
     return plans_.emplace(s, *plan).first->second;
@@ -452,14 +467,15 @@ class CudnnConvOp : public OpKernel {
 
  private:
   const ConvKind kind_;
+  const bool allow_transforms_;
   absl::Mutex mu_;
   std::map<ConvShape, std::shared_ptr<const ConvPlan>> plans_ ABSL_GUARDED_BY(mu_);
 };
 
-template <typename T>
+template <typename T, bool kTransforms = false>
 class Conv2DOp : public CudnnConvOp<T> {
  public:
-  explicit Conv2DOp(OpKernelConstruction* ctx) : CudnnConvOp<T>(ctx, ConvKind::kForward) {}
+  explicit Conv2DOp(OpKernelConstruction* ctx) : CudnnConvOp<T>(ctx, ConvKind::kForward, kTransforms) {}
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
@@ -505,10 +521,10 @@ class Conv2DOp : public CudnnConvOp<T> {
   }
 };
 
-template <typename T>
+template <typename T, bool kTransforms = false>
 class Conv2DBackpropInputOp : public CudnnConvOp<T> {
  public:
-  explicit Conv2DBackpropInputOp(OpKernelConstruction* ctx) : CudnnConvOp<T>(ctx, ConvKind::kBackpropInput) {}
+  explicit Conv2DBackpropInputOp(OpKernelConstruction* ctx) : CudnnConvOp<T>(ctx, ConvKind::kBackpropInput, kTransforms) {}
 
   void Compute(OpKernelContext* ctx) override {
     TensorShape input_shape;
@@ -568,10 +584,10 @@ class Conv2DBackpropInputOp : public CudnnConvOp<T> {
   }
 };
 
-template <typename T>
+template <typename T, bool kTransforms = false>
 class Conv2DBackpropFilterOp : public CudnnConvOp<T> {
  public:
-  explicit Conv2DBackpropFilterOp(OpKernelConstruction* ctx) : CudnnConvOp<T>(ctx, ConvKind::kBackpropFilter) {}
+  explicit Conv2DBackpropFilterOp(OpKernelConstruction* ctx) : CudnnConvOp<T>(ctx, ConvKind::kBackpropFilter, kTransforms) {}
 
   void Compute(OpKernelContext* ctx) override {
     TensorShape filter_shape;
@@ -626,6 +642,15 @@ class Conv2DBackpropFilterOp : public CudnnConvOp<T> {
 SLUICE_REGISTER_GPU_CONV_(float);
 SLUICE_REGISTER_GPU_CONV_(double);
 #undef SLUICE_REGISTER_GPU_CONV_
+
+// float32 with cuDNN's FFT and Winograd transforms among the candidates (not
+// for the filter's gradient: see the file comment).
+using Conv2DWithTransforms = Conv2DOp<float, true>;
+using Conv2DBackpropInputWithTransforms = Conv2DBackpropInputOp<float, true>;
+REGISTER_KERNEL_BUILDER(Name("Conv2D").Device(kDeviceGpu).TypeConstraint<float>("T").Label("winograd"),
+                        Conv2DWithTransforms);
+REGISTER_KERNEL_BUILDER(Name("Conv2DBackpropInput").Device(kDeviceGpu).TypeConstraint<float>("T").Label("winograd"),
+                        Conv2DBackpropInputWithTransforms);
 
 }  // namespace
 }  // namespace gpu

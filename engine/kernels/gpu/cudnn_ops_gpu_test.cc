@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/framework/device.h"
 #include "engine/framework/node_def_util.h"
+#include "engine/framework/op_kernel.h"
 #include "engine/graph/graph_def_builder.h"
 #include "engine/runtime/session.h"
 #include "gtest/gtest.h"
@@ -216,6 +217,45 @@ TEST(CudnnOpsGpu, Conv2DBackpropFilterMatchesCpu) {
                                ConvAttrs(DT_FLOAT, c.sh, c.sw, c.padding)),
                        1e-4, "Conv2DBackpropFilter " + c.name);
   }
+}
+
+// The kernels labeled "winograd" (cuDNN's FFT and Winograd transforms among the
+// candidates: Conv2D and Conv2DBackpropInput) against the CPU's direct
+// convolutions: rounding differs more, so the tolerance is 1e-3 of
+// (|cpu| + rms) instead of 1e-4. Conv2DBackpropFilter has no such kernel: the
+// label must not be selectable for it (kernel_selection.h marks a node only
+// where a labeled kernel exists).
+TEST(CudnnOpsGpu, ConvolutionsWithTransformsMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(5);
+  auto both = [](const std::string& op, const std::vector<Tensor>& inputs, const AttrMap& attrs) {
+    AttrMap labeled = attrs;
+    labeled[kKernelLabelAttr] = MakeAttr(std::string("winograd"));
+    BothResults r;
+    auto gpu = RunOn(GpuName(), op, inputs, labeled);
+    auto cpu = RunOn(DeviceMgr::Local()->HostCpu()->name(), op, inputs, attrs);
+    r.gpu_status = gpu.status();
+    r.cpu_status = cpu.status();
+    if (gpu.ok()) r.gpu = *gpu;
+    if (cpu.ok()) r.cpu = *cpu;
+    return r;
+  };
+  for (const ConvCase& c : ConvCases()) {
+    const AttrMap attrs = ConvAttrs(DT_FLOAT, c.sh, c.sw, c.padding);
+    ExpectClose<float>(both("Conv2D", {Random<float>(c.input, &rng), Random<float>(c.filter, &rng)}, attrs), 1e-3,
+                       "Conv2D (transforms) " + c.name);
+    ExpectClose<float>(both("Conv2DBackpropInput",
+                            {ShapeTensor(c.input), Random<float>(c.filter, &rng), Random<float>(ConvOutShape(c), &rng)},
+                            attrs),
+                       1e-3, "Conv2DBackpropInput (transforms) " + c.name);
+  }
+  NodeDef filter_grad;
+  filter_grad.set_op("Conv2DBackpropFilter");
+  (*filter_grad.mutable_attr())["T"] = MakeAttr(DT_FLOAT);
+  (*filter_grad.mutable_attr())[kKernelLabelAttr] = MakeAttr(std::string("winograd"));
+  EXPECT_FALSE(KernelRegistry::Global()->HasKernel(kDeviceGpu, filter_grad));
+  (*filter_grad.mutable_attr()).erase(kKernelLabelAttr);
+  EXPECT_TRUE(KernelRegistry::Global()->HasKernel(kDeviceGpu, filter_grad));
 }
 
 TEST(CudnnOpsGpu, DoubleConvolutionsMatchCpu) {

@@ -508,6 +508,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"job_without_its_name", "", "", {"--job", "--task", "0"}, "", "--job needs a job name"},
         Case{"trace_steps_past_the_last_step", "", "", {"--trace_steps=100-200"}, "",
              "starts after the run's last step, 10"},
+        Case{"trace_device_time_without_trace_steps", "", "", {"--trace_device_time"}, "",
+             "--trace_device_time needs --trace_steps=A-B"},
         Case{"two_config_files", "", "", {"other.pbtxt"}, "", "more than one CONFIG"},
         Case{"run_dir_without_value", "", "", {kNoConfig, "t.pbtxt", "--run_dir"}, "", "--run_dir needs a directory"},
         Case{"missing_config_file", "", "", {kNoConfig, "/nonexistent/x.pbtxt"}, "*",

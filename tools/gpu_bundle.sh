@@ -97,13 +97,20 @@ if [[ ! -f "$x/STAMP" || "$(cat "$x/STAMP")" != "$stamp" ]]; then
   tar -C "$x" -xJf "$here/payload.tar.xz"
   echo "$stamp" > "$x/STAMP"
 fi
-# The data files travel as NAME.xz; the readers want NAME (gzip, as the configs name it).
+# The data files travel as NAME.xz; the readers want NAME (gzip when NAME ends in .gz, as the
+# configs name it), written beside them, or under $x when the bundle is read-only.
+data="$here/data"
+if [[ ! -w "$data" ]]; then data="$x/data"; mkdir -p "$data"; fi
 for z in "$here"/data/*.xz; do
   [[ -e "$z" ]] || continue
-  f="${z%.xz}"
-  if [[ ! -s "$f" ]]; then
-    xz -dc "$z" | gzip -1 > "$f.tmp" && mv "$f.tmp" "$f"
+  f="$data/$(basename "${z%.xz}")"
+  [[ -s "$f" ]] && continue
+  if [[ "$f" == *.gz ]]; then
+    xz -dc "$z" | gzip -1 > "$f.tmp.$$" || { echo "run.sh: cannot write $f" >&2; exit 1; }
+  else
+    xz -dc "$z" > "$f.tmp.$$" || { echo "run.sh: cannot write $f" >&2; exit 1; }
   fi
+  mv "$f.tmp.$$" "$f"
 done
 cudnn=""
 for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib; do
@@ -118,7 +125,7 @@ for c in "$here"/configs_src/*.pbtxt; do
   tmp="$cfg/.$(basename "$c").tmp"
   cp "$c" "$tmp"
   while read -r d; do
-    [[ -n "$d" ]] && sed -i "s#\"$d/#\"$here/data/#g" "$tmp"
+    [[ -n "$d" ]] && sed -i "s#\"$d/#\"$data/#g" "$tmp"
   done < "$here/configs_src/DATA_DIRS"
   mv "$tmp" "$cfg/$(basename "$c")"
 done

@@ -11,8 +11,8 @@
 #   5. trace (not in the default set): three traced steps (250-252) of fashion_mlp and of
 #      fashion_cnn at batch ${TRACE_BATCH:-128} on the GPU, summarized by tools/trace_summary.py
 #      (host time per device and op, idle time between nodes); with TRACE_DEVICE_TIME=1
-#      (train --trace_device_time) each GPU node's duration is its GPU time instead; the
-#      traces go to $OUT/traces/ when $OUT is set.
+#      (train --trace_device_time, one inter-op thread so that records do not overlap) each
+#      GPU node's duration is its GPU time instead; the traces go to $OUT/traces/ when $OUT is set.
 # Usage: bash tools/gpu_check.sh [checks...]   (default: tests mlp cnn bench)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -61,13 +61,17 @@ for check in "${checks[@]}"; do
         --rounds "${ROUNDS:-1}" ${BENCH_FLAGS:-} 2>&1
       rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=(bench) ;;
     trace)
+      device_time=()
+      if [[ "${TRACE_DEVICE_TIME:-0}" == 1 ]]; then
+        device_time=(--trace_device_time --set devices.inter_op_threads=1)
+      fi
       for model in fashion_mlp fashion_cnn; do
-        step "trace: $model, batch ${TRACE_BATCH:-128}, steps 250-252${TRACE_DEVICE_TIME:+ (device time)}"
+        step "trace: $model, batch ${TRACE_BATCH:-128}, steps 250-252 ${device_time[*]}"
         rm -rf "/tmp/gpu_trace_$model"
         timeout 120 "$RUN" train "$CONFIGS/$model.pbtxt" --run_dir "/tmp/gpu_trace_$model" \
           --set train.steps=253 --set train.eval_every_steps=0 --set summaries.every_steps=0 \
           --set checkpoint.every_steps=0 --set monitoring.metrics_port=-1 --set input.train.batch_size="${TRACE_BATCH:-128}" \
-          --trace_steps=250-252 ${TRACE_DEVICE_TIME:+--trace_device_time} 2>&1 | tail -n 5
+          --trace_steps=250-252 "${device_time[@]}" 2>&1 | tail -n 5
         rc=${PIPESTATUS[0]}; echo "exit $rc"
         traces=("/tmp/gpu_trace_$model"/traces/step_*.json)
         if ((rc != 0)) || [[ ! -e "${traces[0]}" ]]; then failures+=("trace $model"); continue; fi

@@ -126,6 +126,10 @@ std::string Refusal(const std::vector<std::string>& env, const std::vector<std::
                         "--local_cluster (one task per Slurm task), or unset SLURM_PROCID");
   }
   for (const std::string& arg : args) {
+    if (arg == "--trace_device_time" || arg == "--trace-device-time") {
+      return "--trace_device_time works in single-process runs only (a cluster's steps do not wait for each "
+             "kernel's device); drop it";
+    }
     for (const char* flag : {"--job", "--task"}) {
       if (arg == flag || absl::StartsWith(arg, absl::StrCat(flag, "="))) {
         return absl::StrCat("--local_cluster starts every task itself; drop ", flag,

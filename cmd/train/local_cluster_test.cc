@@ -555,7 +555,8 @@ TEST(RunLocalClusterTest, TasksMayExitByThemselvesWithinTheGracePeriod) {
   EXPECT_LT(result.elapsed, std::chrono::seconds(30));
 }
 
-TEST(RunLocalClusterTest, RefusesAnEnvironmentOrFlagsThatNameATask) {
+// An environment or flags that name a task, or a flag a cluster cannot honour.
+TEST(RunLocalClusterTest, RefusesAnEnvironmentOrFlagsItCannotHonour) {
   struct Case {
     std::vector<std::string> env;
     std::vector<std::string> args;
@@ -568,6 +569,7 @@ TEST(RunLocalClusterTest, RefusesAnEnvironmentOrFlagsThatNameATask) {
            {{"SLURM_PROCID=0"}, {}, "SLURM_PROCID=0 says this process is one task of a Slurm step"},
            {{}, {"cfg.pbtxt", "--job=worker"}, "drop --job"},
            {{}, {"cfg.pbtxt", "--task", "1"}, "drop --task"},
+           {{}, {"cfg.pbtxt", "--trace_steps=2", "--trace_device_time"}, "--trace_device_time works in single-process"},
        }) {
     FakeCluster cluster("refusals", {1, 1});
     for (const std::string& entry : c.env) cluster.options().environment->push_back(entry);

@@ -1,5 +1,5 @@
 // `train CONFIG [--validate] [--dry-run] [--set field.path=value]...
-//  [--run_dir DIR] [--allow-drift] [--trace_steps=A-B] [--job NAME --task N]
+//  [--run_dir DIR] [--allow-drift] [--trace_steps=A-B [--trace_device_time]] [--job NAME --task N]
 //  [--local_cluster ps=N,worker=M]`: runs a Sluice experiment, or with --local_cluster the
 // whole cluster of one on this machine (cmd/train/local_cluster.h). Exit codes in
 // cmd/train/exit_codes.h.
@@ -36,7 +36,8 @@ constexpr char kUsage[] =
     "                 to RUN_DIR/traces/step_N.json; one step: --trace_steps=A\n"
     "  --trace_device_time  in traced steps, each GPU kernel waits for its GPU work, so a node's\n"
     "                 duration is its GPU time (plus the launch) rather than the host's time to\n"
-    "                 queue it; those steps run slower (single-process runs only)\n"
+    "                 queue it; those steps run slower; single-process runs only; with\n"
+    "                 devices.inter_op_threads 1, no record includes another node's GPU work\n"
     "  --print_losses   print every step's loss at full precision (\"loss at step N: X\")\n"
     "  --job NAME --task N  this process's task in the cluster (else from TF_CONFIG or Slurm's\n"
     "                 SLURM_PROCID; sources that disagree are an error)\n"

@@ -667,6 +667,11 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
     err << "error: --trace_device_time needs --trace_steps=A-B (the steps to trace)\n";
     return kExitBadConfig;
   }
+  if (options.trace_device_time && in_cluster) {
+    err << "error: --trace_device_time works in single-process runs only (a cluster's steps do not wait for each "
+           "kernel's device); drop it, or trace a run without a cluster\n";
+    return kExitBadConfig;
+  }
   auto monitoring = CreateMonitoringHooks(e, tg, trace_steps, options.trace_device_time, metrics_task, chief, replicated, out, err);
   if (!monitoring.ok()) {
     err << options.config_path << ": error: " << monitoring.status().message() << "\n";

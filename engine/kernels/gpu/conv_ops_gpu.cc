@@ -204,8 +204,9 @@ absl::Status MakeDescriptors(const ConvShape& s, bool nchw, ConvPlan* p) {
 }
 
 // Algorithms whose fp32 results drift from a direct sum by more than rounding
-// (transforms in reduced intermediate precision): never used, so the GPU
-// matches the CPU kernels to ~1e-5.
+// (transforms in reduced intermediate precision): the unlabeled kernels never
+// use them, so they match the CPU kernels to ~1e-5; the "winograd" kernels
+// may (see the file comment).
 bool ReducedPrecision(cudnnConvolutionFwdAlgo_t a) {
   return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
          a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;

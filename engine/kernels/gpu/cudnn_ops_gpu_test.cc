@@ -81,9 +81,14 @@ absl::StatusOr<Tensor> RunOn(const std::string& device, const std::string& op, c
   return out[0];
 }
 
-BothResults RunBoth(const std::string& op, const std::vector<Tensor>& inputs, const AttrMap& attrs) {
+// The op on the GPU (with `gpu_label` as its `_kernel` attr when not empty)
+// and on the CPU.
+BothResults RunBoth(const std::string& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+                    const std::string& gpu_label = "") {
   BothResults r;
-  auto gpu = RunOn(GpuName(), op, inputs, attrs);
+  AttrMap gpu_attrs = attrs;
+  if (!gpu_label.empty()) gpu_attrs[kKernelLabelAttr] = MakeAttr(gpu_label);
+  auto gpu = RunOn(GpuName(), op, inputs, gpu_attrs);
   auto cpu = RunOn(DeviceMgr::Local()->HostCpu()->name(), op, inputs, attrs);
   r.gpu_status = gpu.status();
   r.cpu_status = cpu.status();
@@ -228,25 +233,15 @@ TEST(CudnnOpsGpu, Conv2DBackpropFilterMatchesCpu) {
 TEST(CudnnOpsGpu, ConvolutionsWithTransformsMatchCpu) {
   SKIP_WITHOUT_GPU();
   std::mt19937 rng(5);
-  auto both = [](const std::string& op, const std::vector<Tensor>& inputs, const AttrMap& attrs) {
-    AttrMap labeled = attrs;
-    labeled[kKernelLabelAttr] = MakeAttr(std::string("winograd"));
-    BothResults r;
-    auto gpu = RunOn(GpuName(), op, inputs, labeled);
-    auto cpu = RunOn(DeviceMgr::Local()->HostCpu()->name(), op, inputs, attrs);
-    r.gpu_status = gpu.status();
-    r.cpu_status = cpu.status();
-    if (gpu.ok()) r.gpu = *gpu;
-    if (cpu.ok()) r.cpu = *cpu;
-    return r;
-  };
   for (const ConvCase& c : ConvCases()) {
     const AttrMap attrs = ConvAttrs(DT_FLOAT, c.sh, c.sw, c.padding);
-    ExpectClose<float>(both("Conv2D", {Random<float>(c.input, &rng), Random<float>(c.filter, &rng)}, attrs), 1e-3,
-                       "Conv2D (transforms) " + c.name);
-    ExpectClose<float>(both("Conv2DBackpropInput",
-                            {ShapeTensor(c.input), Random<float>(c.filter, &rng), Random<float>(ConvOutShape(c), &rng)},
-                            attrs),
+    ExpectClose<float>(
+        RunBoth("Conv2D", {Random<float>(c.input, &rng), Random<float>(c.filter, &rng)}, attrs, "winograd"), 1e-3,
+        "Conv2D (transforms) " + c.name);
+    ExpectClose<float>(RunBoth("Conv2DBackpropInput",
+                               {ShapeTensor(c.input), Random<float>(c.filter, &rng),
+                                Random<float>(ConvOutShape(c), &rng)},
+                               attrs, "winograd"),
                        1e-3, "Conv2DBackpropInput (transforms) " + c.name);
   }
   NodeDef filter_grad;

@@ -152,8 +152,12 @@ struct Dims {
 };
 
 // Whether int32 indices cannot overflow: element counts below 2^30 (so an
-// index plus the grid's stride, at most 2^27, stays below 2^31) and window
-// attrs below 2^20.
+// index plus the grid's stride, at most 2^27, stays below 2^31), and window
+// attrs and sizes below 2^20. Every index product is at most an element
+// count; window starts (o * stride - pad) stay within the padded input,
+// since the kernels' callers derive the output sizes from the input's
+// (PoolOpBase::Geometry).
+static_assert(kMaxBlocks * 8 * kThreads <= (int64_t{1} << 27), "FitsInt32 assumes a grid stride below 2^27");
 bool FitsInt32(const PoolDims& d) {
   constexpr int64_t kElements = int64_t{1} << 30, kAttr = int64_t{1} << 20;
   auto product_below = [](std::initializer_list<int64_t> factors, int64_t limit) {

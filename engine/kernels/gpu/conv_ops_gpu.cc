@@ -52,6 +52,7 @@
 #include "absl/synchronization/mutex.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/conv_shape.h"
+#include "engine/kernels/gpu/cudnn_algorithms.h"
 #include "engine/kernels/gpu/cudnn_util_kernels.h"
 #include "engine/kernels/nn_util.h"
 #include "engine/runtime/gpu/gpu_device.h"
@@ -203,30 +204,6 @@ absl::Status MakeDescriptors(const ConvShape& s, bool nchw, ConvPlan* p) {
   return absl::OkStatus();
 }
 
-// Algorithms whose fp32 results drift from a direct sum by more than rounding
-// (transforms in reduced intermediate precision): the unlabeled kernels never
-// use them, so they match the CPU kernels to ~1e-5; the "winograd" kernels
-// may (see the file comment).
-bool ReducedPrecision(cudnnConvolutionFwdAlgo_t a) {
-  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
-         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
-}
-bool ReducedPrecision(cudnnConvolutionBwdDataAlgo_t a) {
-  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
-         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
-}
-bool ReducedPrecision(cudnnConvolutionBwdFilterAlgo_t a) {
-  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
-         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
-}
-
-template <typename Perf>
-bool Usable(const Perf& perf, size_t workspace_limit, bool allow_transforms) {
-  return perf.status == CUDNN_STATUS_SUCCESS && perf.memory <= workspace_limit && perf.time >= 0 &&
-         perf.mathType != CUDNN_TENSOR_OP_MATH && perf.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
-         (allow_transforms || !ReducedPrecision(perf.algo));
-}
-
 absl::Status AllocateBytes(OpKernelContext* ctx, int64_t bytes, Tensor* t) {
   return ctx->allocate_temp(DT_UINT8, TensorShape({std::max<int64_t>(bytes, 1)}), t);
 }
@@ -259,13 +236,12 @@ absl::Status Search(OpKernelContext* ctx, cudnnHandle_t handle, ConvKind kind, b
   void* ws = workspace_bytes > 0 ? workspace.raw_data() : nullptr;
   int returned = 0;
   auto pick = [&](const auto* perfs) -> absl::Status {
-    for (int i = 0; i < returned; ++i) {
-      if (Usable(perfs[i], workspace_bytes, allow_transforms)) {
-        p->algo = static_cast<int>(perfs[i].algo);
-        p->workspace = perfs[i].memory;
-        p->time_ms = perfs[i].time;
-        return absl::OkStatus();
-      }
+    const int i = FirstUsable(perfs, returned, workspace_bytes, allow_transforms);
+    if (i >= 0) {
+      p->algo = static_cast<int>(perfs[i].algo);
+      p->workspace = perfs[i].memory;
+      p->time_ms = perfs[i].time;
+      return absl::OkStatus();
     }
     return absl::InternalError(absl::StrCat("cuDNN has no usable fp32/fp64 algorithm for the convolution ",
                                             KindName(kind), " (", returned, " tried)"));

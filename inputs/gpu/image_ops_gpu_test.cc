@@ -16,6 +16,7 @@
 #include "engine/framework/device.h"
 #include "engine/framework/node_def_util.h"
 #include "engine/graph/graph_def_builder.h"
+#include "engine/runtime/gpu/gpu_test_util.h"
 #include "engine/runtime/session.h"
 #include "gtest/gtest.h"
 
@@ -24,15 +25,6 @@ namespace {
 
 const char kCpu[] = "/job:localhost/replica:0/task:0/device:CPU:0";
 const char kGpu[] = "/job:localhost/replica:0/task:0/device:GPU:0";
-
-bool HaveGpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
 
 Tensor RandomPixels(const TensorShape& shape, uint32_t seed) {
   Tensor t(DT_UINT8, shape);
@@ -76,10 +68,7 @@ void CheckImageToFloat(const TensorShape& shape, float scale) {
 }
 
 TEST(ImageToFloatGpu, MatchesTheCpuKernelBitForBit) {
-  if (!HaveGpu()) {
-    std::printf("SKIP: no GPU\n");
-    return;
-  }
+  SLUICE_SKIP_WITHOUT_GPU();
   for (float scale : {1.0f / 255.0f, 1.0f}) {
     for (const TensorShape& shape : {TensorShape({0, 28, 28, 1}), TensorShape({1}), TensorShape({3}),
                                      TensorShape({7, 5}), TensorShape({128, 28, 28, 1}),

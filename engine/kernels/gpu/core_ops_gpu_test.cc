@@ -21,6 +21,7 @@
 #include "engine/framework/device.h"
 #include "engine/framework/node_def_util.h"
 #include "engine/graph/graph_def_builder.h"
+#include "engine/runtime/gpu/gpu_test_util.h"
 #include "engine/runtime/session.h"
 #include "gtest/gtest.h"
 
@@ -30,22 +31,6 @@ namespace {
 const char kCpu[] = "/job:localhost/replica:0/task:0/device:CPU:0";
 const char kGpu[] = "/job:localhost/replica:0/task:0/device:GPU:0";
 
-bool HaveGpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
-
-#define SKIP_WITHOUT_GPU()           \
-  do {                               \
-    if (!HaveGpu()) {                \
-      std::printf("SKIP: no GPU\n"); \
-      return;                        \
-    }                                \
-  } while (0)
 
 template <typename T>
 Tensor Random(const TensorShape& shape, uint32_t seed, double lo = -1, double hi = 1) {
@@ -146,7 +131,7 @@ std::map<std::string, AttrValue> TAttr(DataType t) { return {{"T", MakeAttr(t)}}
 class CoreOpsGpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!HaveGpu()) return;
+    if (!gpu::HaveGpu()) return;
     bool found = false;
     for (const auto& d : DeviceMgr::Local()->devices()) found |= d->name() == kGpu;
     ASSERT_TRUE(found) << "a GPU is visible but DeviceMgr::Local() has no " << kGpu;
@@ -156,7 +141,7 @@ class CoreOpsGpuTest : public ::testing::Test {
 // ---- Element-wise ----
 
 TEST_F(CoreOpsGpuTest, BinaryLargeSameShapeWithOddTail) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   const TensorShape shape({(1 << 20) + 3});
   Tensor x = Random<float>(shape, 1), y = Random<float>(shape, 2, 0.5, 2);
   for (const char* op : {"Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "Maximum", "Minimum", "SquaredDifference"}) {
@@ -170,7 +155,7 @@ TEST_F(CoreOpsGpuTest, BinaryLargeSameShapeWithOddTail) {
 }
 
 TEST_F(CoreOpsGpuTest, BinaryBroadcastShapes) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   const std::vector<std::pair<TensorShape, TensorShape>> shapes = {
       {TensorShape({1024, 512}), TensorShape({512})},        // bias-like row broadcast
       {TensorShape({1024, 512}), TensorShape({1024, 1})},    // column broadcast
@@ -202,7 +187,7 @@ TEST_F(CoreOpsGpuTest, BinaryBroadcastShapes) {
 }
 
 TEST_F(CoreOpsGpuTest, BroadcastErrorMatchesCpu) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   GraphDefBuilder b;
   b.Node("x", "Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}});
   b.Node("y", "Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}});
@@ -220,7 +205,7 @@ TEST_F(CoreOpsGpuTest, BroadcastErrorMatchesCpu) {
 }
 
 TEST_F(CoreOpsGpuTest, UnaryLarge) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   const TensorShape shape({(1 << 20) + 1});
   Tensor x = Random<float>(shape, 21, -3, 3);
   Tensor pos = Random<float>(shape, 22, 0.1, 4);
@@ -237,7 +222,7 @@ TEST_F(CoreOpsGpuTest, UnaryLarge) {
 }
 
 TEST_F(CoreOpsGpuTest, ActivationGradsLarge) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   const TensorShape shape({1024, 1025});
   Tensor dy = Random<float>(shape, 31), x = Random<float>(shape, 32);
   Tensor y = Random<float>(shape, 33, 0.1, 0.9);
@@ -250,7 +235,7 @@ TEST_F(CoreOpsGpuTest, ActivationGradsLarge) {
 }
 
 TEST_F(CoreOpsGpuTest, AddNManyInputs) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   for (int n : {1, 2, 8, 9, 19}) {
     std::vector<Tensor> ins;
     std::vector<std::string> unused;
@@ -262,7 +247,7 @@ TEST_F(CoreOpsGpuTest, AddNManyInputs) {
 }
 
 TEST_F(CoreOpsGpuTest, CastBetweenTypes) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   const TensorShape shape({(1 << 20) + 5});
   Tensor f = Random<float>(shape, 51, -1000, 1000);
   Tensor i32 = RandomInts(DT_INT32, shape, 52, -100000, 100000);
@@ -279,7 +264,7 @@ TEST_F(CoreOpsGpuTest, CastBetweenTypes) {
 }
 
 TEST_F(CoreOpsGpuTest, FillAndLikes) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   Tensor dims = Tensor::FromVector<int32_t>(std::vector<int32_t>{1025, 1024});
   for (DataType t : {DT_FLOAT, DT_DOUBLE, DT_INT64, DT_BOOL}) {
     Tensor value(t, TensorShape());
@@ -301,7 +286,7 @@ TEST_F(CoreOpsGpuTest, FillAndLikes) {
 // ---- BiasAdd ----
 
 TEST_F(CoreOpsGpuTest, BiasAddAndGrad) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   struct Shape {
     TensorShape x;
     const char* format;
@@ -331,7 +316,7 @@ TEST_F(CoreOpsGpuTest, BiasAddAndGrad) {
 // ---- MatMul ----
 
 TEST_F(CoreOpsGpuTest, MatMulTransposesAndSizes) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   const std::vector<std::array<int64_t, 3>> mnk = {{128, 512, 784}, {1024, 10, 512}, {67, 45, 33}, {1, 1, 1},
                                                    {3, 4, 0},       {0, 4, 5},        {3, 0, 5},   {1500, 1100, 700}};
   uint32_t seed = 100;
@@ -352,7 +337,7 @@ TEST_F(CoreOpsGpuTest, MatMulTransposesAndSizes) {
 }
 
 TEST_F(CoreOpsGpuTest, BatchMatMulBroadcastAndAdjoints) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   struct Case {
     const char* op;
     TensorShape x, y;  // as stored, before adjoints

@@ -15,28 +15,13 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "engine/framework/device.h"
+#include "engine/runtime/gpu/gpu_test_util.h"
 #include "gtest/gtest.h"
 
 namespace sluice {
 namespace gpu {
 namespace {
 
-bool HaveGpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
-
-#define SKIP_WITHOUT_GPU()                 \
-  do {                                     \
-    if (!HaveGpu()) {                      \
-      std::printf("SKIP: no GPU\n");       \
-      return;                              \
-    }                                      \
-  } while (0)
 
 std::unique_ptr<GpuDevice> MakeDevice() {
   GpuDeviceOptions options;
@@ -70,7 +55,7 @@ TEST(GpuDeviceTest, FactoryIsRegisteredAndFindsTheGpuIfAny) {
 }
 
 TEST(GpuDeviceTest, AllocatorsByDtype) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   auto d = MakeDevice();
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->device_type(), kDeviceGpu);
@@ -108,7 +93,7 @@ TEST(GpuDeviceTest, AllocatorsByDtype) {
 }
 
 TEST(GpuDeviceTest, RoundTripThroughTheStreams) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   auto d = MakeDevice();
   ASSERT_NE(d, nullptr);
   constexpr int64_t n = 1 << 20;
@@ -141,7 +126,7 @@ TEST(GpuDeviceTest, RoundTripThroughTheStreams) {
 }
 
 TEST(GpuDeviceTest, ThenRunRunsInOrderAfterTheWork) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   auto d = MakeDevice();
   ASSERT_NE(d, nullptr);
   constexpr size_t bytes = size_t{64} << 20;
@@ -186,7 +171,7 @@ TEST(GpuDeviceTest, ThenRunRunsInOrderAfterTheWork) {
 }
 
 TEST(GpuDeviceTest, StreamWaitStreamOrdersAcrossStreams) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   auto d = MakeDevice();
   ASSERT_NE(d, nullptr);
   constexpr size_t bytes = size_t{32} << 20;
@@ -210,7 +195,7 @@ TEST(GpuDeviceTest, StreamWaitStreamOrdersAcrossStreams) {
 }
 
 TEST(GpuDeviceTest, LibraryHandles) {
-  SKIP_WITHOUT_GPU();
+  SLUICE_SKIP_WITHOUT_GPU();
   auto d = MakeDevice();
   ASSERT_NE(d, nullptr);
   {

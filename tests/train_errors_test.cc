@@ -5,9 +5,12 @@
 // Some cases also write data files beside the config (IDX files whose headers
 // cannot be real). configs/load_test.cc covers the loader and validator as a library; this test
 // drives the real binary (fork + exec), as a user or a batch scheduler does.
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -607,6 +610,38 @@ bool WaitOrKill(pid_t pid, int* status) {
   kill(pid, SIGKILL);
   waitpid(pid, status, 0);
   return false;
+}
+
+// A fixed metrics_port that another process holds fails the start with 129
+// (retryable) before anything goes into the run directory: it used to leave
+// an event file, checkpoints/, config.pbtxt and provenance.txt in a
+// directory the run never used.
+TEST(TrainBinary, ATakenMetricsPortLeavesNothingInTheRunDirectory) {
+  const int holder = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(holder, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ASSERT_EQ(bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(holder, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+
+  const std::string dir = absl::StrCat(TempDir(), "/taken_metrics_port");
+  mkdir(dir.c_str(), 0755);
+  const std::string run_dir = dir + "/run";
+  Outcome outcome = RunTrain(dir, {Runfile("cmd/train/train"), Runfile("configs/fashion_mlp.pbtxt"), "--run_dir",
+                                   run_dir, "--set", absl::StrCat("monitoring.metrics_port=", port), "--set",
+                                   "train.steps=5", "--set", "devices.intra_op_threads=1"});
+  close(holder);
+  EXPECT_TRUE(outcome.exited) << outcome.err;
+  EXPECT_EQ(outcome.code, 129) << outcome.err;
+  EXPECT_TRUE(absl::StrContains(outcome.err, absl::StrCat("cannot serve on 127.0.0.1:", port, ": the port is in use")))
+      << outcome.err;
+  struct stat st;
+  EXPECT_NE(stat(run_dir.c_str(), &st), 0) << run_dir << " was created";
 }
 
 // A second train on a run directory in use is refused (129: retry when the

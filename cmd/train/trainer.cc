@@ -756,6 +756,15 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
     return kExitDone;
   }
   if (options.dry_run) return kExitDone;
+  // /metrics binds its port before anything goes into the run directory: a
+  // taken port (fixed metrics_port) then leaves no event file, checkpoints
+  // folder or config copy behind in a directory the run never used.
+  if (monitoring->metrics != nullptr) {
+    if (absl::Status serving = monitoring->metrics->Serve(); !serving.ok()) {
+      err << "error: " << serving.message() << "\n";
+      return ExitCodeForStatus(serving);
+    }
+  }
   if (chief) {
     if (absl::Status made = env->CreateDirs(run_dir); !made.ok()) {
       err << "error: cannot create run directory " << run_dir << ": " << made.message() << "\n";

@@ -46,11 +46,17 @@ absl::StatusOr<std::unique_ptr<MetricsHook>> MetricsHook::Create(const MetricsHo
   return std::unique_ptr<MetricsHook>(new MetricsHook(options, out, err));
 }
 
-absl::Status MetricsHook::Begin(Session* session, const LoopStart& start) {
-  started_ = absl::Now();
+absl::Status MetricsHook::Serve() {
+  if (metrics_ != nullptr) return absl::OkStatus();
   auto m = TrainingMetrics::Create(options_.metrics);
   if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat("starting monitoring: ", m.status().message()));
   metrics_ = std::move(m).value();
+  return absl::OkStatus();
+}
+
+absl::Status MetricsHook::Begin(Session* session, const LoopStart& start) {
+  started_ = absl::Now();
+  if (absl::Status s = Serve(); !s.ok()) return s;
   metrics_->SetInputQueue(0, options_.queue_capacity);
   metrics_->SetRecoveries(options_.recoveries);
   if (options_.metrics.serve) {

@@ -53,8 +53,12 @@ class MetricsHook : public TrainingHook, public CheckpointListener {
   static absl::StatusOr<std::unique_ptr<MetricsHook>> Create(const MetricsHookOptions& options, std::ostream* out,
                                                              std::ostream* err);
 
-  // Creates the metrics and starts the /metrics server. Errors: "starting monitoring: ...";
-  // Unavailable when the port cannot be bound.
+  // Creates the metrics and starts the /metrics server (binds its port), once; a later call
+  // does nothing. The trainer calls it before it writes to the run directory, so that a taken
+  // port leaves nothing there. Errors: "starting monitoring: ..."; Unavailable when the port
+  // cannot be bound.
+  absl::Status Serve();
+  // Serve() unless done, then prints "metrics: URL" when serving.
   absl::Status Begin(Session* session, const LoopStart& start) override;
   void BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* control) override;
   absl::Status AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) override;
@@ -69,7 +73,7 @@ class MetricsHook : public TrainingHook, public CheckpointListener {
   // time). On the saver's writer thread for a periodic save.
   void AfterCommit(int64_t step, double seconds, absl::Time finished) override;
 
-  // After Begin (for tests): the metrics, and the port they are served on.
+  // After Serve or Begin (for tests): the metrics, and the port they are served on.
   const TrainingMetrics* metrics() const { return metrics_.get(); }
   int port() const { return metrics_ ? metrics_->port() : 0; }
 

@@ -157,6 +157,56 @@ int ColumnOfName(const std::string& text, int line, int column, const std::strin
   return at == absl::string_view::npos ? column : static_cast<int>(at);
 }
 
+// The paths (from Experiment, shortest first, at most `limit`) of the
+// message fields whose type has a field named `field`: where an unknown
+// field would have been known.
+std::vector<std::string> PathsOfMessagesWithField(absl::string_view field, size_t limit) {
+  std::vector<std::string> paths;
+  std::vector<std::pair<const Descriptor*, std::string>> level = {{Experiment::descriptor(), ""}};
+  std::set<const Descriptor*> seen = {Experiment::descriptor()};
+  while (!level.empty() && paths.size() < limit) {
+    std::vector<std::pair<const Descriptor*, std::string>> next;
+    for (const auto& [d, path] : level) {
+      for (int i = 0; i < d->field_count(); ++i) {
+        const FieldDescriptor* f = d->field(i);
+        const Descriptor* t = f->message_type();
+        if (t == nullptr || !seen.insert(t).second) continue;
+        const std::string child = path.empty() ? f->name() : absl::StrCat(path, ".", f->name());
+        if (t->FindFieldByName(std::string(field)) != nullptr && paths.size() < limit) paths.push_back(child);
+        next.push_back({t, child});
+      }
+    }
+    level = std::move(next);
+  }
+  return paths;
+}
+
+// The last line before `line` (0-based) that is not blank or a comment.
+absl::string_view PreviousCodeLine(const std::string& text, int line) {
+  std::vector<absl::string_view> rows = absl::StrSplit(text, '\n');
+  for (int i = std::min<int>(line, static_cast<int>(rows.size())) - 1; i >= 0; --i) {
+    absl::string_view row = absl::StripAsciiWhitespace(rows[i]);
+    if (!row.empty() && row[0] != '#') return row;
+  }
+  return "";
+}
+
+// For "unknown field 'F' in M" with no near name: when a `}` just closed a
+// message and F belongs to a message elsewhere, a `}` above may have closed
+// that message too early (protobuf's parser can only notice at F).
+std::string ClosedEarlyHint(const std::string& message, const std::string& text, int line) {
+  constexpr absl::string_view kUnknown = "unknown field '";
+  if (!absl::StartsWith(message, kUnknown) || absl::StrContains(message, "did you mean")) return "";
+  const size_t end = message.find('\'', kUnknown.size());
+  if (end == std::string::npos) return "";
+  const std::string field = message.substr(kUnknown.size(), end - kUnknown.size());
+  if (!absl::EndsWith(PreviousCodeLine(text, line), "}")) return "";
+  std::vector<std::string> paths = PathsOfMessagesWithField(field, 3);
+  if (paths.empty()) return "";
+  return absl::StrCat(" ('", field, "' is a field of ", absl::StrJoin(paths, ", "),
+                      ": is a `}` above this line one too many, closing a message early?)");
+}
+
 class CollectErrors : public google::protobuf::io::ErrorCollector {
  public:
   CollectErrors(ConfigErrors* errors, const std::string* text) : errors_(errors), text_(text) {}
@@ -165,7 +215,13 @@ class CollectErrors : public google::protobuf::io::ErrorCollector {
     // (a control character, an unterminated string) follows from it.
     if (!errors_->empty()) return;
     column = ColumnOfName(*text_, line, column, message);
-    errors_->Add(Location{line + 1, column + 1}, WithSuggestion(message));
+    std::string shown = WithSuggestion(message);
+    const std::string hint = ClosedEarlyHint(shown, *text_, line);
+    if (!hint.empty()) {  // before the list of valid fields, which it makes moot
+      const size_t list = shown.find("; valid fields:");
+      shown.insert(list == std::string::npos ? shown.size() : list, hint);
+    }
+    errors_->Add(Location{line + 1, column + 1}, shown);
   }
   void AddWarning(int line, int column, const std::string& message) override {}
 

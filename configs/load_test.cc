@@ -389,6 +389,35 @@ TEST(Load, NestingIsBounded) {
   EXPECT_NE(s.message().find("recursion limit of 64"), std::string::npos) << s.message().substr(0, 300);
 }
 
+// A stray `}` closes a message early; protobuf's parser notices only at the
+// next field, which then is unknown where it lands. The error stays at that
+// field and says where the field belongs and what to look for.
+TEST(Load, AFieldAfterAStrayBraceSaysWhereItBelongs) {
+  const std::string text =
+      "name: \"t\"\n"                          // 1
+      "optimizer { sgd { learning_rate: 0.1 } }\n"  // 2
+      "model {\n"                                 // 3
+      "  layer { name: \"a\" input: \"image\" flatten {} }\n"  // 4
+      "  }\n"                                     // 5: one too many
+      "  # a comment between\n"                   // 6
+      "  loss { softmax_cross_entropy { logits: \"a\" labels: \"label\" } }\n"  // 7
+      "}\n";
+  auto loaded = ParseExperiment("t.pbtxt", text);
+  ASSERT_FALSE(loaded.ok());
+  const std::string msg(loaded.status().message());
+  EXPECT_EQ(msg.rfind("t.pbtxt:7:3: error: unknown field 'loss' in Experiment", 0), 0u) << msg;
+  EXPECT_NE(msg.find("('loss' is a field of model: is a `}` above this line one too many"), std::string::npos) << msg;
+
+  // No hint where no `}` precedes, or the name is a near miss of a field here.
+  loaded = ParseExperiment("t.pbtxt", "name: \"t\"\nloss { }\n");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(std::string(loaded.status().message()).find("one too many"), std::string::npos) << loaded.status();
+  loaded = ParseExperiment("t.pbtxt", "model { }\nmodle { }\n");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(std::string(loaded.status().message()).find("did you mean 'model'"), std::string::npos) << loaded.status();
+  EXPECT_EQ(std::string(loaded.status().message()).find("one too many"), std::string::npos) << loaded.status();
+}
+
 // Issue 22, class 5: the error messages quote the user's token whole, and a
 // std::regex over them recursed per character (a megabyte-long name
 // overflowed the stack). Names are now found by scanning, and shown cut.

@@ -2,6 +2,11 @@
 // range (train --trace_steps=A-B), one JSON file per step, <run_dir>/traces/step_<N>.json
 // (written to a .tmp file, then renamed). It asks the session for step stats on those steps
 // only. At the end of a run that stopped normally it prints "traces: K step(s) in DIR/traces".
+// Each file's "otherData": `step`; `executed_graph_nodes`, the nodes of the step's graph
+// (pruned and rewritten, before it is split across devices and tasks); `recorded_nodes`, the
+// kernels that ran (one complete event each): more than executed_graph_nodes when the step
+// spans devices or tasks (the _Send/_Recv pairs and control-edge constants that partitioning
+// adds), fewer when a branch was not taken (dead nodes are not recorded).
 // Tracing never fails a run: a write error is printed once as a warning and tracing stops.
 //
 // Ownership: borrows `out` and `err`, which must outlive the hook.

@@ -57,7 +57,9 @@ for check in "${checks[@]}"; do
         failures+=(cnn_accuracy) ;;
     bench)
       step "gpu_vs_torch"
-      SLUICE_TRAIN="$RUN train" SLUICE_FASHION_DIR="$DATA" timeout 300 python3 tests/bench/gpu_vs_torch \
+      # About 60 s a round on an H200 (4 configurations, both systems, their start-ups).
+      SLUICE_TRAIN="$RUN train" SLUICE_FASHION_DIR="$DATA" timeout $((120 + 90 * ${ROUNDS:-1})) \
+        python3 tests/bench/gpu_vs_torch \
         --rounds "${ROUNDS:-1}" ${BENCH_FLAGS:-} 2>&1
       rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=(bench) ;;
     trace)

@@ -306,46 +306,42 @@ __global__ void AvgPoolGradKernel(Dims<I> d, const T* __restrict__ dy, T* __rest
   }
 }
 
+// Calls launch(Dims<int32_t>) or launch(Dims<int64_t>) (FitsInt32) for `n`
+// elements; a kernel's index type is deduced from its Dims argument.
+template <typename Launch>
+cudaError_t WithIndexType(const PoolDims& d, int64_t n, Launch launch) {
+  if (n <= 0) return cudaSuccess;
+  if (FitsInt32(d)) {
+    launch(Dims<int32_t>(d));
+  } else {
+    launch(Dims<int64_t>(d));
+  }
+  return cudaGetLastError();
+}
+
 template <typename T>
 cudaError_t Pool(cudaStream_t stream, const PoolDims& d, const T* in, T* out, bool max) {
   const int64_t n = d.batch * d.out_rows * d.out_cols * d.depth;
-  if (n <= 0) return cudaSuccess;
-  if (FitsInt32(d)) {
+  return WithIndexType(d, n, [&](auto dims) {
     if (max) {
-      PoolKernel<T, true, int32_t><<<Blocks(n), kThreads, 0, stream>>>(Dims<int32_t>(d), in, out);
+      PoolKernel<T, true><<<Blocks(n), kThreads, 0, stream>>>(dims, in, out);
     } else {
-      PoolKernel<T, false, int32_t><<<Blocks(n), kThreads, 0, stream>>>(Dims<int32_t>(d), in, out);
+      PoolKernel<T, false><<<Blocks(n), kThreads, 0, stream>>>(dims, in, out);
     }
-  } else if (max) {
-    PoolKernel<T, true, int64_t><<<Blocks(n), kThreads, 0, stream>>>(Dims<int64_t>(d), in, out);
-  } else {
-    PoolKernel<T, false, int64_t><<<Blocks(n), kThreads, 0, stream>>>(Dims<int64_t>(d), in, out);
-  }
-  return cudaGetLastError();
+  });
 }
 
 template <typename T>
 cudaError_t MaxPoolGrad(cudaStream_t stream, const PoolDims& d, const T* in, const T* dy, T* dx) {
   const int64_t n = d.batch * d.in_rows * d.in_cols * d.depth;
-  if (n <= 0) return cudaSuccess;
-  if (FitsInt32(d)) {
-    MaxPoolGradKernel<T, int32_t><<<Blocks(n), kThreads, 0, stream>>>(Dims<int32_t>(d), in, dy, dx);
-  } else {
-    MaxPoolGradKernel<T, int64_t><<<Blocks(n), kThreads, 0, stream>>>(Dims<int64_t>(d), in, dy, dx);
-  }
-  return cudaGetLastError();
+  return WithIndexType(
+      d, n, [&](auto dims) { MaxPoolGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(dims, in, dy, dx); });
 }
 
 template <typename T>
 cudaError_t AvgPoolGrad(cudaStream_t stream, const PoolDims& d, const T* dy, T* dx) {
   const int64_t n = d.batch * d.in_rows * d.in_cols * d.depth;
-  if (n <= 0) return cudaSuccess;
-  if (FitsInt32(d)) {
-    AvgPoolGradKernel<T, int32_t><<<Blocks(n), kThreads, 0, stream>>>(Dims<int32_t>(d), dy, dx);
-  } else {
-    AvgPoolGradKernel<T, int64_t><<<Blocks(n), kThreads, 0, stream>>>(Dims<int64_t>(d), dy, dx);
-  }
-  return cudaGetLastError();
+  return WithIndexType(d, n, [&](auto dims) { AvgPoolGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(dims, dy, dx); });
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Helpers of the fusion passes' tests (optimizer_fusion_test.cc,
 // optimizer_pool_grad_fusion_test.cc): build a graph on one device, and read
-// a node's def, inputs and the count of an op back from it.
+// a node's def, inputs and the count of an op back from it; a stand-in
+// kernel for a device type other than the CPU.
 // Thread safety: functions of their arguments.
 #ifndef SLUICE_ENGINE_GRAPH_FUSION_TEST_UTIL_H_
 #define SLUICE_ENGINE_GRAPH_FUSION_TEST_UTIL_H_
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/framework/op_kernel.h"
 #include "engine/graph/graph_constructor.h"
 #include "gtest/gtest.h"
 
@@ -18,6 +20,18 @@ namespace fusion_test {
 constexpr char kCpu[] = "/job:localhost/replica:0/task:0/device:CPU:0";
 constexpr char kCpu1[] = "/job:localhost/replica:0/task:0/device:CPU:1";
 constexpr char kGpu[] = "/job:localhost/replica:0/task:0/device:GPU:0";
+// A device type for which the tests register stand-in kernels of the fused
+// ops (the GPU's are not linked into these tests): chains on it fuse.
+constexpr char kXpuType[] = "XPU";
+constexpr char kXpu[] = "/job:localhost/replica:0/task:0/device:XPU:0";
+
+// The kernel the tests register for kXpuType; the passes only ask whether one
+// exists, nothing runs it.
+class StandInKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext*) override {}
+};
 
 // Builds the graph with every node on `device`.
 inline std::unique_ptr<Graph> MustBuild(const GraphDef& def, const std::string& device = kCpu) {

@@ -11,6 +11,7 @@
 
 #include "engine/framework/device_name.h"
 #include "engine/framework/node_def_util.h"
+#include "engine/framework/op_kernel.h"
 #include "engine/framework/types.h"
 #include "engine/graph/graph.h"
 
@@ -30,9 +31,18 @@ inline std::string StringAttr(const Node* n, const char* name, const char* absen
   return GetNodeAttr(n->def(), name, &v).ok() ? v : absent;
 }
 
-inline bool OnCpu(const Node* n) {
+// Whether the node's assigned device can run `fused_op` on float32: a CPU
+// always (the fused ops' CPU kernels are part of the core kernels), another
+// device type when this process registers a kernel of the op for it (the
+// GPU's, engine/kernels/gpu, in a --config=cuda build). Unplaced: false.
+inline bool DeviceRunsFused(const Node* n, const char* fused_op) {
   auto d = ParseDeviceName(n->assigned_device());
-  return d.ok() && d->has_type && d->type == kDeviceCpu;
+  if (!d.ok() || !d->has_type) return false;
+  if (d->type == kDeviceCpu) return true;
+  NodeDef probe;
+  probe.set_op(fused_op);
+  (*probe.mutable_attr())["T"] = MakeAttr(DT_FLOAT);
+  return KernelRegistry::Global()->HasKernel(d->type, probe);
 }
 
 // The node's only data out edge, or null when it has none or several.

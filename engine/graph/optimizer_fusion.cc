@@ -24,7 +24,7 @@ struct Chain {
 };
 
 using fusion::IsFloat;
-using fusion::OnCpu;
+using fusion::DeviceRunsFused;
 using fusion::SoleDataOut;
 using fusion::StringAttr;
 
@@ -54,7 +54,10 @@ bool Match(const FusionOptions& options, const Graph& graph, Node* bias_add, Cha
   if (in == nullptr || in->src_output != 0 || SoleDataOut(in->src) != in) return false;
   Node* product = in->src;
   if (!ProductFits(options, product)) return false;
-  if (!OnCpu(bias_add) || product->assigned_device() != bias_add->assigned_device()) return false;
+  if (!DeviceRunsFused(bias_add, product->type_string() == "MatMul" ? "_FusedMatMul" : "_FusedConv2D") ||
+      product->assigned_device() != bias_add->assigned_device()) {
+    return false;
+  }
   chain->product = product;
   chain->bias_add = bias_add;
   chain->relu = nullptr;

@@ -2,7 +2,7 @@
 // does): MatMul -> BiasAdd [-> Relu] becomes one _FusedMatMul node and
 // Conv2D -> BiasAdd [-> Relu] one _FusedConv2D, whose CPU kernels apply the
 // bias and the activation as CpuGemm stores each output tile, instead of two
-// more passes over the output in memory.
+// more passes over the output in memory (the GPU's: one pass instead of two).
 //
 // A chain is fused only when the result cannot be told apart from the
 // unfused graph:
@@ -10,8 +10,10 @@
 //     follows) has no consumer but the next node of the chain (a fetched
 //     intermediate has a _Retval/_Send consumer, so it is never fused away);
 //     a BiasAdd with other consumers ends the chain before the Relu;
-//   - all nodes are float32, on one assigned device, and that device is a CPU
-//     (only CPU kernels exist for the fused ops);
+//   - all nodes are float32, on one assigned device, and that device runs the
+//     fused op: a CPU, or another device type for which this process
+//     registers the fused op's kernel (a GPU in a --config=cuda build, where
+//     the bias and Relu take one pass after cuBLAS's or cuDNN's product);
 //   - MatMul keeps transpose_a / transpose_b; Conv2D must be NHWC with
 //     dilations 1 and SAME or VALID padding; BiasAdd must be NHWC;
 //   - control edges into or out of any node of the chain move to the fused

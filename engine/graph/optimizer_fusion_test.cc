@@ -1,7 +1,8 @@
 // Spec for the bias + activation fusion pass: MatMul/Conv2D -> BiasAdd [->
 // Relu] chains on a CPU become one _FusedMatMul/_FusedConv2D named after the
 // chain's last node, carrying the chain's inputs, attrs and control edges;
-// chains whose intermediates have other consumers, that sit on a GPU or on
+// chains whose intermediates have other consumers, that sit on a device
+// without a kernel for the fused op (a GPU here: no GPU kernels linked) or on
 // two devices, that are not float32, or whose fusion would make a cycle are
 // left alone. (Values through a session: engine/runtime/fusion_session_test.cc.)
 #include "engine/graph/optimizer_fusion.h"
@@ -28,6 +29,7 @@ using fusion_test::InputsOf;
 using fusion_test::kCpu;
 using fusion_test::kCpu1;
 using fusion_test::kGpu;
+using fusion_test::kXpu;
 using fusion_test::MustBuild;
 
 std::vector<std::string> FusedOps(const Graph& g, const std::string& node) {
@@ -45,6 +47,9 @@ void ExpectReimports(const Graph& g) {
 }
 
 int Fuse(Graph* g, FusionOptions options = FusionOptions()) { return FuseBiasActivation(options, g); }
+
+REGISTER_KERNEL_BUILDER(Name("_FusedMatMul").Device(fusion_test::kXpuType).TypeConstraint<float>("T"),
+                        fusion_test::StandInKernel);
 
 // x [4, 3] . w [3, 5] -> + b [5] -> relu, then out = Identity(relu); the
 // dense layer of a model, as its builder makes it.
@@ -105,7 +110,8 @@ TEST(Fusion, MatMulBiasAddWithoutReluFusesUnderTheBiasAddsName) {
   ExpectReimports(*g);
 }
 
-TEST(Fusion, Conv2DBiasAddReluFusesWithItsWindowAttrs) {
+// x -> Conv2D (stride 2 along rows, SAME) -> + b -> relu -> MaxPool 2x2.
+GraphDefBuilder ConvRelu() {
   GraphDefBuilder b;
   b.Placeholder("x", DT_FLOAT);
   b.Placeholder("f", DT_FLOAT);
@@ -121,7 +127,11 @@ TEST(Fusion, Conv2DBiasAddReluFusesWithItsWindowAttrs) {
           {"ksize", MakeAttr(std::vector<int64_t>{1, 2, 2, 1})},
           {"strides", MakeAttr(std::vector<int64_t>{1, 2, 2, 1})},
           {"padding", MakeAttr("VALID")}});
-  auto g = MustBuild(b.graph());
+  return b;
+}
+
+TEST(Fusion, Conv2DBiasAddReluFusesWithItsWindowAttrs) {
+  auto g = MustBuild(ConvRelu().graph());
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(Fuse(g.get()), 1);
   Node* fused = g->FindNode("relu");
@@ -181,12 +191,28 @@ TEST(Fusion, ABiasAddWithAnotherConsumerEndsTheChainBeforeTheRelu) {
   ExpectReimports(*g);
 }
 
-TEST(Fusion, GpuPlacedChainsAreLeftAlone) {
+// This binary links no GPU kernels: a GPU has no kernel for the fused ops.
+TEST(Fusion, ChainsOnADeviceWithoutFusedKernelsAreLeftAlone) {
   auto g = MustBuild(DenseRelu().graph(), kGpu);
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(Fuse(g.get()), 0);
   EXPECT_EQ(CountOps(*g, "MatMul"), 1);
   EXPECT_EQ(CountOps(*g, "_FusedMatMul"), 0);
+}
+
+// kXpuType has a stand-in _FusedMatMul kernel (registered above), and no
+// _FusedConv2D: its dense chain fuses, its convolution chain does not.
+TEST(Fusion, ChainsOnADeviceWithTheFusedKernelFuse) {
+  auto dense = MustBuild(DenseRelu().graph(), kXpu);
+  ASSERT_NE(dense, nullptr);
+  EXPECT_EQ(Fuse(dense.get()), 1);
+  EXPECT_EQ(dense->FindNode("relu")->type_string(), "_FusedMatMul");
+  EXPECT_EQ(dense->FindNode("relu")->assigned_device(), kXpu);
+  EXPECT_THAT(FusedOps(*dense, "relu"), ElementsAre("BiasAdd", "Relu"));
+  auto conv = MustBuild(ConvRelu().graph(), kXpu);
+  ASSERT_NE(conv, nullptr);
+  EXPECT_EQ(Fuse(conv.get()), 0);
+  EXPECT_EQ(CountOps(*conv, "Conv2D"), 1);
 }
 
 TEST(Fusion, ChainsAcrossTwoDevicesAreLeftAloneAndUnplacedNodesToo) {

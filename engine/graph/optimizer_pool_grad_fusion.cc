@@ -16,7 +16,7 @@ namespace sluice {
 namespace {
 
 using fusion::IsFloat;
-using fusion::OnCpu;
+using fusion::DeviceRunsFused;
 using fusion::SoleDataOut;
 using fusion::StringAttr;
 
@@ -33,7 +33,7 @@ bool Fits(const PoolGradFusionOptions& options, const Node* n, const std::string
 
 bool Match(const PoolGradFusionOptions& options, const Graph& graph, Node* relu_grad, Chain* chain) {
   const std::string& device = relu_grad->assigned_device();
-  if (!OnCpu(relu_grad) || !Fits(options, relu_grad, device)) return false;
+  if (!DeviceRunsFused(relu_grad, "_FusedMaxPoolGrad") || !Fits(options, relu_grad, device)) return false;
   const Edge* gradient = relu_grad->input_edge(0);
   const Edge* features = relu_grad->input_edge(1);
   if (gradient == nullptr || features == nullptr || gradient->src_output != 0) return false;

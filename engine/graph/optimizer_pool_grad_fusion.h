@@ -11,7 +11,9 @@
 //     consumer, and ReluGrad's input 1 (the features) is MaxPoolGrad's input 0
 //     (orig_input): the gradient then lands only on window maxima, where the
 //     mask is orig_input > 0, and is zero everywhere else either way;
-//   - all nodes are float32, NHWC, on one assigned CPU device;
+//   - all nodes are float32, NHWC, on one assigned device that runs
+//     _FusedMaxPoolGrad: a CPU, or a device type for which this process
+//     registers its kernel (a GPU in a --config=cuda build);
 //   - a BiasAddGrad (NHWC) that reads ReluGrad's output joins the chain (its
 //     value is output 1); ReluGrad's output may have other consumers (the
 //     convolution's gradients), which read the fused node's output 0;

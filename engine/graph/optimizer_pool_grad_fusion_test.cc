@@ -3,7 +3,8 @@
 // MaxPoolGrad's inputs and attrs; ReluGrad's consumers read its output 0 and
 // BiasAddGrad's its output 1; control edges move to it. Chains whose mask is
 // taken on another tensor, whose MaxPoolGrad output has another consumer,
-// that sit on a GPU, are float64, or are kept are left alone. (Values
+// that sit on a device without the fused kernel (a GPU here: no GPU kernels
+// linked), are float64, or are kept are left alone. (Values
 // through a session: engine/runtime/pool_grad_fusion_session_test.cc.)
 #include "engine/graph/optimizer_pool_grad_fusion.h"
 
@@ -28,6 +29,7 @@ using fusion_test::DefOf;
 using fusion_test::InputsOf;
 using fusion_test::kCpu;
 using fusion_test::kGpu;
+using fusion_test::kXpu;
 using fusion_test::MustBuild;
 
 std::map<std::string, AttrValue> PoolAttrs(DataType dtype) {
@@ -58,6 +60,9 @@ GraphDefBuilder Chain(DataType dtype = DT_FLOAT, const std::string& mask = "feat
 int Fuse(Graph* g, PoolGradFusionOptions options = PoolGradFusionOptions()) {
   return FuseMaxPoolReluGrad(options, g);
 }
+
+REGISTER_KERNEL_BUILDER(Name("_FusedMaxPoolGrad").Device(fusion_test::kXpuType).TypeConstraint<float>("T"),
+                        fusion_test::StandInKernel);
 
 TEST(PoolGradFusion, FusesMaxPoolGradReluGradAndBiasAddGrad) {
   auto g = MustBuild(Chain().graph());
@@ -103,9 +108,21 @@ TEST(PoolGradFusion, AMaxPoolGradWithAnotherConsumerIsLeftAlone) {
   EXPECT_EQ(Fuse(g.get()), 0);
 }
 
-TEST(PoolGradFusion, GpuFloat64AndKeptChainsAreLeftAlone) {
+// This binary links no GPU kernels: a GPU has no _FusedMaxPoolGrad; kXpuType
+// has a stand-in one (registered above), so the chain fuses there.
+TEST(PoolGradFusion, ChainsFuseOnlyOnDevicesWithTheFusedKernel) {
+  auto xpu = MustBuild(Chain().graph(), kXpu);
+  EXPECT_EQ(Fuse(xpu.get()), 1);
+  ASSERT_NE(xpu->FindNode("relu_grad"), nullptr);
+  EXPECT_EQ(xpu->FindNode("relu_grad")->type_string(), "_FusedMaxPoolGrad");
+  EXPECT_EQ(xpu->FindNode("relu_grad")->assigned_device(), kXpu);
+  EXPECT_EQ(CountOps(*xpu, "BiasAddGrad"), 0);
   auto gpu = MustBuild(Chain().graph(), kGpu);
   EXPECT_EQ(Fuse(gpu.get()), 0);
+  EXPECT_EQ(CountOps(*gpu, "MaxPoolGrad"), 1);
+}
+
+TEST(PoolGradFusion, Float64AndKeptChainsAreLeftAlone) {
   auto wide = MustBuild(Chain(DT_DOUBLE).graph());
   EXPECT_EQ(Fuse(wide.get()), 0);
   auto kept = MustBuild(Chain().graph());

@@ -1,8 +1,9 @@
-// The epilogue attrs of the fused CPU kernels _FusedMatMul (matmul_op.cc) and
-// _FusedConv2D (conv_ops.cc): fused_ops ["BiasAdd"] or ["BiasAdd", "Relu"]
+// The epilogue attrs of the fused kernels _FusedMatMul (matmul_op.cc,
+// gpu/matmul_ops_gpu.cc) and _FusedConv2D (conv_ops.cc, gpu/conv_ops_gpu.cc): fused_ops ["BiasAdd"] or ["BiasAdd", "Relu"]
 // with num_args 1 (the bias), read once at kernel construction, and the check
-// that a bias fits the output. CpuGemm applies the epilogue itself
-// (GemmArgs::bias, GemmArgs::relu).
+// that a bias fits the output. On the CPU, CpuGemm applies the epilogue
+// itself (GemmArgs::bias, GemmArgs::relu); on a GPU, one pass after the
+// product (gpu/bias_gpu.h).
 // Thread safety: pure functions.
 #ifndef SLUICE_ENGINE_KERNELS_FUSED_EPILOGUE_H_
 #define SLUICE_ENGINE_KERNELS_FUSED_EPILOGUE_H_
@@ -28,7 +29,7 @@ inline absl::Status ReadBiasEpilogueAttrs(OpKernelConstruction* ctx, bool* relu)
   const bool bias_add = fused_ops.size() == 1 && fused_ops[0] == "BiasAdd";
   const bool bias_add_relu = fused_ops.size() == 2 && fused_ops[0] == "BiasAdd" && fused_ops[1] == "Relu";
   if (!bias_add && !bias_add_relu) {
-    return absl::InvalidArgumentError(absl::StrCat("fused_ops must be [BiasAdd] or [BiasAdd, Relu] on CPU, got [",
+    return absl::InvalidArgumentError(absl::StrCat("fused_ops must be [BiasAdd] or [BiasAdd, Relu], got [",
                                                  absl::StrJoin(fused_ops, ", "), "]"));
   }
   if (num_args != 1) {

@@ -1,8 +1,9 @@
 // Fused ops: _FusedMatMul (MatMul + BiasAdd [+ Relu]) and _FusedConv2D
 // (Conv2D + BiasAdd [+ Relu]), which the fusion pass
-// (engine/graph/optimizer_fusion.h) makes from chains on a CPU; their
-// kernels (matmul_op.cc, conv_ops.cc) add the bias and apply the activation
-// in CpuGemm's epilogue. _FusedMaxPoolGrad (MaxPoolGrad + ReluGrad [+
+// (engine/graph/optimizer_fusion.h) makes from chains on a device with their
+// kernels; the CPU's (matmul_op.cc, conv_ops.cc) add the bias and apply the
+// activation in CpuGemm's epilogue, the GPU's (engine/kernels/gpu) in one
+// pass after cuBLAS's or cuDNN's product. _FusedMaxPoolGrad (MaxPoolGrad + ReluGrad [+
 // BiasAddGrad], engine/graph/optimizer_pool_grad_fusion.h) is the backward of
 // conv -> bias -> relu -> max pool in one pass (pooling_ops.cc); it is ours,
 // TensorFlow has no such op. TensorFlow's grappler ops of the same names and attrs:

@@ -48,8 +48,8 @@ struct SessionOptions {
   // Identity nodes that only forward a tensor on one device are removed
   // (engine/graph/optimizer_identity.h).
   bool enable_identity_removal = true;
-  // MatMul / Conv2D + BiasAdd (+ Relu) chains on CPU devices fused into one
-  // node each (engine/graph/optimizer_fusion.h), after CSE; so are their
+  // MatMul / Conv2D + BiasAdd (+ Relu) chains on a CPU (or a GPU, when its
+  // fused kernels are linked) fused into one node each (engine/graph/optimizer_fusion.h), after CSE; so are their
   // backward MaxPoolGrad + ReluGrad (+ BiasAddGrad) chains
   // (engine/graph/optimizer_pool_grad_fusion.h).
   bool fuse_bias_activation = true;
@@ -61,8 +61,8 @@ struct SessionOptions {
   // float32 5x5 stride-1 convolutions with enough channels run Winograd
   // kernels (engine/kernels/winograd_conv.h; other shapes keep the kernel they
   // would have had), selected before the oneDNN ones; on a GPU, float32
-  // Conv2D and Conv2DBackpropInput with cuDNN's FFT and Winograd algorithms
-  // among their candidates. Off by default; `train { kernels { winograd } }`
+  // convolutions with cuDNN's FFT and Winograd algorithms among their
+  // candidates (each checked against an exact algorithm before it is kept). Off by default; `train { kernels { winograd } }`
   // (unset: on) sets it.
   bool winograd_kernels = false;
   // The devices the graph is placed on; null: this process's (DeviceMgr::Local()).

@@ -61,7 +61,8 @@ struct StepGraphOptions {
   bool enable_constant_folding = true;
   // Identity-chain removal (engine/graph/optimizer_identity.h).
   bool enable_identity_removal = true;
-  // FuseBiasActivation, then FuseMaxPoolReluGrad (CPU nodes only).
+  // FuseBiasActivation, then FuseMaxPoolReluGrad (nodes on devices that have
+  // the fused ops' kernels: CPUs, and GPUs in a --config=cuda build).
   bool fuse_bias_activation = true;
   // Last: nodes with a Winograd kernel (engine/kernels/winograd_conv_ops.cc)
   // get it, then nodes with a oneDNN kernel (engine/kernels/onednn) get that

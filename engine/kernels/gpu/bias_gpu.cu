@@ -1,6 +1,7 @@
 // BiasAdd and BiasAddGrad GPU kernels (bias_gpu.h).
-// BiasAdd: a flat map; channels-last with channels % 4 == 0 uses 4-wide
-// vector loads of x, bias and out.
+// BiasAdd: a flat map (optionally with Relu after it, for the fused
+// kernels); channels-last with channels % 4 == 0 uses 4-wide vector loads of
+// x, bias and out.
 // BiasAddGrad: channels-last is a column sum of a [rows, channels] matrix:
 // blocks of 32 columns x 8 row lanes (each warp reads 32 consecutive floats
 // of a row), each block summing one slice of the rows, lanes combined in
@@ -22,10 +23,18 @@ using cu::Pack4;
 
 // ---- BiasAdd ----
 
-template <typename T, typename Index>
+// kRelu: max(0, x + bias) (the fused kernels' epilogue; NaN stays NaN, as
+// Relu's a < 0 ? 0 : a). x may be out (in place): each element is read and
+// then written by the same thread.
+template <typename T, bool kRelu>
+__device__ inline T BiasOut(T a, T b) {
+  const T v = a + b;
+  return kRelu && v < T(0) ? T(0) : v;
+}
+
+template <typename T, typename Index, bool kRelu>
 __global__ void __launch_bounds__(kThreads)
-    BiasAddVec4Kernel(const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ out, Index nv,
-                      Index channels) {
+    BiasAddVec4Kernel(const T* x, const T* __restrict__ bias, T* out, Index nv, Index channels) {
   const Index stride = static_cast<Index>(blockDim.x) * gridDim.x;
   for (Index v = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; v < nv; v += stride) {
     const Index c = (v * 4) % channels;
@@ -33,37 +42,43 @@ __global__ void __launch_bounds__(kThreads)
     const Pack4<T> b = *reinterpret_cast<const Pack4<T>*>(bias + c);
     Pack4<T> r;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) r.v[k] = a.v[k] + b.v[k];
+    for (int k = 0; k < 4; ++k) r.v[k] = BiasOut<T, kRelu>(a.v[k], b.v[k]);
     reinterpret_cast<Pack4<T>*>(out)[v] = r;
   }
 }
 
-template <typename T, typename Index, bool kInner1>
+template <typename T, typename Index, bool kInner1, bool kRelu>
 __global__ void __launch_bounds__(kThreads)
-    BiasAddKernel(const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ out, Index n, Index channels,
-                  Index inner) {
+    BiasAddKernel(const T* x, const T* __restrict__ bias, T* out, Index n, Index channels, Index inner) {
   const Index stride = static_cast<Index>(blockDim.x) * gridDim.x;
   for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     const Index c = kInner1 ? i % channels : (i / inner) % channels;
-    out[i] = x[i] + bias[c];
+    out[i] = BiasOut<T, kRelu>(x[i], bias[c]);
   }
 }
 
-template <typename T, typename Index>
+template <typename T, typename Index, bool kRelu>
 cudaError_t BiasAddTyped(cudaStream_t s, const T* x, const T* bias, T* out, Index n, Index channels, Index inner) {
   if (inner == 1 && channels % 4 == 0 && cu::Aligned4<T>(x) && cu::Aligned4<T>(bias) && cu::Aligned4<T>(out)) {
-    BiasAddVec4Kernel<T, Index><<<BlocksFor(n / 4), kThreads, 0, s>>>(x, bias, out, n / 4, channels);
+    BiasAddVec4Kernel<T, Index, kRelu><<<BlocksFor(n / 4), kThreads, 0, s>>>(x, bias, out, n / 4, channels);
   } else if (inner == 1) {
-    BiasAddKernel<T, Index, true><<<BlocksFor(n), kThreads, 0, s>>>(x, bias, out, n, channels, inner);
+    BiasAddKernel<T, Index, true, kRelu><<<BlocksFor(n), kThreads, 0, s>>>(x, bias, out, n, channels, inner);
   } else {
-    BiasAddKernel<T, Index, false><<<BlocksFor(n), kThreads, 0, s>>>(x, bias, out, n, channels, inner);
+    BiasAddKernel<T, Index, false, kRelu><<<BlocksFor(n), kThreads, 0, s>>>(x, bias, out, n, channels, inner);
   }
   return cudaGetLastError();
 }
 
+template <typename T, typename Index>
+cudaError_t BiasAddTyped(cudaStream_t s, const T* x, const T* bias, T* out, Index n, Index channels, Index inner,
+                         bool relu) {
+  return relu ? BiasAddTyped<T, Index, true>(s, x, bias, out, n, channels, inner)
+              : BiasAddTyped<T, Index, false>(s, x, bias, out, n, channels, inner);
+}
+
 template <typename T>
 cudaError_t BiasAdd(cudaStream_t s, const void* x, const void* bias, void* out, int64_t outer, int64_t channels,
-                    int64_t inner) {
+                    int64_t inner, bool relu) {
   const int64_t n = outer * channels * inner;
   if (n <= 0) return cudaSuccess;
   const T* xp = static_cast<const T*>(x);
@@ -71,9 +86,9 @@ cudaError_t BiasAdd(cudaStream_t s, const void* x, const void* bias, void* out, 
   T* op = static_cast<T*>(out);
   if (n <= INT32_MAX) {
     return BiasAddTyped<T, int32_t>(s, xp, bp, op, static_cast<int32_t>(n), static_cast<int32_t>(channels),
-                                    static_cast<int32_t>(inner));
+                                    static_cast<int32_t>(inner), relu);
   }
-  return BiasAddTyped<T, int64_t>(s, xp, bp, op, n, channels, inner);
+  return BiasAddTyped<T, int64_t>(s, xp, bp, op, n, channels, inner, relu);
 }
 
 // ---- BiasAddGrad ----
@@ -188,12 +203,12 @@ cudaError_t BiasAddGrad(cudaStream_t s, const BiasGradPlan& plan, const void* dy
 }  // namespace
 
 cudaError_t LaunchBiasAdd(cudaStream_t stream, ElemType type, const void* x, const void* bias, void* out,
-                          int64_t outer, int64_t channels, int64_t inner) {
+                          int64_t outer, int64_t channels, int64_t inner, bool relu) {
   switch (type) {
     case ElemType::kFloat:
-      return BiasAdd<float>(stream, x, bias, out, outer, channels, inner);
+      return BiasAdd<float>(stream, x, bias, out, outer, channels, inner, relu);
     case ElemType::kDouble:
-      return BiasAdd<double>(stream, x, bias, out, outer, channels, inner);
+      return BiasAdd<double>(stream, x, bias, out, outer, channels, inner, relu);
     default:
       return cudaErrorInvalidValue;
   }

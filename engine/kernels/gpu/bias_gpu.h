@@ -14,9 +14,10 @@
 namespace sluice {
 namespace gpu {
 
-// out[o, c, i] = x[o, c, i] + bias[c]. `type`: kFloat or kDouble.
+// out[o, c, i] = x[o, c, i] + bias[c], then max(0, .) with `relu` (NaN
+// stays NaN). `type`: kFloat or kDouble. x may be out (in place).
 cudaError_t LaunchBiasAdd(cudaStream_t stream, ElemType type, const void* x, const void* bias, void* out,
-                          int64_t outer, int64_t channels, int64_t inner);
+                          int64_t outer, int64_t channels, int64_t inner, bool relu = false);
 
 // How BiasAddGrad splits its reduction: `splits` partial sums per channel
 // (in a temp of splits * channels elements when splits > 1), then one pass

@@ -1,5 +1,6 @@
 // GPU kernels for Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter
-// (float32 and float64) on cuDNN's legacy convolution API, with the attrs,
+// (float32 and float64; _FusedConv2D float32: Conv2D, then its bias [+ Relu]
+// in one pass) on cuDNN's legacy convolution API, with the attrs,
 // shape checks and errors of the CPU kernels (ReadWindowAttrs in nn_util.h,
 // conv_shape.h): NHWC input, HWIO filter, SAME/VALID padding, dilation 1.
 //
@@ -20,15 +21,20 @@
 //     cores (which would round inputs to 10 mantissa bits).
 //   * Algorithms. The unlabeled kernels use only direct and GEMM-like
 //     algorithms, whose results differ from a direct sum by rounding alone.
-//     The float32 Conv2D and Conv2DBackpropInput kernels labeled "winograd"
-//     (selected like the CPU's Winograd kernels: `train { kernels { winograd
-//     } }`, unset = on; engine/graph/kernel_selection.h) also time cuDNN's FFT
-//     and Winograd transforms and keep one when it is the fastest, as
-//     TensorFlow's and PyTorch's autotuners do; they stay within 1e-3 of the
-//     CPU's direct sums (cudnn_ops_gpu_test). Conv2DBackpropFilter has no
-//     such kernel: on an H200 the transform cuDNN picked for fashion_cnn's
-//     conv2 at batch 128 was off by about 1e-2 of the gradient's scale (a
-//     sum over 25,088 positions per filter element).
+//     The float32 kernels labeled "winograd" (selected like the CPU's
+//     Winograd kernels: `train { kernels { winograd } }`, unset = on;
+//     engine/graph/kernel_selection.h) also time cuDNN's FFT and Winograd
+//     transforms, as TensorFlow's and PyTorch's autotuners do, but keep one
+//     only after checking it: each transform faster than the fastest exact
+//     algorithm, fastest first, is run beside that algorithm once on the same
+//     random inputs, and the first one whose output has no element further
+//     from the exact one than kTransformTolerance (1e-4) of the output's RMS
+//     wins (cudnn_algorithms.h); if none does, the exact algorithm. On an H200, cuDNN's WINOGRAD_NONFUSED for
+//     fashion_cnn's conv2 was off by 3.5e-2 to 8.1e-2 of that scale (all
+//     three convolutions), far more than rounding; its FFT_TILING by 1e-5.
+//     SLUICE_CUDNN_LOG=1 prints each plan (algorithm, time, the check);
+//     SLUICE_CUDNN_TRANSFORM_TOLERANCE=x checks against x instead (to measure
+//     what the check costs).
 //   * Workspace: at most kWorkspaceCap bytes, from ctx->allocate_temp
 //     (DT_UINT8: device memory), freed when the kernel returns (later users of
 //     the memory run after it on the same compute stream).
@@ -40,8 +46,10 @@
 #include <cudnn.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -52,8 +60,11 @@
 #include "absl/synchronization/mutex.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/conv_shape.h"
+#include "engine/kernels/fused_epilogue.h"
+#include "engine/kernels/gpu/bias_gpu.h"
 #include "engine/kernels/gpu/cudnn_algorithms.h"
 #include "engine/kernels/gpu/cudnn_util_kernels.h"
+#include "engine/kernels/gpu/gpu_kernel_util.h"
 #include "engine/kernels/nn_util.h"
 #include "engine/runtime/gpu/gpu_device.h"
 
@@ -216,8 +227,72 @@ size_t AllocateSearchWorkspace(OpKernelContext* ctx, Tensor* t) {
   return 0;
 }
 
-// Times the algorithms of `kind` on scratch buffers and sets p->algo,
-// p->workspace, p->time_ms. REQUIRES: the cuDNN lock is held (handle).
+// Whether SLUICE_CUDNN_LOG is set: each plan prints a line to stderr (the
+// shape, the layout, the algorithm and its time, a transform's check).
+bool LogPlans() {
+  static const bool log = std::getenv("SLUICE_CUDNN_LOG") != nullptr;
+  return log;
+}
+
+// A diagnostic for measuring what the check costs (docs/PERFORMANCE.md):
+// SLUICE_CUDNN_TRANSFORM_TOLERANCE overrides kTransformTolerance (a larger
+// value keeps less accurate transforms).
+double TransformTolerance() {
+  static const double tolerance = [] {
+    const char* v = std::getenv("SLUICE_CUDNN_TRANSFORM_TOLERANCE");
+    char* end = nullptr;
+    const double parsed = v != nullptr ? std::strtod(v, &end) : 0;
+    return v != nullptr && end != v && parsed >= 0 ? parsed : kTransformTolerance;
+  }();
+  return tolerance;
+}
+
+// Runs algorithm `algo` of `kind` on the search's buffers (x, w, y: the
+// input, filter and output in the plan's layout) and copies its output (y,
+// x or w) to the host. Blocks until the copy is done.
+template <typename T>
+absl::Status RunOnce(cudnnHandle_t handle, cudaStream_t stream, ConvKind kind, const ConvPlan& p, int algo,
+                     void* ws, size_t ws_bytes, Tensor* x, Tensor* w, Tensor* y, std::vector<T>* out) {
+  const T one = 1, zero = 0;
+  absl::Status st;
+  Tensor* result = nullptr;
+  switch (kind) {
+    case ConvKind::kForward:
+      result = y;
+      st = CudnnStatus(cudnnConvolutionForward(handle, &one, p.x, x->raw_data(), p.w, w->raw_data(), p.conv,
+                                               static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, ws_bytes, &zero,
+                                               p.y, y->raw_data()),
+                       "cudnnConvolutionForward");
+      break;
+    case ConvKind::kBackpropInput:
+      result = x;
+      st = CudnnStatus(cudnnConvolutionBackwardData(handle, &one, p.w, w->raw_data(), p.y, y->raw_data(), p.conv,
+                                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, ws_bytes,
+                                                    &zero, p.x, x->raw_data()),
+                       "cudnnConvolutionBackwardData");
+      break;
+    case ConvKind::kBackpropFilter:
+      result = w;
+      st = CudnnStatus(cudnnConvolutionBackwardFilter(handle, &one, p.x, x->raw_data(), p.y, y->raw_data(), p.conv,
+                                                      static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws,
+                                                      ws_bytes, &zero, p.w, w->raw_data()),
+                       "cudnnConvolutionBackwardFilter");
+      break;
+  }
+  if (!st.ok()) return st;
+  out->resize(static_cast<size_t>(result->TotalBytes() / sizeof(T)));
+  st = CudaStatus(cudaMemcpyAsync(out->data(), result->raw_data(), result->TotalBytes(), cudaMemcpyDeviceToHost,
+                                  stream),
+                  "cudaMemcpyAsync(device to host)");
+  if (st.ok()) st = CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  return st;
+}
+
+// Times the algorithms of `kind` on scratch buffers of random values and sets
+// p->algo, p->workspace, p->time_ms. Each transform (allow_transforms) faster
+// than the fastest exact algorithm is run once beside it on the same inputs,
+// fastest first, and the first within the tolerance is kept (PickAlgorithm).
+// REQUIRES: the cuDNN lock is held (handle).
 template <typename T>
 absl::Status Search(OpKernelContext* ctx, cudnnHandle_t handle, ConvKind kind, bool allow_transforms,
                     const ConvShape& s, const Tensor& workspace, size_t workspace_bytes, ConvPlan* p) {
@@ -227,24 +302,57 @@ absl::Status Search(OpKernelContext* ctx, cudnnHandle_t handle, ConvKind kind, b
   if (st.ok()) st = AllocateBytes(ctx, s.kh * s.kw * s.c * s.o * bytes, &w);
   if (st.ok()) st = AllocateBytes(ctx, s.n * s.oh * s.ow * s.o * bytes, &y);
   if (!st.ok()) return st;
-  // Zeros: timings of garbage (NaN, denormals) could mislead.
+  // Random values: inputs for the transforms' check, and no garbage (NaN,
+  // denormals) to mislead the timings. The input in [0, 1), like activations
+  // after a Relu (a mean away from zero, which some transforms handle worse);
+  // the filter and dy in [-1, 1).
   cudaStream_t stream = GetGpuDevice(ctx)->compute_stream();
+  uint64_t seed = 1;
   for (Tensor* t : {&x, &w, &y}) {
-    st = CudaStatus(cudaMemsetAsync(t->raw_data(), 0, t->TotalBytes(), stream), "cudaMemsetAsync");
+    const double low = t == &x ? 0.0 : -1.0;
+    st = CudaStatus(
+        LaunchFillUniform(stream, static_cast<T*>(t->raw_data()), t->TotalBytes() / bytes, seed++, low, 1.0),
+        "LaunchFillUniform");
     if (!st.ok()) return st;
   }
   void* ws = workspace_bytes > 0 ? workspace.raw_data() : nullptr;
   int returned = 0;
   auto pick = [&](const auto* perfs) -> absl::Status {
-    const int i = FirstUsable(perfs, returned, workspace_bytes, allow_transforms);
-    if (i >= 0) {
-      p->algo = static_cast<int>(perfs[i].algo);
-      p->workspace = perfs[i].memory;
-      p->time_ms = perfs[i].time;
-      return absl::OkStatus();
+    absl::Status check;
+    std::vector<T> transformed, exact;
+    const AlgorithmChoice c =
+        PickAlgorithm(perfs, returned, workspace_bytes, allow_transforms, [&](int transform, int direct) {
+          check = RunOnce<T>(handle, stream, kind, *p, static_cast<int>(perfs[transform].algo), ws, workspace_bytes,
+                             &x, &w, &y, &transformed);
+          if (check.ok()) {
+            check = RunOnce<T>(handle, stream, kind, *p, static_cast<int>(perfs[direct].algo), ws, workspace_bytes,
+                               &x, &w, &y, &exact);
+          }
+          return check.ok() ? MaxDifferenceOverRms(transformed.data(), exact.data(), exact.size())
+                            : std::numeric_limits<double>::infinity();
+        },
+        TransformTolerance());
+    if (c.index < 0) {
+      return absl::InternalError(absl::StrCat("cuDNN has no usable fp32/fp64 algorithm for the convolution ",
+                                              KindName(kind), " (", returned, " tried)"));
     }
-    return absl::InternalError(absl::StrCat("cuDNN has no usable fp32/fp64 algorithm for the convolution ",
-                                            KindName(kind), " (", returned, " tried)"));
+    p->algo = static_cast<int>(perfs[c.index].algo);
+    p->workspace = perfs[c.index].memory;
+    p->time_ms = perfs[c.index].time;
+    if (LogPlans()) {
+      std::string transform;
+      for (const TransformCheck& t : c.checked) {
+        absl::StrAppend(&transform, "; transform ", static_cast<int>(perfs[t.index].algo), " off by ", t.error,
+                        " of the output's rms: ", t.kept ? "kept" : "rejected");
+      }
+      if (!check.ok()) absl::StrAppend(&transform, " (", check.message(), ")");
+      std::fprintf(stderr, "cuDNN plan: %s n=%lld %lldx%lldx%lld -> %lld (%lldx%lld filter) %s: algo %d, %.3f ms%s\n",
+                   KindName(kind), static_cast<long long>(s.n), static_cast<long long>(s.h),
+                   static_cast<long long>(s.w), static_cast<long long>(s.c), static_cast<long long>(s.o),
+                   static_cast<long long>(s.kh), static_cast<long long>(s.kw), p->nchw ? "NCHW" : "NHWC", p->algo,
+                   p->time_ms, transform.c_str());
+    }
+    return absl::OkStatus();
   };
   switch (kind) {
     case ConvKind::kForward: {
@@ -449,19 +557,38 @@ class CudnnConvOp : public OpKernel {
   std::map<ConvShape, std::shared_ptr<const ConvPlan>> plans_ ABSL_GUARDED_BY(mu_);
 };
 
+// Conv2D, and _FusedConv2D (float32: the fusion pass's Conv2D + BiasAdd [+
+// Relu]), whose bias and Relu take one pass over the output after cuDNN's
+// convolution (LaunchBiasAdd in place) instead of BiasAdd's and Relu's two.
 template <typename T, bool kTransforms = false>
 class Conv2DOp : public CudnnConvOp<T> {
  public:
-  explicit Conv2DOp(OpKernelConstruction* ctx) : CudnnConvOp<T>(ctx, ConvKind::kForward, kTransforms) {}
+  explicit Conv2DOp(OpKernelConstruction* ctx)
+      : CudnnConvOp<T>(ctx, ConvKind::kForward, kTransforms), fused_(ctx->def().op() == "_FusedConv2D") {
+    if (fused_) OP_REQUIRES_OK(ctx, ReadBiasEpilogueAttrs(ctx, &relu_));
+  }
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
     const Tensor& filter = ctx->input(1);
     ConvGeometry g;
     OP_REQUIRES_OK(ctx, MakeConvGeometry(input.shape(), filter.shape(), this->strides_, this->padding_, &g));
+    if (fused_) OP_REQUIRES_OK(ctx, CheckBias(ctx->input(2), g.out_depth));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.out_shape, &out));
     if (out->NumElements() == 0) return;
+    Convolve(ctx, g, out);
+    if (fused_ && ctx->status().ok()) {  // no input channels: act(bias) everywhere, as on the CPU
+      OP_REQUIRES_CUDA(ctx, LaunchBiasAdd(GetGpuDevice(ctx)->compute_stream(), ElemTypeOf<T>(), out->raw_data(),
+                                          ctx->input(2).raw_data(), out->raw_data(),
+                                          out->NumElements() / g.out_depth, g.out_depth, 1, relu_));
+    }
+  }
+
+ private:
+  void Convolve(OpKernelContext* ctx, const ConvGeometry& g, Tensor* out) {
+    const Tensor& input = ctx->input(0);
+    const Tensor& filter = ctx->input(1);
     cudaStream_t stream = GetGpuDevice(ctx)->compute_stream();
     if (g.in_depth == 0) {
       OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(out->raw_data(), 0, out->TotalBytes(), stream));
@@ -496,6 +623,9 @@ class Conv2DOp : public CudnnConvOp<T> {
       OP_REQUIRES_CUDA(ctx, LaunchTranspose(stream, y, s.n, s.o, s.oh * s.ow, out->data<T>()));
     }
   }
+
+  const bool fused_;
+  bool relu_ = false;
 };
 
 template <typename T, bool kTransforms = false>
@@ -620,14 +750,20 @@ SLUICE_REGISTER_GPU_CONV_(float);
 SLUICE_REGISTER_GPU_CONV_(double);
 #undef SLUICE_REGISTER_GPU_CONV_
 
-// float32 with cuDNN's FFT and Winograd transforms among the candidates (not
-// for the filter's gradient: see the file comment).
+// float32 with cuDNN's FFT and Winograd transforms among the candidates, each
+// checked against an exact algorithm before it is kept (see the file comment).
 using Conv2DWithTransforms = Conv2DOp<float, true>;
 using Conv2DBackpropInputWithTransforms = Conv2DBackpropInputOp<float, true>;
+using Conv2DBackpropFilterWithTransforms = Conv2DBackpropFilterOp<float, true>;
 REGISTER_KERNEL_BUILDER(Name("Conv2D").Device(kDeviceGpu).TypeConstraint<float>("T").Label("winograd"),
                         Conv2DWithTransforms);
 REGISTER_KERNEL_BUILDER(Name("Conv2DBackpropInput").Device(kDeviceGpu).TypeConstraint<float>("T").Label("winograd"),
                         Conv2DBackpropInputWithTransforms);
+REGISTER_KERNEL_BUILDER(Name("Conv2DBackpropFilter").Device(kDeviceGpu).TypeConstraint<float>("T").Label("winograd"),
+                        Conv2DBackpropFilterWithTransforms);
+REGISTER_KERNEL_BUILDER(Name("_FusedConv2D").Device(kDeviceGpu).TypeConstraint<float>("T"), Conv2DOp<float>);
+REGISTER_KERNEL_BUILDER(Name("_FusedConv2D").Device(kDeviceGpu).TypeConstraint<float>("T").Label("winograd"),
+                        Conv2DWithTransforms);
 
 }  // namespace
 }  // namespace gpu

@@ -1,5 +1,6 @@
 // The CUDA kernels of cudnn_util_kernels.h: transposes, bottom/right zero
-// padding and its crop, and NHWC pooling. Every kernel walks its elements
+// padding and its crop, and NHWC pooling (MaxPoolGrad: a gather per input
+// element, or a scatter per window when windows do not overlap). Every kernel walks its elements
 // (or tiles) with a grid-stride loop, so any size runs with a bounded grid;
 // the pooling kernels index with int32 where everything fits, else int64.
 #include "engine/kernels/gpu/cudnn_util_kernels.h"
@@ -127,6 +128,20 @@ __global__ void CropKernel(const T* __restrict__ in, int64_t images, int64_t row
   }
 }
 
+// ---- uniform fill (the convolution search's inputs) ----
+
+// A counter-based hash (SplitMix64's finalizer) of (seed, i) to [low, high].
+template <typename T>
+__global__ void FillUniformKernel(T* __restrict__ out, int64_t n, uint64_t seed, double low, double high) {
+  SLUICE_GRID_LOOP(i, n) {
+    uint64_t z = seed + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    out[i] = static_cast<T>(low + static_cast<double>(z >> 11) * ((high - low) / 9007199254740992.0));
+  }
+}
+
 // ---- pooling ----
 // The kernels index with I = int32_t when every tensor and attr fits (the
 // usual case: 64-bit division and modulo cost tens of instructions each on a
@@ -206,19 +221,62 @@ __device__ inline Range<I> WindowsCovering(I p, I stride, I pad, I k, I out) {
   return r;
 }
 
+// Element `idx` of a pooled [batch, out_rows, out_cols, depth] tensor: the
+// offset of its image's first element of its channel in the input (and in
+// dx), and its window.
+template <typename I>
+struct PooledElement {
+  I channel_offset;
+  Range<I> rows, cols;
+};
+
+template <typename I>
+__device__ inline PooledElement<I> PooledAt(const Dims<I>& d, I idx) {
+  I rest = idx / d.depth;
+  const I ch = idx % d.depth;
+  const I ow = rest % d.out_cols;
+  rest /= d.out_cols;
+  const I oh = rest % d.out_rows;
+  const I image = rest / d.out_rows;
+  PooledElement<I> e;
+  e.channel_offset = image * d.in_rows * d.in_cols * d.depth + ch;
+  e.rows = WindowOf(oh, d.stride_rows, d.pad_rows, d.k_rows, d.in_rows);
+  e.cols = WindowOf(ow, d.stride_cols, d.pad_cols, d.k_cols, d.in_cols);
+  return e;
+}
+
+// The first maximal position of a window in row-major order (a NaN never
+// wins: the CPU kernel's `best < v`), and its value; `base` points at the
+// channel's element (0, 0) of the image.
+template <typename T, typename I>
+struct WindowMax {
+  I h, w;
+  T value;
+};
+
+template <typename T, typename I>
+__device__ inline WindowMax<T, I> FirstMaximum(const T* base, I in_cols, I depth, Range<I> hr, Range<I> wr) {
+  WindowMax<T, I> m{hr.lo, wr.lo, base[(hr.lo * in_cols + wr.lo) * depth]};
+  for (I h = hr.lo; h < hr.hi; ++h) {
+    for (I w = wr.lo; w < wr.hi; ++w) {
+      const T v = base[(h * in_cols + w) * depth];
+      if (m.value < v) {
+        m.value = v;
+        m.h = h;
+        m.w = w;
+      }
+    }
+  }
+  return m;
+}
+
 template <typename T, bool kMax, typename I>
 __global__ void PoolKernel(Dims<I> d, const T* __restrict__ in, T* __restrict__ out) {
   const I n = d.batch * d.out_rows * d.out_cols * d.depth;
   SLUICE_GRID_LOOP_I(I, idx, n) {
-    I rest = idx / d.depth;
-    const I ch = idx % d.depth;
-    const I ow = rest % d.out_cols;
-    rest /= d.out_cols;
-    const I oh = rest % d.out_rows;
-    const I image = rest / d.out_rows;
-    const Range<I> hr = WindowOf(oh, d.stride_rows, d.pad_rows, d.k_rows, d.in_rows);
-    const Range<I> wr = WindowOf(ow, d.stride_cols, d.pad_cols, d.k_cols, d.in_cols);
-    const T* base = in + image * d.in_rows * d.in_cols * d.depth + ch;
+    const PooledElement<I> e = PooledAt(d, idx);
+    const Range<I> hr = e.rows, wr = e.cols;
+    const T* base = in + e.channel_offset;
     T acc = base[(hr.lo * d.in_cols + wr.lo) * d.depth];
     bool first = true;
     for (I h = hr.lo; h < hr.hi; ++h) {
@@ -240,7 +298,7 @@ __global__ void PoolKernel(Dims<I> d, const T* __restrict__ in, T* __restrict__ 
   }
 }
 
-template <typename T, typename I>
+template <typename T, bool kRelu, typename I>
 __global__ void MaxPoolGradKernel(Dims<I> d, const T* __restrict__ in, const T* __restrict__ dy,
                                   T* __restrict__ dx) {
   const I n = d.batch * d.in_rows * d.in_cols * d.depth;
@@ -260,23 +318,40 @@ __global__ void MaxPoolGradKernel(Dims<I> d, const T* __restrict__ in, const T* 
       const Range<I> hr = WindowOf(oh, d.stride_rows, d.pad_rows, d.k_rows, d.in_rows);
       for (I ow = owr.lo; ow < owr.hi; ++ow) {
         const Range<I> wr = WindowOf(ow, d.stride_cols, d.pad_cols, d.k_cols, d.in_cols);
-        // The first maximal position of the window, row-major.
-        I best_h = hr.lo, best_w = wr.lo;
-        T best = base[(hr.lo * d.in_cols + wr.lo) * d.depth];
-        for (I h = hr.lo; h < hr.hi; ++h) {
-          for (I w = wr.lo; w < wr.hi; ++w) {
-            const T v = base[(h * d.in_cols + w) * d.depth];
-            if (best < v) {
-              best = v;
-              best_h = h;
-              best_w = w;
-            }
-          }
-        }
-        if (best_h == y && best_w == x) sum = sum + gbase[(oh * d.out_cols + ow) * d.depth];
+        const WindowMax<T, I> m = FirstMaximum(base, d.in_cols, d.depth, hr, wr);
+        if (m.h == y && m.w == x) sum = sum + gbase[(oh * d.out_cols + ow) * d.depth];
       }
     }
+    // ReluGrad's mask: the element is a window's maximum only if it was
+    // searched, so its own value decides.
+    if (kRelu && !(base[(y * d.in_cols + x) * d.depth] > T(0))) sum = T(0);
     dx[idx] = sum;
+  }
+}
+
+// Windows that do not overlap (stride >= size in both dimensions): one
+// thread per window and channel finds the first maximal position (row-major,
+// as the gather above), writes the window's gradient there and zeros at the
+// window's other positions; with kRelu the gradient is zero unless that
+// maximum is > 0 (ReluGrad's mask on the pool's input). Input positions that
+// no window covers are zeroed beforehand by the caller. `window_grad` (may be
+// null) receives each window's gradient after the mask, in dy's layout.
+template <typename T, bool kRelu, typename I>
+__global__ void MaxPoolGradScatterKernel(Dims<I> d, const T* __restrict__ in, const T* __restrict__ dy,
+                                         T* __restrict__ dx, T* __restrict__ window_grad) {
+  const I n = d.batch * d.out_rows * d.out_cols * d.depth;
+  SLUICE_GRID_LOOP_I(I, idx, n) {
+    const PooledElement<I> e = PooledAt(d, idx);
+    const WindowMax<T, I> m = FirstMaximum(in + e.channel_offset, d.in_cols, d.depth, e.rows, e.cols);
+    T g = dy[idx];
+    if (kRelu && !(m.value > T(0))) g = T(0);
+    T* dbase = dx + e.channel_offset;
+    for (I h = e.rows.lo; h < e.rows.hi; ++h) {
+      for (I w = e.cols.lo; w < e.cols.hi; ++w) {
+        dbase[(h * d.in_cols + w) * d.depth] = (h == m.h && w == m.w) ? g : T(0);
+      }
+    }
+    if (window_grad != nullptr) window_grad[idx] = g;
   }
 }
 
@@ -331,11 +406,42 @@ cudaError_t Pool(cudaStream_t stream, const PoolDims& d, const T* in, T* out, bo
   });
 }
 
+// Whether the windows along one dimension tile it: stride == size, the first
+// starting at or before 0 (pad >= 0) and the last ending at or after the edge.
+bool Tiles(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t pad) {
+  return stride == k && (out - 1) * stride - pad + k >= in;
+}
+
 template <typename T>
-cudaError_t MaxPoolGrad(cudaStream_t stream, const PoolDims& d, const T* in, const T* dy, T* dx) {
-  const int64_t n = d.batch * d.in_rows * d.in_cols * d.depth;
-  return WithIndexType(
-      d, n, [&](auto dims) { MaxPoolGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(dims, in, dy, dx); });
+cudaError_t MaxPoolGrad(cudaStream_t stream, const PoolDims& d, const T* in, const T* dy, T* dx, bool relu,
+                        T* window_grad) {
+  const int64_t n_in = d.batch * d.in_rows * d.in_cols * d.depth;
+  if (!PoolWindowsDisjoint(d)) {
+    if (window_grad != nullptr) return cudaErrorInvalidValue;  // the caller's bug: see the header
+    return WithIndexType(d, n_in, [&](auto dims) {
+      if (relu) {
+        MaxPoolGradKernel<T, true><<<Blocks(n_in), kThreads, 0, stream>>>(dims, in, dy, dx);
+      } else {
+        MaxPoolGradKernel<T, false><<<Blocks(n_in), kThreads, 0, stream>>>(dims, in, dy, dx);
+      }
+    });
+  }
+  if (n_in <= 0) return cudaSuccess;
+  // Positions outside every window get zeros first (stride > size, or VALID
+  // windows that stop short of the edge).
+  if (!Tiles(d.in_rows, d.out_rows, d.k_rows, d.stride_rows, d.pad_rows) ||
+      !Tiles(d.in_cols, d.out_cols, d.k_cols, d.stride_cols, d.pad_cols)) {
+    const cudaError_t e = cudaMemsetAsync(dx, 0, static_cast<size_t>(n_in) * sizeof(T), stream);
+    if (e != cudaSuccess) return e;
+  }
+  const int64_t n_out = d.batch * d.out_rows * d.out_cols * d.depth;
+  return WithIndexType(d, n_out, [&](auto dims) {
+    if (relu) {
+      MaxPoolGradScatterKernel<T, true><<<Blocks(n_out), kThreads, 0, stream>>>(dims, in, dy, dx, window_grad);
+    } else {
+      MaxPoolGradScatterKernel<T, false><<<Blocks(n_out), kThreads, 0, stream>>>(dims, in, dy, dx, window_grad);
+    }
+  });
 }
 
 template <typename T>
@@ -382,14 +488,20 @@ cudaError_t AvgPoolGrad(cudaStream_t stream, const PoolDims& d, const T* dy, T* 
                                                       cols + extra_cols, out);                                  \
     return cudaGetLastError();                                                                                   \
   }                                                                                                              \
+  cudaError_t LaunchFillUniform(cudaStream_t stream, T* out, int64_t n, uint64_t seed, double low, double high) { \
+    if (n <= 0) return cudaSuccess;                                                                              \
+    FillUniformKernel<T><<<Blocks(n), kThreads, 0, stream>>>(out, n, seed, low, high);                           \
+    return cudaGetLastError();                                                                                   \
+  }                                                                                                              \
   cudaError_t LaunchMaxPool(cudaStream_t stream, const PoolDims& d, const T* in, T* out) {                       \
     return Pool<T>(stream, d, in, out, true);                                                                    \
   }                                                                                                              \
   cudaError_t LaunchAvgPool(cudaStream_t stream, const PoolDims& d, const T* in, T* out) {                       \
     return Pool<T>(stream, d, in, out, false);                                                                   \
   }                                                                                                              \
-  cudaError_t LaunchMaxPoolGrad(cudaStream_t stream, const PoolDims& d, const T* in, const T* dy, T* dx) {       \
-    return MaxPoolGrad<T>(stream, d, in, dy, dx);                                                                \
+  cudaError_t LaunchMaxPoolGrad(cudaStream_t stream, const PoolDims& d, const T* in, const T* dy, T* dx,        \
+                                bool relu, T* window_grad) {                                                     \
+    return MaxPoolGrad<T>(stream, d, in, dy, dx, relu, window_grad);                                             \
   }                                                                                                              \
   cudaError_t LaunchAvgPoolGrad(cudaStream_t stream, const PoolDims& d, const T* dy, T* dx) {                    \
     return AvgPoolGrad<T>(stream, d, dy, dx);                                                                    \

@@ -1,5 +1,5 @@
-// Small CUDA kernels around the cuDNN convolutions and the NHWC pooling
-// kernels (engine/kernels/gpu/conv_ops_gpu.cc, pooling_ops_gpu.cc). Plain
+// Small CUDA kernels around the cuDNN convolutions (and the random inputs of
+// their algorithm search) and the NHWC pooling kernels (engine/kernels/gpu/conv_ops_gpu.cc, pooling_ops_gpu.cc). Plain
 // launch functions: each enqueues one kernel on `stream` and returns
 // cudaGetLastError() of the launch (no synchronization). Pointers are device
 // pointers; sizes are element counts (int64).
@@ -47,6 +47,12 @@ cudaError_t LaunchCropBottomRight(cudaStream_t stream, const double* in, int64_t
 cudaError_t LaunchCropBottomRight(cudaStream_t stream, const float* in, int64_t images, int64_t rows, int64_t cols,
                                   int64_t depth, int64_t extra_rows, int64_t extra_cols, float* out);
 
+// out[i] = a pseudo-random value in [low, high] (uniform; the upper end only
+// by rounding), a hash of (seed, i): the same for the same seed on every run
+// and device.
+cudaError_t LaunchFillUniform(cudaStream_t stream, float* out, int64_t n, uint64_t seed, double low, double high);
+cudaError_t LaunchFillUniform(cudaStream_t stream, double* out, int64_t n, uint64_t seed, double low, double high);
+
 // NHWC pooling geometry (TensorFlow's: window start o * stride - pad, clipped
 // to the input; see engine/kernels/pooling_ops.cc).
 struct PoolDims {
@@ -61,12 +67,26 @@ cudaError_t LaunchMaxPool(cudaStream_t stream, const PoolDims& d, const float* i
 cudaError_t LaunchMaxPool(cudaStream_t stream, const PoolDims& d, const double* in, double* out);
 cudaError_t LaunchAvgPool(cudaStream_t stream, const PoolDims& d, const float* in, float* out);
 cudaError_t LaunchAvgPool(cudaStream_t stream, const PoolDims& d, const double* in, double* out);
+// Whether no two pooling windows share an input position (stride >= size
+// along both dimensions, as in 2x2 stride-2 pooling).
+inline bool PoolWindowsDisjoint(const PoolDims& d) {
+  return d.stride_rows >= d.k_rows && d.stride_cols >= d.k_cols;
+}
+
 // MaxPoolGrad: dx[p] = sum of dy over the windows whose first maximal
-// position (row-major) is p. Each dx element is written once (no zeroing,
-// no atomics; deterministic, in the CPU kernel's summation order).
-cudaError_t LaunchMaxPoolGrad(cudaStream_t stream, const PoolDims& d, const float* in, const float* dy, float* dx);
+// position (row-major) is p; with `relu` (_FusedMaxPoolGrad: ReluGrad of that
+// on the pool's input), zero where in[p] <= 0 (or NaN). Deterministic, no
+// atomics. Overlapping windows: a gather, each dx element written once in the
+// CPU kernel's summation order. Disjoint windows (PoolWindowsDisjoint): a
+// scatter, one thread per window (each input element is read once; positions
+// outside every window are zeroed first), and `window_grad`, when not null,
+// receives each window's gradient after the mask ([batch, out_rows, out_cols,
+// depth]: summed per channel it is the bias gradient). window_grad must be
+// null unless the windows are disjoint (cudaErrorInvalidValue).
+cudaError_t LaunchMaxPoolGrad(cudaStream_t stream, const PoolDims& d, const float* in, const float* dy, float* dx,
+                              bool relu = false, float* window_grad = nullptr);
 cudaError_t LaunchMaxPoolGrad(cudaStream_t stream, const PoolDims& d, const double* in, const double* dy,
-                              double* dx);
+                              double* dx, bool relu = false, double* window_grad = nullptr);
 // AvgPoolGrad: dx[p] = sum over the windows covering p of dy / window count.
 cudaError_t LaunchAvgPoolGrad(cudaStream_t stream, const PoolDims& d, const float* dy, float* dx);
 cudaError_t LaunchAvgPoolGrad(cudaStream_t stream, const PoolDims& d, const double* dy, double* dx);

@@ -1,4 +1,5 @@
-// GPU MatMul, BatchMatMul and BatchMatMulV2 (float32, float64) with cuBLAS.
+// GPU MatMul, BatchMatMul and BatchMatMulV2 (float32, float64) with cuBLAS,
+// and _FusedMatMul (float32: the product, then bias [+ Relu] in one pass).
 // Shape checks and messages: matmul_shape.h, shared with the CPU kernels
 // (matmul_op.cc, batch_matmul_op.cc). cuBLAS is column-major and our tensors
 // row-major: a row-major [r, c] matrix is its column-major transpose, so
@@ -13,6 +14,8 @@
 #include <climits>
 #include <type_traits>
 
+#include "engine/kernels/fused_epilogue.h"
+#include "engine/kernels/gpu/bias_gpu.h"
 #include "engine/kernels/gpu/gpu_kernel_util.h"
 #include "engine/kernels/matmul_shape.h"
 
@@ -82,12 +85,16 @@ cublasStatus_t GemmBatched(cublasHandle_t h, bool ta, bool tb, int64_t m, int64_
   }
 }
 
+// MatMul, and _FusedMatMul (float32, the fusion pass's MatMul + BiasAdd [+
+// Relu]): the product, then the bias and Relu in one pass over the output
+// (LaunchBiasAdd in place) instead of BiasAdd's and Relu's two.
 template <typename T>
 class MatMulGpuOp : public OpKernel {
  public:
-  explicit MatMulGpuOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+  explicit MatMulGpuOp(OpKernelConstruction* ctx) : OpKernel(ctx), fused_(ctx->def().op() == "_FusedMatMul") {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("transpose_a", &transpose_a_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("transpose_b", &transpose_b_));
+    if (fused_) OP_REQUIRES_OK(ctx, ReadBiasEpilogueAttrs(ctx, &relu_));
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -95,6 +102,7 @@ class MatMulGpuOp : public OpKernel {
     const Tensor& b = ctx->input(1);
     MatMulShape s;
     OP_REQUIRES_OK(ctx, ComputeMatMulShape(a.shape(), b.shape(), transpose_a_, transpose_b_, &s));
+    if (fused_) OP_REQUIRES_OK(ctx, CheckBias(ctx->input(2), s.out.dim_size(1)));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, s.out, &out));
     if (out->NumElements() == 0) return;
@@ -102,17 +110,24 @@ class MatMulGpuOp : public OpKernel {
     const int64_t k = s.k;
     if (k == 0) {
       OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(out->raw_data(), 0, out->TotalBytes(), gpu->compute_stream()));
-      return;
+    } else {
+      auto lock = gpu->LockCublas();
+      OP_REQUIRES_CUBLAS(ctx, cublasSetPointerMode(lock->handle, CUBLAS_POINTER_MODE_HOST));
+      OP_REQUIRES_CUBLAS(ctx, Gemm<T>(lock->handle, transpose_a_, transpose_b_, out->dim_size(0), out->dim_size(1),
+                                      k, a.data<T>(), a.dim_size(1), b.data<T>(), b.dim_size(1), out->data<T>()));
     }
-    auto lock = gpu->LockCublas();
-    OP_REQUIRES_CUBLAS(ctx, cublasSetPointerMode(lock->handle, CUBLAS_POINTER_MODE_HOST));
-    OP_REQUIRES_CUBLAS(ctx, Gemm<T>(lock->handle, transpose_a_, transpose_b_, out->dim_size(0), out->dim_size(1), k,
-                                    a.data<T>(), a.dim_size(1), b.data<T>(), b.dim_size(1), out->data<T>()));
+    if (fused_) {  // k == 0: act(bias) in every row, as on the CPU
+      OP_REQUIRES_CUDA(ctx, LaunchBiasAdd(gpu->compute_stream(), ElemTypeOf<T>(), out->raw_data(),
+                                          ctx->input(2).raw_data(), out->raw_data(), out->dim_size(0),
+                                          out->dim_size(1), 1, relu_));
+    }
   }
 
  private:
+  const bool fused_;
   bool transpose_a_ = false;
   bool transpose_b_ = false;
+  bool relu_ = false;
 };
 
 template <typename T, bool kBroadcast>
@@ -198,6 +213,7 @@ class BatchMatMulGpuOp : public OpKernel {
                           BatchMatMulGpuOp<T, true>)
 SLUICE_REG_(float);
 SLUICE_REG_(double);
+REGISTER_KERNEL_BUILDER(Name("_FusedMatMul").Device(kDeviceGpu).TypeConstraint<float>("T"), MatMulGpuOp<float>);
 #undef SLUICE_REG_
 
 }  // namespace

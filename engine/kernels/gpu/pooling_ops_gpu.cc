@@ -11,13 +11,18 @@
 // different position among tied maxima, so it would not match the CPU kernel.
 // Pooling is memory-bound; one thread per output (forward) or per input
 // element (gradients: a gather over the few windows covering the element, so
-// dx is written once, with no atomics and no zeroing pass).
+// dx is written once, with no atomics and no zeroing pass); MaxPoolGrad over
+// disjoint windows (2x2 stride 2) is a scatter, one thread per window, which
+// reads each input once. _FusedMaxPoolGrad (float32) is MaxPoolGrad with
+// ReluGrad's mask and BiasAddGrad's sum (see MaxPoolGradOp).
 // Thread safety: kernels are stateless.
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/kernels/gpu/bias_gpu.h"
 #include "engine/kernels/gpu/cudnn_util_kernels.h"
+#include "engine/kernels/gpu/gpu_kernel_util.h"
 #include "engine/kernels/nn_util.h"
 #include "engine/runtime/gpu/gpu_device.h"
 
@@ -84,10 +89,17 @@ class PoolOp : public PoolOpBase {
   }
 };
 
+// MaxPoolGrad, and _FusedMaxPoolGrad (float32; the fusion pass's MaxPoolGrad
+// + ReluGrad [+ BiasAddGrad], engine/graph/optimizer_pool_grad_fusion.h):
+// the gradient with ReluGrad's mask applied where it lands (one kernel), and
+// output 1 its sum per channel. With disjoint windows that sum is taken over
+// the windows' masked gradients (a quarter of dx's size for 2x2 pooling),
+// else over dx.
 template <typename T>
 class MaxPoolGradOp : public PoolOpBase {
  public:
-  using PoolOpBase::PoolOpBase;
+  explicit MaxPoolGradOp(OpKernelConstruction* ctx)
+      : PoolOpBase(ctx), fused_(ctx->def().op() == "_FusedMaxPoolGrad") {}
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
     const Tensor& output = ctx->input(1);
@@ -105,10 +117,46 @@ class MaxPoolGradOp : public PoolOpBase {
                                                         " input positions; at most 2^31 - 1 are supported")));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input.shape(), &dx));
-    if (dx->NumElements() == 0) return;
-    OP_REQUIRES_CUDA(ctx, LaunchMaxPoolGrad(GetGpuDevice(ctx)->compute_stream(), d, input.data<T>(),
-                                            grad.data<T>(), dx->data<T>()));
+    GpuDevice* gpu = GetGpuDevice(ctx);
+    cudaStream_t stream = gpu->compute_stream();
+    Tensor* bias_grad = nullptr;
+    if (fused_) OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({d.depth}), &bias_grad));
+    if (dx->NumElements() == 0) {
+      if (bias_grad != nullptr && d.depth > 0) {
+        OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(bias_grad->raw_data(), 0, bias_grad->TotalBytes(), stream));
+      }
+      return;
+    }
+    if (!fused_) {
+      OP_REQUIRES_CUDA(ctx, LaunchMaxPoolGrad(stream, d, input.data<T>(), grad.data<T>(), dx->data<T>()));
+      return;
+    }
+    // The rows whose per-channel sum is the bias gradient: the windows'
+    // masked gradients (disjoint windows), or dx.
+    Tensor window_grad;
+    T* window_grad_data = nullptr;
+    const T* rows = dx->data<T>();
+    int64_t row_count = dx->NumElements() / d.depth;
+    if (PoolWindowsDisjoint(d)) {
+      OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<T>::value, out_shape, &window_grad));
+      window_grad_data = window_grad.data<T>();
+      rows = window_grad_data;
+      row_count = out_shape.num_elements() / d.depth;
+    }
+    OP_REQUIRES_CUDA(ctx, LaunchMaxPoolGrad(stream, d, input.data<T>(), grad.data<T>(), dx->data<T>(),
+                                            /*relu=*/true, window_grad_data));
+    const BiasGradPlan plan = PlanBiasGrad(row_count, d.depth, 1, gpu->properties().multiProcessorCount);
+    Tensor partials;
+    if (plan.splits > 1) {
+      OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<T>::value, TensorShape({plan.splits, d.depth}),
+                                             &partials));
+    }
+    OP_REQUIRES_CUDA(ctx, LaunchBiasAddGrad(stream, ElemTypeOf<T>(), plan, rows, bias_grad->raw_data(),
+                                            plan.splits > 1 ? partials.raw_data() : nullptr, row_count, d.depth, 1));
   }
+
+ private:
+  const bool fused_;
 };
 
 template <typename T>
@@ -141,6 +189,8 @@ class AvgPoolGradOp : public PoolOpBase {
 SLUICE_REGISTER_GPU_POOL_(float);
 SLUICE_REGISTER_GPU_POOL_(double);
 #undef SLUICE_REGISTER_GPU_POOL_
+REGISTER_KERNEL_BUILDER(Name("_FusedMaxPoolGrad").Device(kDeviceGpu).TypeConstraint<float>("T"),
+                        MaxPoolGradOp<float>);
 
 }  // namespace
 }  // namespace gpu

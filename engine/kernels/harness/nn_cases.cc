@@ -718,6 +718,8 @@ std::vector<PoolSpec> PoolSpecs(Rng* rng) {
       // Tiling windows with padding before (MaxPoolGrad writes dx once), and
       // stride == size windows that leave the last row and column uncovered.
       {TensorShape({2, 7, 7, 3}), 3, 3, 3, 3, true}, {TensorShape({1, 5, 5, 2}), 2, 2, 2, 2, false},
+      // Stride beyond the window: positions no window covers.
+      {TensorShape({1, 8, 7, 3}), 2, 2, 3, 3, false},
       // More channels than a vector holds, not a multiple of one (whole and
       // partial vectors of the float kernel).
       {TensorShape({2, 6, 6, 37}), 2, 2, 2, 2, false}, {TensorShape({1, 5, 5, 20}), 3, 3, 2, 2, true},

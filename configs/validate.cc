@@ -575,7 +575,7 @@ class Validator {
                                        std::pair<const char*, int>{"inter_op_threads", e_.devices().inter_op_threads()}}) {
       if (value < 0 || value > kMaxPoolThreads) {
         Error(e_.devices(), field, -1,
-              absl::StrCat(field, " must be in [0, ", kMaxPoolThreads, "] (0 means one per core), got ", value));
+              absl::StrCat(field, " must be in [0, ", kMaxPoolThreads, "] (0 means the default: one per core), got ", value));
       }
     }
     if (e_.devices().cpu_devices() < 0 || e_.devices().cpu_devices() > kMaxLocalCpuDevices) {

@@ -70,6 +70,15 @@ namespace {
 
 constexpr char kVersion[] = "sluice 0.1.0";
 
+// Intra-op threads when devices.intra_op_threads is unset, the process has a
+// GPU and one pool runs both the nodes and the kernels' loops. The step's GPU
+// kernels only queue work, and each extra host thread picking up ready nodes
+// adds a wake-up and a hand-off, not overlap. On an H200 host with 16 cores,
+// 2 threads ran fashion_cnn's and fashion_mlp's steps 4-29% faster than 16 at
+// batch 128 and 1024 (medians of 3 interleaved rounds; docs/PERFORMANCE.md,
+// session 41). A heavy CPU input pipeline may want more: set the field.
+constexpr int kIntraOpThreadsBesideAGpu = 2;
+
 // The chief's claim on its run directory for the rest of the process: a
 // second `train` on the same directory (two runs interleaved their
 // checkpoints, event files and eval.txt, and both "succeeded") is refused.
@@ -513,12 +522,17 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
       return kExitPermanentError;
     }
   }
+  // One pool for nodes and kernels' loops (SessionOptions::ops_on_intra_op_pool)
+  // in a single process with one CPU device; cluster tasks (their workers'
+  // own pools) and several CPU devices (a pool each) keep the two pools.
+  const bool shared_pool =
+      !e.devices().separate_inter_op_pool() && !in_cluster && std::max(1, e.devices().cpu_devices()) == 1;
   // Kernels split work by thread count, so deterministic runs fix it at 1.
-  // Set before anything touches the local device.
-  const int intra_op = e.train().deterministic() ? 1
-                       : e.devices().intra_op_threads() > 0 ? e.devices().intra_op_threads()
-                                                            : NumSchedulableCpus();
-  s = DeviceMgr::SetLocalIntraOpThreads(intra_op);
+  // Set before anything touches the local device. Unset: one per core, but
+  // with a shared pool beside a GPU at most kIntraOpThreadsBesideAGpu.
+  const int intra_op = e.train().deterministic() ? 1 : e.devices().intra_op_threads();
+  s = intra_op > 0 ? DeviceMgr::SetLocalIntraOpThreads(intra_op) : absl::OkStatus();
+  if (s.ok() && shared_pool) s = DeviceMgr::SetLocalIntraOpThreadsBesideAnAccelerator(kIntraOpThreadsBesideAGpu);
   if (s.ok()) s = SetLocalCpuDeviceCount(std::max(1, e.devices().cpu_devices()));
   if (s.ok() && e.devices().has_gpu()) s = SetLocalDeviceTypeEnabled(kDeviceGpu, e.devices().gpu());
   if (!s.ok()) {
@@ -526,11 +540,6 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
     return kExitPermanentError;
   }
   const bool deterministic = e.train().deterministic();
-  // One pool for nodes and kernels' loops (SessionOptions::ops_on_intra_op_pool)
-  // in a single process with one CPU device; cluster tasks (their workers'
-  // own pools) and several CPU devices (a pool each) keep the two pools.
-  const bool shared_pool =
-      !e.devices().separate_inter_op_pool() && !in_cluster && std::max(1, e.devices().cpu_devices()) == 1;
   const int inter_op = deterministic ? 1 : (e.devices().inter_op_threads() > 0 ? e.devices().inter_op_threads()
                                                                                : NumSchedulableCpus());
   const std::string config_text = ConfigText(e);

@@ -103,7 +103,8 @@ DeviceFactories& Factories() {
   static auto* f = new DeviceFactories;
   return *f;
 }
-std::atomic<int> g_local_intra_op_threads{0};  // 0: one per core
+std::atomic<int> g_local_intra_op_threads{0};  // 0: LocalIntraOpThreads's default
+std::atomic<int> g_local_beside_accelerator{0};  // 0: no cap beside an accelerator
 std::atomic<int> g_local_cpu_devices{1};
 std::atomic<bool> g_local_created{false};
 
@@ -196,6 +197,16 @@ absl::Status DeviceMgr::SetLocalIntraOpThreads(int n) {
   return absl::OkStatus();
 }
 
+absl::Status DeviceMgr::SetLocalIntraOpThreadsBesideAnAccelerator(int n) {
+  if (n < 0) return absl::InvalidArgumentError(absl::StrCat("intra-op threads must be >= 0, got ", n));
+  if (g_local_created.load() && g_local_beside_accelerator.load() != n) {
+    return absl::FailedPreconditionError(
+        "the local devices exist already; set the intra-op threads beside an accelerator before they are made");
+  }
+  g_local_beside_accelerator.store(n);
+  return absl::OkStatus();
+}
+
 DeviceMgr* DeviceMgr::Local() {
   static DeviceMgr* mgr = [] {
     g_local_created.store(true);
@@ -205,17 +216,31 @@ DeviceMgr* DeviceMgr::Local() {
     // lock per node, and that check was ~20% of a trivial node's cost, so
     // processes that run graphs turn it off.
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-    std::vector<std::unique_ptr<Device>> devices =
-        MakeCpuDevices(g_local_cpu_devices.load(), requested > 0 ? requested : NumSchedulableCpus(), "");
-    DeviceFactories& f = Factories();
-    absl::MutexLock lock(&f.mu);
-    for (const auto& [type, factory] : f.factories) {
-      if (std::find(f.disabled.begin(), f.disabled.end(), type) != f.disabled.end()) continue;
-      for (auto& d : factory(LocalTaskName())) devices.push_back(std::move(d));
+    // The factories first: whether there is a GPU decides the default
+    // intra-op thread count. The CPU devices still come first in the list.
+    std::vector<std::unique_ptr<Device>> accelerators;
+    {
+      DeviceFactories& f = Factories();
+      absl::MutexLock lock(&f.mu);
+      for (const auto& [type, factory] : f.factories) {
+        if (std::find(f.disabled.begin(), f.disabled.end(), type) != f.disabled.end()) continue;
+        for (auto& d : factory(LocalTaskName())) accelerators.push_back(std::move(d));
+      }
     }
+    std::vector<std::unique_ptr<Device>> devices =
+        MakeCpuDevices(g_local_cpu_devices.load(),
+                       LocalIntraOpThreads(requested, !accelerators.empty(), g_local_beside_accelerator.load(),
+                                           NumSchedulableCpus()),
+                       "");
+    for (auto& d : accelerators) devices.push_back(std::move(d));
     return new DeviceMgr(std::move(devices));
   }();
   return mgr;
+}
+
+int LocalIntraOpThreads(int requested, bool has_accelerator, int beside_accelerator, int cores) {
+  if (requested > 0) return requested;
+  return has_accelerator && beside_accelerator > 0 ? std::min(cores, beside_accelerator) : cores;
 }
 
 void RegisterLocalDeviceFactory(std::string device_type, LocalDeviceFactory factory) {

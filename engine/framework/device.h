@@ -63,14 +63,26 @@ class Device {
   std::unique_ptr<Eigen::ThreadPoolDevice> eigen_device_;
 };
 
+// The intra-op threads of the local CPU device: `requested` when > 0; else
+// one per core (`cores`), but at most `beside_accelerator` (when > 0) if the
+// process has an accelerator (a GPU). DeviceMgr::Local()'s policy.
+int LocalIntraOpThreads(int requested, bool has_accelerator, int beside_accelerator, int cores);
+
 class DeviceMgr {
  public:
-  // The process's local devices (CPU:0 with the intra-op threads set by
-  // SetLocalIntraOpThreads, else one per core); never destroyed.
+  // The process's local devices (CPU:0 with LocalIntraOpThreads of what the
+  // two setters below set), then the devices of the registered factories (a
+  // GPU); never destroyed.
   static DeviceMgr* Local();
   // Sets the intra-op thread count of the local CPU device (n >= 1). Call
   // before the first Local(); afterwards FailedPrecondition unless n matches.
   static absl::Status SetLocalIntraOpThreads(int n);
+  // When no count is set and a factory finds a device (a GPU): at most n
+  // intra-op threads (n >= 0; 0, the default, means one per core as without
+  // one). `train` sets 2 for a single process whose nodes and kernels' loops
+  // share the pool (cmd/train/trainer.cc). Call before the first Local();
+  // afterwards FailedPrecondition unless n matches.
+  static absl::Status SetLocalIntraOpThreadsBesideAnAccelerator(int n);
 
   explicit DeviceMgr(std::vector<std::unique_ptr<Device>> devices);
   // NotFound listing the known devices.
@@ -86,8 +98,9 @@ class DeviceMgr {
 
 // Devices beyond the CPU (a GPU) come from factories that their libraries
 // register at static initialization (the GPU device links only with
-// --config=cuda). DeviceMgr::Local() calls each factory once, after making the
-// CPU devices, with this process's task name; a factory returns the devices it
+// --config=cuda). DeviceMgr::Local() calls each factory once, before making
+// the CPU devices (whose default thread count depends on them), with this
+// process's task name; a factory returns the devices it
 // found (none when there is no GPU or it is turned off). HostCpu() stays the
 // first device.
 using LocalDeviceFactory = std::function<std::vector<std::unique_ptr<Device>>(const std::string& task)>;

@@ -8,7 +8,10 @@
 #   3. fashion_cnn's full schedule (4700 steps, eval at the end) on the GPU: its test accuracy
 #      against the CPU run's (README: 92.2%), within 0.3 points;
 #   4. tests/bench/gpu_vs_torch (steps/s against PyTorch on the same GPU);
-#   5. trace (not in the default set): three traced steps (250-252) of fashion_mlp and of
+#   5. threads (not in the default set): Sluice alone, all four configurations, at each
+#      devices.intra_op_threads of ${THREADS:-1 2 4 $(nproc)} (ms per step; one round each
+#      unless ROUNDS: single rounds moved by 25% there, tools/gpu_ab.py interleaves rounds);
+#   6. trace (not in the default set): three traced steps (250-252) of fashion_mlp and of
 #      fashion_cnn at batch ${TRACE_BATCH:-128} on the GPU, summarized by tools/trace_summary.py
 #      (host time per device and op, idle time between nodes); with TRACE_DEVICE_TIME=1
 #      (train --trace_device_time, one inter-op thread so that records do not overlap) each
@@ -62,6 +65,16 @@ for check in "${checks[@]}"; do
         python3 tests/bench/gpu_vs_torch \
         --rounds "${ROUNDS:-1}" ${BENCH_FLAGS:-} 2>&1
       rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=(bench) ;;
+    threads)
+      # Sluice alone at each intra-op thread count (with one CPU device, nodes and kernels'
+      # loops share that pool; 0 is the default: 2 beside a GPU).
+      for t in ${THREADS:-1 2 4 $(nproc)}; do
+        step "threads: devices.intra_op_threads=$t"
+        SLUICE_TRAIN="$RUN train" SLUICE_FASHION_DIR="$DATA" timeout 240 python3 tests/bench/gpu_vs_torch \
+          --sluice-only --rounds "${ROUNDS:-1}" --sluice-steps 600 --sluice-skip 200 \
+          --sluice-set devices.intra_op_threads="$t" 2>&1
+        rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=("threads $t")
+      done ;;
     trace)
       device_time=()
       if [[ "${TRACE_DEVICE_TIME:-0}" == 1 ]]; then

@@ -52,11 +52,8 @@ std::string VariableKey(const Node* node) {
 
 std::vector<std::string> TrainingStepRoots(const TrainingGraph& tg) {
   std::vector<std::string> roots;
-  for (const std::string* tensor : {&tg.train_op, &tg.loss, &tg.global_norm}) {
+  for (const std::string* tensor : {&tg.train_op, &tg.loss}) {
     if (!tensor->empty() && !NodeOf(*tensor).empty()) roots.push_back(NodeOf(*tensor));
-  }
-  for (const auto& [name, tensor] : tg.train_metrics) {
-    if (!NodeOf(tensor).empty()) roots.push_back(NodeOf(tensor));
   }
   return roots;
 }

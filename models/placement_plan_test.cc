@@ -126,6 +126,19 @@ TEST_F(PlacementPlanTest, PrintsOneLinePerDeviceAndPerLink) {
   EXPECT_THAT(out.str(), HasSubstr("    CPU:0 -> CPU:1  1 tensor, 256.0 KiB per step\n"));
 }
 
+// What a training step fetches every step: the train op and the loss, not
+// the global norm and metrics of summary steps.
+TEST(TrainingStepRoots, AreTheTrainOpAndTheLoss) {
+  TrainingGraph tg;
+  tg.train_op = "train/apply";
+  tg.loss = "loss/mean:0";
+  tg.global_norm = "global_norm/norm:0";
+  tg.train_metrics = {{"accuracy", "accuracy/mean:0"}};
+  EXPECT_EQ(TrainingStepRoots(tg), (std::vector<std::string>{"train/apply", "loss/mean"}));
+  tg.loss.clear();
+  EXPECT_EQ(TrainingStepRoots(tg), (std::vector<std::string>{"train/apply"}));
+}
+
 }  // namespace
 }  // namespace models
 }  // namespace sluice

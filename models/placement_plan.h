@@ -57,8 +57,8 @@ struct PlacementPlan {
 // metrics are fetched on summary steps only (SummaryHook), so their nodes are
 // not counted, unless the train op needs them (clip_global_norm). Counting
 // them showed every gradient crossing from a GPU to the CPU "per step" (the
-// norm's L2Loss runs on the CPU), 12.5 MiB for fashion_cnn, which a training
-// step does not do.
+// norm's L2Loss had no GPU kernel then), 12.5 MiB for fashion_cnn, which a
+// training step did not do.
 std::vector<std::string> TrainingStepRoots(const TrainingGraph& tg);
 
 // REQUIRES: `placed` placed on `devices` with `device_of` (by node id), and

@@ -45,6 +45,11 @@
 //    DecodeRaw -> Slice (tokens, targets) -> RandomShuffleQueue ->
 //    DequeueMany(128) at seq_len 35, the graph models/input_pipeline.cc builds
 //    for a `text` input, on the same corpus.
+//  BM_ShuffleQueueDequeueMany/batch: one DequeueMany of `batch` Fashion-MNIST
+//    sized elements (uint8 [28, 28, 1] and an int64 label) from a
+//    RandomShuffleQueue holding 20,000 (fashion configs' capacity), the
+//    elements then enqueued back (untimed) so that the queue stays full:
+//    the random gather from a 15 MB store that starts each training step.
 //   bazel run //inputs:inputs_bench
 #include <fcntl.h>
 #include <time.h>
@@ -60,6 +65,7 @@
 #include "engine/runtime/session.h"
 #include "engine/platform/crc32c.h"
 #include "inputs/example.pb.h"
+#include "inputs/fifo_queue.h"
 #include "inputs/idx.h"
 #include "inputs/input_builders.h"
 #include "inputs/text.h"
@@ -479,6 +485,41 @@ void BM_TextPipeline(benchmark::State& state) {
   Session::Reset({"bench_text"});
 }
 BENCHMARK(BM_TextPipeline)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_ShuffleQueueDequeueMany(benchmark::State& state) {
+  const int32_t batch = static_cast<int32_t>(state.range(0));
+  constexpr int32_t kCapacity = 20000;
+  auto q = RandomShuffleQueue::Create("bench_shuffle", kCapacity, 0, 1, 2, {DT_UINT8, DT_INT64},
+                                      {PartialShape({28, 28, 1}), PartialShape({})});
+  Check(q.status());
+  auto enqueue = [&](QueueBase::Tuple tuple) {
+    absl::Status status = absl::InternalError("the enqueue did not finish at once");
+    (*q)->TryEnqueueMany(tuple, nullptr, [&status](const absl::Status& s) { status = s; });
+    Check(status);
+  };
+  {
+    Tensor images(DT_UINT8, TensorShape({kCapacity, 28, 28, 1}));
+    Tensor labels(DT_INT64, TensorShape({kCapacity}));
+    std::mt19937 rng(7);
+    for (int64_t i = 0; i < images.NumElements(); ++i) images.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
+    for (int64_t i = 0; i < kCapacity; ++i) labels.data<int64_t>()[i] = i % 10;
+    enqueue({images, labels});
+  }
+  for (auto _ : state) {
+    QueueBase::Tuple got;
+    absl::Status status = absl::InternalError("the dequeue did not finish at once");
+    (*q)->TryDequeueMany(batch, false, nullptr, [&](const absl::Status& s, QueueBase::Tuple t) {
+      status = s;
+      got = std::move(t);
+    });
+    Check(status);
+    state.PauseTiming();
+    enqueue(std::move(got));
+    state.ResumeTiming();
+  }
+  state.SetBytesProcessed(state.iterations() * batch * (28 * 28 + 8));
+}
+BENCHMARK(BM_ShuffleQueueDequeueMany)->ArgName("batch")->Arg(128)->Arg(1024)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace sluice

@@ -465,7 +465,15 @@ absl::StatusOr<QueueBase::Tuple> QueueBase::GatherRowsLocked(const std::vector<S
     if (!t.ok()) return t.status();
     const size_t bytes = row_bytes_[c];
     char* dst = static_cast<char*>(t->raw_data());
+    // The slots are scattered over the store (a shuffle queue's random picks
+    // from 15 MB for Fashion-MNIST): each row's cache lines are requested
+    // kPrefetchAhead rows before its copy, so the misses overlap.
+    constexpr size_t kPrefetchAhead = 8;
     for (size_t i = 0; i < slots.size() && bytes > 0; ++i) {
+      if (i + kPrefetchAhead < slots.size()) {
+        const char* ahead = RowLocked(slots[i + kPrefetchAhead], static_cast<int>(c));
+        for (size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(ahead + offset);
+      }
       std::memcpy(dst + i * bytes, RowLocked(slots[i], static_cast<int>(c)), bytes);
     }
     out.push_back(std::move(t).value());

@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 #include "engine/kernels/gpu/bias_gpu.h"
+#include "engine/runtime/gpu/gpu_test_util.h"
 #include "engine/kernels/gpu/cwise_gpu.h"
 using namespace sluice::gpu;  // NOLINT (a test program)
 static int fails = 0;
@@ -39,7 +40,7 @@ void BroadcastCase(std::vector<int64_t> xs, std::vector<int64_t> ys) {
   cudaFree(dx); cudaFree(dy); cudaFree(dout);
 }
 int main() {
-  int ndev = 0; if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) { printf("SKIP: no GPU\n"); return 0; }
+  if (!sluice::gpu::HaveGpu()) { printf("SKIP: no GPU\n"); return 0; }
   cudaDeviceProp prop; cudaGetDeviceProperties(&prop, 0); printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   // Same-shape, scalar, vector tails (also misaligned by offsetting).
   for (int64_t n : {1L, 3L, 4L, 1000L, (1L << 20) + 3}) for (int off : {0, 1}) {

@@ -17,20 +17,12 @@
 #include "engine/kernels/gpu/softmax_kernels.h"
 #include "engine/kernels/gpu/training_kernels.h"
 #include "engine/kernels/philox_random.h"
+#include "engine/runtime/gpu/gpu_test_util.h"
 #include "gtest/gtest.h"
 
 namespace sluice {
 namespace gpu {
 namespace {
-
-bool HaveGpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    std::printf("SKIP: no GPU\n");
-    return false;
-  }
-  return true;
-}
 
 #define CK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
@@ -64,7 +56,7 @@ void Near(double got, double want, double tol, const char* what, int64_t i) {
 }
 
 TEST(NnKernels, SoftmaxAndXent) {
-  if (!HaveGpu()) return;
+  SLUICE_SKIP_WITHOUT_GPU();
   for (int64_t depth : {1, 10, 33, 1000, 1025, 5000, 20000}) {
     for (int64_t rows : {1, 7, 300}) {
       const int64_t n = rows * depth;
@@ -128,7 +120,7 @@ double RefReduce(ReduceKind k, const std::vector<float>& in, int64_t a, int64_t 
 }
 
 TEST(NnKernels, Reductions) {
-  if (!HaveGpu()) return;
+  SLUICE_SKIP_WITHOUT_GPU();
   struct Shape {
     int64_t A, R, B;
   };
@@ -183,7 +175,7 @@ TEST(NnKernels, Reductions) {
 }
 
 TEST(NnKernels, TrainingOps) {
-  if (!HaveGpu()) return;
+  SLUICE_SKIP_WITHOUT_GPU();
   const int64_t n = 100003;
   std::vector<float> var = Random(n, -1, 1, 1), s1 = Random(n, 0.1f, 1, 2), s2 = Random(n, 0.1f, 1, 3),
                      g = Random(n, -1, 1, 4);
@@ -242,7 +234,7 @@ TEST(NnKernels, TrainingOps) {
 }
 
 TEST(NnKernels, DropoutMatchesTheCpuStream) {
-  if (!HaveGpu()) return;
+  SLUICE_SKIP_WITHOUT_GPU();
   const int64_t n = 1000003;
   const philox::Key key = philox::KeyFromSeeds(7, 11);
   std::vector<float> x = Random(n, -1, 1, 5);
@@ -275,7 +267,7 @@ TEST(NnKernels, DropoutMatchesTheCpuStream) {
 
 // Timings of the per-step shapes (informative; not asserted).
 TEST(NnKernels, Timings) {
-  if (!HaveGpu()) return;
+  SLUICE_SKIP_WITHOUT_GPU();
   cudaStream_t stream;
   CK(cudaStreamCreate(&stream));
   cudaEvent_t start, stop;

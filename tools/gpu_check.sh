@@ -9,8 +9,8 @@
 #      against the CPU run's (README: 92.2%), within 0.3 points;
 #   4. tests/bench/gpu_vs_torch (steps/s against PyTorch on the same GPU);
 #   5. threads (not in the default set): Sluice alone, all four configurations, at each
-#      devices.intra_op_threads of ${THREADS:-1 2 4 $(nproc)} (ms per step; one round each
-#      unless ROUNDS: single rounds moved by 25% there, tools/gpu_ab.py interleaves rounds);
+#      devices.intra_op_threads of ${THREADS:-1 2 4 $(nproc)} (tools/gpu_ab.py: ms per step,
+#      ${ROUNDS:-3} rounds with the settings interleaved; single rounds moved by 25% there);
 #   6. trace (not in the default set): three traced steps (250-252) of fashion_mlp and of
 #      fashion_cnn at batch ${TRACE_BATCH:-128} on the GPU, summarized by tools/trace_summary.py
 #      (host time per device and op, idle time between nodes); with TRACE_DEVICE_TIME=1
@@ -67,14 +67,13 @@ for check in "${checks[@]}"; do
       rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=(bench) ;;
     threads)
       # Sluice alone at each intra-op thread count (with one CPU device, nodes and kernels'
-      # loops share that pool; 0 is the default: 2 beside a GPU).
-      for t in ${THREADS:-1 2 4 $(nproc)}; do
-        step "threads: devices.intra_op_threads=$t"
-        SLUICE_TRAIN="$RUN train" SLUICE_FASHION_DIR="$DATA" timeout 240 python3 tests/bench/gpu_vs_torch \
-          --sluice-only --rounds "${ROUNDS:-1}" --sluice-steps 600 --sluice-skip 200 \
-          --sluice-set devices.intra_op_threads="$t" 2>&1
-        rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=("threads $t")
-      done ;;
+      # loops share that pool), interleaved round by round by tools/gpu_ab.py.
+      variants=()
+      for t in ${THREADS:-1 2 4 $(nproc)}; do variants+=("threads$t --set devices.intra_op_threads=$t"); done
+      step "threads: ${THREADS:-1 2 4 $(nproc)}"
+      BUNDLE="$BUNDLE" timeout $((60 + 60 * ${ROUNDS:-3})) python3 tools/gpu_ab.py --rounds "${ROUNDS:-3}" \
+        --models cnn,mlp "${variants[@]}" 2>&1
+      rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=(threads) ;;
     trace)
       device_time=()
       if [[ "${TRACE_DEVICE_TIME:-0}" == 1 ]]; then

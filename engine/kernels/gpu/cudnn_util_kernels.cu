@@ -270,6 +270,32 @@ __device__ inline WindowMax<T, I> FirstMaximum(const T* base, I in_cols, I depth
   return m;
 }
 
+// Element `idx` of a pool's input [batch, in_rows, in_cols, depth] (the
+// gradients' gathers): its row and column, the offsets of its image's element
+// (0, 0) of its channel in the input and in the pooled gradient, and the
+// windows that cover it.
+template <typename I>
+struct InputElement {
+  I y, x, channel_offset, grad_offset;
+  Range<I> out_rows, out_cols;
+};
+
+template <typename I>
+__device__ inline InputElement<I> InputAt(const Dims<I>& d, I idx) {
+  I rest = idx / d.depth;
+  const I ch = idx % d.depth;
+  InputElement<I> e;
+  e.x = rest % d.in_cols;
+  rest /= d.in_cols;
+  e.y = rest % d.in_rows;
+  const I image = rest / d.in_rows;
+  e.channel_offset = image * d.in_rows * d.in_cols * d.depth + ch;
+  e.grad_offset = image * d.out_rows * d.out_cols * d.depth + ch;
+  e.out_rows = WindowsCovering(e.y, d.stride_rows, d.pad_rows, d.k_rows, d.out_rows);
+  e.out_cols = WindowsCovering(e.x, d.stride_cols, d.pad_cols, d.k_cols, d.out_cols);
+  return e;
+}
+
 template <typename T, bool kMax, typename I>
 __global__ void PoolKernel(Dims<I> d, const T* __restrict__ in, T* __restrict__ out) {
   const I n = d.batch * d.out_rows * d.out_cols * d.depth;
@@ -303,16 +329,11 @@ __global__ void MaxPoolGradKernel(Dims<I> d, const T* __restrict__ in, const T* 
                                   T* __restrict__ dx) {
   const I n = d.batch * d.in_rows * d.in_cols * d.depth;
   SLUICE_GRID_LOOP_I(I, idx, n) {
-    I rest = idx / d.depth;
-    const I ch = idx % d.depth;
-    const I x = rest % d.in_cols;
-    rest /= d.in_cols;
-    const I y = rest % d.in_rows;
-    const I image = rest / d.in_rows;
-    const T* base = in + image * d.in_rows * d.in_cols * d.depth + ch;
-    const T* gbase = dy + image * d.out_rows * d.out_cols * d.depth + ch;
-    const Range<I> ohr = WindowsCovering(y, d.stride_rows, d.pad_rows, d.k_rows, d.out_rows);
-    const Range<I> owr = WindowsCovering(x, d.stride_cols, d.pad_cols, d.k_cols, d.out_cols);
+    const InputElement<I> e = InputAt(d, idx);
+    const I y = e.y, x = e.x;
+    const T* base = in + e.channel_offset;
+    const T* gbase = dy + e.grad_offset;
+    const Range<I> ohr = e.out_rows, owr = e.out_cols;
     T sum = T(0);
     for (I oh = ohr.lo; oh < ohr.hi; ++oh) {
       const Range<I> hr = WindowOf(oh, d.stride_rows, d.pad_rows, d.k_rows, d.in_rows);
@@ -359,15 +380,9 @@ template <typename T, typename I>
 __global__ void AvgPoolGradKernel(Dims<I> d, const T* __restrict__ dy, T* __restrict__ dx) {
   const I n = d.batch * d.in_rows * d.in_cols * d.depth;
   SLUICE_GRID_LOOP_I(I, idx, n) {
-    I rest = idx / d.depth;
-    const I ch = idx % d.depth;
-    const I x = rest % d.in_cols;
-    rest /= d.in_cols;
-    const I y = rest % d.in_rows;
-    const I image = rest / d.in_rows;
-    const T* gbase = dy + image * d.out_rows * d.out_cols * d.depth + ch;
-    const Range<I> ohr = WindowsCovering(y, d.stride_rows, d.pad_rows, d.k_rows, d.out_rows);
-    const Range<I> owr = WindowsCovering(x, d.stride_cols, d.pad_cols, d.k_cols, d.out_cols);
+    const InputElement<I> e = InputAt(d, idx);
+    const T* gbase = dy + e.grad_offset;
+    const Range<I> ohr = e.out_rows, owr = e.out_cols;
     T sum = T(0);
     for (I oh = ohr.lo; oh < ohr.hi; ++oh) {
       const Range<I> hr = WindowOf(oh, d.stride_rows, d.pad_rows, d.k_rows, d.in_rows);

@@ -395,6 +395,9 @@ class Validator {
       }
     }
     if (p.has_text()) CheckText(p.text());
+    if (field == "eval" && p.has_stage_next_batch()) {
+      Error(p, "stage_next_batch", -1, "stage_next_batch is for input.train (evaluation does not stage its batches)");
+    }
     Size(p, "batch_size", p.batch_size(), "batch_size");
     Size(p, "reader_threads", p.reader_threads(), "reader_threads");
     NonNegative(p, "epochs", p.epochs(), "epochs");

@@ -164,6 +164,30 @@ absl::StatusOr<std::vector<std::string>> AddBatch(InputGraph* in, const std::vec
   in->runners.push_back({queue, std::vector<std::string>(o.num_threads, enqueue), close, cancel});
   std::vector<std::string> out;
   for (size_t i = 0; i < tensors.size(); ++i) out.push_back(absl::StrCat(dequeue, ":", i));
+  if (!o.stage) return out;
+  // The Unstage's shapes: the dequeued batch's (the batch dimension unknown
+  // when the last batch may be smaller).
+  AttrValue batch_shapes;
+  for (const TensorShape& element : shapes) {
+    TensorShapeProto* shape = batch_shapes.mutable_list()->add_shape();
+    shape->add_dim()->set_size(o.allow_smaller_final_batch ? -1 : o.batch_size);
+    for (int64_t d : element.dim_sizes()) shape->add_dim()->set_size(d);
+  }
+  const std::string area = o.scope + "/staged";
+  const std::string stage = in->AddNode(o.scope + "/stage", "Stage", out,
+                                        {{"dtypes", TypeList(types)},
+                                         {"capacity", MakeAttr(int64_t{2})},
+                                         {"container", MakeAttr(in->container)},
+                                         {"shared_name", MakeAttr(area)}});
+  const std::string unstage = in->AddNode(o.scope + "/unstage", "Unstage", {},
+                                          {{"dtypes", TypeList(types)},
+                                           {"shapes", batch_shapes},
+                                           {"container", MakeAttr(in->container)},
+                                           {"shared_name", MakeAttr(area)},
+                                           {"_class", MakeAttr(absl::StrCat("loc:@", stage))}});
+  in->stage_ops.push_back(stage);
+  out.clear();
+  for (size_t i = 0; i < tensors.size(); ++i) out.push_back(absl::StrCat(unstage, ":", i));
   return out;
 }
 

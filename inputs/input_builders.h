@@ -36,6 +36,9 @@ struct InputGraph {
   std::string container;
   std::vector<QueueRunnerDef> runners;
   std::vector<std::string> init_ops;  // run once before starting the runners
+  // Stage ops of staged batches (BatchOptions::stage): a Run of each puts the
+  // next batch in its staging area, which the batch's Unstage takes from.
+  std::vector<std::string> stage_ops;
 
   // Appends a node; returns its name.
   std::string AddNode(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
@@ -111,11 +114,19 @@ struct BatchOptions {
   // The tensors hold many elements along a leading dimension (QueueEnqueueMany),
   // e.g. from AddReaderReadUpTo; TensorSpec::shape is still one element's.
   bool enqueue_many = false;
+  // The batch goes through a staging area (inputs/staging_ops.cc): a Stage
+  // of the dequeued tensors, whose node name is added to InputGraph::stage_ops,
+  // and an Unstage colocated with it, whose outputs are returned. A Run of
+  // the Stage must precede each Run that needs the batch: the caller runs it
+  // once ahead (models/training/batch_stager.h), so the next batch's dequeue
+  // (and its copy to a GPU, where the Unstage is placed on one) overlaps the
+  // step that uses the current batch.
+  bool stage = false;
 };
 
 // Enqueues one element of `tensors` per step (the runner's threads) into a
 // FIFOQueue or RandomShuffleQueue and dequeues batch_size of them; returns
-// the batched tensor names.
+// the batched tensor names (the Unstage's outputs when `stage`).
 absl::StatusOr<std::vector<std::string>> AddBatch(InputGraph* in, const std::vector<TensorSpec>& tensors,
                                                   const BatchOptions& options);
 

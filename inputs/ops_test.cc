@@ -2,7 +2,7 @@
 // cancelled by its step's failure), readers over real files with state
 // save/restore, TextWindowReader (windows, epochs, seeded shuffle, shards,
 // restore, bad attrs), ReaderReadUpTo, ParseExample, DecodeRaw, DecodeCSV,
-// ShuffleForEpoch and the image ops.
+// ShuffleForEpoch, the image ops, and Stage/Unstage (alone and in a staged batch).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -126,6 +126,95 @@ TEST_F(OpsTest, DequeueShapesComeFromTheQueuesDeclaredShapes) {
   EXPECT_EQ(shape("one", 0), "[28,28,1]");
   EXPECT_EQ(shape("one", 1), "[]");
   EXPECT_EQ(shape("unknown", 0), "<unknown>");
+}
+
+// Stage and Unstage share an area by (container, shared_name): a Run of the
+// Stage puts a tuple, a later Run's Unstage takes the oldest; neither waits.
+TEST_F(OpsTest, StageAndUnstageHandTuplesOverBetweenRunsInOrder) {
+  const std::vector<DataType> types = {DT_INT32, DT_FLOAT};
+  in.AddNode("x", "Placeholder", {}, {{"dtype", MakeAttr(DT_INT32)}});
+  in.AddNode("y", "Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}});
+  const std::map<std::string, AttrValue> area = {{"dtypes", MakeAttr(types)},
+                                                 {"container", MakeAttr(in.container)},
+                                                 {"shared_name", MakeAttr("area")}};
+  std::map<std::string, AttrValue> stage_attrs = area;
+  stage_attrs["capacity"] = MakeAttr(int64_t{2});
+  in.AddNode("stage", "Stage", {"x", "y"}, stage_attrs);
+  in.AddNode("unstage", "Unstage", {}, area);
+  Create();
+  auto empty = Run({"unstage:0"});
+  ASSERT_TRUE(absl::IsFailedPrecondition(empty.status())) << empty.status();
+  EXPECT_TRUE(absl::StrContains(empty.status().message(), "staging area 'area' is empty")) << empty.status();
+  for (int i = 1; i <= 2; ++i) {
+    ASSERT_TRUE(Run({}, {"stage"}, {{"x", Tensor::Scalar<int32_t>(i)}, {"y", Tensor::Scalar<float>(i * 0.5f)}}).ok());
+  }
+  auto full = Run({}, {"stage"}, {{"x", Tensor::Scalar<int32_t>(3)}, {"y", Tensor::Scalar<float>(1.5f)}});
+  ASSERT_TRUE(absl::IsFailedPrecondition(full.status())) << full.status();
+  EXPECT_TRUE(absl::StrContains(full.status().message(), "capacity of 2")) << full.status();
+  for (int i = 1; i <= 2; ++i) {
+    auto got = Run({"unstage:0", "unstage:1"});
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].scalar<int32_t>(), i);
+    EXPECT_EQ((*got)[1].scalar<float>(), i * 0.5f);
+  }
+  EXPECT_TRUE(absl::IsFailedPrecondition(Run({"unstage:0"}).status()));
+}
+
+TEST_F(OpsTest, StagingNodesNeedASharedNameAndTheAreasDtypes) {
+  in.AddNode("x", "Placeholder", {}, {{"dtype", MakeAttr(DT_INT32)}});
+  in.AddNode("unnamed", "Stage", {"x"},
+             {{"dtypes", MakeAttr(std::vector<DataType>{DT_INT32})}, {"container", MakeAttr(in.container)}});
+  in.AddNode("stage", "Stage", {"x"},
+             {{"dtypes", MakeAttr(std::vector<DataType>{DT_INT32})},
+              {"container", MakeAttr(in.container)},
+              {"shared_name", MakeAttr("area")}});
+  in.AddNode("floats", "Unstage", {},
+             {{"dtypes", MakeAttr(std::vector<DataType>{DT_FLOAT})},
+              {"container", MakeAttr(in.container)},
+              {"shared_name", MakeAttr("area")}});
+  Create();
+  auto unnamed = Run({}, {"unnamed"}, {{"x", Tensor::Scalar<int32_t>(1)}});
+  ASSERT_TRUE(absl::IsInvalidArgument(unnamed.status())) << unnamed.status();
+  EXPECT_TRUE(absl::StrContains(unnamed.status().message(), "shared_name")) << unnamed.status();
+  ASSERT_TRUE(Run({}, {"stage"}, {{"x", Tensor::Scalar<int32_t>(1)}}).ok());
+  auto floats = Run({"floats:0"});
+  ASSERT_TRUE(absl::IsInvalidArgument(floats.status())) << floats.status();
+  EXPECT_TRUE(absl::StrContains(floats.status().message(), "holds (int32), not (float)")) << floats.status();
+}
+
+// AddBatch with `stage`: the batch reaches its consumers through the Unstage,
+// one Run of the stage op ahead, with the dequeued batch's shapes, and the
+// Unstage is colocated with its Stage (_class).
+TEST_F(OpsTest, AStagedBatchArrivesThroughTheUnstageOneStageRunAhead) {
+  in.AddConst("values", Tensor::FromVector<int32_t>({0, 1, 2, 3, 4, 5, 6, 7}));
+  BatchOptions o;
+  o.scope = "batch";
+  o.batch_size = 2;
+  o.capacity = 8;
+  o.enqueue_many = true;
+  o.stage = true;
+  auto batched = AddBatch(&in, {{"values", DT_INT32, TensorShape()}}, o);
+  ASSERT_TRUE(batched.ok()) << batched.status();
+  ASSERT_EQ(in.stage_ops, std::vector<std::string>{"batch/stage"});
+  EXPECT_EQ((*batched)[0], "batch/unstage:0");
+  for (const NodeDef& n : graph.node()) {
+    if (n.name() == "batch/unstage") EXPECT_EQ(n.attr().at("_class").s(), "loc:@batch/stage");
+  }
+  auto g = GraphFromGraphDef(graph);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ShapeRefiner refiner;
+  ASSERT_TRUE(refiner.InferShapes(**g).ok());
+  EXPECT_EQ(refiner.OutputShape((*g)->FindNode("batch/unstage"), 0).DebugString(), "[2]");
+  Create();
+  ASSERT_TRUE(Run({}, {in.runners[0].enqueue_op_names[0]}).ok());
+  ASSERT_TRUE(Run({}, {"batch/stage"}).ok());
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_TRUE(Run({}, {"batch/stage"}).ok());  // the next batch, beside this step
+    auto got = Run({(*batched)[0]});
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].data<int32_t>()[0], 2 * step);
+    EXPECT_EQ((*got)[0].data<int32_t>()[1], 2 * step + 1);
+  }
 }
 
 TEST_F(OpsTest, AStepWithABlockedDequeueEndsWhenAnotherNodeFails) {

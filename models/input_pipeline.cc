@@ -26,6 +26,7 @@ int32_t DefaultQueueCapacity(int64_t batch_size) {
 // shuffle buffer when `shuffle`, else a FIFO queue of DefaultQueueCapacity.
 void SizeBatchQueue(const config::Input::Pipeline& p, const PipelineOptions& options, bool shuffle,
                     BatchOptions* batch) {
+  batch->stage = options.stage_batches;
   batch->shuffle = shuffle;
   if (shuffle) {
     batch->capacity = static_cast<int32_t>(p.shuffle().capacity());
@@ -620,6 +621,9 @@ absl::Status BuildInputPipeline(const config::Input::Pipeline& p, const Pipeline
   if (!s.ok()) return s;
   out->runners = in.runners;
   out->init_ops = in.init_ops;
+  if (in.stage_ops.size() > 1) return absl::InternalError("the input pipeline staged more than one batch queue");
+  out->stage_op = in.stage_ops.empty() ? "" : in.stage_ops[0];
+  if (!out->stage_op.empty()) absl::StrAppend(&out->description, ", each staged a step ahead");
   out->num_shards = std::max(1, options.num_shards);
   return absl::OkStatus();
 }

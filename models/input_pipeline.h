@@ -76,6 +76,9 @@ struct InputPipeline {
   bool exact_order = false;
   std::vector<QueueRunnerDef> runners;
   std::vector<std::string> init_ops;
+  // With PipelineOptions::stage_batches: the target that stages the next
+  // batch (the features read the batch staged before). "" otherwise.
+  std::string stage_op;
   std::string queue_size;     // scalar int32 tensor: elements in the batch queue
   int64_t queue_capacity = 0;
   int64_t queue_bytes_per_example = 0;  // one element of the batch queue, for the memory estimate
@@ -102,6 +105,10 @@ struct PipelineOptions {
   // i % num_shards == shard_index (of each epoch's order).
   int num_shards = 1;
   int shard_index = 0;
+  // The batch passes through a staging area (inputs/input_builders.h,
+  // BatchOptions::stage): InputPipeline::stage_op must run once before each
+  // step's Run, which models/training/batch_stager.h does one step ahead.
+  bool stage_batches = false;
   // Text sources: map words with these (the train pipeline's
   // InputPipeline::vocabulary) instead of building a vocabulary.
   std::vector<std::string> vocabulary;

@@ -52,7 +52,8 @@ std::string VariableKey(const Node* node) {
 
 std::vector<std::string> TrainingStepRoots(const TrainingGraph& tg) {
   std::vector<std::string> roots;
-  for (const std::string* tensor : {&tg.train_op, &tg.loss}) {
+  // A staged batch crosses to its device in the Run beside the step: one per step too.
+  for (const std::string* tensor : {&tg.train_op, &tg.loss, &tg.train_input.stage_op}) {
     if (!tensor->empty() && !NodeOf(*tensor).empty()) roots.push_back(NodeOf(*tensor));
   }
   return roots;

@@ -53,7 +53,8 @@ struct PlacementPlan {
 };
 
 // The nodes of one training step: what the loop's train op and loss need,
-// which it fetches every step. The gradients' global norm and the training
+// which it fetches every step, and a staged input's stage op, which runs
+// beside every step. The gradients' global norm and the training
 // metrics are fetched on summary steps only (SummaryHook), so their nodes are
 // not counted, unless the train op needs them (clip_global_norm). Counting
 // them showed every gradient crossing from a GPU to the CPU "per step" (the

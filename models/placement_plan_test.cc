@@ -126,8 +126,9 @@ TEST_F(PlacementPlanTest, PrintsOneLinePerDeviceAndPerLink) {
   EXPECT_THAT(out.str(), HasSubstr("    CPU:0 -> CPU:1  1 tensor, 256.0 KiB per step\n"));
 }
 
-// What a training step fetches every step: the train op and the loss, not
-// the global norm and metrics of summary steps.
+// What a training step fetches every step: the train op and the loss (and
+// the staging Run's stage op), not the global norm and metrics of summary
+// steps.
 TEST(TrainingStepRoots, AreTheTrainOpAndTheLoss) {
   TrainingGraph tg;
   tg.train_op = "train/apply";
@@ -137,6 +138,9 @@ TEST(TrainingStepRoots, AreTheTrainOpAndTheLoss) {
   EXPECT_EQ(TrainingStepRoots(tg), (std::vector<std::string>{"train/apply", "loss/mean"}));
   tg.loss.clear();
   EXPECT_EQ(TrainingStepRoots(tg), (std::vector<std::string>{"train/apply"}));
+  // A staged batch is dequeued (and copied) in the Run beside each step.
+  tg.train_input.stage_op = "input/train/batch/stage";
+  EXPECT_EQ(TrainingStepRoots(tg), (std::vector<std::string>{"train/apply", "input/train/batch/stage"}));
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
   train_options.deterministic = e.train().deterministic();
   train_options.num_shards = std::max(1, replica.num_replicas);
   train_options.shard_index = replica.replica_index;
+  train_options.stage_batches = replica.stage_batches;
   absl::Status s = BuildInputPipeline(e.input().train(), train_options, &input_def, &out->train_input);
   if (!s.ok()) {
     errors->Add(loaded.Where(e.input(), "train"), std::string(s.message()));

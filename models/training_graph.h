@@ -82,6 +82,9 @@ struct ReplicaOptions {
   int replica_index = 0;   // this worker: reads training records i with i % num_replicas == replica_index
   bool sync = false;       // else async: each worker applies its own gradients
   int replicas_to_aggregate = 0;  // sync; 0: num_replicas
+  // The training batch passes through a staging area
+  // (PipelineOptions::stage_batches; TrainingGraph::train_input.stage_op).
+  bool stage_batches = false;
 };
 
 // Builds the graph. Config errors go to `errors` (and the result is then

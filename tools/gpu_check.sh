@@ -11,7 +11,9 @@
 #   5. threads (not in the default set): Sluice alone, all four configurations, at each
 #      devices.intra_op_threads of ${THREADS:-1 2 4 $(nproc)} (tools/gpu_ab.py: ms per step,
 #      ${ROUNDS:-3} rounds with the settings interleaved; single rounds moved by 25% there);
-#   6. trace (not in the default set): three traced steps (250-252) of fashion_mlp and of
+#   6. staging (not in the default set): the same A/B for input.train.stage_next_batch true
+#      (each batch dequeued and copied to the GPU beside the step before) and false;
+#   7. trace (not in the default set): three traced steps (250-252) of fashion_mlp and of
 #      fashion_cnn at batch ${TRACE_BATCH:-128} on the GPU, summarized by tools/trace_summary.py
 #      (host time per device and op, idle time between nodes); with TRACE_DEVICE_TIME=1
 #      (train --trace_device_time, one inter-op thread so that records do not overlap) each
@@ -74,6 +76,14 @@ for check in "${checks[@]}"; do
       BUNDLE="$BUNDLE" timeout $((60 + 60 * ${ROUNDS:-3})) python3 tools/gpu_ab.py --rounds "${ROUNDS:-3}" \
         --models cnn,mlp "${variants[@]}" 2>&1
       rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=(threads) ;;
+    staging)
+      # The next batch staged beside each step (the default with a GPU) against dequeued in
+      # the step, interleaved round by round by tools/gpu_ab.py.
+      step "staging: input.train.stage_next_batch true / false"
+      BUNDLE="$BUNDLE" timeout $((60 + 60 * ${ROUNDS:-3})) python3 tools/gpu_ab.py --rounds "${ROUNDS:-3}" \
+        --models cnn,mlp 'staged --set input.train.stage_next_batch=true' \
+        'in_step --set input.train.stage_next_batch=false' 2>&1
+      rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=(staging) ;;
     trace)
       device_time=()
       if [[ "${TRACE_DEVICE_TIME:-0}" == 1 ]]; then
@@ -95,7 +105,7 @@ for check in "${checks[@]}"; do
         fi
       done ;;
     *)
-      echo "gpu_check: unknown check '$check' (tests, mlp, cnn, bench, trace)"
+      echo "gpu_check: unknown check '$check' (tests, mlp, cnn, bench, threads, staging, trace)"
       failures+=("$check") ;;
   esac
 done

@@ -604,6 +604,17 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
       return kExitBadConfig;
     }
   }
+  // A single process with a GPU stages each training batch a step ahead (its
+  // host threads mostly wait for the GPU meanwhile); one without does not
+  // (the dequeue would take cores from the step's kernels: docs/PERFORMANCE.md,
+  // "Session 42"), unless the config says otherwise.
+  const config::Input::Pipeline& train_pipeline = e.input().train();
+  bool local_gpu = false;
+  if (!in_cluster) {
+    for (const auto& device : DeviceMgr::Local()->devices()) local_gpu |= device->device_type() == kDeviceGpu;
+  }
+  replica_options.stage_batches =
+      !in_cluster && (train_pipeline.has_stage_next_batch() ? train_pipeline.stage_next_batch() : local_gpu);
   s = models::BuildTrainingGraph(loaded, &tg, &errors, replica_options);
   if (!errors.empty()) {
     for (const std::string& line : errors.lines()) err << line << "\n";
@@ -1057,6 +1068,7 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   loop_options.learning_rate = [&e, total](int64_t at) { return models::LearningRateAt(e.optimizer(), total, at); };
   loop_options.examples_per_step = batch;
   loop_options.step_tensor = tg.step_tensor;
+  loop_options.stage_op = tg.train_input.stage_op;
   if (chief && !tg.chief_train_op.empty()) {
     loop_options.train_op = tg.chief_train_op;
     loop_options.step_tensor = tg.chief_train_op + ":0";

@@ -3,7 +3,9 @@
 // includes the copies), for empty, tiny, odd-length (the one-pixel tail) and
 // batch-sized images and two scales; the outputs must be equal bit for bit
 // (both compute float(pixel) * scale in float32). Without a GPU every test
-// prints "SKIP: no GPU" and passes.
+// prints "SKIP: no GPU" and passes. Also a staged batch on the GPU (Stage
+// and Unstage, inputs/gpu/staging_ops_gpu.cc): tuples staged by earlier Runs
+// (their _Recv copies) come out of later ones in order, converted on the GPU.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -76,6 +78,57 @@ TEST(ImageToFloatGpu, MatchesTheCpuKernelBitForBit) {
       CheckImageToFloat(shape, scale);
     }
   }
+}
+
+// The staging area a training input uses beside a GPU step: the Stage on
+// GPU:0 (its inputs copied there by _Recv), the Unstage colocated by _class,
+// ImageToFloat on the GPU after it; an int32 component (host memory on a GPU)
+// goes through too.
+TEST(StagingGpu, StagedTuplesComeOutOfLaterRunsInOrder) {
+  SLUICE_SKIP_WITHOUT_GPU();
+  const std::vector<DataType> types = {DT_UINT8, DT_INT64, DT_INT32};
+  GraphDefBuilder b;
+  b.Node("pixels", "Placeholder", {}, {{"dtype", MakeAttr(DT_UINT8)}});
+  b.Node("labels", "Placeholder", {}, {{"dtype", MakeAttr(DT_INT64)}});
+  b.Node("count", "Placeholder", {}, {{"dtype", MakeAttr(DT_INT32)}});
+  b.Node("stage", "Stage", {"pixels", "labels", "count"},
+         {{"dtypes", MakeAttr(types)}, {"shared_name", MakeAttr("staged_on_gpu")}});
+  b.Node("unstage", "Unstage", {},
+         {{"dtypes", MakeAttr(types)}, {"shared_name", MakeAttr("staged_on_gpu")}, {"_class", MakeAttr("loc:@stage")}});
+  b.Node("converted", "ImageToFloat", {"unstage:0"}, {{"scale", MakeAttr(1.0f)}});
+  GraphDef g = b.graph();
+  for (NodeDef& n : *g.mutable_node()) {
+    if (n.name() == "stage" || n.name() == "converted") n.set_device(kGpu);
+    if (n.op() == "Placeholder") n.set_device(kCpu);
+  }
+  SessionOptions options;
+  options.allow_soft_placement = false;
+  auto session = NewSession(options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Create(g).ok());
+  std::vector<Tensor> batches;
+  for (uint32_t k = 0; k < 2; ++k) {
+    batches.push_back(RandomPixels(TensorShape({64, 28, 28, 1}), 7 + k));
+    std::vector<Tensor> none;
+    absl::Status s = (*session)->Run({{"pixels", batches.back()},
+                                      {"labels", Tensor::FromVector<int64_t>({int64_t{10} + k, int64_t{20} + k})},
+                                      {"count", Tensor::Scalar<int32_t>(static_cast<int32_t>(100 + k))}},
+                                     {}, {"stage"}, &none);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  for (uint32_t k = 0; k < 2; ++k) {
+    std::vector<Tensor> out;
+    absl::Status s = (*session)->Run({}, {"converted:0", "unstage:1", "unstage:2"}, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_EQ(out[0].shape(), batches[k].shape());
+    for (int64_t i = 0; i < out[0].NumElements(); ++i) {
+      ASSERT_EQ(out[0].data<float>()[i], static_cast<float>(batches[k].data<uint8_t>()[i])) << "batch " << k << " " << i;
+    }
+    EXPECT_EQ(out[1].data<int64_t>()[1], int64_t{20} + k);
+    EXPECT_EQ(out[2].scalar<int32_t>(), static_cast<int32_t>(100 + k));
+  }
+  std::vector<Tensor> out;
+  EXPECT_FALSE((*session)->Run({}, {"unstage:2"}, {}, &out).ok());  // empty: an error, not a wait
 }
 
 }  // namespace

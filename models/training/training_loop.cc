@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "models/training/batch_stager.h"
 
 namespace sluice {
 namespace training {
@@ -34,6 +35,16 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
     }
   }
 
+  // A failed Run of the stage op: the input's end (OutOfRange) unless a hook
+  // knows the input failed.
+  auto staging_failure = [&hooks](absl::Status s) {
+    if (!absl::IsOutOfRange(s)) return absl::Status(s.code(), absl::StrCat("staging the next batch: ", s.message()));
+    for (const TrainingHook* hook : hooks) {
+      const absl::Status input = hook->InputFailure();
+      if (!input.ok()) return input;
+    }
+    return s;
+  };
   int64_t step = start.step;
   LoopControl control;
   std::vector<StepArgs> args(hooks.size());
@@ -41,7 +52,22 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
   std::vector<Tensor> fetched;
   bool failed = false;
   end.reason = LoopStop::kLastStep;
-  while (step < start.last_step) {
+  std::unique_ptr<BatchStager> stager;
+  if (!options.stage_op.empty() && step < start.last_step) {
+    stager = std::make_unique<BatchStager>(session, options.stage_op);
+    const absl::Status staged = stager->StageNow();
+    if (!staged.ok()) {
+      const absl::Status why = staging_failure(staged);
+      if (absl::IsOutOfRange(why)) {
+        end.reason = LoopStop::kInputEnded;
+      } else {
+        end.reason = LoopStop::kStepFailed;
+        end.status = why;
+        failed = true;
+      }
+    }
+  }
+  while (end.reason == LoopStop::kLastStep && !failed && step < start.last_step) {
     StepInfo info;
     info.step = step + 1;
     info.previous_step = step;
@@ -71,8 +97,12 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
     RunMetadata metadata;
     const absl::Time step_start = absl::Now();
     if (options.in_step != nullptr) options.in_step->store(true);
+    // The next step's batch, unless this step is the last.
+    const bool stage_next = stager != nullptr && info.step < start.last_step;
+    if (stage_next) stager->Start();
     absl::Status s = session->Run(run_options, feeds, fetches, {options.train_op}, &fetched, &metadata);
     if (options.in_step != nullptr) options.in_step->store(false);
+    const absl::Status staged = stage_next ? stager->Wait() : absl::OkStatus();
     if (absl::IsOutOfRange(s)) {
       for (const TrainingHook* hook : hooks) {
         const absl::Status input = hook->InputFailure();
@@ -148,6 +178,17 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
       }
     }
     if (failed || control.stop_requested()) break;
+    if (!staged.ok()) {
+      const absl::Status why = staging_failure(staged);
+      if (absl::IsOutOfRange(why)) {
+        end.reason = LoopStop::kInputEnded;
+      } else {
+        end.reason = LoopStop::kStepFailed;
+        end.status = why;
+        failed = true;
+      }
+      break;
+    }
   }
   if (control.stop_requested() && !failed) {
     end.reason = LoopStop::kRequested;

@@ -5,6 +5,7 @@
 //
 // One step is one Session::Run that feeds the learning rate, fetches the loss (first) and
 // every hook's fetches, and runs the train op. A step whose loss is not finite fails the run.
+// With a stage op, a second Run beside each step stages the next step's batch.
 // The loop prints nothing: hooks report, and the caller reads the returned LoopEnd.
 //
 //   std::vector<TrainingHook*> hooks = {&progress, &summaries, &checkpoints, &eval, ...};
@@ -47,6 +48,12 @@ struct TrainingLoopOptions {
   // signal came while it waited; the loop then ends as preempted after the
   // last completed step (so its End hooks checkpoint that step).
   std::function<bool()> abandoned_for_stop;
+  // The training input's stage op (models/input_pipeline.h), "" for none:
+  // the loop stages the first batch before its first step and the next one
+  // beside every step (batch_stager.h). A staging Run that finds the input
+  // at its end ends the loop after the step it ran beside, whose batch was
+  // staged before.
+  std::string stage_op;
 };
 
 // Runs the loop from `start` (see hook.h for the order of the hooks' calls). Never fails

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "models/training/fake_session.h"
 
@@ -269,6 +270,135 @@ TEST_F(TrainingLoopTest, OutOfRangeAfterTheInputFailedIsThatFailure) {
   EXPECT_EQ(end.status.message(), "bad record");
   EXPECT_EQ(end.step, 2);
   EXPECT_FALSE(end.succeeded());
+}
+
+// With a stage op the loop stages the first batch before the first step, then
+// the next batch beside every step but the last (BatchStager): step k's Run
+// waits here for the staging Run of batch k + 1 to begin, which only a Run
+// beside it (not after it) can do.
+TEST_F(TrainingLoopTest, AStageOpRunsBeforeTheFirstStepAndBesideEachStepButTheLast) {
+  options_.stage_op = "stage";
+  absl::Mutex mu;
+  std::vector<std::string> order;
+  int stages = 0;
+  absl::Notification stage_began[5];
+  bool overlapped = true;
+  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+    if (call.targets == std::vector<std::string>{"stage"}) {
+      int k;
+      {
+        absl::MutexLock lock(&mu);
+        k = ++stages;
+        order.push_back(absl::StrCat("stage", k));
+      }
+      if (k < 5) stage_began[k].Notify();
+      return absl::OkStatus();
+    }
+    int step;
+    {
+      absl::MutexLock lock(&mu);
+      step = static_cast<int>(std::count_if(order.begin(), order.end(),
+                                            [](const std::string& e) { return absl::StartsWith(e, "step"); })) + 1;
+      order.push_back(absl::StrCat("step", step));
+    }
+    if (step < 3 && !stage_began[step + 1].WaitForNotificationWithTimeout(absl::Seconds(10))) {
+      absl::MutexLock lock(&mu);
+      overlapped = false;
+    }
+    out->push_back(Tensor::Scalar<float>(0.5f));
+    return absl::OkStatus();
+  });
+  RecordingHook a("a", &log_);
+  LoopEnd end = Run(0, 3, {&a});
+  EXPECT_EQ(end.reason, LoopStop::kLastStep);
+  EXPECT_TRUE(end.succeeded()) << end.status;
+  EXPECT_EQ(end.steps_run, 3);
+  EXPECT_TRUE(overlapped);
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(stages, 3);  // batches 1, 2 and 3
+  ASSERT_FALSE(order.empty());
+  EXPECT_EQ(order[0], "stage1");
+  EXPECT_EQ(order.back(), "step3");
+}
+
+// The staging Run beside step k finds the input at its end: step k (whose
+// batch was staged before) still counts and reaches every hook, then the loop
+// ends as the input's end, as a step's own OutOfRange would end it.
+TEST_F(TrainingLoopTest, AStagingRunAtTheInputsEndEndsTheLoopAfterTheStepBesideIt) {
+  options_.stage_op = "stage";
+  std::atomic<int> stages{0};
+  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+    if (call.targets == std::vector<std::string>{"stage"}) {
+      return ++stages == 3 ? absl::OutOfRangeError("queue closed and empty") : absl::OkStatus();
+    }
+    out->push_back(Tensor::Scalar<float>(0.5f));
+    return absl::OkStatus();
+  });
+  RecordingHook a("a", &log_);
+  LoopEnd end = Run(0, 10, {&a});
+  EXPECT_EQ(end.reason, LoopStop::kInputEnded);
+  EXPECT_TRUE(end.succeeded()) << end.status;
+  EXPECT_EQ(end.step, 2);
+  EXPECT_EQ(end.steps_run, 2);
+  EXPECT_NE(std::find(log_.begin(), log_.end(), "a:AfterStep:2"), log_.end());
+  EXPECT_EQ(log_[log_.size() - 2], "a:End:2");
+}
+
+TEST_F(TrainingLoopTest, AnInputThatEndsBeforeTheFirstBatchRunsNoStep) {
+  options_.stage_op = "stage";
+  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+    if (call.targets == std::vector<std::string>{"stage"}) return absl::OutOfRangeError("queue closed and empty");
+    out->push_back(Tensor::Scalar<float>(0.5f));
+    return absl::OkStatus();
+  });
+  RecordingHook a("a", &log_);
+  LoopEnd end = Run(4, 10, {&a});
+  EXPECT_EQ(end.reason, LoopStop::kInputEnded);
+  EXPECT_TRUE(end.succeeded()) << end.status;
+  EXPECT_EQ(end.steps_run, 0);
+  EXPECT_EQ(end.step, 4);
+  EXPECT_EQ(session_.CallsWithTarget("train").size(), 0u);
+  EXPECT_EQ(log_, (std::vector<std::string>{"a:Begin:4", "a:End:4", "a:Close:4"}));
+}
+
+// A staging Run's other failures fail the run after the step beside it, and
+// say where they came from; an OutOfRange after the input failed is that
+// failure, as for a step.
+TEST_F(TrainingLoopTest, AFailedStagingRunFailsTheRunAfterTheStepBesideIt) {
+  options_.stage_op = "stage";
+  std::atomic<int> stages{0};
+  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+    if (call.targets == std::vector<std::string>{"stage"}) {
+      return ++stages == 2 ? absl::ResourceExhaustedError("out of pinned memory") : absl::OkStatus();
+    }
+    out->push_back(Tensor::Scalar<float>(0.5f));
+    return absl::OkStatus();
+  });
+  RecordingHook a("a", &log_);
+  LoopEnd end = Run(0, 10, {&a});
+  EXPECT_EQ(end.reason, LoopStop::kStepFailed);
+  EXPECT_TRUE(absl::IsResourceExhausted(end.status)) << end.status;
+  EXPECT_EQ(end.status.message(), "staging the next batch: out of pinned memory");
+  EXPECT_EQ(end.step, 1);
+  EXPECT_EQ(end.steps_run, 1);
+
+  class FailedInput : public TrainingHook {
+   public:
+    absl::Status InputFailure() const override { return absl::InvalidArgumentError("bad record"); }
+  };
+  stages = 0;
+  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+    if (call.targets == std::vector<std::string>{"stage"}) {
+      return ++stages == 2 ? absl::OutOfRangeError("queue closed and empty") : absl::OkStatus();
+    }
+    out->push_back(Tensor::Scalar<float>(0.5f));
+    return absl::OkStatus();
+  });
+  FailedInput input;
+  end = Run(0, 10, {&input});
+  EXPECT_EQ(end.reason, LoopStop::kStepFailed);
+  EXPECT_EQ(end.status.message(), "bad record");
+  EXPECT_EQ(end.steps_run, 1);
 }
 
 TEST_F(TrainingLoopTest, AFailedStepSkipsEndButClosesEveryHook) {

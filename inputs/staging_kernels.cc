@@ -1,0 +1,105 @@
+// Stage, Unstage and their StagingArea (staging_kernels.h); registers the CPU
+// kernels.
+#include "inputs/staging_kernels.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace sluice {
+namespace {
+
+std::string DtypeList(const DataTypeVector& dtypes) {
+  std::vector<std::string> names;
+  for (DataType t : dtypes) names.push_back(DataTypeString(t));
+  return absl::StrCat("(", absl::StrJoin(names, ", "), ")");
+}
+
+}  // namespace
+
+absl::Status StagingArea::CheckDtypes(const DataTypeVector& dtypes, const std::string& node) const {
+  if (dtypes == dtypes_) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("node '", node, "': staging area '", name_, "' holds ",
+                                                 DtypeList(dtypes_), ", not ", DtypeList(dtypes)));
+}
+
+absl::Status StagingArea::Put(std::vector<Tensor> values) {
+  absl::MutexLock lock(&mu_);
+  if (static_cast<int64_t>(tuples_.size()) >= capacity_) {
+    return absl::FailedPreconditionError(absl::StrCat("staging area '", name_, "' already holds its capacity of ",
+                                                      capacity_, " staged tuples: nothing unstaged them"));
+  }
+  tuples_.push_back(std::move(values));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Tensor>> StagingArea::Take() {
+  absl::MutexLock lock(&mu_);
+  if (tuples_.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "staging area '", name_, "' is empty: its Stage op must run (in an earlier Run) before each Unstage"));
+  }
+  std::vector<Tensor> values = std::move(tuples_.front());
+  tuples_.pop_front();
+  return values;
+}
+
+int64_t StagingArea::size() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(tuples_.size());
+}
+
+std::string StagingArea::DebugString() const {
+  return absl::StrCat("StagingArea '", name_, "' of ", DtypeList(dtypes_), ", ", size(), " of ", capacity_, " staged");
+}
+
+StagingOpBase::StagingOpBase(OpKernelConstruction* ctx) : OpKernel(ctx) {
+  OP_REQUIRES_OK(ctx, rn_.Read(ctx));
+  std::string shared_name;
+  OP_REQUIRES_OK(ctx, ctx->GetAttr("shared_name", &shared_name));
+  OP_REQUIRES(ctx, !shared_name.empty(),
+              absl::InvalidArgumentError(absl::StrCat(NodeContext(ctx->def()),
+                                                      "attr 'shared_name' must name the staging area (its Stage and "
+                                                      "Unstage nodes are different nodes)")));
+  std::vector<DataType> dtypes;
+  OP_REQUIRES_OK(ctx, ctx->GetAttr("dtypes", &dtypes));
+  dtypes_.assign(dtypes.begin(), dtypes.end());
+  if (FindAttr(ctx->def(), "capacity") != nullptr) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("capacity", &capacity_));
+    OP_REQUIRES(ctx, capacity_ >= 1,
+                absl::InvalidArgumentError(absl::StrCat(NodeContext(ctx->def()), "attr 'capacity' must be at least 1, got ",
+                                                        capacity_)));
+  }
+}
+
+absl::StatusOr<std::shared_ptr<StagingArea>> StagingOpBase::Area(OpKernelContext* ctx) const {
+  auto area = ctx->resource_manager()->LookupOrCreate<StagingArea>(
+      rn_.container, rn_.name, [this]() -> absl::StatusOr<std::shared_ptr<StagingArea>> {
+        return std::make_shared<StagingArea>(rn_.name, dtypes_, capacity_);
+      });
+  if (!area.ok()) return area.status();
+  absl::Status s = (*area)->CheckDtypes(dtypes_, name());
+  if (!s.ok()) return s;
+  return area;
+}
+
+void StageOp::Compute(OpKernelContext* ctx) {
+  auto area = Area(ctx);
+  OP_REQUIRES_OK(ctx, area.status());
+  std::vector<Tensor> values;
+  values.reserve(ctx->num_inputs());
+  for (int i = 0; i < ctx->num_inputs(); ++i) values.push_back(ctx->input(i));
+  OP_REQUIRES_OK(ctx, (*area)->Put(std::move(values)));
+}
+
+void UnstageOp::Compute(OpKernelContext* ctx) {
+  auto area = Area(ctx);
+  OP_REQUIRES_OK(ctx, area.status());
+  auto values = (*area)->Take();
+  OP_REQUIRES_OK(ctx, values.status());
+  for (int i = 0; i < ctx->num_outputs(); ++i) ctx->set_output(i, std::move((*values)[i]));
+}
+
+REGISTER_KERNEL_BUILDER(Name("Stage").Device(kDeviceCpu), StageOp);
+REGISTER_KERNEL_BUILDER(Name("Unstage").Device(kDeviceCpu), UnstageOp);
+
+}  // namespace sluice

@@ -1,0 +1,76 @@
+// The kernels of Stage and Unstage (staging_ops.cc) and the StagingArea they
+// share, for every device type: they only hold references to tensors, never
+// touch their bytes, so the same code serves the CPU (staging_kernels.cc
+// registers it) and a GPU (gpu/staging_ops_gpu.cc), where the staged tensors
+// are device buffers filled by the _Recv copies of the Run that staged them.
+// Thread safety: a StagingArea may be used by concurrent Runs (its mutex).
+#ifndef SLUICE_INPUTS_STAGING_KERNELS_H_
+#define SLUICE_INPUTS_STAGING_KERNELS_H_
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "engine/framework/op_kernel.h"
+#include "engine/framework/resource_mgr.h"
+#include "inputs/resource_handle.h"
+
+namespace sluice {
+
+// A FIFO of tensor tuples of fixed dtypes, at most `capacity` of them.
+class StagingArea : public ResourceBase {
+ public:
+  StagingArea(std::string name, DataTypeVector dtypes, int64_t capacity)
+      : name_(std::move(name)), dtypes_(std::move(dtypes)), capacity_(capacity) {}
+
+  // Errors: a tuple of other dtypes (InvalidArgument), a full area
+  // (FailedPrecondition: nothing unstaged since the last `capacity` Stages).
+  absl::Status Put(std::vector<Tensor> values);
+  // The oldest tuple. Errors: an empty area (FailedPrecondition: a step that
+  // unstages ran before the Run that stages its batch).
+  absl::StatusOr<std::vector<Tensor>> Take();
+  // Errors: a Stage or Unstage node that declares other dtypes than the node
+  // that created the area.
+  absl::Status CheckDtypes(const DataTypeVector& dtypes, const std::string& node) const;
+  int64_t size() const;
+  std::string DebugString() const override;
+
+ private:
+  const std::string name_;
+  const DataTypeVector dtypes_;
+  const int64_t capacity_;
+  mutable absl::Mutex mu_;
+  std::deque<std::vector<Tensor>> tuples_ ABSL_GUARDED_BY(mu_);
+};
+
+// Shared by both ops: the area named by the node's container and shared_name
+// (required: the Stage and the Unstage of one area are different nodes).
+class StagingOpBase : public OpKernel {
+ public:
+  explicit StagingOpBase(OpKernelConstruction* ctx);
+
+ protected:
+  absl::StatusOr<std::shared_ptr<StagingArea>> Area(OpKernelContext* ctx) const;
+  ResourceName rn_;
+  DataTypeVector dtypes_;
+  int64_t capacity_ = 2;
+};
+
+class StageOp : public StagingOpBase {
+ public:
+  using StagingOpBase::StagingOpBase;
+  void Compute(OpKernelContext* ctx) override;
+  bool IsExpensive() const override { return false; }
+};
+
+class UnstageOp : public StagingOpBase {
+ public:
+  using StagingOpBase::StagingOpBase;
+  void Compute(OpKernelContext* ctx) override;
+  bool IsExpensive() const override { return false; }
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_INPUTS_STAGING_KERNELS_H_

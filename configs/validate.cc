@@ -395,7 +395,7 @@ class Validator {
       }
     }
     if (p.has_text()) CheckText(p.text());
-    if (field == "eval" && p.has_stage_next_batch()) {
+    if (field == "eval" && p.stage_next_batch()) {
       Error(p, "stage_next_batch", -1, "stage_next_batch is for input.train (evaluation does not stage its batches)");
     }
     Size(p, "batch_size", p.batch_size(), "batch_size");

@@ -23,6 +23,12 @@ absl::Status StagingArea::CheckDtypes(const DataTypeVector& dtypes, const std::s
 }
 
 absl::Status StagingArea::Put(std::vector<Tensor> values) {
+  DataTypeVector dtypes;
+  for (const Tensor& t : values) dtypes.push_back(t.dtype());
+  if (dtypes != dtypes_) {
+    return absl::InvalidArgumentError(absl::StrCat("staging area '", name_, "' holds ", DtypeList(dtypes_),
+                                                   ", not ", DtypeList(dtypes)));
+  }
   absl::MutexLock lock(&mu_);
   if (static_cast<int64_t>(tuples_.size()) >= capacity_) {
     return absl::FailedPreconditionError(absl::StrCat("staging area '", name_, "' already holds its capacity of ",
@@ -63,6 +69,10 @@ StagingOpBase::StagingOpBase(OpKernelConstruction* ctx) : OpKernel(ctx) {
   std::vector<DataType> dtypes;
   OP_REQUIRES_OK(ctx, ctx->GetAttr("dtypes", &dtypes));
   dtypes_.assign(dtypes.begin(), dtypes.end());
+  OP_REQUIRES_OK(ctx, GetShapesAttr(ctx->def(), "shapes", &shapes_));
+  OP_REQUIRES(ctx, shapes_.empty() || shapes_.size() == dtypes_.size(),
+              absl::InvalidArgumentError(absl::StrCat(NodeContext(ctx->def()), "attr 'shapes' has ", shapes_.size(),
+                                                      " entries for ", dtypes_.size(), " dtypes")));
   if (FindAttr(ctx->def(), "capacity") != nullptr) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("capacity", &capacity_));
     OP_REQUIRES(ctx, capacity_ >= 1,
@@ -71,11 +81,21 @@ StagingOpBase::StagingOpBase(OpKernelConstruction* ctx) : OpKernel(ctx) {
   }
 }
 
-absl::StatusOr<std::shared_ptr<StagingArea>> StagingOpBase::Area(OpKernelContext* ctx) const {
-  auto area = ctx->resource_manager()->LookupOrCreate<StagingArea>(
-      rn_.container, rn_.name, [this]() -> absl::StatusOr<std::shared_ptr<StagingArea>> {
-        return std::make_shared<StagingArea>(rn_.name, dtypes_, capacity_);
-      });
+absl::StatusOr<std::shared_ptr<StagingArea>> StagingOpBase::Area(OpKernelContext* ctx, bool create) const {
+  absl::StatusOr<std::shared_ptr<StagingArea>> area;
+  if (create) {
+    area = ctx->resource_manager()->LookupOrCreate<StagingArea>(
+        rn_.container, rn_.name, [this]() -> absl::StatusOr<std::shared_ptr<StagingArea>> {
+          return std::make_shared<StagingArea>(rn_.name, dtypes_, capacity_);
+        });
+  } else {
+    area = ctx->resource_manager()->Lookup<StagingArea>(rn_.container, rn_.name);
+    if (absl::IsNotFound(area.status())) {
+      return absl::FailedPreconditionError(absl::StrCat("staging area '", rn_.name,
+                                                        "' is empty: its Stage op must run (in an earlier Run) "
+                                                        "before each Unstage"));
+    }
+  }
   if (!area.ok()) return area.status();
   absl::Status s = (*area)->CheckDtypes(dtypes_, name());
   if (!s.ok()) return s;
@@ -83,7 +103,7 @@ absl::StatusOr<std::shared_ptr<StagingArea>> StagingOpBase::Area(OpKernelContext
 }
 
 void StageOp::Compute(OpKernelContext* ctx) {
-  auto area = Area(ctx);
+  auto area = Area(ctx, /*create=*/true);
   OP_REQUIRES_OK(ctx, area.status());
   std::vector<Tensor> values;
   values.reserve(ctx->num_inputs());
@@ -92,10 +112,18 @@ void StageOp::Compute(OpKernelContext* ctx) {
 }
 
 void UnstageOp::Compute(OpKernelContext* ctx) {
-  auto area = Area(ctx);
+  auto area = Area(ctx, /*create=*/false);
   OP_REQUIRES_OK(ctx, area.status());
   auto values = (*area)->Take();
   OP_REQUIRES_OK(ctx, values.status());
+  // Shape inference took the outputs' shapes from `shapes`: a tuple that
+  // breaks them is an error here, not a wrong shape later.
+  for (size_t i = 0; i < shapes_.size(); ++i) {
+    OP_REQUIRES(ctx, shapes_[i].IsCompatibleWith((*values)[i].shape()),
+                absl::InvalidArgumentError(absl::StrCat(NodeContext(def()), "staged value ", i, " has shape ",
+                                                        (*values)[i].shape().DebugString(), ", not ",
+                                                        shapes_[i].DebugString(), " (attr 'shapes')")));
+  }
   for (int i = 0; i < ctx->num_outputs(); ++i) ctx->set_output(i, std::move((*values)[i]));
 }
 

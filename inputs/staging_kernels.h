@@ -24,7 +24,7 @@ class StagingArea : public ResourceBase {
   StagingArea(std::string name, DataTypeVector dtypes, int64_t capacity)
       : name_(std::move(name)), dtypes_(std::move(dtypes)), capacity_(capacity) {}
 
-  // Errors: a tuple of other dtypes (InvalidArgument), a full area
+  // Errors: a tuple of other dtypes or length (InvalidArgument), a full area
   // (FailedPrecondition: nothing unstaged since the last `capacity` Stages).
   absl::Status Put(std::vector<Tensor> values);
   // The oldest tuple. Errors: an empty area (FailedPrecondition: a step that
@@ -45,16 +45,20 @@ class StagingArea : public ResourceBase {
 };
 
 // Shared by both ops: the area named by the node's container and shared_name
-// (required: the Stage and the Unstage of one area are different nodes).
+// (required: the Stage and the Unstage of one area are different nodes). The
+// Stage creates it, with its `capacity`; an Unstage only looks it up.
 class StagingOpBase : public OpKernel {
  public:
   explicit StagingOpBase(OpKernelConstruction* ctx);
 
  protected:
-  absl::StatusOr<std::shared_ptr<StagingArea>> Area(OpKernelContext* ctx) const;
+  // The area, created when `create` (a Stage), else looked up: an Unstage
+  // before any Stage finds it missing (FailedPrecondition, as if empty).
+  absl::StatusOr<std::shared_ptr<StagingArea>> Area(OpKernelContext* ctx, bool create) const;
   ResourceName rn_;
   DataTypeVector dtypes_;
   int64_t capacity_ = 2;
+  std::vector<PartialShape> shapes_;  // Unstage's `shapes` attr; empty: unchecked
 };
 
 class StageOp : public StagingOpBase {

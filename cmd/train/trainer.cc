@@ -604,17 +604,14 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
       return kExitBadConfig;
     }
   }
-  // A single process with a GPU stages each training batch a step ahead (its
-  // host threads mostly wait for the GPU meanwhile); one without does not
-  // (the dequeue would take cores from the step's kernels: docs/PERFORMANCE.md,
-  // "Session 42"), unless the config says otherwise.
-  const config::Input::Pipeline& train_pipeline = e.input().train();
-  bool local_gpu = false;
-  if (!in_cluster) {
-    for (const auto& device : DeviceMgr::Local()->devices()) local_gpu |= device->device_type() == kDeviceGpu;
+  // Staging the next batch is asked for (it is off by default: it has not run on a GPU yet,
+  // and on a CPU it costs a little: docs/PERFORMANCE.md, "Session 42"); a cluster's tasks
+  // do not stage.
+  const bool stage_asked = e.input().train().stage_next_batch();
+  replica_options.stage_batches = stage_asked && !in_cluster;
+  if (stage_asked && in_cluster) {
+    out << "note: input.train.stage_next_batch is for single-process runs; this task of a cluster does not stage\n";
   }
-  replica_options.stage_batches =
-      !in_cluster && (train_pipeline.has_stage_next_batch() ? train_pipeline.stage_next_batch() : local_gpu);
   s = models::BuildTrainingGraph(loaded, &tg, &errors, replica_options);
   if (!errors.empty()) {
     for (const std::string& line : errors.lines()) err << line << "\n";

@@ -39,7 +39,7 @@ absl::Status BatchStager::Wait() {
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
       +[](bool* requested) { return !*requested; }, &requested_));
-  return result_;
+  return std::exchange(result_, absl::OkStatus());
 }
 
 void BatchStager::Serve() {

@@ -37,8 +37,8 @@ class BatchStager {
   // Starts a Run of the stage op on the stager's thread and returns at once.
   // REQUIRES: no Run in flight (Wait since the last Start).
   void Start();
-  // Waits for the Run that Start began and returns its status; OK when none
-  // was started.
+  // Waits for the Run that the last Start began and returns its status; OK
+  // when no Start came since the last Wait.
   absl::Status Wait();
 
  private:

@@ -6,10 +6,12 @@
 //
 // The loop calls, for the hooks in the order they were given:
 //   Begin(session, start)       once, after the variables are restored or initialized
+//   [with a staged input (TrainingLoopOptions::stage_op): Session::Run(stage op), the first batch]
 //   per step:
 //     BeforeStep(info, args, control)   add fetches / ask for step stats / request a stop;
 //                                       when a hook requests a stop here, the step does not run
 //     Session::Run(train step + every hook's fetches)
+//       [beside it, but for the last step: Session::Run(stage op), the next batch; waited for]
 //     AfterStep(info, result, control)  the hook's own fetched values; may request a stop
 //   End(session, end)            once, when the loop stopped normally (last step, input ended,
 //                                 a requested stop): final work that still runs the graph
@@ -85,7 +87,7 @@ struct StepArgs {
 // A step that ran. `fetched` holds this hook's fetches only, in the order BeforeStep gave them.
 struct StepResult {
   double loss = 0;
-  double seconds = 0;     // wall time of Session::Run
+  double seconds = 0;     // wall time of Session::Run (and of the wait for the staging Run beside it)
   absl::Time end_time;    // when it returned
   // end_time less the time hooks spent on other work since the loop began
   // (LoopControl::AddPause: evaluations): the clock that steps/s and

@@ -273,39 +273,35 @@ TEST_F(TrainingLoopTest, OutOfRangeAfterTheInputFailedIsThatFailure) {
 }
 
 // With a stage op the loop stages the first batch before the first step, then
-// the next batch beside every step but the last (BatchStager): step k's Run
-// waits here for the staging Run of batch k + 1 to begin, which only a Run
-// beside it (not after it) can do.
+// the next batch beside every step but the last (BatchStager). Beside means
+// both at once: step k's Run waits here for the staging Run of batch k + 1
+// to begin, and that staging Run waits for step k's Run to begin, so a loop
+// that ran them one after the other (either way round) would time out.
 TEST_F(TrainingLoopTest, AStageOpRunsBeforeTheFirstStepAndBesideEachStepButTheLast) {
   options_.stage_op = "stage";
   absl::Mutex mu;
   std::vector<std::string> order;
-  int stages = 0;
-  absl::Notification stage_began[5];
+  int stages = 0, steps = 0;
+  absl::Notification stage_began[5], step_began[5];
   bool overlapped = true;
   session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
-    if (call.targets == std::vector<std::string>{"stage"}) {
-      int k;
-      {
-        absl::MutexLock lock(&mu);
-        k = ++stages;
-        order.push_back(absl::StrCat("stage", k));
-      }
-      if (k < 5) stage_began[k].Notify();
-      return absl::OkStatus();
-    }
-    int step;
+    const bool staging = call.targets == std::vector<std::string>{"stage"};
+    int k;
     {
       absl::MutexLock lock(&mu);
-      step = static_cast<int>(std::count_if(order.begin(), order.end(),
-                                            [](const std::string& e) { return absl::StartsWith(e, "step"); })) + 1;
-      order.push_back(absl::StrCat("step", step));
+      k = staging ? ++stages : ++steps;
+      order.push_back(absl::StrCat(staging ? "stage" : "step", k));
     }
-    if (step < 3 && !stage_began[step + 1].WaitForNotificationWithTimeout(absl::Seconds(10))) {
+    if (k >= 5) return absl::InternalError("too many Runs");
+    (staging ? stage_began : step_began)[k].Notify();
+    // Staging Run k (k >= 2) goes beside step k - 1; step k (k < 3) beside staging Run k + 1.
+    absl::Notification* partner = staging ? (k >= 2 ? &step_began[k - 1] : nullptr)
+                                          : (k < 3 ? &stage_began[k + 1] : nullptr);
+    if (partner != nullptr && !partner->WaitForNotificationWithTimeout(absl::Seconds(10))) {
       absl::MutexLock lock(&mu);
       overlapped = false;
     }
-    out->push_back(Tensor::Scalar<float>(0.5f));
+    if (!staging) out->push_back(Tensor::Scalar<float>(0.5f));
     return absl::OkStatus();
   });
   RecordingHook a("a", &log_);
@@ -313,12 +309,47 @@ TEST_F(TrainingLoopTest, AStageOpRunsBeforeTheFirstStepAndBesideEachStepButTheLa
   EXPECT_EQ(end.reason, LoopStop::kLastStep);
   EXPECT_TRUE(end.succeeded()) << end.status;
   EXPECT_EQ(end.steps_run, 3);
-  EXPECT_TRUE(overlapped);
   absl::MutexLock lock(&mu);
-  EXPECT_EQ(stages, 3);  // batches 1, 2 and 3
+  EXPECT_TRUE(overlapped);
+  EXPECT_EQ(stages, 3);  // batches 1, 2 and 3: none beside the last step
   ASSERT_FALSE(order.empty());
   EXPECT_EQ(order[0], "stage1");
   EXPECT_EQ(order.back(), "step3");
+}
+
+TEST_F(TrainingLoopTest, AStagedRunOfOneStepStagesOnlyItsBatch) {
+  options_.stage_op = "stage";
+  RecordingHook a("a", &log_);
+  LoopEnd end = Run(9, 10, {&a});
+  EXPECT_TRUE(end.succeeded()) << end.status;
+  EXPECT_EQ(end.steps_run, 1);
+  EXPECT_EQ(session_.CallsWithTarget("stage").size(), 1u);
+  EXPECT_EQ(session_.CallsWithTarget("train").size(), 1u);
+}
+
+// A stop requested after a step, and a failed step, end the loop with the
+// staging Run beside that step finished (its batch stays staged, unused; a
+// resume reads it again from the input position of the last step).
+TEST_F(TrainingLoopTest, AStopOrAFailedStepWithAStagingRunBesideItEndsTheLoopAsWithout) {
+  options_.stage_op = "stage";
+  RecordingHook a("a", &log_);
+  a.stop_after_step = 2;
+  LoopEnd end = Run(0, 10, {&a});
+  EXPECT_EQ(end.reason, LoopStop::kRequested);
+  EXPECT_EQ(end.step, 2);
+  EXPECT_EQ(session_.CallsWithTarget("stage").size(), 3u);  // batch 1, then beside steps 1 and 2
+
+  std::atomic<int> steps{0};
+  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+    if (call.targets == std::vector<std::string>{"stage"}) return absl::OkStatus();
+    if (++steps == 2) return absl::InternalError("kernel failed");
+    out->push_back(Tensor::Scalar<float>(0.5f));
+    return absl::OkStatus();
+  });
+  end = Run(0, 10, {});
+  EXPECT_EQ(end.reason, LoopStop::kStepFailed);
+  EXPECT_EQ(end.status.message(), "kernel failed");
+  EXPECT_EQ(end.step, 1);
 }
 
 // The staging Run beside step k finds the input at its end: step k (whose

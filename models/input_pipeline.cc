@@ -164,11 +164,13 @@ absl::Status BuildIdx(const config::Input::Pipeline& p, const PipelineOptions& o
 }
 
 // The files a pipeline's patterns match, this shard's share of them (every
-// num_shards-th file).
+// num_shards-th file); a training pipeline keeps them all in out->all_files.
 absl::StatusOr<std::vector<std::string>> ShardFiles(const google::protobuf::RepeatedPtrField<std::string>& patterns,
-                                                    const PipelineOptions& options, const char* kind) {
+                                                    const PipelineOptions& options, const char* kind,
+                                                    InputPipeline* out) {
   auto all_files = text::ExpandFiles(Env::Default(), {patterns.begin(), patterns.end()}, {});
   if (!all_files.ok()) return all_files.status();
+  if (options.training) out->all_files = *all_files;
   std::vector<std::string> files;
   const int shards = std::max(1, options.num_shards);
   for (size_t i = 0; i < all_files->size(); ++i) {
@@ -270,7 +272,7 @@ BatchOptions FileSourceBatch(const config::Input::Pipeline& p, const PipelineOpt
 absl::Status BuildTfRecord(const config::Input::Pipeline& p, const PipelineOptions& options, InputGraph* in,
                            InputPipeline* out) {
   const config::Input::TfRecord& t = p.tfrecord();
-  auto sharded = ShardFiles(t.files(), options, "TFRecord");
+  auto sharded = ShardFiles(t.files(), options, "TFRecord", out);
   if (!sharded.ok()) return sharded.status();
   const std::vector<std::string>& files = *sharded;
   // Parsed features, their dtype in the queue, and what becomes of them after.
@@ -383,7 +385,7 @@ absl::Status BuildTfRecord(const config::Input::Pipeline& p, const PipelineOptio
 absl::Status BuildCsv(const config::Input::Pipeline& p, const PipelineOptions& options, InputGraph* in,
                       InputPipeline* out) {
   const config::Input::Csv& c = p.csv();
-  auto files = ShardFiles(c.files(), options, "CSV");
+  auto files = ShardFiles(c.files(), options, "CSV", out);
   if (!files.ok()) return files.status();
   if (c.column_size() == 0) return absl::InvalidArgumentError("a csv input lists its columns (column { name dtype shape })");
   struct Column {

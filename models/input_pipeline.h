@@ -70,6 +70,10 @@ struct InputPipeline {
   std::vector<RestorableReader> readers;
   // Or a TFRecord or CSV source, restored by file and record.
   std::optional<RestorableFileSource> file_source;
+  // A TFRecord or CSV source's files of every shard (its patterns' matches),
+  // which the chief's record of the training files lists (input_files.h);
+  // file_source->files holds this shard's only.
+  std::vector<std::string> all_files;
   // True when the examples' order is a function of (seed, examples consumed)
   // alone: deterministic mode (reader-level shuffle, FIFO batching), or a
   // TFRecord or CSV source without a shuffle queue, read by one thread.

@@ -103,7 +103,11 @@ absl::StatusOr<std::string> RestoreFileSource(Session* session, const models::Re
 }
 
 // The files the training readers read: a file source's, or each reader's own.
+// The training files, every shard's: under a replicated run a file of
+// another worker's shard that changed moves that worker's input position,
+// and the chief's record is the only one kept.
 std::vector<std::string> TrainingFiles(const models::InputPipeline& input) {
+  if (!input.all_files.empty()) return input.all_files;
   if (input.file_source.has_value()) return input.file_source->files;
   std::vector<std::string> files;
   for (const models::RestorableReader& r : input.readers) {

@@ -160,6 +160,26 @@ TEST_F(InputHookTest, AResumeWarnsAboutTrainingFilesChangedSinceTheLastRun) {
   EXPECT_EQ(begin(3), "input restored to example 120 (exact order)\n");
 }
 
+// A replicated run reads its shard of a TFRecord or CSV source's files; the
+// chief's record lists every shard's.
+TEST_F(InputHookTest, TheFilesRecordListsTheFilesOfEveryShard) {
+  const std::string dir = FreshTestDir("input_files_shards");
+  Env* env = Env::Default();
+  const std::string a = dir + "/part-0", b = dir + "/part-1";
+  ASSERT_TRUE(WriteStringToFile(env, a, "12").ok());
+  ASSERT_TRUE(WriteStringToFile(env, b, "345").ok());
+  InputHookOptions o = Options();
+  o.train.readers.clear();
+  o.train.file_source.emplace();
+  o.train.file_source->files = {a};  // shard 0 of 2
+  o.train.all_files = {a, b};
+  o.files_record = dir + "/input_files.txt";
+  InputHook hook(o, &out_);
+  ASSERT_TRUE(hook.Begin(&session_, LoopStart()).ok());
+  hook.Close(LoopEnd());
+  EXPECT_EQ(ReadFileToString(env, o.files_record).value(), "2 " + a + "\n3 " + b + "\n");
+}
+
 TEST_F(InputHookTest, ARunnerErrorBecomesThePipelinesStatus) {
   enqueue_error_ = absl::DataLossError("corrupt record at offset 16");
   InputHook hook(Options(), &out_);

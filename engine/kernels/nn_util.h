@@ -108,7 +108,7 @@ inline absl::Status ReadWindowAttrs(OpKernelConstruction* ctx, std::vector<int64
     if (!s.ok()) return s;
   }
   if (format != "NHWC") {
-    return absl::InvalidArgumentError(absl::StrCat("only data_format NHWC is supported on CPU, got ", format));
+    return absl::InvalidArgumentError(absl::StrCat("only data_format NHWC is supported, got ", format));
   }
   if (*padding != "SAME" && *padding != "VALID") {
     return absl::InvalidArgumentError(absl::StrCat("padding ", *padding, " is not supported (SAME or VALID)"));

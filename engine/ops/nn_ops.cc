@@ -120,7 +120,7 @@ absl::Status CheckStridesAndFormat(InferenceContext* c, const std::vector<int64_
   if (padding != "SAME" && padding != "VALID") {
     return c->Error(absl::StrCat("padding ", padding, " is not supported (SAME or VALID)"));
   }
-  if (format != "NHWC") return c->Error(absl::StrCat("only data_format NHWC is supported on CPU, got ", format));
+  if (format != "NHWC") return c->Error(absl::StrCat("only data_format NHWC is supported, got ", format));
   if (strides.size() != 4) return c->Error(absl::StrCat(what, " must have 4 elements"));
   for (int64_t v : strides) {
     if (v <= 0) return c->Error(absl::StrCat(what, " must be positive, got ", v));

@@ -1,10 +1,14 @@
 // CRC32C: slicing-by-8 tables built once, an SSE4.2 + PCLMUL path chosen at
 // run time (three or six crc32 streams; with 512-bit VPCLMULQDQ folding for
 // buffers of 64 bytes and more when the build targets AVX-512, beside six
-// crc32 streams from 2 KiB up), and Combine by arithmetic on polynomials mod P.
+// crc32 streams from 2 KiB up where the CPU runs them fast enough: timed once),
+// and Combine by arithmetic on polynomials mod P.
 #include "engine/platform/crc32c.h"
 
+#include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/platform/logging.h"
@@ -394,12 +398,14 @@ SLUICE_CRC_TARGET uint32_t Hybrid(uint32_t state, const char* p, size_t folds, s
 
 #endif  // SLUICE_CRC32C_FOLD
 
+// `six_streams`: whether the six crc32 streams run (Hybrid beside folding,
+// SixWay without it; SixStreamsPay says when they do). kCopy never uses them.
 template <bool kCopy>
-SLUICE_CRC_TARGET uint32_t ExtendHardware(uint32_t init_crc, const char* p, size_t n, char* dst) {
+SLUICE_CRC_TARGET uint32_t ExtendHardware(uint32_t init_crc, const char* p, size_t n, char* dst, bool six_streams) {
   // Unaligned 8-byte loads cost nothing extra on x86-64, so no prologue.
   uint32_t c = init_crc ^ 0xffffffffu;
 #if SLUICE_CRC32C_FOLD
-  if constexpr (!kCopy) {
+  if (!kCopy && six_streams) {
     // Folding and six crc32 streams at once (Hybrid), in pieces of at most
     // kHybridMaxPiece bytes; the last piece takes every stream word that is
     // left, so under 48 bytes remain. A piece before the last leaves at
@@ -434,7 +440,7 @@ SLUICE_CRC_TARGET uint32_t ExtendHardware(uint32_t init_crc, const char* p, size
   if (n >= kMinThreeWay) {
     const CombineConstants& k = GetCombineConstants();
 #if !SLUICE_CRC32C_FOLD
-    if constexpr (!kCopy) {  // (with a copy, ThreeWay: 8-byte stores in six streams were slower)
+    if (!kCopy && six_streams) {  // (with a copy, ThreeWay: 8-byte stores in six streams were slower)
       constexpr size_t kMaxBlock = 8 * kStreams * kMaxStreamWords;
       while (n >= kMaxBlock) {
         c = SixWay(c, p, kMaxStreamWords, k);
@@ -493,7 +499,7 @@ bool DetectHardware() {
 }
 #else
 template <bool kCopy>
-uint32_t ExtendHardware(uint32_t init_crc, const char* p, size_t n, char* dst) {
+uint32_t ExtendHardware(uint32_t init_crc, const char* p, size_t n, char* dst, bool /*six_streams*/) {
   if (kCopy && n > 0) std::memcpy(dst, p, n);
   return ExtendPortable(init_crc, p, n);
 }
@@ -552,12 +558,56 @@ bool UsesHardware() {
   return hw;
 }
 
+namespace {
+
+// Whether the six crc32 streams make long buffers faster on this CPU. They
+// need a core that issues two crc32 instructions per cycle: on a Zen 5 they
+// did (session 34: 64 KiB in L1 at 75-81 GB/s against 47-51 by folding
+// alone), on a Zen 4, which issues one, they were 1.2-1.6x slower in L1 and
+// 1.3-3.4x from memory (docs/PERFORMANCE.md, session 42). So both ways are
+// timed once per process on 8 KiB in L1, alternated, best of five each, and
+// the streams are used only when clearly faster. The results are the same
+// either way. SLUICE_CRC32C_SIX_STREAMS=1 or 0 decides instead.
+bool SixStreamsPay() {
+  if (const char* forced = std::getenv("SLUICE_CRC32C_SIX_STREAMS"); forced != nullptr && *forced != '\0') {
+    return std::strcmp(forced, "0") != 0;
+  }
+  if (!UsesHardware()) return false;
+  alignas(64) char buffer[8192];
+  for (size_t i = 0; i < sizeof(buffer); ++i) buffer[i] = static_cast<char>(i * 2654435761u >> 13);
+  double best[2] = {1e30, 1e30};
+  uint32_t sink = 0;
+  for (int trial = 0; trial < 5; ++trial) {
+    for (int six = 0; six < 2; ++six) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int call = 0; call < 16; ++call) sink ^= ExtendHardware<false>(sink, buffer, sizeof(buffer), nullptr, six);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      best[six] = std::min(best[six], seconds);
+    }
+  }
+  if (sink == 0x5eed) buffer[0] ^= 1;  // keeps the calls (sink is data-dependent)
+  return best[1] < 0.9 * best[0];
+}
+
+}  // namespace
+
+bool UsesSixStreams() {
+  static const bool six = SixStreamsPay();
+  return six;
+}
+
 uint32_t Extend(uint32_t init_crc, const char* data, size_t n) {
-  return UsesHardware() ? ExtendHardware<false>(init_crc, data, n, nullptr) : ExtendPortable(init_crc, data, n);
+  return UsesHardware() ? ExtendHardware<false>(init_crc, data, n, nullptr, UsesSixStreams())
+                        : ExtendPortable(init_crc, data, n);
+}
+
+uint32_t ExtendWithSixStreamsForTesting(uint32_t init_crc, const char* data, size_t n, bool six_streams) {
+  return UsesHardware() ? ExtendHardware<false>(init_crc, data, n, nullptr, six_streams)
+                        : ExtendPortable(init_crc, data, n);
 }
 
 uint32_t ExtendAndCopy(uint32_t init_crc, const char* data, size_t n, char* dst) {
-  if (UsesHardware()) return ExtendHardware<true>(init_crc, data, n, dst);
+  if (UsesHardware()) return ExtendHardware<true>(init_crc, data, n, dst, false);
   if (n > 0) std::memcpy(dst, data, n);
   return ExtendPortable(init_crc, data, n);
 }

@@ -3,11 +3,12 @@
 // checkpoints (chunks and whole tensors). The system Abseil (20220623) has no
 // absl/crc, hence this file.
 // Uses the SSE4.2 crc32 instruction (three interleaved streams, six in Extend
-// from 672 bytes, combined with PCLMULQDQ) when the CPU has both (checked once
+// from 672 bytes where they pay, combined with PCLMULQDQ) when the CPU has both (checked once
 // at run time), else a slicing-by-8 table; when the build targets AVX-512F and
 // VPCLMULQDQ, buffers of 64 bytes and more are instead folded 256 bytes at a
 // time by carry-less multiplication (in Extend from 2 KiB, with six crc32
-// streams over part of the buffer at the same time). All give identical
+// streams over part of the buffer at the same time on a CPU where they pay,
+// which Extend times once per process: UsesSixStreams). All give identical
 // results. Combine joins the CRCs of two adjacent byte ranges without reading
 // the bytes again. Mask/Unmask are TFRecord's masking of stored CRCs (a CRC of
 // data that itself holds CRCs is then less degenerate).
@@ -52,6 +53,13 @@ uint32_t ExtendAndCopy(uint32_t init_crc, const char* data, size_t n, char* dst)
 uint32_t ExtendPortable(uint32_t init_crc, const char* data, size_t n);
 // True when Extend uses the SSE4.2 and PCLMULQDQ instructions.
 bool UsesHardware();
+// True when Extend runs six crc32 streams over long buffers (beside folding
+// in AVX-512 builds): chosen once per process by timing both ways, or by
+// SLUICE_CRC32C_SIX_STREAMS=1/0.
+bool UsesSixStreams();
+// Extend with the six streams on or off whatever UsesSixStreams says, so that
+// tests check both ways on any CPU.
+uint32_t ExtendWithSixStreamsForTesting(uint32_t init_crc, const char* data, size_t n, bool six_streams);
 
 // The CRC32C of concat(A, B) from crc_a = CRC32C(A), crc_b = CRC32C(B) and
 // len_b = |B| (O(log len_b) carry-less products; A and B are not read).

@@ -86,8 +86,13 @@ TEST(Crc32c, FoldingBesideSixStreamsAgreesWithTheTableAtItsPieceBoundaries) {
                    size_t{13792 + 2048}, size_t{2 * 13792 + 47}, size_t{3 * 13792 + 5000}, size_t{5 * 13792 + 100}}) {
     for (size_t start : {size_t{0}, size_t{1}, size_t{8}, size_t{63}}) {
       const uint32_t init = static_cast<uint32_t>(n * 0x9e3779b9u + start);
-      EXPECT_EQ(crc32c::Extend(init, data.data() + start, n), crc32c::ExtendPortable(init, data.data() + start, n))
-          << "n " << n << " start " << start;
+      const uint32_t want = crc32c::ExtendPortable(init, data.data() + start, n);
+      EXPECT_EQ(crc32c::Extend(init, data.data() + start, n), want) << "n " << n << " start " << start;
+      // Both ways, whichever this CPU's Extend takes.
+      for (bool six : {true, false}) {
+        EXPECT_EQ(crc32c::ExtendWithSixStreamsForTesting(init, data.data() + start, n, six), want)
+            << "n " << n << " start " << start << " six streams " << six;
+      }
     }
   }
 }
@@ -96,14 +101,17 @@ TEST(Crc32c, EveryLengthUpToThreeLongBlocksAgreesWithTheTable) {
   // Covers the single stream (short inputs), a three-way pass of every block
   // size (8 * j bytes for j = 1 .. 1024) and every tail length; in AVX-512
   // builds, folding, and folding beside six streams (from 2048 bytes) with
-  // every number of folds in a piece and every number of stream words.
+  // every number of folds in a piece and every number of stream words; each
+  // with the six streams on and off.
   std::mt19937 rng(13);
   std::string data(3 * 8192 + 64, '\0');
   for (char& c : data) c = static_cast<char>(rng());
   for (size_t n = 0; n <= data.size() - 1; ++n) {
     const uint32_t init = static_cast<uint32_t>(n * 0x9e3779b9u);
-    ASSERT_EQ(crc32c::Extend(init, data.data() + 1, n), crc32c::ExtendPortable(init, data.data() + 1, n))
-        << "n " << n;
+    const uint32_t want = crc32c::ExtendPortable(init, data.data() + 1, n);
+    ASSERT_EQ(crc32c::Extend(init, data.data() + 1, n), want) << "n " << n;
+    ASSERT_EQ(crc32c::ExtendWithSixStreamsForTesting(init, data.data() + 1, n, true), want) << "n " << n;
+    ASSERT_EQ(crc32c::ExtendWithSixStreamsForTesting(init, data.data() + 1, n, false), want) << "n " << n;
   }
 }
 

@@ -81,19 +81,10 @@ if [[ -r "$FASHION_IMAGES" ]]; then
   whole=$(last_loss "$SCRATCH/whole.log" 200)
   # shellcheck disable=SC2086
   "$TRAIN" "$CONFIG" $FLAGS --run_dir "$SCRATCH/stopped" > "$SCRATCH/stopped.log" 2>&1 &
-  pid=$!
-  BACKGROUND_PIDS+=($pid)
-  for _ in $(seq 1 600); do   # up to 60 s
-    step=$(sed -n 's/^step \([0-9]*\)\/.*/\1/p' "$SCRATCH/stopped.log" | tail -1)
-    [[ -n "$step" && "$step" -ge 37 ]] && break
-    sleep 0.1
-  done
-  kill -TERM $pid
-  wait $pid
-  rc=$?
-  [[ $rc == 143 ]] || fail "SIGTERM gave exit code $rc, want 143: $(tail -3 "$SCRATCH/stopped.log")"
-  k=$(sed -n 's/^stopped by signal at step \([0-9]*\);.*/\1/p' "$SCRATCH/stopped.log")
-  [[ -n "$k" && "$k" -lt 200 ]] || fail "no 'stopped by signal at step k' line: $(tail -3 "$SCRATCH/stopped.log")"
+  BACKGROUND_PIDS+=($!)
+  stop_with_sigterm_at $! "$SCRATCH/stopped.log" 37
+  k=$STOPPED_AT
+  [[ "$k" -lt 200 ]] || fail "the run ended before the signal: stopped at step $k"
   # shellcheck disable=SC2086
   timeout 300 "$TRAIN" "$CONFIG" $FLAGS --run_dir "$SCRATCH/stopped" > "$SCRATCH/resumed.log" 2>&1 \
     || fail "resumed run failed: $(tail -5 "$SCRATCH/resumed.log")"

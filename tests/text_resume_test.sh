@@ -31,19 +31,10 @@ grep -q "(58,572 examples)" "$SCRATCH/whole.log" || fail "the evaluation did not
 dir="$SCRATCH/stopped"
 # shellcheck disable=SC2086
 "$TRAIN" "$CONFIG" $FLAGS --run_dir "$dir" > "$dir.log" 2>&1 &
-pid=$!
-BACKGROUND_PIDS+=($pid)
-for _ in $(seq 1 600); do   # up to 60 s
-  step=$(sed -n 's/^step \([0-9]*\)\/.*/\1/p' "$dir.log" | tail -1)
-  [[ -n "$step" && "$step" -ge 50 ]] && break
-  sleep 0.1
-done
-kill -TERM $pid
-wait $pid
-rc=$?
-[[ $rc == 143 ]] || fail "SIGTERM gave exit code $rc, want 143: $(tail -3 "$dir.log")"
-k=$(sed -n 's/^stopped by signal at step \([0-9]*\);.*/\1/p' "$dir.log")
-[[ -n "$k" && "$k" -lt $STEPS ]] || fail "no 'stopped by signal at step k' line: $(tail -3 "$dir.log")"
+BACKGROUND_PIDS+=($!)
+stop_with_sigterm_at $! "$dir.log" 50
+k=$STOPPED_AT
+[[ "$k" -lt $STEPS ]] || fail "stopped at step $k, not before the last step"
 # shellcheck disable=SC2086
 "$TRAIN" "$CONFIG" $FLAGS --run_dir "$dir" > "$dir.resumed.log" 2>&1 || fail "resumed run failed: $(tail -5 "$dir.resumed.log")"
 [[ "$(resumed_step "$dir.resumed.log")" == "$k" ]] || fail "did not resume at step $k: $(grep -m1 resumed "$dir.resumed.log")"

@@ -56,6 +56,26 @@ state_listed_dirs() {  # RUN_DIR
   [[ -f "$f" ]] && sed -n 's/^ *dir: "\(ckpt-[0-9]*\)"$/\1/p' "$f"
 }
 
+# Waits (up to 60 s) until the train process PID, logging to LOG, reports a
+# step >= STEP, then stops it with SIGTERM (it finishes the step,
+# checkpoints and exits 143) and sets STOPPED_AT to the step it stopped at.
+# Fails the test on another exit code or without the "stopped by signal" line.
+# Not in $(...): PID must be a child of the calling shell.
+stop_with_sigterm_at() {  # PID LOG STEP
+  local pid=$1 log=$2 at=$3 step rc
+  for _ in $(seq 1 600); do
+    step=$(sed -n 's/^step \([0-9]*\)\/.*/\1/p' "$log" | tail -1)
+    [[ -n "$step" && "$step" -ge "$at" ]] && break
+    sleep 0.1
+  done
+  kill -TERM "$pid"
+  wait "$pid"
+  rc=$?
+  [[ $rc == 143 ]] || fail "SIGTERM gave exit code $rc, want 143: $(tail -3 "$log")"
+  STOPPED_AT=$(sed -n 's/^stopped by signal at step \([0-9]*\);.*/\1/p' "$log")
+  [[ -n "$STOPPED_AT" ]] || fail "no 'stopped by signal at step k' line: $(tail -3 "$log")"
+}
+
 # |a - b| / |b| <= tol
 close_enough() {  # A B TOL
   awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b;

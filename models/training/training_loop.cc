@@ -35,37 +35,41 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
     }
   }
 
-  // A failed Run of the stage op: the input's end (OutOfRange) unless a hook
-  // knows the input failed.
-  auto staging_failure = [&hooks](absl::Status s) {
-    if (!absl::IsOutOfRange(s)) return absl::Status(s.code(), absl::StrCat("staging the next batch: ", s.message()));
-    for (const TrainingHook* hook : hooks) {
-      const absl::Status input = hook->InputFailure();
-      if (!input.ok()) return input;
+  bool failed = false;
+  // Ends the loop after a failed Run of the stage op: as the input's end
+  // (OutOfRange) unless a hook knows the input failed, else as a failure.
+  auto end_for_staging = [&hooks, &end, &failed](const absl::Status& s) {
+    absl::Status why = s;
+    if (absl::IsOutOfRange(s)) {
+      for (const TrainingHook* hook : hooks) {
+        const absl::Status input = hook->InputFailure();
+        if (!input.ok()) {
+          why = input;
+          break;
+        }
+      }
+    } else {
+      why = absl::Status(s.code(), absl::StrCat("staging the next batch: ", s.message()));
     }
-    return s;
+    if (absl::IsOutOfRange(why)) {
+      end.reason = LoopStop::kInputEnded;
+      return;
+    }
+    end.reason = LoopStop::kStepFailed;
+    end.status = why;
+    failed = true;
   };
   int64_t step = start.step;
   LoopControl control;
   std::vector<StepArgs> args(hooks.size());
   std::vector<size_t> first_fetch(hooks.size());
   std::vector<Tensor> fetched;
-  bool failed = false;
   end.reason = LoopStop::kLastStep;
   std::unique_ptr<BatchStager> stager;
   if (!options.stage_op.empty() && step < start.last_step) {
     stager = std::make_unique<BatchStager>(session, options.stage_op);
     const absl::Status staged = stager->StageNow();
-    if (!staged.ok()) {
-      const absl::Status why = staging_failure(staged);
-      if (absl::IsOutOfRange(why)) {
-        end.reason = LoopStop::kInputEnded;
-      } else {
-        end.reason = LoopStop::kStepFailed;
-        end.status = why;
-        failed = true;
-      }
-    }
+    if (!staged.ok()) end_for_staging(staged);
   }
   while (end.reason == LoopStop::kLastStep && !failed && step < start.last_step) {
     StepInfo info;
@@ -179,14 +183,7 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
     }
     if (failed || control.stop_requested()) break;
     if (!staged.ok()) {
-      const absl::Status why = staging_failure(staged);
-      if (absl::IsOutOfRange(why)) {
-        end.reason = LoopStop::kInputEnded;
-      } else {
-        end.reason = LoopStop::kStepFailed;
-        end.status = why;
-        failed = true;
-      }
+      end_for_staging(staged);
       break;
     }
   }

@@ -18,6 +18,7 @@
 #include "inputs/file_order.h"
 #include "inputs/idx.h"
 #include "inputs/input_builders.h"
+#include "inputs/staging_kernels.h"
 #include "inputs/text.h"
 #include "engine/platform/record_writer.h"
 
@@ -180,6 +181,48 @@ TEST_F(OpsTest, StagingNodesNeedASharedNameAndTheAreasDtypes) {
   auto floats = Run({"floats:0"});
   ASSERT_TRUE(absl::IsInvalidArgument(floats.status())) << floats.status();
   EXPECT_TRUE(absl::StrContains(floats.status().message(), "holds (int32), not (float)")) << floats.status();
+}
+
+// The area itself: a tuple of other dtypes, a full area and an empty one are
+// errors (Put's dtype check backs the kernels' attr checks up).
+TEST(StagingArea, RejectsOtherDtypesAndReportsFullAndEmpty) {
+  StagingArea area("area", {DT_INT32}, 1);
+  absl::Status wrong = area.Put({Tensor::Scalar<float>(1)});
+  EXPECT_TRUE(absl::IsInvalidArgument(wrong)) << wrong;
+  EXPECT_TRUE(absl::StrContains(wrong.message(), "holds (int32), not (float)")) << wrong;
+  EXPECT_TRUE(absl::IsInvalidArgument(area.Put({})));
+  ASSERT_TRUE(area.Put({Tensor::Scalar<int32_t>(7)}).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(area.Put({Tensor::Scalar<int32_t>(8)})));
+  EXPECT_EQ(area.size(), 1);
+  auto got = area.Take();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ((*got)[0].scalar<int32_t>(), 7);
+  EXPECT_TRUE(absl::IsFailedPrecondition(area.Take().status()));
+}
+
+// An Unstage's `shapes` attr is what shape inference told the model: a staged
+// tuple of another shape fails the Run, naming the node and the attr.
+TEST_F(OpsTest, AnUnstagedShapeOtherThanTheShapesAttrIsAnError) {
+  in.AddNode("x", "Placeholder", {}, {{"dtype", MakeAttr(DT_INT32)}});
+  const std::map<std::string, AttrValue> area = {{"dtypes", MakeAttr(std::vector<DataType>{DT_INT32})},
+                                                 {"container", MakeAttr(in.container)},
+                                                 {"shared_name", MakeAttr("area")}};
+  in.AddNode("stage", "Stage", {"x"}, area);
+  AttrValue shapes;
+  shapes.mutable_list()->add_shape()->add_dim()->set_size(2);
+  std::map<std::string, AttrValue> unstage_attrs = area;
+  unstage_attrs["shapes"] = shapes;
+  in.AddNode("unstage", "Unstage", {}, unstage_attrs);
+  Create();
+  ASSERT_TRUE(Run({}, {"stage"}, {{"x", Tensor::FromVector<int32_t>({1, 2})}}).ok());
+  ASSERT_TRUE(Run({}, {"stage"}, {{"x", Tensor::FromVector<int32_t>({1, 2, 3})}}).ok());
+  auto fits = Run({"unstage:0"});
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ((*fits)[0].NumElements(), 2);
+  auto wrong = Run({"unstage:0"});
+  ASSERT_TRUE(absl::IsInvalidArgument(wrong.status())) << wrong.status();
+  EXPECT_TRUE(absl::StrContains(wrong.status().message(), "unstage")) << wrong.status();
+  EXPECT_TRUE(absl::StrContains(wrong.status().message(), "has shape [3], not [2] (attr 'shapes')")) << wrong.status();
 }
 
 // AddBatch with `stage`: the batch reaches its consumers through the Unstage,

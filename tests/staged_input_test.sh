@@ -76,7 +76,7 @@ diff <(losses epochs_on) <(losses epochs_off) > /dev/null || fail "staging chang
 if [[ -r "$FASHION_IMAGES" ]]; then
   FLAGS="$(mlp_flags 200 100 5) $STAGED"
   # shellcheck disable=SC2086
-  timeout 300 "$TRAIN" "$CONFIG" $FLAGS --run_dir "$SCRATCH/whole" > "$SCRATCH/whole.log" 2>&1 \
+  timeout 120 "$TRAIN" "$CONFIG" $FLAGS --run_dir "$SCRATCH/whole" > "$SCRATCH/whole.log" 2>&1 \
     || fail "uninterrupted run failed: $(tail -5 "$SCRATCH/whole.log")"
   whole=$(last_loss "$SCRATCH/whole.log" 200)
   # shellcheck disable=SC2086
@@ -86,7 +86,7 @@ if [[ -r "$FASHION_IMAGES" ]]; then
   k=$STOPPED_AT
   [[ "$k" -lt 200 ]] || fail "the run ended before the signal: stopped at step $k"
   # shellcheck disable=SC2086
-  timeout 300 "$TRAIN" "$CONFIG" $FLAGS --run_dir "$SCRATCH/stopped" > "$SCRATCH/resumed.log" 2>&1 \
+  timeout 120 "$TRAIN" "$CONFIG" $FLAGS --run_dir "$SCRATCH/stopped" > "$SCRATCH/resumed.log" 2>&1 \
     || fail "resumed run failed: $(tail -5 "$SCRATCH/resumed.log")"
   grep -q "input restored to example $((k * 128)) (exact order)" "$SCRATCH/resumed.log" \
     || fail "input position not restored: $(grep -m1 input "$SCRATCH/resumed.log")"

@@ -563,29 +563,42 @@ namespace {
 // Whether the six crc32 streams make long buffers faster on this CPU. They
 // need a core that issues two crc32 instructions per cycle: on a Zen 5 they
 // did (session 34: 64 KiB in L1 at 75-81 GB/s against 47-51 by folding
-// alone), on a Zen 4, which issues one, they were 1.2-1.6x slower in L1 and
+// alone), on a Zen 4, which issues one, they were 1.1-1.6x slower in L1 and
 // 1.3-3.4x from memory (docs/PERFORMANCE.md, session 42). So both ways are
-// timed once per process on 8 KiB in L1, alternated, best of five each, and
+// timed once per process on 8 KiB in L1 (one untimed call of each first,
+// then five alternated windows of 64 calls each, about 0.1 ms in all), and
 // the streams are used only when clearly faster. The results are the same
-// either way. SLUICE_CRC32C_SIX_STREAMS=1 or 0 decides instead.
+// either way. SLUICE_CRC32C_SIX_STREAMS=1 or 0 decides instead (other values
+// are ignored).
 bool SixStreamsPay() {
-  if (const char* forced = std::getenv("SLUICE_CRC32C_SIX_STREAMS"); forced != nullptr && *forced != '\0') {
-    return std::strcmp(forced, "0") != 0;
-  }
   if (!UsesHardware()) return false;
+  if (const char* forced = std::getenv("SLUICE_CRC32C_SIX_STREAMS"); forced != nullptr) {
+    if (std::strcmp(forced, "1") == 0) return true;
+    if (std::strcmp(forced, "0") == 0) return false;
+  }
   alignas(64) char buffer[8192];
   for (size_t i = 0; i < sizeof(buffer); ++i) buffer[i] = static_cast<char>(i * 2654435761u >> 13);
-  double best[2] = {1e30, 1e30};
   uint32_t sink = 0;
+  auto calls = [&](int count, bool six) {
+    for (int call = 0; call < count; ++call) {
+      // The buffer may have changed and the result is used: no call can be
+      // dropped or moved out of the timed window.
+      asm volatile("" : : "r"(buffer) : "memory");
+      sink = ExtendHardware<false>(sink, buffer, sizeof(buffer), nullptr, six);
+      asm volatile("" : "+r"(sink));
+    }
+  };
+  calls(1, false);
+  calls(1, true);
+  double best[2] = {1e30, 1e30};
   for (int trial = 0; trial < 5; ++trial) {
     for (int six = 0; six < 2; ++six) {
       const auto start = std::chrono::steady_clock::now();
-      for (int call = 0; call < 16; ++call) sink ^= ExtendHardware<false>(sink, buffer, sizeof(buffer), nullptr, six);
+      calls(64, six != 0);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       best[six] = std::min(best[six], seconds);
     }
   }
-  if (sink == 0x5eed) buffer[0] ^= 1;  // keeps the calls (sink is data-dependent)
   return best[1] < 0.9 * best[0];
 }
 

@@ -72,8 +72,8 @@ TEST(Crc32c, InterleavedStreamsAgreeWithTheTableOnLongInputs) {
 }
 
 TEST(Crc32c, FoldingBesideSixStreamsAgreesWithTheTableAtItsPieceBoundaries) {
-  // In AVX-512 builds, Extend folds buffers from 2048 bytes beside six crc32
-  // streams, in pieces of at most 13792 bytes (25 x 256 bytes folded beside 6
+  // In AVX-512 builds, Extend folds buffers from 2048 bytes (beside six crc32
+  // streams where they pay: both ways are checked here), in pieces of at most 13792 bytes (25 x 256 bytes folded beside 6
   // x 154 words); a piece before the last leaves at least 2048 bytes, and the
   // last leaves under 48. The words per stream change at n = 2064 + 48 i, the
   // folds at 2368 + 544 i. Lengths at and around those sizes, several pieces

@@ -14,21 +14,25 @@ std::string DtypeList(const DataTypeVector& dtypes) {
   return absl::StrCat("(", absl::StrJoin(names, ", "), ")");
 }
 
+absl::Status EmptyAreaError(const std::string& name) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("staging area '", name, "' is empty: its Stage op must run (in an earlier Run) before each Unstage"));
+}
+
 }  // namespace
 
 absl::Status StagingArea::CheckDtypes(const DataTypeVector& dtypes, const std::string& node) const {
   if (dtypes == dtypes_) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("node '", node, "': staging area '", name_, "' holds ",
-                                                 DtypeList(dtypes_), ", not ", DtypeList(dtypes)));
+  return absl::InvalidArgumentError(absl::StrCat(node.empty() ? "" : absl::StrCat("node '", node, "': "),
+                                                 "staging area '", name_, "' holds ", DtypeList(dtypes_), ", not ",
+                                                 DtypeList(dtypes)));
 }
 
 absl::Status StagingArea::Put(std::vector<Tensor> values) {
   DataTypeVector dtypes;
   for (const Tensor& t : values) dtypes.push_back(t.dtype());
-  if (dtypes != dtypes_) {
-    return absl::InvalidArgumentError(absl::StrCat("staging area '", name_, "' holds ", DtypeList(dtypes_),
-                                                   ", not ", DtypeList(dtypes)));
-  }
+  absl::Status s = CheckDtypes(dtypes, "");
+  if (!s.ok()) return s;
   absl::MutexLock lock(&mu_);
   if (static_cast<int64_t>(tuples_.size()) >= capacity_) {
     return absl::FailedPreconditionError(absl::StrCat("staging area '", name_, "' already holds its capacity of ",
@@ -40,10 +44,7 @@ absl::Status StagingArea::Put(std::vector<Tensor> values) {
 
 absl::StatusOr<std::vector<Tensor>> StagingArea::Take() {
   absl::MutexLock lock(&mu_);
-  if (tuples_.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "staging area '", name_, "' is empty: its Stage op must run (in an earlier Run) before each Unstage"));
-  }
+  if (tuples_.empty()) return EmptyAreaError(name_);
   std::vector<Tensor> values = std::move(tuples_.front());
   tuples_.pop_front();
   return values;
@@ -90,11 +91,7 @@ absl::StatusOr<std::shared_ptr<StagingArea>> StagingOpBase::Area(OpKernelContext
         });
   } else {
     area = ctx->resource_manager()->Lookup<StagingArea>(rn_.container, rn_.name);
-    if (absl::IsNotFound(area.status())) {
-      return absl::FailedPreconditionError(absl::StrCat("staging area '", rn_.name,
-                                                        "' is empty: its Stage op must run (in an earlier Run) "
-                                                        "before each Unstage"));
-    }
+    if (absl::IsNotFound(area.status())) return EmptyAreaError(rn_.name);
   }
   if (!area.ok()) return area.status();
   absl::Status s = (*area)->CheckDtypes(dtypes_, name());

@@ -30,8 +30,8 @@ class StagingArea : public ResourceBase {
   // The oldest tuple. Errors: an empty area (FailedPrecondition: a step that
   // unstages ran before the Run that stages its batch).
   absl::StatusOr<std::vector<Tensor>> Take();
-  // Errors: a Stage or Unstage node that declares other dtypes than the node
-  // that created the area.
+  // Errors: a Stage or Unstage node (named in the message unless `node` is
+  // empty) that declares other dtypes than the node that created the area.
   absl::Status CheckDtypes(const DataTypeVector& dtypes, const std::string& node) const;
   int64_t size() const;
   std::string DebugString() const override;

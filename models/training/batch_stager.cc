@@ -15,8 +15,7 @@ BatchStager::BatchStager(Session* session, std::string stage_op)
 BatchStager::~BatchStager() {
   {
     absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(
-        +[](bool* requested) { return !*requested; }, &requested_));
+    mu_.Await(absl::Condition(this, &BatchStager::Idle));
     exiting_ = true;
   }
   if (thread_.joinable()) thread_.join();
@@ -37,8 +36,7 @@ void BatchStager::Start() {
 
 absl::Status BatchStager::Wait() {
   absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
-      +[](bool* requested) { return !*requested; }, &requested_));
+  mu_.Await(absl::Condition(this, &BatchStager::Idle));
   return std::exchange(result_, absl::OkStatus());
 }
 

@@ -44,6 +44,7 @@ class BatchStager {
  private:
   void Serve();
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return requested_ || exiting_; }
+  bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !requested_; }
 
   Session* const session_;
   const std::string stage_op_;

@@ -18,6 +18,17 @@ void CloseHooks(const std::vector<TrainingHook*>& hooks, size_t begun, const Loo
   for (size_t i = 0; i < begun; ++i) hooks[i]->Close(end);
 }
 
+// `s`, or when it is OutOfRange and a hook knows the input failed (a runner's
+// parse error closed the queue), that failure instead.
+absl::Status ExplainOutOfRange(const std::vector<TrainingHook*>& hooks, absl::Status s) {
+  if (!absl::IsOutOfRange(s)) return s;
+  for (const TrainingHook* hook : hooks) {
+    absl::Status input = hook->InputFailure();
+    if (!input.ok()) return input;
+  }
+  return s;
+}
+
 }  // namespace
 
 LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, const LoopStart& start,
@@ -39,18 +50,9 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
   // Ends the loop after a failed Run of the stage op: as the input's end
   // (OutOfRange) unless a hook knows the input failed, else as a failure.
   auto end_for_staging = [&hooks, &end, &failed](const absl::Status& s) {
-    absl::Status why = s;
-    if (absl::IsOutOfRange(s)) {
-      for (const TrainingHook* hook : hooks) {
-        const absl::Status input = hook->InputFailure();
-        if (!input.ok()) {
-          why = input;
-          break;
-        }
-      }
-    } else {
-      why = absl::Status(s.code(), absl::StrCat("staging the next batch: ", s.message()));
-    }
+    const absl::Status why =
+        absl::IsOutOfRange(s) ? ExplainOutOfRange(hooks, s)
+                              : absl::Status(s.code(), absl::StrCat("staging the next batch: ", s.message()));
     if (absl::IsOutOfRange(why)) {
       end.reason = LoopStop::kInputEnded;
       return;
@@ -104,18 +106,10 @@ LoopEnd RunTrainingLoop(Session* session, const TrainingLoopOptions& options, co
     // The next step's batch, unless this step is the last.
     const bool stage_next = stager != nullptr && info.step < start.last_step;
     if (stage_next) stager->Start();
-    absl::Status s = session->Run(run_options, feeds, fetches, {options.train_op}, &fetched, &metadata);
+    absl::Status s = ExplainOutOfRange(
+        hooks, session->Run(run_options, feeds, fetches, {options.train_op}, &fetched, &metadata));
     if (options.in_step != nullptr) options.in_step->store(false);
     const absl::Status staged = stage_next ? stager->Wait() : absl::OkStatus();
-    if (absl::IsOutOfRange(s)) {
-      for (const TrainingHook* hook : hooks) {
-        const absl::Status input = hook->InputFailure();
-        if (!input.ok()) {
-          s = input;
-          break;
-        }
-      }
-    }
     if (absl::IsOutOfRange(s)) {
       end.reason = LoopStop::kInputEnded;
       break;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,16 @@ class TrainingLoopTest : public ::testing::Test {
     start.step = step;
     start.last_step = last_step;
     return RunTrainingLoop(&session_, options_, start, hooks);
+  }
+  // Steps answer a loss of 0.5; the k-th Run of the stage op (1: the first
+  // batch's) returns `status`, the others OK.
+  void FailStagingRun(int k, absl::Status status) {
+    auto stages = std::make_shared<std::atomic<int>>(0);
+    session_.SetHandler([stages, k, status](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
+      if (call.targets == std::vector<std::string>{"stage"}) return ++*stages == k ? status : absl::OkStatus();
+      out->push_back(Tensor::Scalar<float>(0.5f));
+      return absl::OkStatus();
+    });
   }
   FakeSession session_;
   TrainingLoopOptions options_;
@@ -357,14 +368,7 @@ TEST_F(TrainingLoopTest, AStopOrAFailedStepWithAStagingRunBesideItEndsTheLoopAsW
 // ends as the input's end, as a step's own OutOfRange would end it.
 TEST_F(TrainingLoopTest, AStagingRunAtTheInputsEndEndsTheLoopAfterTheStepBesideIt) {
   options_.stage_op = "stage";
-  std::atomic<int> stages{0};
-  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
-    if (call.targets == std::vector<std::string>{"stage"}) {
-      return ++stages == 3 ? absl::OutOfRangeError("queue closed and empty") : absl::OkStatus();
-    }
-    out->push_back(Tensor::Scalar<float>(0.5f));
-    return absl::OkStatus();
-  });
+  FailStagingRun(3, absl::OutOfRangeError("queue closed and empty"));
   RecordingHook a("a", &log_);
   LoopEnd end = Run(0, 10, {&a});
   EXPECT_EQ(end.reason, LoopStop::kInputEnded);
@@ -377,11 +381,7 @@ TEST_F(TrainingLoopTest, AStagingRunAtTheInputsEndEndsTheLoopAfterTheStepBesideI
 
 TEST_F(TrainingLoopTest, AnInputThatEndsBeforeTheFirstBatchRunsNoStep) {
   options_.stage_op = "stage";
-  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
-    if (call.targets == std::vector<std::string>{"stage"}) return absl::OutOfRangeError("queue closed and empty");
-    out->push_back(Tensor::Scalar<float>(0.5f));
-    return absl::OkStatus();
-  });
+  FailStagingRun(1, absl::OutOfRangeError("queue closed and empty"));
   RecordingHook a("a", &log_);
   LoopEnd end = Run(4, 10, {&a});
   EXPECT_EQ(end.reason, LoopStop::kInputEnded);
@@ -397,14 +397,7 @@ TEST_F(TrainingLoopTest, AnInputThatEndsBeforeTheFirstBatchRunsNoStep) {
 // failure, as for a step.
 TEST_F(TrainingLoopTest, AFailedStagingRunFailsTheRunAfterTheStepBesideIt) {
   options_.stage_op = "stage";
-  std::atomic<int> stages{0};
-  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
-    if (call.targets == std::vector<std::string>{"stage"}) {
-      return ++stages == 2 ? absl::ResourceExhaustedError("out of pinned memory") : absl::OkStatus();
-    }
-    out->push_back(Tensor::Scalar<float>(0.5f));
-    return absl::OkStatus();
-  });
+  FailStagingRun(2, absl::ResourceExhaustedError("out of pinned memory"));
   RecordingHook a("a", &log_);
   LoopEnd end = Run(0, 10, {&a});
   EXPECT_EQ(end.reason, LoopStop::kStepFailed);
@@ -417,14 +410,7 @@ TEST_F(TrainingLoopTest, AFailedStagingRunFailsTheRunAfterTheStepBesideIt) {
    public:
     absl::Status InputFailure() const override { return absl::InvalidArgumentError("bad record"); }
   };
-  stages = 0;
-  session_.SetHandler([&](const FakeSession::Call& call, std::vector<Tensor>* out, RunMetadata*) {
-    if (call.targets == std::vector<std::string>{"stage"}) {
-      return ++stages == 2 ? absl::OutOfRangeError("queue closed and empty") : absl::OkStatus();
-    }
-    out->push_back(Tensor::Scalar<float>(0.5f));
-    return absl::OkStatus();
-  });
+  FailStagingRun(2, absl::OutOfRangeError("queue closed and empty"));
   FailedInput input;
   end = Run(0, 10, {&input});
   EXPECT_EQ(end.reason, LoopStop::kStepFailed);

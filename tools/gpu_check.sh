@@ -3,7 +3,8 @@
 # run from the repository root there, with the bundle of tools/gpu_bundle.sh in BUNDLE (default
 # ./gpu_bundle). Every check runs even when an earlier one fails; the log goes to stdout and,
 # when $OUT is set (the device tool), to $OUT/gpu_check.log.
-#   1. nvidia-smi; every GPU test binary in the bundle (kernels against their CPU twins);
+#   1. nvidia-smi; every GPU test binary in the bundle (kernels against their CPU twins), then
+#      the convolution tests once more under each forced layout and input-gradient way;
 #   2. fashion_mlp for 300 steps on the GPU (the plan must name the GPU);
 #   3. fashion_cnn's full schedule (4700 steps, eval at the end) on the GPU: its test accuracy
 #      against the CPU run's (README: 92.2%), within 0.3 points;
@@ -44,6 +45,19 @@ for check in "${checks[@]}"; do
         rc=${PIPESTATUS[0]}
         echo "exit $rc"
         ((rc == 0)) || failures+=("test $(basename "$t")")
+      done
+      # The convolutions again in each layout and each way of computing the input gradient
+      # (the timed search picks one per shape; these force every pair).
+      t="$BUNDLE/.unpacked/bin/cudnn_ops_gpu_test"
+      for layout in NCHW NHWC; do
+        for way in forward backward; do
+          step "test cudnn_ops_gpu_test, SLUICE_CUDNN_LAYOUT=$layout SLUICE_CUDNN_INPUT_GRADIENT=$way"
+          SLUICE_CUDNN_LAYOUT=$layout SLUICE_CUDNN_INPUT_GRADIENT=$way timeout "${TEST_TIMEOUT:-60}" "$RUN" "$t" \
+            --gtest_filter='*Conv*:*Fused*' 2>&1 | tail -n 30
+          rc=${PIPESTATUS[0]}
+          echo "exit $rc"
+          ((rc == 0)) || failures+=("test cudnn_ops_gpu_test $layout $way")
+        done
       done ;;
     mlp)
       step "fashion_mlp, 300 steps"
@@ -77,8 +91,9 @@ for check in "${checks[@]}"; do
         --models cnn,mlp "${variants[@]}" 2>&1
       rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=(threads) ;;
     staging)
-      # The next batch staged beside each step (the default with a GPU) against dequeued in
-      # the step, interleaved round by round by tools/gpu_ab.py.
+      # The next batch staged beside each step (input.train.stage_next_batch, off by default
+      # until this A/B says otherwise) against dequeued in the step, interleaved round by
+      # round by tools/gpu_ab.py.
       step "staging: input.train.stage_next_batch true / false"
       BUNDLE="$BUNDLE" timeout $((60 + 60 * ${ROUNDS:-3})) python3 tools/gpu_ab.py --rounds "${ROUNDS:-3}" \
         --models cnn,mlp 'staged --set input.train.stage_next_batch=true' \

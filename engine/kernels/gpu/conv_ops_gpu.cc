@@ -17,6 +17,12 @@
 //     faster layout (the NCHW time includes an estimate of the transposes).
 //     SLUICE_CUDNN_LAYOUT=NHWC or NCHW forces one. Filters go HWIO -> OHWI
 //     (NHWC) or OIHW (NCHW) through small transpose kernels.
+//   * The input gradient. With stride 1, Conv2DBackpropInput is also a
+//     forward convolution of dy with the filter turned by 180 degrees, in and
+//     out channels swapped (conv_cudnn_shape.h): the same products, summed in
+//     another order. Its plan searches cuDNN's backward-data algorithms and
+//     that forward convolution, in both layouts, and keeps the fastest.
+//     SLUICE_CUDNN_INPUT_GRADIENT=backward or forward forces one way.
 //   * Math. float32 runs with CUDNN_FMA_MATH: plain fp32 FMA, no TF32 tensor
 //     cores (which would round inputs to 10 mantissa bits).
 //   * Algorithms. The unlabeled kernels use only direct and GEMM-like
@@ -52,6 +58,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -62,6 +69,7 @@
 #include "engine/kernels/conv_shape.h"
 #include "engine/kernels/fused_epilogue.h"
 #include "engine/kernels/gpu/bias_gpu.h"
+#include "engine/kernels/gpu/conv_cudnn_shape.h"
 #include "engine/kernels/gpu/cudnn_algorithms.h"
 #include "engine/kernels/gpu/cudnn_util_kernels.h"
 #include "engine/kernels/gpu/gpu_kernel_util.h"
@@ -73,43 +81,6 @@ namespace gpu {
 namespace {
 
 constexpr size_t kWorkspaceCap = size_t{256} << 20;
-
-// The convolution as cuDNN sees it: the input with `extra` zero rows/columns
-// appended, symmetric padding `pad`.
-struct ConvShape {
-  int64_t n, h, w, c, kh, kw, o, oh, ow, sh, sw, ph, pw, eh, ew;
-  auto Tie() const { return std::tie(n, h, w, c, kh, kw, o, oh, ow, sh, sw, ph, pw, eh, ew); }
-  bool operator<(const ConvShape& other) const { return Tie() < other.Tie(); }
-  int64_t padded_h() const { return h + eh; }
-  int64_t padded_w() const { return w + ew; }
-  bool asymmetric() const { return eh != 0 || ew != 0; }
-};
-
-ConvShape ShapeOf(const ConvGeometry& g) {
-  ConvShape s;
-  s.n = g.batch;
-  s.h = g.in_rows;
-  s.w = g.in_cols;
-  s.c = g.in_depth;
-  s.kh = g.filter_rows;
-  s.kw = g.filter_cols;
-  s.o = g.out_depth;
-  s.oh = g.rows.out;
-  s.ow = g.cols.out;
-  s.sh = g.rows.stride;
-  s.sw = g.cols.stride;
-  s.ph = g.rows.pad;
-  s.pw = g.cols.pad;
-  // The total padding TensorFlow puts on a dimension: (out - 1) * stride + k - in
-  // (VALID: none), of which pad goes before and the rest after.
-  auto extra = [](const WindowDim& d) {
-    const int64_t total = std::max<int64_t>(0, (d.out - 1) * d.stride + d.k - d.in);
-    return d.out == 0 ? 0 : total - 2 * d.pad;
-  };
-  s.eh = extra(g.rows);
-  s.ew = extra(g.cols);
-  return s;
-}
 
 // cuDNN's descriptors take int dimensions, and its legacy kernels index
 // tensors of fewer than 2^31 elements.
@@ -162,6 +133,11 @@ struct ConvPlan {
     if (conv != nullptr) cudnnDestroyConvolutionDescriptor(conv);
   }
   bool nchw = false;
+  // A Conv2DBackpropInput plan that runs a forward convolution of dy with the
+  // turned filter (conv_cudnn_shape.h): then x describes dy (the forward's
+  // input), y the padded input gradient, w the turned filter, and `algo` is a
+  // forward algorithm.
+  bool input_gradient_as_forward = false;
   cudnnTensorDescriptor_t x = nullptr;  // the (padded) input
   cudnnTensorDescriptor_t y = nullptr;  // the output
   cudnnFilterDescriptor_t w = nullptr;
@@ -346,8 +322,9 @@ absl::Status Search(OpKernelContext* ctx, cudnnHandle_t handle, ConvKind kind, b
                         " of the output's rms: ", t.kept ? "kept" : "rejected");
       }
       if (!check.ok()) absl::StrAppend(&transform, " (", check.message(), ")");
-      std::fprintf(stderr, "cuDNN plan: %s n=%lld %lldx%lldx%lld -> %lld (%lldx%lld filter) %s: algo %d, %.3f ms%s\n",
-                   KindName(kind), static_cast<long long>(s.n), static_cast<long long>(s.h),
+      std::fprintf(stderr, "cuDNN plan: %s%s n=%lld %lldx%lldx%lld -> %lld (%lldx%lld filter) %s: algo %d, %.3f ms%s\n",
+                   p->input_gradient_as_forward ? "backprop input as a " : "", KindName(kind),
+                   static_cast<long long>(s.n), static_cast<long long>(s.h),
                    static_cast<long long>(s.w), static_cast<long long>(s.c), static_cast<long long>(s.o),
                    static_cast<long long>(s.kh), static_cast<long long>(s.kw), p->nchw ? "NCHW" : "NHWC", p->algo,
                    p->time_ms, transform.c_str());
@@ -426,8 +403,24 @@ int ForcedLayout() {
   return forced;
 }
 
+// How Conv2DBackpropInput may run: SLUICE_CUDNN_INPUT_GRADIENT=backward
+// (cuDNN's backward-data algorithms only), forward (a forward convolution of
+// dy with the turned filter wherever the shape allows one: stride 1), or
+// unset (both searched, the faster kept).
+enum class InputGradientWay { kEither, kBackward, kForward };
+InputGradientWay ForcedInputGradientWay() {
+  static const InputGradientWay forced = [] {
+    const char* v = std::getenv("SLUICE_CUDNN_INPUT_GRADIENT");
+    if (v != nullptr && std::strcmp(v, "backward") == 0) return InputGradientWay::kBackward;
+    if (v != nullptr && std::strcmp(v, "forward") == 0) return InputGradientWay::kForward;
+    return InputGradientWay::kEither;
+  }();
+  return forced;
+}
+
 // Plans one shape: searches both layouts (unless one is forced) and keeps the
-// faster.
+// faster. A Conv2DBackpropInput with stride 1 also searches the forward
+// convolution that computes the same gradient (InputGradientAsForward).
 template <typename T>
 absl::StatusOr<std::shared_ptr<const ConvPlan>> MakePlan(OpKernelContext* ctx, ConvKind kind, bool allow_transforms,
                                                          const ConvShape& s) {
@@ -435,21 +428,39 @@ absl::StatusOr<std::shared_ptr<const ConvPlan>> MakePlan(OpKernelContext* ctx, C
   const size_t workspace_bytes = AllocateSearchWorkspace(ctx, &workspace);
   auto lock = GetGpuDevice(ctx)->LockCudnn();
   if (!lock.ok()) return lock.status();
+  // (the shape cuDNN runs, the kind it runs as, whether that is the input
+  // gradient as a forward convolution)
+  struct Way {
+    ConvShape shape;
+    ConvKind kind;
+    bool as_forward;
+  };
+  std::vector<Way> ways;
+  const std::optional<ConvShape> forward =
+      kind == ConvKind::kBackpropInput ? InputGradientAsForward(s) : std::nullopt;
+  const InputGradientWay forced_way = ForcedInputGradientWay();
+  if (forced_way != InputGradientWay::kForward || !forward) ways.push_back({s, kind, false});
+  if (forward && forced_way != InputGradientWay::kBackward) ways.push_back({*forward, ConvKind::kForward, true});
   std::shared_ptr<ConvPlan> best;
   absl::Status last_error;
-  for (bool nchw : {false, true}) {
-    if (ForcedLayout() == (nchw ? 1 : 2)) continue;
-    auto plan = std::make_shared<ConvPlan>();
-    absl::Status st = MakeDescriptors<T>(s, nchw, plan.get());
-    if (st.ok()) {
-      st = Search<T>(ctx, (*lock)->handle, kind, allow_transforms, s, workspace, workspace_bytes, plan.get());
+  for (const Way& way : ways) {
+    for (bool nchw : {false, true}) {
+      if (ForcedLayout() == (nchw ? 1 : 2)) continue;
+      auto plan = std::make_shared<ConvPlan>();
+      plan->input_gradient_as_forward = way.as_forward;
+      absl::Status st = MakeDescriptors<T>(way.shape, nchw, plan.get());
+      if (st.ok()) {
+        st = Search<T>(ctx, (*lock)->handle, way.kind, allow_transforms, way.shape, workspace, workspace_bytes,
+                       plan.get());
+      }
+      if (!st.ok()) {
+        last_error = st;
+        continue;
+      }
+      // The same tensors cross layouts either way (dy in, dx out).
+      if (nchw) plan->time_ms += static_cast<float>(TransposeCostMs(kind, s, sizeof(T)));
+      if (best == nullptr || plan->time_ms < best->time_ms) best = plan;
     }
-    if (!st.ok()) {
-      last_error = st;
-      continue;
-    }
-    if (nchw) plan->time_ms += static_cast<float>(TransposeCostMs(kind, s, sizeof(T)));
-    if (best == nullptr || plan->time_ms < best->time_ms) best = plan;
   }
   if (best == nullptr) return last_error;
   return std::shared_ptr<const ConvPlan>(best);
@@ -521,12 +532,18 @@ class CudnnConvOp : public OpKernel {
     return absl::OkStatus();
   }
 
-  // The HWIO filter in the plan's layout (OHWI or OIHW), in *holder.
+  // The HWIO filter in the plan's layout (OHWI or OIHW), in *holder; turned,
+  // in and out swapped, for an input gradient planned as a forward
+  // convolution.
   absl::Status FilterForCudnn(OpKernelContext* ctx, const ConvPlan& p, const ConvShape& s, const T* filter,
                               Tensor* holder) {
     absl::Status st = Temp(ctx, s.kh * s.kw * s.c * s.o, holder);
     if (!st.ok()) return st;
     cudaStream_t stream = GetGpuDevice(ctx)->compute_stream();
+    if (p.input_gradient_as_forward) {
+      return CudaStatus(LaunchFlipFilter(stream, filter, s.kh, s.kw, s.c, s.o, p.nchw, holder->data<T>()),
+                        "LaunchFlipFilter");
+    }
     if (p.nchw) {
       return CudaStatus(LaunchHwioToOihw(stream, filter, s.kh, s.kw, s.c, s.o, holder->data<T>()), "LaunchHwioToOihw");
     }
@@ -558,8 +575,10 @@ class CudnnConvOp : public OpKernel {
 };
 
 // Conv2D, and _FusedConv2D (float32: the fusion pass's Conv2D + BiasAdd [+
-// Relu]), whose bias and Relu take one pass over the output after cuDNN's
-// convolution (LaunchBiasAdd in place) instead of BiasAdd's and Relu's two.
+// Relu]), whose bias and Relu take no pass of their own when the plan is
+// NCHW (the transpose back to NHWC applies them on the way), else one pass
+// over the output after cuDNN's convolution (LaunchBiasAdd in place), instead
+// of BiasAdd's and Relu's two.
 template <typename T, bool kTransforms = false>
 class Conv2DOp : public CudnnConvOp<T> {
  public:
@@ -577,8 +596,9 @@ class Conv2DOp : public CudnnConvOp<T> {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.out_shape, &out));
     if (out->NumElements() == 0) return;
-    Convolve(ctx, g, out);
-    if (fused_ && ctx->status().ok()) {  // no input channels: act(bias) everywhere, as on the CPU
+    bool epilogue_applied = false;
+    Convolve(ctx, g, out, &epilogue_applied);
+    if (fused_ && !epilogue_applied && ctx->status().ok()) {  // no input channels: act(bias) everywhere, as on the CPU
       OP_REQUIRES_CUDA(ctx, LaunchBiasAdd(GetGpuDevice(ctx)->compute_stream(), ElemTypeOf<T>(), out->raw_data(),
                                           ctx->input(2).raw_data(), out->raw_data(),
                                           out->NumElements() / g.out_depth, g.out_depth, 1, relu_));
@@ -586,7 +606,9 @@ class Conv2DOp : public CudnnConvOp<T> {
   }
 
  private:
-  void Convolve(OpKernelContext* ctx, const ConvGeometry& g, Tensor* out) {
+  // The convolution into `out`; *epilogue_applied when the fused op's bias
+  // and Relu were applied too (on the way back from an NCHW plan).
+  void Convolve(OpKernelContext* ctx, const ConvGeometry& g, Tensor* out, bool* epilogue_applied) {
     const Tensor& input = ctx->input(0);
     const Tensor& filter = ctx->input(1);
     cudaStream_t stream = GetGpuDevice(ctx)->compute_stream();
@@ -619,7 +641,11 @@ class Conv2DOp : public CudnnConvOp<T> {
                                                      static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.workspace,
                                                      &zero, p.y, y));
     }
-    if (transpose_out) {
+    if (transpose_out && fused_) {
+      OP_REQUIRES_CUDA(ctx, LaunchTransposeBiasAdd(stream, y, s.n, s.o, s.oh * s.ow, ctx->input(2).data<T>(), relu_,
+                                                   out->data<T>()));
+      *epilogue_applied = true;
+    } else if (transpose_out) {
       OP_REQUIRES_CUDA(ctx, LaunchTranspose(stream, y, s.n, s.o, s.oh * s.ow, out->data<T>()));
     }
   }
@@ -671,9 +697,16 @@ class Conv2DBackpropInputOp : public CudnnConvOp<T> {
       auto lock = GetGpuDevice(ctx)->LockCudnn();
       OP_REQUIRES_OK(ctx, lock.status());
       const T one = 1, zero = 0;
-      OP_REQUIRES_CUDNN(ctx, cudnnConvolutionBackwardData((*lock)->handle, &one, p.w, w_holder.data<T>(), p.y, dy_in,
-                                                          p.conv, static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo),
-                                                          ws, p.workspace, &zero, p.x, dx_cudnn));
+      if (p.input_gradient_as_forward) {  // x describes dy, y the padded dx
+        OP_REQUIRES_CUDNN(ctx, cudnnConvolutionForward((*lock)->handle, &one, p.x, dy_in, p.w, w_holder.data<T>(),
+                                                       p.conv, static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws,
+                                                       p.workspace, &zero, p.y, dx_cudnn));
+      } else {
+        OP_REQUIRES_CUDNN(ctx, cudnnConvolutionBackwardData((*lock)->handle, &one, p.w, w_holder.data<T>(), p.y,
+                                                            dy_in, p.conv,
+                                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), ws,
+                                                            p.workspace, &zero, p.x, dx_cudnn));
+      }
     }
     const T* nhwc = dx_cudnn;
     if (transpose) {

@@ -1,5 +1,5 @@
-// The CUDA kernels of cudnn_util_kernels.h: transposes, bottom/right zero
-// padding and its crop, and NHWC pooling (MaxPoolGrad: a gather per input
+// The CUDA kernels of cudnn_util_kernels.h: transposes (one with a bias and
+// Relu on the way), the turned filter, bottom/right zero padding and its crop, and NHWC pooling (MaxPoolGrad: a gather per input
 // element, or a scatter per window when windows do not overlap). Every kernel walks its elements
 // (or tiles) with a grid-stride loop, so any size runs with a bounded grid;
 // the pooling kernels index with int32 where everything fits, else int64.
@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+
+#include "engine/kernels/gpu/conv_filter_flip.h"
 
 namespace sluice {
 namespace gpu {
@@ -26,9 +28,12 @@ int64_t Blocks(int64_t n) { return std::max<int64_t>(1, std::min<int64_t>((n + k
 constexpr int kTile = 32;
 constexpr int kTileRowsPerPass = 8;
 
-template <typename T>
+// kEpilogue: out = in + bias[row of in], then max(0, .) with `relu` (NaN
+// stays NaN, as Relu's a < 0 ? 0 : a): a convolution's bias and Relu applied
+// on its way from NCHW back to NHWC, in the same pass.
+template <typename T, bool kEpilogue = false>
 __global__ void TransposeKernel(const T* __restrict__ in, int64_t batch, int64_t rows, int64_t cols,
-                                T* __restrict__ out) {
+                                T* __restrict__ out, const T* __restrict__ bias = nullptr, bool relu = false) {
   __shared__ T tile[kTile][kTile + 1];
   const int64_t tiles_r = (rows + kTile - 1) / kTile, tiles_c = (cols + kTile - 1) / kTile;
   for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
@@ -39,7 +44,14 @@ __global__ void TransposeKernel(const T* __restrict__ in, int64_t batch, int64_t
         const int64_t r0 = tr * kTile, c0 = tc * kTile;
         for (int j = threadIdx.y; j < kTile; j += kTileRowsPerPass) {
           const int64_t r = r0 + j, c = c0 + threadIdx.x;
-          if (r < rows && c < cols) tile[j][threadIdx.x] = src[r * cols + c];
+          if (r < rows && c < cols) {
+            T v = src[r * cols + c];
+            if (kEpilogue) {
+              v += bias[r];
+              if (relu && v < T(0)) v = T(0);
+            }
+            tile[j][threadIdx.x] = v;
+          }
         }
         __syncthreads();
         // out is [cols, rows]: thread x walks rows of `in` (contiguous in out).
@@ -53,14 +65,20 @@ __global__ void TransposeKernel(const T* __restrict__ in, int64_t batch, int64_t
   }
 }
 
+// With `bias` not null: the epilogue (TransposeKernel's kEpilogue).
 template <typename T>
-cudaError_t Transpose(cudaStream_t stream, const T* in, int64_t batch, int64_t rows, int64_t cols, T* out) {
+cudaError_t Transpose(cudaStream_t stream, const T* in, int64_t batch, int64_t rows, int64_t cols, T* out,
+                      const T* bias = nullptr, bool relu = false) {
   if (batch <= 0 || rows <= 0 || cols <= 0) return cudaSuccess;
   const int64_t tiles_r = (rows + kTile - 1) / kTile, tiles_c = (cols + kTile - 1) / kTile;
   dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles_c, 1 << 20)),
             static_cast<unsigned>(std::min<int64_t>(tiles_r, kMaxBlocks)),
             static_cast<unsigned>(std::min<int64_t>(batch, kMaxBlocks)));
-  TransposeKernel<T><<<grid, dim3(kTile, kTileRowsPerPass), 0, stream>>>(in, batch, rows, cols, out);
+  if (bias != nullptr) {
+    TransposeKernel<T, true><<<grid, dim3(kTile, kTileRowsPerPass), 0, stream>>>(in, batch, rows, cols, out, bias, relu);
+  } else {
+    TransposeKernel<T><<<grid, dim3(kTile, kTileRowsPerPass), 0, stream>>>(in, batch, rows, cols, out);
+  }
   return cudaGetLastError();
 }
 
@@ -95,6 +113,13 @@ __global__ void OihwToHwioKernel(const T* __restrict__ in, int64_t h, int64_t w,
     const int64_t hh = rest / w;
     out[idx] = in[((oo * i + ii) * h + hh) * w + ww];
   }
+}
+
+template <typename T>
+__global__ void FlipFilterKernel(const T* __restrict__ in, int64_t h, int64_t w, int64_t i, int64_t o, bool nchw,
+                                 T* __restrict__ out) {
+  const int64_t n = h * w * i * o;
+  SLUICE_GRID_LOOP(idx, n) { out[idx] = in[FlippedFilterSource(idx, h, w, i, o, nchw)]; }
 }
 
 // ---- padding and crop ----
@@ -484,6 +509,17 @@ cudaError_t AvgPoolGrad(cudaStream_t stream, const PoolDims& d, const T* dy, T* 
     const int64_t n = h * w * i * o;                                                                             \
     if (n <= 0) return cudaSuccess;                                                                              \
     OihwToHwioKernel<T><<<Blocks(n), kThreads, 0, stream>>>(in, h, w, i, o, out);                                \
+    return cudaGetLastError();                                                                                   \
+  }                                                                                                              \
+  cudaError_t LaunchTransposeBiasAdd(cudaStream_t stream, const T* in, int64_t batch, int64_t rows, int64_t cols, \
+                                     const T* bias, bool relu, T* out) {                                         \
+    return Transpose<T>(stream, in, batch, rows, cols, out, bias, relu);                                         \
+  }                                                                                                              \
+  cudaError_t LaunchFlipFilter(cudaStream_t stream, const T* in, int64_t h, int64_t w, int64_t i, int64_t o,    \
+                               bool nchw, T* out) {                                                             \
+    const int64_t n = h * w * i * o;                                                                             \
+    if (n <= 0) return cudaSuccess;                                                                              \
+    FlipFilterKernel<T><<<Blocks(n), kThreads, 0, stream>>>(in, h, w, i, o, nchw, out);                          \
     return cudaGetLastError();                                                                                   \
   }                                                                                                              \
   cudaError_t LaunchPadBottomRight(cudaStream_t stream, const T* in, int64_t images, int64_t rows, int64_t cols, \

@@ -22,6 +22,15 @@ cudaError_t LaunchTranspose(cudaStream_t stream, const float* in, int64_t batch,
 cudaError_t LaunchTranspose(cudaStream_t stream, const double* in, int64_t batch, int64_t rows, int64_t cols,
                             double* out);
 
+// LaunchTranspose with the fused convolution's epilogue on the way:
+// out[b, c, r] = in[b, r, c] + bias[r], then max(0, .) with `relu` (NaN stays
+// NaN, as Relu's). An NCHW output ([n, channels, pixels]) becomes NHWC with
+// its bias and Relu in the same pass over it.
+cudaError_t LaunchTransposeBiasAdd(cudaStream_t stream, const float* in, int64_t batch, int64_t rows, int64_t cols,
+                                   const float* bias, bool relu, float* out);
+cudaError_t LaunchTransposeBiasAdd(cudaStream_t stream, const double* in, int64_t batch, int64_t rows, int64_t cols,
+                                   const double* bias, bool relu, double* out);
+
 // HWIO filter -> OIHW (the NCHW filter layout cuDNN calls KCRS), and back.
 cudaError_t LaunchHwioToOihw(cudaStream_t stream, const float* in, int64_t h, int64_t w, int64_t i, int64_t o,
                              float* out);
@@ -31,6 +40,15 @@ cudaError_t LaunchOihwToHwio(cudaStream_t stream, const float* in, int64_t h, in
                              float* out);
 cudaError_t LaunchOihwToHwio(cudaStream_t stream, const double* in, int64_t h, int64_t w, int64_t i, int64_t o,
                              double* out);
+
+// The turned HWIO filter [h, w, i, o] that Conv2DBackpropInput computed as a
+// forward convolution takes (conv_cudnn_shape.h), in cuDNN's layout for it:
+// KCRS [i][o][h][w] (nchw) or KRSC [i][h][w][o], element (r, s) from the
+// filter's (h-1-r, w-1-s) (conv_filter_flip.h).
+cudaError_t LaunchFlipFilter(cudaStream_t stream, const float* in, int64_t h, int64_t w, int64_t i, int64_t o,
+                             bool nchw, float* out);
+cudaError_t LaunchFlipFilter(cudaStream_t stream, const double* in, int64_t h, int64_t w, int64_t i, int64_t o,
+                             bool nchw, double* out);
 
 // Copies `in` (N images of [rows, cols] pixels of `depth` values each, in
 // NHWC or in NCHW with depth = 1 per plane: the caller passes N*C images) into

@@ -14,7 +14,10 @@
 #      ${ROUNDS:-3} rounds with the settings interleaved; single rounds moved by 25% there);
 #   6. staging (not in the default set): the same A/B for input.train.stage_next_batch true
 #      (each batch dequeued and copied to the GPU beside the step before) and false;
-#   7. trace (not in the default set): three traced steps (250-252) of fashion_mlp and of
+#   7. convs (not in the default set): the cuDNN plan of each fashion_cnn convolution at batch
+#      128 and 1024 (SLUICE_CUDNN_LOG=1), and the A/B of the input gradient searched both ways
+#      (the default) against cuDNN's backward-data algorithms only;
+#   8. trace (not in the default set): three traced steps (250-252) of fashion_mlp and of
 #      fashion_cnn at batch ${TRACE_BATCH:-128} on the GPU, summarized by tools/trace_summary.py
 #      (host time per device and op, idle time between nodes); with TRACE_DEVICE_TIME=1
 #      (train --trace_device_time, one inter-op thread so that records do not overlap) each
@@ -99,6 +102,21 @@ for check in "${checks[@]}"; do
         --models cnn,mlp 'staged --set input.train.stage_next_batch=true' \
         'in_step --set input.train.stage_next_batch=false' 2>&1
       rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=(staging) ;;
+    convs)
+      # Which plan each of fashion_cnn's convolutions gets (layout, algorithm, the input
+      # gradient as a forward convolution or not), then the A/B of that input-gradient choice.
+      for batch in 128 1024; do
+        step "convs: cuDNN plans of fashion_cnn at batch $batch"
+        SLUICE_CUDNN_LOG=1 timeout 120 "$RUN" train "$CONFIGS/fashion_cnn.pbtxt" --run_dir "/tmp/gpu_plans_$batch" \
+          --set train.steps=3 --set train.eval_every_steps=0 --set summaries.every_steps=0 \
+          --set checkpoint.every_steps=0 --set monitoring.metrics_port=-1 --set input.train.batch_size=$batch 2>&1 |
+          grep -E "cuDNN plan|error" | head -n 40
+        rc=${PIPESTATUS[0]}; echo "exit $rc"; ((rc == 0)) || failures+=("convs plans $batch")
+      done
+      step "convs: input gradient searched both ways (default) / backward-data algorithms only"
+      BUNDLE="$BUNDLE" timeout $((60 + 40 * ${ROUNDS:-3})) python3 tools/gpu_ab.py --rounds "${ROUNDS:-3}" \
+        --models cnn default 'backward_only SLUICE_CUDNN_INPUT_GRADIENT=backward' 2>&1
+      rc=$?; echo "exit $rc"; ((rc == 0)) || failures+=(convs) ;;
     trace)
       device_time=()
       if [[ "${TRACE_DEVICE_TIME:-0}" == 1 ]]; then
@@ -120,7 +138,7 @@ for check in "${checks[@]}"; do
         fi
       done ;;
     *)
-      echo "gpu_check: unknown check '$check' (tests, mlp, cnn, bench, threads, staging, trace)"
+      echo "gpu_check: unknown check '$check' (tests, mlp, cnn, bench, threads, staging, convs, trace)"
       failures+=("$check") ;;
   esac
 done

@@ -405,8 +405,9 @@ int ForcedLayout() {
 
 // How Conv2DBackpropInput may run: SLUICE_CUDNN_INPUT_GRADIENT=backward
 // (cuDNN's backward-data algorithms only), forward (a forward convolution of
-// dy with the turned filter wherever the shape allows one: stride 1), or
-// unset (both searched, the faster kept).
+// dy with the turned filter wherever the shape allows one: stride 1; a
+// diagnostic for tests, with no fallback when that search fails), or unset or
+// anything else (both searched, the faster kept).
 enum class InputGradientWay { kEither, kBackward, kForward };
 InputGradientWay ForcedInputGradientWay() {
   static const InputGradientWay forced = [] {
@@ -463,6 +464,14 @@ absl::StatusOr<std::shared_ptr<const ConvPlan>> MakePlan(OpKernelContext* ctx, C
     }
   }
   if (best == nullptr) return last_error;
+  if (LogPlans()) {
+    std::fprintf(stderr, "cuDNN plan chosen: %s n=%lld %lldx%lldx%lld -> %lld (%lldx%lld filter): %s%s, algo %d, %.3f ms%s\n",
+                 KindName(kind), static_cast<long long>(s.n), static_cast<long long>(s.h),
+                 static_cast<long long>(s.w), static_cast<long long>(s.c), static_cast<long long>(s.o),
+                 static_cast<long long>(s.kh), static_cast<long long>(s.kw), best->nchw ? "NCHW" : "NHWC",
+                 best->input_gradient_as_forward ? " as a forward convolution" : "", best->algo, best->time_ms,
+                 best->nchw ? " (with the transposes' estimate)" : "");
+  }
   return std::shared_ptr<const ConvPlan>(best);
 }
 

@@ -4,9 +4,13 @@
 // the same inputs from the CPU, and the outputs must agree (relative 1e-4;
 // pooling exactly where no arithmetic differs). Shapes: fashion_cnn's (batch
 // 4 and 128), TensorFlow's asymmetric SAME padding, strides, VALID, a SAME
-// window wider than the input, ties in max pooling (first maximum wins on
-// both), the fusion pass's _FusedConv2D/_FusedMatMul/_FusedMaxPoolGrad,
-// float64, and errors (the same status on both devices).
+// window wider than the input, one output channel or pixel, ties in max
+// pooling (first maximum wins on both), the fusion pass's
+// _FusedConv2D/_FusedMatMul/_FusedMaxPoolGrad, float64, and errors (the same
+// status on both devices). The plans' choices (layout, the input gradient as
+// a forward convolution) depend on timings: tools/gpu_check.sh reruns the
+// convolution tests with each forced by SLUICE_CUDNN_LAYOUT and
+// SLUICE_CUDNN_INPUT_GRADIENT.
 // Without a GPU every test prints "SKIP: no GPU" and passes.
 #include <cuda_runtime.h>
 
@@ -180,6 +184,12 @@ std::vector<ConvCase> ConvCases() {
   cases.push_back({"SAME window wider than the input", TensorShape({1, 3, 3, 2}), TensorShape({5, 6, 2, 3}), 1, 1,
                    "SAME"});
   cases.push_back({"1x1 filter", TensorShape({2, 5, 5, 8}), TensorShape({1, 1, 8, 16}), 1, 1, "VALID"});
+  // Even windows both ways (the odd padding row and column at the bottom and
+  // right), one output channel, and one output pixel: NCHW then needs no
+  // transpose of the output (the fused bias and Relu take their own pass).
+  cases.push_back({"even windows both ways", TensorShape({2, 6, 5, 2}), TensorShape({2, 4, 2, 3}), 1, 1, "SAME"});
+  cases.push_back({"one output channel", TensorShape({2, 6, 6, 3}), TensorShape({3, 3, 3, 1}), 1, 1, "SAME"});
+  cases.push_back({"one output pixel", TensorShape({3, 5, 5, 4}), TensorShape({5, 5, 4, 6}), 1, 1, "VALID"});
   // One input channel (like fashion conv1) with a stride and the odd SAME
   // row and column at the bottom/right, and a 7x7 VALID filter.
   cases.push_back({"one channel 3x3 stride 2 SAME", TensorShape({2, 9, 10, 1}), TensorShape({3, 3, 1, 8}), 2, 2,
@@ -259,23 +269,28 @@ TEST(CudnnOpsGpu, ConvolutionsWithTransformsMatchCpu) {
   }
 }
 
+// float64, with stride 2 and with stride 1 (whose input gradient may run as a
+// forward convolution).
 TEST(CudnnOpsGpu, DoubleConvolutionsMatchCpu) {
   SKIP_WITHOUT_GPU();
   std::mt19937 rng(4);
-  const ConvCase c{"stride 2 SAME", TensorShape({2, 9, 10, 3}), TensorShape({3, 3, 3, 4}), 2, 2, "SAME"};
-  const AttrMap attrs = ConvAttrs(DT_DOUBLE, c.sh, c.sw, c.padding);
-  ExpectClose<double>(RunBoth("Conv2D", {Random<double>(c.input, &rng), Random<double>(c.filter, &rng)}, attrs),
-                      1e-10, "Conv2D double");
-  ExpectClose<double>(RunBoth("Conv2DBackpropInput",
-                              {ShapeTensor(c.input), Random<double>(c.filter, &rng),
-                               Random<double>(ConvOutShape(c), &rng)},
-                              attrs),
-                      1e-10, "Conv2DBackpropInput double");
-  ExpectClose<double>(RunBoth("Conv2DBackpropFilter",
-                              {Random<double>(c.input, &rng), ShapeTensor(c.filter),
-                               Random<double>(ConvOutShape(c), &rng)},
-                              attrs),
-                      1e-10, "Conv2DBackpropFilter double");
+  for (const ConvCase& c : {ConvCase{"stride 2 SAME", TensorShape({2, 9, 10, 3}), TensorShape({3, 3, 3, 4}), 2, 2, "SAME"},
+                            ConvCase{"asymmetric SAME rows", TensorShape({3, 7, 8, 3}), TensorShape({4, 3, 3, 5}), 1, 1,
+                                     "SAME"}}) {
+    const AttrMap attrs = ConvAttrs(DT_DOUBLE, c.sh, c.sw, c.padding);
+    ExpectClose<double>(RunBoth("Conv2D", {Random<double>(c.input, &rng), Random<double>(c.filter, &rng)}, attrs),
+                        1e-10, "Conv2D double " + c.name);
+    ExpectClose<double>(RunBoth("Conv2DBackpropInput",
+                                {ShapeTensor(c.input), Random<double>(c.filter, &rng),
+                                 Random<double>(ConvOutShape(c), &rng)},
+                                attrs),
+                        1e-10, "Conv2DBackpropInput double " + c.name);
+    ExpectClose<double>(RunBoth("Conv2DBackpropFilter",
+                                {Random<double>(c.input, &rng), ShapeTensor(c.filter),
+                                 Random<double>(ConvOutShape(c), &rng)},
+                                attrs),
+                        1e-10, "Conv2DBackpropFilter double " + c.name);
+  }
 }
 
 TEST(CudnnOpsGpu, ConvolutionRepeatsWithTheCachedPlan) {

@@ -1,8 +1,10 @@
 // The CUDA kernels of cudnn_util_kernels.h: transposes (one with a bias and
-// Relu on the way), the turned filter, bottom/right zero padding and its crop, and NHWC pooling (MaxPoolGrad: a gather per input
-// element, or a scatter per window when windows do not overlap). Every kernel walks its elements
-// (or tiles) with a grid-stride loop, so any size runs with a bounded grid;
-// the pooling kernels index with int32 where everything fits, else int64.
+// Relu on the way), the turned filter, bottom/right zero padding and its
+// crop, and NHWC pooling (MaxPoolGrad: a gather per input element, or a
+// scatter per window when windows do not overlap). Every kernel walks its
+// elements (or tiles) with a grid-stride loop, so any size runs with a
+// bounded grid; the pooling kernels index with int32 where everything fits,
+// else int64.
 #include "engine/kernels/gpu/cudnn_util_kernels.h"
 
 #include <algorithm>

@@ -20,7 +20,7 @@
 #   8. trace (not in the default set): three traced steps (250-252) of fashion_mlp and of
 #      fashion_cnn at batch ${TRACE_BATCH:-128} on the GPU, summarized by tools/trace_summary.py
 #      (host time per device and op, idle time between nodes); with TRACE_DEVICE_TIME=1
-#      (train --trace_device_time, one inter-op thread so that records do not overlap) each
+#      (train --trace_device_time, one thread, the shared pool's, so that records do not overlap) each
 #      GPU node's duration is its GPU time instead; the traces go to $OUT/traces/ when $OUT is set.
 # Usage: bash tools/gpu_check.sh [checks...]   (default: tests mlp cnn bench)
 set -uo pipefail
@@ -125,7 +125,7 @@ for check in "${checks[@]}"; do
     trace)
       device_time=()
       if [[ "${TRACE_DEVICE_TIME:-0}" == 1 ]]; then
-        device_time=(--trace_device_time --set devices.inter_op_threads=1)
+        device_time=(--trace_device_time --set devices.intra_op_threads=1)
       fi
       for model in fashion_mlp fashion_cnn; do
         step "trace: $model, batch ${TRACE_BATCH:-128}, steps 250-252 ${device_time[*]}"

@@ -19,7 +19,19 @@ has_target=0
 for a in "${args[@]}"; do
   [[ "$a" == //* || "$a" == @* || "$a" == -//* || "$a" == :* ]] && has_target=1
 done
-((has_target)) || args+=(//...)
+# The GPU targets compile with nvcc, cuBLAS and cuDNN from /usr/local/cuda (CUDA 13 with cuDNN
+# 9, on our machines; not a Debian package, so tools/setup.sh does not install it). Without it
+# they are left out of the default run, with a note; the rest does not need CUDA.
+if ((!has_target)); then
+  if [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    args+=(//...)
+  else
+    echo "tools/test.sh: no CUDA toolkit at /usr/local/cuda (nvcc): leaving out the GPU targets" \
+      "(//engine/kernels/gpu, //engine/runtime/gpu, //inputs/gpu and the CUDA libraries of //third_party)" >&2
+    args+=(-- //... -//engine/kernels/gpu/... -//engine/runtime/gpu/... -//inputs/gpu/...
+           -//third_party:cuda_headers -//third_party:cuda_runtime -//third_party:cublas -//third_party:cudnn)
+  fi
+fi
 
 log=$(mktemp "${TMPDIR:-/tmp}/sluice-test.XXXXXX")
 trap 'rm -f "$log"' EXIT

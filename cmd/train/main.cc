@@ -37,7 +37,7 @@ constexpr char kUsage[] =
     "  --trace_device_time  in traced steps, each GPU kernel waits for its GPU work, so a node's\n"
     "                 duration is its GPU time (plus the launch) rather than the host's time to\n"
     "                 queue it; those steps run slower; single-process runs only; with\n"
-    "                 devices.inter_op_threads 1, no record includes another node's GPU work\n"
+    "                 devices.intra_op_threads 1, no record includes another node's GPU work\n"
     "  --print_losses   print every step's loss at full precision (\"loss at step N: X\")\n"
     "  --job NAME --task N  this process's task in the cluster (else from TF_CONFIG or Slurm's\n"
     "                 SLURM_PROCID; sources that disagree are an error)\n"

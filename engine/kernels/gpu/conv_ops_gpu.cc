@@ -203,10 +203,14 @@ size_t AllocateSearchWorkspace(OpKernelContext* ctx, Tensor* t) {
   return 0;
 }
 
-// Whether SLUICE_CUDNN_LOG is set: each plan prints a line to stderr (the
-// shape, the layout, the algorithm and its time, a transform's check).
+// Whether SLUICE_CUDNN_LOG is set to anything but "" or "0": each plan prints
+// a line to stderr (the shape, the layout, the algorithm and its time, a
+// transform's check), and so does the plan chosen for each shape.
 bool LogPlans() {
-  static const bool log = std::getenv("SLUICE_CUDNN_LOG") != nullptr;
+  static const bool log = [] {
+    const char* v = std::getenv("SLUICE_CUDNN_LOG");
+    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+  }();
   return log;
 }
 

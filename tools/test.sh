@@ -23,10 +23,10 @@ done
 # 9, on our machines; not a Debian package, so tools/setup.sh does not install it). Without it
 # they are left out of the default run, with a note; the rest does not need CUDA.
 if ((!has_target)); then
-  if [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  if [[ -x /usr/local/cuda/bin/nvcc && -e /usr/local/cuda/include/cudnn.h ]]; then
     args+=(//...)
   else
-    echo "tools/test.sh: no CUDA toolkit at /usr/local/cuda (nvcc): leaving out the GPU targets" \
+    echo "tools/test.sh: no CUDA toolkit with cuDNN at /usr/local/cuda (nvcc, cudnn.h): leaving out the GPU targets" \
       "(//engine/kernels/gpu, //engine/runtime/gpu, //inputs/gpu and the CUDA libraries of //third_party)" >&2
     args+=(-- //... -//engine/kernels/gpu/... -//engine/runtime/gpu/... -//inputs/gpu/...
            -//third_party:cuda_headers -//third_party:cuda_runtime -//third_party:cublas -//third_party:cudnn)

@@ -38,6 +38,7 @@ constexpr char kUsage[] =
     "                 duration is its GPU time (plus the launch) rather than the host's time to\n"
     "                 queue it; those steps run slower; single-process runs only; with\n"
     "                 devices.intra_op_threads 1, no record includes another node's GPU work\n"
+    "                 queued meanwhile\n"
     "  --print_losses   print every step's loss at full precision (\"loss at step N: X\")\n"
     "  --job NAME --task N  this process's task in the cluster (else from TF_CONFIG or Slurm's\n"
     "                 SLURM_PROCID; sources that disagree are an error)\n"

@@ -2,7 +2,8 @@
 // does): MatMul -> BiasAdd [-> Relu] becomes one _FusedMatMul node and
 // Conv2D -> BiasAdd [-> Relu] one _FusedConv2D, whose CPU kernels apply the
 // bias and the activation as CpuGemm stores each output tile, instead of two
-// more passes over the output in memory (the GPU's: one pass instead of two).
+// more passes over the output in memory (the GPU's: one pass instead of two,
+// or none when a convolution's transpose back from NCHW applies them).
 //
 // A chain is fused only when the result cannot be told apart from the
 // unfused graph:
@@ -13,7 +14,8 @@
 //   - all nodes are float32, on one assigned device, and that device runs the
 //     fused op: a CPU, or another device type for which this process
 //     registers the fused op's kernel (a GPU in a --config=cuda build, where
-//     the bias and Relu take one pass after cuBLAS's or cuDNN's product);
+//     the bias and Relu take one pass after cuBLAS's or cuDNN's product, or
+//     ride the transpose of a convolution cuDNN ran in NCHW);
 //   - MatMul keeps transpose_a / transpose_b; Conv2D must be NHWC with
 //     dilations 1 and SAME or VALID padding; BiasAdd must be NHWC;
 //   - control edges into or out of any node of the chain move to the fused

@@ -3,7 +3,8 @@
 // with num_args 1 (the bias), read once at kernel construction, and the check
 // that a bias fits the output. On the CPU, CpuGemm applies the epilogue
 // itself (GemmArgs::bias, GemmArgs::relu); on a GPU, one pass after the
-// product (gpu/bias_gpu.h).
+// product (gpu/bias_gpu.h), or, for a convolution cuDNN ran in NCHW, inside
+// its transpose back to NHWC (gpu/cudnn_util_kernels.h).
 // Thread safety: pure functions.
 #ifndef SLUICE_ENGINE_KERNELS_FUSED_EPILOGUE_H_
 #define SLUICE_ENGINE_KERNELS_FUSED_EPILOGUE_H_

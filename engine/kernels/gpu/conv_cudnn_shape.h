@@ -12,9 +12,10 @@
 // (dy zero outside its rows and columns). It is the same sum of the same
 // products as the backward-data algorithms', in another order: no transform.
 // On an H200, cuDNN's fp32 forward kernels ran fashion_cnn's conv2 at about
-// twice the FLOP rate of its backward-data ones (session 41's plans: forward
-// 0.47 ms, backward data 0.86 ms at batch 1024, NCHW, without the
-// transposes), so the input gradient's plan times both and keeps the faster.
+// 1.8 times the FLOP rate of its backward-data ones (session 41's search
+// times at batch 1024, NCHW, less the transposes' estimate: forward 0.47 ms,
+// backward data 0.86 ms), so the input gradient's plan times both and keeps
+// the faster.
 // Thread safety: functions of their arguments.
 #ifndef SLUICE_ENGINE_KERNELS_GPU_CONV_CUDNN_SHAPE_H_
 #define SLUICE_ENGINE_KERNELS_GPU_CONV_CUDNN_SHAPE_H_
@@ -38,7 +39,6 @@ struct ConvShape {
   int64_t n, h, w, c, kh, kw, o, oh, ow, sh, sw, ph, pw, eh, ew;
   auto Tie() const { return std::tie(n, h, w, c, kh, kw, o, oh, ow, sh, sw, ph, pw, eh, ew); }
   bool operator<(const ConvShape& other) const { return Tie() < other.Tie(); }
-  bool operator==(const ConvShape& other) const { return Tie() == other.Tie(); }
   int64_t padded_h() const { return h + eh; }
   int64_t padded_w() const { return w + ew; }
   bool asymmetric() const { return eh != 0 || ew != 0; }

@@ -327,7 +327,7 @@ absl::Status Search(OpKernelContext* ctx, cudnnHandle_t handle, ConvKind kind, b
       }
       if (!check.ok()) absl::StrAppend(&transform, " (", check.message(), ")");
       std::fprintf(stderr, "cuDNN plan: %s%s n=%lld %lldx%lldx%lld -> %lld (%lldx%lld filter) %s: algo %d, %.3f ms%s\n",
-                   p->input_gradient_as_forward ? "backprop input as a " : "", KindName(kind),
+                   KindName(kind), p->input_gradient_as_forward ? " (the input gradient as a forward convolution)" : "",
                    static_cast<long long>(s.n), static_cast<long long>(s.h),
                    static_cast<long long>(s.w), static_cast<long long>(s.c), static_cast<long long>(s.o),
                    static_cast<long long>(s.kh), static_cast<long long>(s.kw), p->nchw ? "NCHW" : "NHWC", p->algo,
@@ -441,11 +441,13 @@ absl::StatusOr<std::shared_ptr<const ConvPlan>> MakePlan(OpKernelContext* ctx, C
     bool as_forward;
   };
   std::vector<Way> ways;
-  const std::optional<ConvShape> forward =
+  const std::optional<ConvShape> forward_shape =
       kind == ConvKind::kBackpropInput ? InputGradientAsForward(s) : std::nullopt;
   const InputGradientWay forced_way = ForcedInputGradientWay();
-  if (forced_way != InputGradientWay::kForward || !forward) ways.push_back({s, kind, false});
-  if (forward && forced_way != InputGradientWay::kBackward) ways.push_back({*forward, ConvKind::kForward, true});
+  if (forced_way != InputGradientWay::kForward || !forward_shape) ways.push_back({s, kind, false});
+  if (forward_shape && forced_way != InputGradientWay::kBackward) {
+    ways.push_back({*forward_shape, ConvKind::kForward, true});
+  }
   std::shared_ptr<ConvPlan> best;
   absl::Status last_error;
   for (const Way& way : ways) {
@@ -611,7 +613,9 @@ class Conv2DOp : public CudnnConvOp<T> {
     if (out->NumElements() == 0) return;
     bool epilogue_applied = false;
     Convolve(ctx, g, out, &epilogue_applied);
-    if (fused_ && !epilogue_applied && ctx->status().ok()) {  // no input channels: act(bias) everywhere, as on the CPU
+    // Its own pass: NHWC plans, NCHW ones with no output transpose, and no
+    // input channels (act(bias) everywhere, as on the CPU).
+    if (fused_ && !epilogue_applied && ctx->status().ok()) {
       OP_REQUIRES_CUDA(ctx, LaunchBiasAdd(GetGpuDevice(ctx)->compute_stream(), ElemTypeOf<T>(), out->raw_data(),
                                           ctx->input(2).raw_data(), out->raw_data(),
                                           out->NumElements() / g.out_depth, g.out_depth, 1, relu_));

@@ -117,6 +117,7 @@ __global__ void OihwToHwioKernel(const T* __restrict__ in, int64_t h, int64_t w,
   }
 }
 
+// The turned filter (conv_filter_flip.h): one thread per element of `out`.
 template <typename T>
 __global__ void FlipFilterKernel(const T* __restrict__ in, int64_t h, int64_t w, int64_t i, int64_t o, bool nchw,
                                  T* __restrict__ out) {

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "engine/framework/op_kernel.h"  // kOrdersItsInputCopiesAttr
 
 namespace sluice {
 namespace {
@@ -174,11 +175,14 @@ absl::StatusOr<std::vector<std::string>> AddBatch(InputGraph* in, const std::vec
     for (int64_t d : element.dim_sizes()) shape->add_dim()->set_size(d);
   }
   const std::string area = o.scope + "/staged";
+  // Every Stage kernel keeps its promise (kOrdersItsInputCopiesAttr): the
+  // CPU's has no copies to order, a GPU's tuples carry their copies' event.
   const std::string stage = in->AddNode(o.scope + "/stage", "Stage", out,
                                         {{"dtypes", TypeList(types)},
                                          {"capacity", MakeAttr(int64_t{2})},
                                          {"container", MakeAttr(in->container)},
-                                         {"shared_name", MakeAttr(area)}});
+                                         {"shared_name", MakeAttr(area)},
+                                         {kOrdersItsInputCopiesAttr, MakeAttr(true)}});
   const std::string unstage = in->AddNode(o.scope + "/unstage", "Unstage", {},
                                           {{"dtypes", TypeList(types)},
                                            {"shapes", batch_shapes},

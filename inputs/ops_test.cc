@@ -4,6 +4,7 @@
 // restore, bad attrs), ReaderReadUpTo, ParseExample, DecodeRaw, DecodeCSV,
 // ShuffleForEpoch, the image ops, and Stage/Unstage (alone and in a staged batch).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -196,8 +197,55 @@ TEST(StagingArea, RejectsOtherDtypesAndReportsFullAndEmpty) {
   EXPECT_EQ(area.size(), 1);
   auto got = area.Take();
   ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ((*got)[0].scalar<int32_t>(), 7);
+  EXPECT_EQ(got->values[0].scalar<int32_t>(), 7);
+  EXPECT_FALSE(got->before_use) << "a tuple staged without a fence has none";
   EXPECT_TRUE(absl::IsFailedPrecondition(area.Take().status()));
+}
+
+// A Stage whose tuples carry a fence (as a GPU's do: gpu/staging_ops_gpu.cc)
+// that counts the times it ran, and fails while fail_staged_fences is set.
+std::atomic<int> staged_fence_calls{0};
+std::atomic<bool> fail_staged_fences{false};
+class CountingFenceStageOp : public StageOp {
+ public:
+  using StageOp::StageOp;
+
+ protected:
+  absl::StatusOr<StagedTupleFence> Fence(OpKernelContext*) override {
+    return StagedTupleFence([](OpKernelContext*) {
+      ++staged_fence_calls;
+      return fail_staged_fences ? absl::InternalError("the staged copies failed") : absl::OkStatus();
+    });
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("Stage").Device(kDeviceCpu).Label("counting_fence"), CountingFenceStageOp);
+
+// Each Unstage runs its tuple's fence once, before the values go on, and a
+// fence's error fails the Run that unstages.
+TEST_F(OpsTest, AnUnstageRunsItsTuplesFenceOnceBeforeHandingTheValuesOn) {
+  in.AddNode("x", "Placeholder", {}, {{"dtype", MakeAttr(DT_INT32)}});
+  const std::map<std::string, AttrValue> area = {{"dtypes", MakeAttr(std::vector<DataType>{DT_INT32})},
+                                                 {"container", MakeAttr(in.container)},
+                                                 {"shared_name", MakeAttr("fenced")}};
+  std::map<std::string, AttrValue> stage_attrs = area;
+  stage_attrs[kKernelLabelAttr] = MakeAttr("counting_fence");
+  in.AddNode("stage", "Stage", {"x"}, stage_attrs);
+  in.AddNode("unstage", "Unstage", {}, area);
+  Create();
+  staged_fence_calls = 0;
+  fail_staged_fences = false;
+  for (int i = 1; i <= 2; ++i) ASSERT_TRUE(Run({}, {"stage"}, {{"x", Tensor::Scalar<int32_t>(i)}}).ok());
+  EXPECT_EQ(staged_fence_calls, 0) << "staging runs no fence";
+  auto got = Run({"unstage:0"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ((*got)[0].scalar<int32_t>(), 1);
+  EXPECT_EQ(staged_fence_calls, 1);
+  fail_staged_fences = true;
+  auto failed = Run({"unstage:0"});
+  fail_staged_fences = false;
+  EXPECT_FALSE(failed.ok());
+  EXPECT_TRUE(absl::StrContains(failed.status().message(), "the staged copies failed")) << failed.status();
+  EXPECT_EQ(staged_fence_calls, 2);
 }
 
 // An Unstage's `shapes` attr is what shape inference told the model: a staged
@@ -242,6 +290,9 @@ TEST_F(OpsTest, AStagedBatchArrivesThroughTheUnstageOneStageRunAhead) {
   EXPECT_EQ((*batched)[0], "batch/unstage:0");
   for (const NodeDef& n : graph.node()) {
     if (n.name() == "batch/unstage") EXPECT_EQ(n.attr().at("_class").s(), "loc:@batch/stage");
+    // On a GPU the batch's _Recv kernels may then leave their copies out of
+    // the compute stream's order (the Stage's fence orders them).
+    if (n.name() == "batch/stage") EXPECT_TRUE(n.attr().at(kOrdersItsInputCopiesAttr).b());
   }
   auto g = GraphFromGraphDef(graph);
   ASSERT_TRUE(g.ok()) << g.status();

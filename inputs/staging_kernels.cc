@@ -28,7 +28,7 @@ absl::Status StagingArea::CheckDtypes(const DataTypeVector& dtypes, const std::s
                                                  DtypeList(dtypes)));
 }
 
-absl::Status StagingArea::Put(std::vector<Tensor> values) {
+absl::Status StagingArea::Put(std::vector<Tensor> values, StagedTupleFence before_use) {
   DataTypeVector dtypes;
   for (const Tensor& t : values) dtypes.push_back(t.dtype());
   absl::Status s = CheckDtypes(dtypes, "");
@@ -38,16 +38,16 @@ absl::Status StagingArea::Put(std::vector<Tensor> values) {
     return absl::FailedPreconditionError(absl::StrCat("staging area '", name_, "' already holds its capacity of ",
                                                       capacity_, " staged tuples: nothing unstaged them"));
   }
-  tuples_.push_back(std::move(values));
+  tuples_.push_back(StagedTuple{std::move(values), std::move(before_use)});
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Tensor>> StagingArea::Take() {
+absl::StatusOr<StagedTuple> StagingArea::Take() {
   absl::MutexLock lock(&mu_);
   if (tuples_.empty()) return EmptyAreaError(name_);
-  std::vector<Tensor> values = std::move(tuples_.front());
+  StagedTuple tuple = std::move(tuples_.front());
   tuples_.pop_front();
-  return values;
+  return tuple;
 }
 
 int64_t StagingArea::size() const {
@@ -105,23 +105,27 @@ void StageOp::Compute(OpKernelContext* ctx) {
   std::vector<Tensor> values;
   values.reserve(ctx->num_inputs());
   for (int i = 0; i < ctx->num_inputs(); ++i) values.push_back(ctx->input(i));
-  OP_REQUIRES_OK(ctx, (*area)->Put(std::move(values)));
+  auto fence = Fence(ctx);
+  OP_REQUIRES_OK(ctx, fence.status());
+  OP_REQUIRES_OK(ctx, (*area)->Put(std::move(values), *std::move(fence)));
 }
 
 void UnstageOp::Compute(OpKernelContext* ctx) {
   auto area = Area(ctx, /*create=*/false);
   OP_REQUIRES_OK(ctx, area.status());
-  auto values = (*area)->Take();
-  OP_REQUIRES_OK(ctx, values.status());
+  auto tuple = (*area)->Take();
+  OP_REQUIRES_OK(ctx, tuple.status());
+  std::vector<Tensor>& values = tuple->values;
   // Shape inference took the outputs' shapes from `shapes`: a tuple that
   // breaks them is an error here, not a wrong shape later.
   for (size_t i = 0; i < shapes_.size(); ++i) {
-    OP_REQUIRES(ctx, shapes_[i].IsCompatibleWith((*values)[i].shape()),
+    OP_REQUIRES(ctx, shapes_[i].IsCompatibleWith(values[i].shape()),
                 absl::InvalidArgumentError(absl::StrCat(NodeContext(def()), "staged value ", i, " has shape ",
-                                                        (*values)[i].shape().DebugString(), ", not ",
+                                                        values[i].shape().DebugString(), ", not ",
                                                         shapes_[i].DebugString(), " (attr 'shapes')")));
   }
-  for (int i = 0; i < ctx->num_outputs(); ++i) ctx->set_output(i, std::move((*values)[i]));
+  if (tuple->before_use) OP_REQUIRES_OK(ctx, tuple->before_use(ctx));
+  for (int i = 0; i < ctx->num_outputs(); ++i) ctx->set_output(i, std::move(values[i]));
 }
 
 REGISTER_KERNEL_BUILDER(Name("Stage").Device(kDeviceCpu), StageOp);

@@ -3,11 +3,18 @@
 // touch their bytes, so the same code serves the CPU (staging_kernels.cc
 // registers it) and a GPU (gpu/staging_ops_gpu.cc), where the staged tensors
 // are device buffers filled by the _Recv copies of the Run that staged them.
+// A staged tuple may carry a fence: what its Unstage does before handing the
+// values on. On a GPU the Stage marks the host-to-device stream, so the
+// Unstage makes the compute stream wait for the tuple's copies there, and the
+// staging Run's _Recv kernels need not put their copies into the compute
+// stream's order in the middle of the step beside them (the partitioner tells
+// them so: kOrdersItsInputCopiesAttr, engine/framework/op_kernel.h).
 // Thread safety: a StagingArea may be used by concurrent Runs (its mutex).
 #ifndef SLUICE_INPUTS_STAGING_KERNELS_H_
 #define SLUICE_INPUTS_STAGING_KERNELS_H_
 
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +25,15 @@
 
 namespace sluice {
 
+// What the consumer of a staged tuple does before using it (see above);
+// empty: nothing.
+using StagedTupleFence = std::function<absl::Status(OpKernelContext*)>;
+
+struct StagedTuple {
+  std::vector<Tensor> values;
+  StagedTupleFence before_use;
+};
+
 // A FIFO of tensor tuples of fixed dtypes, at most `capacity` of them.
 class StagingArea : public ResourceBase {
  public:
@@ -26,10 +42,10 @@ class StagingArea : public ResourceBase {
 
   // Errors: a tuple of other dtypes or length (InvalidArgument), a full area
   // (FailedPrecondition: nothing unstaged since the last `capacity` Stages).
-  absl::Status Put(std::vector<Tensor> values);
+  absl::Status Put(std::vector<Tensor> values, StagedTupleFence before_use = nullptr);
   // The oldest tuple. Errors: an empty area (FailedPrecondition: a step that
   // unstages ran before the Run that stages its batch).
-  absl::StatusOr<std::vector<Tensor>> Take();
+  absl::StatusOr<StagedTuple> Take();
   // Errors: a Stage or Unstage node (named in the message unless `node` is
   // empty) that declares other dtypes than the node that created the area.
   absl::Status CheckDtypes(const DataTypeVector& dtypes, const std::string& node) const;
@@ -41,7 +57,7 @@ class StagingArea : public ResourceBase {
   const DataTypeVector dtypes_;
   const int64_t capacity_;
   mutable absl::Mutex mu_;
-  std::deque<std::vector<Tensor>> tuples_ ABSL_GUARDED_BY(mu_);
+  std::deque<StagedTuple> tuples_ ABSL_GUARDED_BY(mu_);
 };
 
 // Shared by both ops: the area named by the node's container and shared_name
@@ -66,6 +82,11 @@ class StageOp : public StagingOpBase {
   using StagingOpBase::StagingOpBase;
   void Compute(OpKernelContext* ctx) override;
   bool IsExpensive() const override { return false; }
+
+ protected:
+  // The fence of the tuple this Compute stages (a GPU's Stage overrides it);
+  // empty by default.
+  virtual absl::StatusOr<StagedTupleFence> Fence(OpKernelContext* ctx) { return StagedTupleFence(); }
 };
 
 class UnstageOp : public StagingOpBase {

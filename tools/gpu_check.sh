@@ -12,7 +12,8 @@
 #   5. threads (not in the default set): Sluice alone, all four configurations, at each
 #      devices.intra_op_threads of ${THREADS:-1 2 4 $(nproc)} (tools/gpu_ab.py: ms per step,
 #      ${ROUNDS:-3} rounds with the settings interleaved; single rounds moved by 25% there);
-#   6. staging (not in the default set): the same A/B for input.train.stage_next_batch true
+#   6. staging (not in the default set): deterministic fashion_mlp runs staged and not must end
+#      with the same loss, then the same A/B as threads for input.train.stage_next_batch true
 #      (each batch dequeued and copied to the GPU beside the step before) and false;
 #   7. convs (not in the default set): the cuDNN plan of each fashion_cnn convolution at batch
 #      128 and 1024 (SLUICE_CUDNN_LOG=1), and the A/B of the input gradient searched both ways
@@ -101,6 +102,22 @@ for check in "${checks[@]}"; do
       # The next batch staged beside each step (input.train.stage_next_batch, off by default
       # until this A/B says otherwise) against dequeued in the step, interleaved round by
       # round by tools/gpu_ab.py.
+      # First the same losses both ways (deterministic: the same examples in the same order;
+      # a staged batch read before its copy arrived would change them), then the timing.
+      step "staging: fashion_mlp at batch 1024, deterministic, 300 steps, staged and not"
+      for stage in true false; do
+        rm -rf "/tmp/gpu_stage_$stage"
+        timeout 120 "$RUN" train "$CONFIGS/fashion_mlp.pbtxt" --run_dir "/tmp/gpu_stage_$stage" \
+          --set train.steps=300 --set train.deterministic=true --set input.train.batch_size=1024 \
+          --set input.train.stage_next_batch=$stage --set train.eval_every_steps=0 --set summaries.every_steps=0 \
+          --set checkpoint.every_steps=0 --set monitoring.metrics_port=-1 2>&1 | grep "^last step" >"/tmp/gpu_stage_$stage.loss"
+        echo "stage_next_batch=$stage: $(cat "/tmp/gpu_stage_$stage.loss")"
+      done
+      if [[ -s /tmp/gpu_stage_true.loss ]] && cmp -s /tmp/gpu_stage_true.loss /tmp/gpu_stage_false.loss; then
+        echo "staged and unstaged: the same final loss"
+      else
+        echo "staged and unstaged: final losses differ or missing"; failures+=(staging_losses)
+      fi
       step "staging: input.train.stage_next_batch true / false"
       BUNDLE="$BUNDLE" timeout $((60 + 60 * ${ROUNDS:-3})) python3 tools/gpu_ab.py --rounds "${ROUNDS:-3}" \
         --models cnn,mlp 'staged --set input.train.stage_next_batch=true' \

@@ -247,6 +247,17 @@ class OpKernelContext {
     }                                         \
   } while (0)
 
+// A consumer that orders the copies of its inputs itself: a node with this
+// bool attr set to true promises that whatever uses its result waits for the
+// copies that brought its inputs to its device (a GPU's Stage: its tuples
+// carry an event that the Unstage makes the compute stream wait for,
+// inputs/staging_kernels.h). The partitioner gives a _Recv whose every
+// consumer on its device makes that promise kConsumerOrdersCopyAttr = true
+// (engine/graph/partition.h), and the device's _Recv may then leave the copy
+// out of its compute order (engine/kernels/gpu/sendrecv_ops_gpu.cc).
+inline constexpr char kOrdersItsInputCopiesAttr[] = "_orders_its_input_copies";
+inline constexpr char kConsumerOrdersCopyAttr[] = "_consumer_orders_copy";
+
 // ---- Kernel registry ----
 
 using KernelFactory = std::function<OpKernel*(OpKernelConstruction*)>;

@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "engine/framework/op_kernel.h"  // kOrdersItsInputCopiesAttr, kConsumerOrdersCopyAttr
 #include "engine/graph/control_flow.h"
 #include "engine/graph/recv_scheduling.h"
 
@@ -81,8 +82,11 @@ class Partitioner {
   // added like it.
   absl::StatusOr<Node*> AddLike(int device, bool recv, DataType dtype, NodeDef def);
   // Adds a _Send of (input, port) on `src_device` and its _Recv on `dst_device`.
+  // `consumer_orders_copy`: the _Recv gets kConsumerOrdersCopyAttr.
   absl::StatusOr<Node*> AddPair(const std::string& tensor_name, const std::string& base_name, Node* input, int port,
-                                DataType dtype, int src_device, int dst_device);
+                                DataType dtype, int src_device, int dst_device, bool consumer_orders_copy = false);
+  // Whether every consumer of (src, port) on `dst_device` has kOrdersItsInputCopiesAttr.
+  bool ConsumersOrderTheirCopies(const Node* src, int port, int dst_device) const;
   absl::StatusOr<Node*> AddCast(int device, const std::string& base_name, Node* input, DataType from, DataType to);
 
   const PartitionOptions& options_;
@@ -203,8 +207,20 @@ absl::StatusOr<Node*> Partitioner::AddCast(int device, const std::string& base_n
   return *cast;
 }
 
+bool Partitioner::ConsumersOrderTheirCopies(const Node* src, int port, int dst_device) const {
+  bool any = false;
+  for (const Edge* e : src->out_edges()) {
+    if (e->IsControlEdge() || e->src_output != port || DeviceOf(e->dst) != dst_device) continue;
+    bool orders = false;
+    if (!GetNodeAttr(e->dst->def(), kOrdersItsInputCopiesAttr, &orders).ok() || !orders) return false;
+    any = true;
+  }
+  return any;
+}
+
 absl::StatusOr<Node*> Partitioner::AddPair(const std::string& tensor_name, const std::string& base_name, Node* input,
-                                           int port, DataType dtype, int src_device, int dst_device) {
+                                           int port, DataType dtype, int src_device, int dst_device,
+                                           bool consumer_orders_copy) {
   const PairPrototype& proto = Prototype(src_device, dst_device);
   NodeDef send_def = proto.send;
   send_def.set_name(UniqueName(src_device, absl::StrCat(base_name, "/_send_to_", dst_device)));
@@ -218,6 +234,7 @@ absl::StatusOr<Node*> Partitioner::AddPair(const std::string& tensor_name, const
   recv_def.set_name(UniqueName(dst_device, absl::StrCat(base_name, "/_recv_from_", src_device)));
   (*recv_def.mutable_attr())["tensor_type"].set_type(dtype);
   (*recv_def.mutable_attr())["tensor_name"].set_s(tensor_name);
+  if (consumer_orders_copy) (*recv_def.mutable_attr())[kConsumerOrdersCopyAttr] = MakeAttr(true);
   auto recv = AddLike(dst_device, /*recv=*/true, dtype, std::move(recv_def));
   if (!recv.ok()) return recv.status();
   links_.push_back(SendRecvLink{src_device, (*send)->id(), dst_device, (*recv)->id()});
@@ -283,7 +300,8 @@ absl::StatusOr<Node*> Partitioner::DataRecv(const Edge* e, int dst_device) {
     input = *to_bf16;
     port = 0;
   }
-  auto recv = AddPair(tensor_name, base_name, input, port, sent, src_device, dst_device);
+  auto recv = AddPair(tensor_name, base_name, input, port, sent, src_device, dst_device,
+                      !cast && ConsumersOrderTheirCopies(src, e->src_output, dst_device));
   if (!recv.ok()) return recv.status();
   Node* value = *recv;
   if (cast) {

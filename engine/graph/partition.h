@@ -68,7 +68,9 @@ struct PartitionStats {
 //    feeding a _Send, and a _Recv on B with a control edge to dst; one pair per (src, B);
 //  - tensor_name is unique per pair and identical on both sides; send_device,
 //    send_device_incarnation and recv_device come from the options; client_terminated=false;
-//    a Send's T is the base (non-ref) type of the value;
+//    a Send's T is the base (non-ref) type of the value; a data _Recv (not cast) whose
+//    consumers on its device all have kOrdersItsInputCopiesAttr true gets
+//    kConsumerOrdersCopyAttr true (engine/framework/op_kernel.h);
 //  - a cross-device edge into a reference input is InvalidArgument naming both nodes;
 //  - a cross-device edge whose value lives in a loop frame (other than an Enter's input or an
 //    Exit's output, which are in the enclosing frame) is InvalidArgument "loops that span

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "engine/framework/op_kernel.h"
 #include "engine/framework/rendezvous.h"
 #include "engine/graph/graph_constructor.h"
 #include "engine/graph/graph_def_builder.h"
@@ -162,6 +163,33 @@ TEST_F(PartitionTest, TensorReadTwiceOnAnotherDeviceCrossesOnce) {
   EXPECT_EQ(stats_.cross_edges, (std::map<std::pair<int, int>, int64_t>{{{A, B}, 1}}));
   EXPECT_EQ(stats_.cross_bytes, (std::map<std::pair<int, int>, int64_t>{{{A, B}, 12}}));
   EXPECT_EQ(parts_[C], nullptr) << "no node is placed on C";
+}
+
+// A _Recv learns that its consumers order its copy (kOrdersItsInputCopiesAttr,
+// a GPU's Stage) only when every consumer on its device says so.
+TEST_F(PartitionTest, ARecvIsMarkedWhenEveryConsumerOrdersItsCopy) {
+  GraphDefBuilder b;
+  std::string x = b.Const("x", Tensor::FromVector<float>({1, 2, 3}));
+  std::string y = b.Const("y", Tensor::FromVector<float>({4, 5}));
+  b.Identity("staged_on_b", x, DT_FLOAT);
+  b.Identity("read_on_c", x, DT_FLOAT);
+  b.Identity("staged_too", y, DT_FLOAT);
+  b.Identity("plain_reader", y, DT_FLOAT);
+  for (const char* name : {"staged_on_b", "staged_too"}) {
+    (*b.FindNode(name)->mutable_attr())[kOrdersItsInputCopiesAttr] = MakeAttr(true);
+  }
+  ASSERT_TRUE(
+      Split(b.graph(), {{"staged_on_b", B}, {"read_on_c", C}, {"staged_too", C}, {"plain_reader", C}}).ok());
+  auto marked = [](const Node* recv) {
+    bool value = false;
+    return GetNodeAttr(recv->def(), kConsumerOrdersCopyAttr, &value).ok() && value;
+  };
+  EXPECT_TRUE(marked(Input(Find(B, "staged_on_b"), 0)));
+  EXPECT_FALSE(marked(Input(Find(C, "read_on_c"), 0))) << "x's consumer on C makes no promise";
+  const Node* y_on_c = Input(Find(C, "staged_too"), 0);
+  EXPECT_EQ(y_on_c, Input(Find(C, "plain_reader"), 0)) << "one pair per tensor and device";
+  EXPECT_FALSE(marked(y_on_c)) << "one of y's consumers on C makes no promise";
+  for (int d : {B, C}) ExpectValid(*parts_[d]);
 }
 
 TEST_F(PartitionTest, ReadsOnTwoDevicesGiveTwoPairs) {

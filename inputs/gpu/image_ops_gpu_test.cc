@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/framework/device.h"
 #include "engine/framework/node_def_util.h"
+#include "engine/framework/op_kernel.h"
 #include "engine/graph/graph_def_builder.h"
 #include "engine/runtime/gpu/gpu_test_util.h"
 #include "engine/runtime/session.h"
@@ -83,18 +84,23 @@ TEST(ImageToFloatGpu, MatchesTheCpuKernelBitForBit) {
 // The staging area a training input uses beside a GPU step: the Stage on
 // GPU:0 (its inputs copied there by _Recv), the Unstage colocated by _class,
 // ImageToFloat on the GPU after it; an int32 component (host memory on a GPU)
-// goes through too.
-TEST(StagingGpu, StagedTuplesComeOutOfLaterRunsInOrder) {
-  SLUICE_SKIP_WITHOUT_GPU();
+// goes through too. With the Stage's kOrdersItsInputCopiesAttr (as AddBatch
+// sets it) the _Recv kernels leave the compute stream alone and the Unstage
+// waits for the copies' event instead; without it, the compute stream waits
+// at each _Recv. Both ways the bytes must arrive.
+void CheckStagedTuplesComeOutOfLaterRunsInOrder(bool stage_orders_copies) {
+  const std::string what = stage_orders_copies ? "the Stage orders the copies" : "each _Recv orders its copy";
   const std::vector<DataType> types = {DT_UINT8, DT_INT64, DT_INT32};
+  const std::string area = stage_orders_copies ? "staged_on_gpu_fenced" : "staged_on_gpu";
   GraphDefBuilder b;
   b.Node("pixels", "Placeholder", {}, {{"dtype", MakeAttr(DT_UINT8)}});
   b.Node("labels", "Placeholder", {}, {{"dtype", MakeAttr(DT_INT64)}});
   b.Node("count", "Placeholder", {}, {{"dtype", MakeAttr(DT_INT32)}});
   b.Node("stage", "Stage", {"pixels", "labels", "count"},
-         {{"dtypes", MakeAttr(types)}, {"shared_name", MakeAttr("staged_on_gpu")}});
+         {{"dtypes", MakeAttr(types)}, {"shared_name", MakeAttr(area)},
+          {kOrdersItsInputCopiesAttr, MakeAttr(stage_orders_copies)}});
   b.Node("unstage", "Unstage", {},
-         {{"dtypes", MakeAttr(types)}, {"shared_name", MakeAttr("staged_on_gpu")}, {"_class", MakeAttr("loc:@stage")}});
+         {{"dtypes", MakeAttr(types)}, {"shared_name", MakeAttr(area)}, {"_class", MakeAttr("loc:@stage")}});
   b.Node("converted", "ImageToFloat", {"unstage:0"}, {{"scale", MakeAttr(1.0f)}});
   GraphDef g = b.graph();
   for (NodeDef& n : *g.mutable_node()) {
@@ -108,27 +114,35 @@ TEST(StagingGpu, StagedTuplesComeOutOfLaterRunsInOrder) {
   ASSERT_TRUE((*session)->Create(g).ok());
   std::vector<Tensor> batches;
   for (uint32_t k = 0; k < 2; ++k) {
-    batches.push_back(RandomPixels(TensorShape({64, 28, 28, 1}), 7 + k));
+    // Large enough (3 MB) that a copy left unordered would still be running.
+    batches.push_back(RandomPixels(TensorShape({4096, 28, 28, 1}), 7 + k));
     std::vector<Tensor> none;
     absl::Status s = (*session)->Run({{"pixels", batches.back()},
                                       {"labels", Tensor::FromVector<int64_t>({int64_t{10} + k, int64_t{20} + k})},
                                       {"count", Tensor::Scalar<int32_t>(static_cast<int32_t>(100 + k))}},
                                      {}, {"stage"}, &none);
-    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_TRUE(s.ok()) << what << ": " << s;
   }
   for (uint32_t k = 0; k < 2; ++k) {
     std::vector<Tensor> out;
     absl::Status s = (*session)->Run({}, {"converted:0", "unstage:1", "unstage:2"}, {}, &out);
-    ASSERT_TRUE(s.ok()) << s;
-    ASSERT_EQ(out[0].shape(), batches[k].shape());
+    ASSERT_TRUE(s.ok()) << what << ": " << s;
+    ASSERT_EQ(out[0].shape(), batches[k].shape()) << what;
     for (int64_t i = 0; i < out[0].NumElements(); ++i) {
-      ASSERT_EQ(out[0].data<float>()[i], static_cast<float>(batches[k].data<uint8_t>()[i])) << "batch " << k << " " << i;
+      ASSERT_EQ(out[0].data<float>()[i], static_cast<float>(batches[k].data<uint8_t>()[i]))
+          << what << ": batch " << k << " " << i;
     }
-    EXPECT_EQ(out[1].data<int64_t>()[1], int64_t{20} + k);
-    EXPECT_EQ(out[2].scalar<int32_t>(), static_cast<int32_t>(100 + k));
+    EXPECT_EQ(out[1].data<int64_t>()[1], int64_t{20} + k) << what;
+    EXPECT_EQ(out[2].scalar<int32_t>(), static_cast<int32_t>(100 + k)) << what;
   }
   std::vector<Tensor> out;
-  EXPECT_FALSE((*session)->Run({}, {"unstage:2"}, {}, &out).ok());  // empty: an error, not a wait
+  EXPECT_FALSE((*session)->Run({}, {"unstage:2"}, {}, &out).ok()) << what;  // empty: an error, not a wait
+}
+
+TEST(StagingGpu, StagedTuplesComeOutOfLaterRunsInOrder) {
+  SLUICE_SKIP_WITHOUT_GPU();
+  CheckStagedTuplesComeOutOfLaterRunsInOrder(false);
+  CheckStagedTuplesComeOutOfLaterRunsInOrder(true);
 }
 
 }  // namespace

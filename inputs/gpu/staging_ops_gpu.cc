@@ -1,22 +1,44 @@
 // Stage and Unstage on a GPU (inputs/staging_kernels.h): the staged tuple is
 // the device tensors that the staging Run's _Recv kernels copied to the GPU
 // (int32 and string ones stay in host memory, as every GPU kernel here
-// expects). No kernel here touches the GPU. Ordering: each _Recv queues its
-// copy on the host-to-device stream behind the work already on the compute
-// stream, and the compute stream waits for the copy, so a later step's
-// kernels read the bytes after they arrived. That also puts the copy itself
-// (about 30 us for a fashion_mlp batch of 1024 over PCIe) in the compute
-// stream's order in the middle of the step beside it: what overlaps the step
-// is the dequeue and the copy into pinned memory on the host. An event per
-// staged tuple, waited for by the Unstage, would move the copy out of the
-// step too (not done: no GPU to measure it on).
+// expects). Ordering: each _Recv queues its copy on the host-to-device stream
+// behind the work already on the compute stream (the copy's buffer may have
+// been another tensor's). The Stage then records an event on that stream,
+// and the tuple's fence makes the compute stream wait for it when a later
+// step's Unstage hands the tuple on: a later step's kernels read the bytes
+// after they arrived. The partitioner marks the _Recv kernels that feed only
+// such a Stage (kOrdersItsInputCopiesAttr, engine/framework/op_kernel.h), and
+// they skip their own wait of the compute stream for the copy, which would
+// put the copy (about 30 us for a fashion_mlp batch of 1024 over PCIe) into
+// the compute stream's order in the middle of the step the staging runs
+// beside.
+#include "engine/runtime/gpu/gpu_device.h"
 #include "inputs/staging_kernels.h"
 
 namespace sluice {
 namespace gpu {
 namespace {
 
-REGISTER_KERNEL_BUILDER(Name("Stage").Device(kDeviceGpu), StageOp);
+class GpuStageOp : public StageOp {
+ public:
+  using StageOp::StageOp;
+
+ protected:
+  // Everything on the host-to-device stream so far (this Run's copies of
+  // the tuple among it), waited for on this GPU's compute stream at the
+  // Unstage.
+  absl::StatusOr<StagedTupleFence> Fence(OpKernelContext* ctx) override {
+    GpuDevice* dev = GetGpuDevice(ctx);
+    auto copies = dev->RecordEvent(dev->host_to_device_stream());
+    if (!copies.ok()) return copies.status();
+    cudaStream_t compute = dev->compute_stream();
+    return StagedTupleFence([compute, copies = *std::move(copies)](OpKernelContext*) {
+      return CudaStatus(cudaStreamWaitEvent(compute, copies.get(), 0), "cudaStreamWaitEvent (the staged copies)");
+    });
+  }
+};
+
+REGISTER_KERNEL_BUILDER(Name("Stage").Device(kDeviceGpu), GpuStageOp);
 REGISTER_KERNEL_BUILDER(Name("Unstage").Device(kDeviceGpu), UnstageOp);
 
 }  // namespace

@@ -8,13 +8,18 @@
 //   host-to-device stream (a pageable value through a pinned copy first, so
 //   the host never waits for the GPU), makes the compute stream wait for the
 //   copy, keeps the host value alive until the copy is done, and finishes at
-//   once: stream order protects every consumer on the compute stream.
+//   once: stream order protects every consumer on the compute stream. A
+//   _Recv with kConsumerOrdersCopyAttr (engine/framework/op_kernel.h: its only
+//   consumers are staging nodes that make their users wait for the copy)
+//   leaves the compute stream alone, and keeps its device tensor alive too
+//   until the copy is done, so that no buffer is reused under a pending copy.
 #include <cuda_runtime.h>
 
 #include <cstring>
 #include <string>
 
 #include "engine/framework/device_name.h"
+#include "engine/framework/node_def_util.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/sendrecv_util.h"
 #include "engine/runtime/gpu/gpu_device.h"
@@ -88,6 +93,9 @@ class GpuRecvOp : public AsyncOpKernel {
   explicit GpuRecvOp(OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
     OP_REQUIRES_OK(ctx, attrs_.Read(ctx));
     from_this_device_ = SameDevice(attrs_.send_device, ctx->device()->name());
+    if (FindAttr(ctx->def(), kConsumerOrdersCopyAttr) != nullptr) {
+      OP_REQUIRES_OK(ctx, ctx->GetAttr(kConsumerOrdersCopyAttr, &consumer_orders_copy_));
+    }
   }
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
@@ -124,9 +132,14 @@ class GpuRecvOp : public AsyncOpKernel {
       s = CudaStatus(cudaMemcpyAsync(out->raw_data(), staged.raw_data(), staged.TotalBytes(), cudaMemcpyHostToDevice, h2d),
                      "cudaMemcpyAsync(host to device)");
     }
-    if (s.ok()) s = dev->StreamWaitStream(dev->compute_stream(), h2d);
-    // The host value (and its pinned copy) must outlive the copy.
-    dev->ThenRun(h2d, [value, staged](absl::Status) {});
+    if (s.ok() && !consumer_orders_copy_) s = dev->StreamWaitStream(dev->compute_stream(), h2d);
+    // The host value (and its pinned copy) must outlive the copy; so must the
+    // device buffer when nothing on the compute stream waits for the copy.
+    if (consumer_orders_copy_) {
+      dev->ThenRun(h2d, [value, staged, device_copy = *out](absl::Status) {});
+    } else {
+      dev->ThenRun(h2d, [value, staged](absl::Status) {});
+    }
     return s;
   }
 
@@ -148,6 +161,7 @@ class GpuRecvOp : public AsyncOpKernel {
 
   RendezvousAttrs attrs_;
   bool from_this_device_ = false;
+  bool consumer_orders_copy_ = false;
 };
 
 REGISTER_KERNEL_BUILDER(Name("_Send").Device(kDeviceGpu), GpuSendOp);

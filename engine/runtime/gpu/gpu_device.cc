@@ -341,6 +341,16 @@ absl::Status GpuDevice::StreamWaitStream(cudaStream_t waiter, cudaStream_t signa
   return s;
 }
 
+absl::StatusOr<GpuDevice::SharedEvent> GpuDevice::RecordEvent(cudaStream_t stream) {
+  cudaEvent_t event = nullptr;
+  absl::Status s = CudaStatus(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  if (!s.ok()) return s;
+  SharedEvent shared(event, [](cudaEvent_t e) { (void)cudaEventDestroy(e); });
+  s = CudaStatus(cudaEventRecord(event, stream), "cudaEventRecord");
+  if (!s.ok()) return s;
+  return shared;
+}
+
 std::unique_ptr<GpuDevice::CublasLock> GpuDevice::LockCublas() {
   return std::unique_ptr<CublasLock>(new CublasLock{absl::MutexLock(&impl_->cublas_mu), impl_->cublas, impl_->lt});
 }

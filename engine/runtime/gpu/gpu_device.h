@@ -35,6 +35,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -90,6 +91,12 @@ class GpuDevice : public Device {
   // Makes `waiter` wait (on the GPU, not the host) for everything enqueued on
   // `signaller` so far.
   absl::Status StreamWaitStream(cudaStream_t waiter, cudaStream_t signaller);
+  // An event recorded on `stream` now (everything enqueued on it so far), for
+  // a wait that another kernel enqueues later (cudaStreamWaitEvent). It is
+  // its own event, not the pool's, destroyed with its last reference, so it
+  // may outlive this device (CUDA then reports an error that is ignored).
+  using SharedEvent = std::shared_ptr<std::remove_pointer_t<cudaEvent_t>>;
+  absl::StatusOr<SharedEvent> RecordEvent(cudaStream_t stream);
 
   // The cuBLAS handle (bound to the compute stream, fp32 math without TF32)
   // and a cuBLASLt handle, held under the library mutex while in scope.

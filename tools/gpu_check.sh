@@ -102,8 +102,9 @@ for check in "${checks[@]}"; do
       # The next batch staged beside each step (input.train.stage_next_batch, off by default
       # until this A/B says otherwise) against dequeued in the step, interleaved round by
       # round by tools/gpu_ab.py.
-      # First the same losses both ways (deterministic: the same examples in the same order;
-      # a staged batch read before its copy arrived would change them), then the timing.
+      # First the same losses both ways (deterministic: the same examples in the same order; a
+      # sanity check: a missing wait for a staged copy would rarely show in a loss, which
+      # StagingGpu tests with the copies held back), then the timing.
       step "staging: fashion_mlp at batch 1024, deterministic, 300 steps, staged and not"
       for stage in true false; do
         rm -rf "/tmp/gpu_stage_$stage"

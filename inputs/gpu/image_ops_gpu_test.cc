@@ -8,10 +8,13 @@
 // (their _Recv copies) come out of later ones in order, converted on the GPU.
 #include <cuda_runtime.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +22,7 @@
 #include "engine/framework/node_def_util.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/graph/graph_def_builder.h"
+#include "engine/runtime/gpu/gpu_device.h"
 #include "engine/runtime/gpu/gpu_test_util.h"
 #include "engine/runtime/session.h"
 #include "gtest/gtest.h"
@@ -81,13 +85,34 @@ TEST(ImageToFloatGpu, MatchesTheCpuKernelBitForBit) {
   }
 }
 
+// GPU:0's device object.
+gpu::GpuDevice* TheGpu() {
+  for (const auto& d : DeviceMgr::Local()->devices()) {
+    if (d->device_type() == kDeviceGpu) return static_cast<gpu::GpuDevice*>(d.get());
+  }
+  return nullptr;
+}
+
+// Holds `dev`'s host-to-device stream back for `ms` milliseconds (a host
+// function that sleeps), so that the copies queued behind it land late.
+void HoldCopies(gpu::GpuDevice* dev, int ms) {
+  ASSERT_EQ(cudaLaunchHostFunc(
+                dev->host_to_device_stream(),
+                [](void* p) { std::this_thread::sleep_for(std::chrono::milliseconds(reinterpret_cast<intptr_t>(p))); },
+                reinterpret_cast<void*>(static_cast<intptr_t>(ms))),
+            cudaSuccess);
+}
+
 // The staging area a training input uses beside a GPU step: the Stage on
 // GPU:0 (its inputs copied there by _Recv), the Unstage colocated by _class,
 // ImageToFloat on the GPU after it; an int32 component (host memory on a GPU)
 // goes through too. With the Stage's kOrdersItsInputCopiesAttr (as AddBatch
 // sets it) the _Recv kernels leave the compute stream alone and the Unstage
 // waits for the copies' event instead; without it, the compute stream waits
-// at each _Recv. Both ways the bytes must arrive.
+// at each _Recv. The copies are held back on their stream for 400 ms: the
+// compute stream must stay free of them with the attr and wait for them
+// without it (so the attr took effect), and both ways the bytes must arrive
+// (so something waited for them before ImageToFloat read them).
 void CheckStagedTuplesComeOutOfLaterRunsInOrder(bool stage_orders_copies) {
   const std::string what = stage_orders_copies ? "the Stage orders the copies" : "each _Recv orders its copy";
   const std::vector<DataType> types = {DT_UINT8, DT_INT64, DT_INT32};
@@ -112,16 +137,29 @@ void CheckStagedTuplesComeOutOfLaterRunsInOrder(bool stage_orders_copies) {
   auto session = NewSession(options);
   ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_TRUE((*session)->Create(g).ok());
+  gpu::GpuDevice* dev = TheGpu();
+  ASSERT_NE(dev, nullptr);
+  ASSERT_EQ(cudaStreamSynchronize(dev->host_to_device_stream()), cudaSuccess);
+  HoldCopies(dev, 400);
   std::vector<Tensor> batches;
   for (uint32_t k = 0; k < 2; ++k) {
-    // Large enough (3 MB) that a copy left unordered would still be running.
-    batches.push_back(RandomPixels(TensorShape({4096, 28, 28, 1}), 7 + k));
+    // Other bytes in each pass: a buffer read before its copy landed would
+    // hold an earlier pass's.
+    batches.push_back(RandomPixels(TensorShape({4096, 28, 28, 1}), 7 + k + (stage_orders_copies ? 100 : 0)));
     std::vector<Tensor> none;
     absl::Status s = (*session)->Run({{"pixels", batches.back()},
                                       {"labels", Tensor::FromVector<int64_t>({int64_t{10} + k, int64_t{20} + k})},
                                       {"count", Tensor::Scalar<int32_t>(static_cast<int32_t>(100 + k))}},
                                      {}, {"stage"}, &none);
     ASSERT_TRUE(s.ok()) << what << ": " << s;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(cudaStreamSynchronize(dev->compute_stream()), cudaSuccess);
+  const auto compute_waited = std::chrono::steady_clock::now() - start;
+  if (stage_orders_copies) {
+    EXPECT_LT(compute_waited, std::chrono::milliseconds(200)) << what << ": the compute stream waited for the copies";
+  } else {
+    EXPECT_GT(compute_waited, std::chrono::milliseconds(100)) << what << ": the compute stream did not wait";
   }
   for (uint32_t k = 0; k < 2; ++k) {
     std::vector<Tensor> out;

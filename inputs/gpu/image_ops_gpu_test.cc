@@ -93,14 +93,17 @@ gpu::GpuDevice* TheGpu() {
   return nullptr;
 }
 
-// Holds `dev`'s host-to-device stream back for `ms` milliseconds (a host
-// function that sleeps), so that the copies queued behind it land late.
+// Holds `dev`'s host-to-device streams (the plain one and the staged
+// batches') back for `ms` milliseconds (a host function that sleeps on
+// each), so that the copies queued behind them land late.
 void HoldCopies(gpu::GpuDevice* dev, int ms) {
-  ASSERT_EQ(cudaLaunchHostFunc(
-                dev->host_to_device_stream(),
-                [](void* p) { std::this_thread::sleep_for(std::chrono::milliseconds(reinterpret_cast<intptr_t>(p))); },
-                reinterpret_cast<void*>(static_cast<intptr_t>(ms))),
-            cudaSuccess);
+  for (cudaStream_t stream : {dev->host_to_device_stream(), dev->staged_host_to_device_stream()}) {
+    ASSERT_EQ(cudaLaunchHostFunc(
+                  stream,
+                  [](void* p) { std::this_thread::sleep_for(std::chrono::milliseconds(reinterpret_cast<intptr_t>(p))); },
+                  reinterpret_cast<void*>(static_cast<intptr_t>(ms))),
+              cudaSuccess);
+  }
 }
 
 // The staging area a training input uses beside a GPU step: the Stage on
@@ -139,7 +142,7 @@ void CheckStagedTuplesComeOutOfLaterRunsInOrder(bool stage_orders_copies) {
   ASSERT_TRUE((*session)->Create(g).ok());
   gpu::GpuDevice* dev = TheGpu();
   ASSERT_NE(dev, nullptr);
-  ASSERT_EQ(cudaStreamSynchronize(dev->host_to_device_stream()), cudaSuccess);
+  ASSERT_EQ(dev->Synchronize().ok(), true);
   HoldCopies(dev, 400);
   std::vector<Tensor> batches;
   for (uint32_t k = 0; k < 2; ++k) {

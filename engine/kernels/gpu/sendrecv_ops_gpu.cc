@@ -11,8 +11,9 @@
 //   once: stream order protects every consumer on the compute stream. A
 //   _Recv with kConsumerOrdersCopyAttr (engine/framework/op_kernel.h: its only
 //   consumers are staging nodes that make their users wait for the copy)
-//   leaves the compute stream alone, and keeps its device tensor alive too
-//   until the copy is done, so that no buffer is reused under a pending copy.
+//   copies on the device's staged-batch stream, leaves the compute stream
+//   alone, and keeps its device tensor alive too until the copy is done, so
+//   that no buffer is reused under a pending copy.
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -124,7 +125,9 @@ class GpuRecvOp : public AsyncOpKernel {
     // asynchronous, so a pageable value (the CPU allocator's: an input batch)
     // is first copied to a pinned buffer on the host.
     const Tensor staged = StagedInPinnedMemory(dev, value);
-    cudaStream_t h2d = dev->host_to_device_stream();
+    // A staged batch's copy goes on its own stream: the step's other copies
+    // (which the compute stream waits for) must not queue behind it.
+    cudaStream_t h2d = consumer_orders_copy_ ? dev->staged_host_to_device_stream() : dev->host_to_device_stream();
     // The new buffer may have been freed by work still queued on the compute
     // stream: the copy waits for that work first.
     s = dev->StreamWaitStream(h2d, dev->compute_stream());

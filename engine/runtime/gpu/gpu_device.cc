@@ -177,7 +177,7 @@ class GpuDevice::Impl {
     if (cudnn != nullptr) cudnnDestroy(cudnn);
     if (lt != nullptr) cublasLtDestroy(lt);
     if (cublas != nullptr) cublasDestroy(cublas);
-    for (cudaStream_t s : {compute, h2d, d2h}) {
+    for (cudaStream_t s : {compute, h2d, d2h, staged_h2d}) {
       if (s != nullptr) cudaStreamDestroy(s);
     }
     device_alloc.reset();
@@ -206,7 +206,7 @@ class GpuDevice::Impl {
 
   int ordinal = 0;
   cudaDeviceProp props{};
-  cudaStream_t compute = nullptr, h2d = nullptr, d2h = nullptr;
+  cudaStream_t compute = nullptr, h2d = nullptr, d2h = nullptr, staged_h2d = nullptr;
   void* region = nullptr;
   std::unique_ptr<BfcAllocator> device_alloc;
   std::unique_ptr<PinnedHostAllocator> host_alloc;
@@ -256,6 +256,7 @@ absl::StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const std::string& 
   SLUICE_RETURN_IF_CUDA_(cudaStreamCreateWithFlags(&impl->compute, cudaStreamNonBlocking));
   SLUICE_RETURN_IF_CUDA_(cudaStreamCreateWithFlags(&impl->h2d, cudaStreamNonBlocking));
   SLUICE_RETURN_IF_CUDA_(cudaStreamCreateWithFlags(&impl->d2h, cudaStreamNonBlocking));
+  SLUICE_RETURN_IF_CUDA_(cudaStreamCreateWithFlags(&impl->staged_h2d, cudaStreamNonBlocking));
 
   size_t free_bytes = 0, total_bytes = 0;
   SLUICE_RETURN_IF_CUDA_(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -310,6 +311,7 @@ const cudaDeviceProp& GpuDevice::properties() const { return impl_->props; }
 cudaStream_t GpuDevice::compute_stream() const { return impl_->compute; }
 cudaStream_t GpuDevice::host_to_device_stream() const { return impl_->h2d; }
 cudaStream_t GpuDevice::device_to_host_stream() const { return impl_->d2h; }
+cudaStream_t GpuDevice::staged_host_to_device_stream() const { return impl_->staged_h2d; }
 Allocator* GpuDevice::host_allocator() const { return impl_->host_alloc.get(); }
 Allocator* GpuDevice::device_allocator() const { return impl_->device_alloc.get(); }
 
@@ -376,7 +378,7 @@ absl::StatusOr<std::unique_ptr<GpuDevice::CudnnLock>> GpuDevice::LockCudnn() {
 
 absl::Status GpuDevice::Synchronize() {
   absl::Status s;
-  for (cudaStream_t st : {impl_->compute, impl_->h2d, impl_->d2h}) {
+  for (cudaStream_t st : {impl_->compute, impl_->h2d, impl_->d2h, impl_->staged_h2d}) {
     absl::Status one = CudaStatus(cudaStreamSynchronize(st), "cudaStreamSynchronize");
     if (s.ok()) s = one;
   }

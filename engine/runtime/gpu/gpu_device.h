@@ -15,8 +15,9 @@
 //     pinned host memory, as in TensorFlow, so kernels read them on the host.
 //     Device::HostMemory(dtype) says which.
 //   * Transfers: _Send/_Recv between the CPU and this GPU copy the tensor on a
-//     copy stream (host-to-device or device-to-host) ordered against the
-//     compute stream with events; host buffers for the copies are pinned.
+//     copy stream (host-to-device or device-to-host; staged batches on a
+//     host-to-device stream of their own) ordered against the compute stream
+//     with events; host buffers for the copies are pinned.
 //   * Completion: ThenRun(stream, fn) runs `fn` on a host thread (not a CUDA
 //     callback thread, so `fn` may call CUDA) once the work enqueued so far on
 //     `stream` is done: an async kernel's `done` after a device-to-host copy.
@@ -80,6 +81,11 @@ class GpuDevice : public Device {
   cudaStream_t compute_stream() const;
   cudaStream_t host_to_device_stream() const;
   cudaStream_t device_to_host_stream() const;
+  // The copies of staged batches (_Recv kernels whose consumers order their
+  // copies, engine/framework/op_kernel.h): a stream of their own, so that a
+  // step's other host-to-device copies, which the compute stream waits for,
+  // never queue behind them.
+  cudaStream_t staged_host_to_device_stream() const;
   // Pinned host memory (int32 tensors, transfer buffers).
   Allocator* host_allocator() const;
   // The device-memory allocator (also allocator()).

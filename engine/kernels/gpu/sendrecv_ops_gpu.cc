@@ -124,7 +124,7 @@ class GpuRecvOp : public AsyncOpKernel {
     // while the host queues the next kernels. From pinned memory the copy is
     // asynchronous, so a pageable value (the CPU allocator's: an input batch)
     // is first copied to a pinned buffer on the host.
-    const Tensor staged = StagedInPinnedMemory(dev, value);
+    const Tensor pinned = StagedInPinnedMemory(dev, value);
     // A staged batch's copy goes on its own stream: the step's other copies
     // (which the compute stream waits for) must not queue behind it.
     cudaStream_t h2d = consumer_orders_copy_ ? dev->staged_host_to_device_stream() : dev->host_to_device_stream();
@@ -132,16 +132,16 @@ class GpuRecvOp : public AsyncOpKernel {
     // stream: the copy waits for that work first.
     s = dev->StreamWaitStream(h2d, dev->compute_stream());
     if (s.ok()) {
-      s = CudaStatus(cudaMemcpyAsync(out->raw_data(), staged.raw_data(), staged.TotalBytes(), cudaMemcpyHostToDevice, h2d),
+      s = CudaStatus(cudaMemcpyAsync(out->raw_data(), pinned.raw_data(), pinned.TotalBytes(), cudaMemcpyHostToDevice, h2d),
                      "cudaMemcpyAsync(host to device)");
     }
     if (s.ok() && !consumer_orders_copy_) s = dev->StreamWaitStream(dev->compute_stream(), h2d);
     // The host value (and its pinned copy) must outlive the copy; so must the
     // device buffer when nothing on the compute stream waits for the copy.
     if (consumer_orders_copy_) {
-      dev->ThenRun(h2d, [value, staged, device_copy = *out](absl::Status) {});
+      dev->ThenRun(h2d, [value, pinned, device_copy = *out](absl::Status) {});
     } else {
-      dev->ThenRun(h2d, [value, staged](absl::Status) {});
+      dev->ThenRun(h2d, [value, pinned](absl::Status) {});
     }
     return s;
   }

@@ -4,7 +4,7 @@
 // registers it) and a GPU (gpu/staging_ops_gpu.cc), where the staged tensors
 // are device buffers filled by the _Recv copies of the Run that staged them.
 // A staged tuple may carry a fence: what its Unstage does before handing the
-// values on. On a GPU the Stage marks the host-to-device stream, so the
+// values on. On a GPU the Stage marks the staged batches' copy stream, so the
 // Unstage makes the compute stream wait for the tuple's copies there, and the
 // staging Run's _Recv kernels need not put their copies into the compute
 // stream's order in the middle of the step beside them (the partitioner tells

@@ -22,7 +22,8 @@
 #      fashion_cnn at batch ${TRACE_BATCH:-128} on the GPU, summarized by tools/trace_summary.py
 #      (host time per device and op, idle time between nodes); with TRACE_DEVICE_TIME=1
 #      (train --trace_device_time, one thread, the shared pool's, so that records do not overlap) each
-#      GPU node's duration is its GPU time instead; the traces go to $OUT/traces/ when $OUT is set.
+#      GPU node's duration is its GPU time instead; TRACE_FLAGS adds train flags (e.g.
+#      "--set input.train.stage_next_batch=true"); the traces go to $OUT/traces/ when $OUT is set.
 # Usage: bash tools/gpu_check.sh [checks...]   (default: tests mlp cnn bench)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -151,7 +152,7 @@ for check in "${checks[@]}"; do
         timeout 120 "$RUN" train "$CONFIGS/$model.pbtxt" --run_dir "/tmp/gpu_trace_$model" \
           --set train.steps=253 --set train.eval_every_steps=0 --set summaries.every_steps=0 \
           --set checkpoint.every_steps=0 --set monitoring.metrics_port=-1 --set input.train.batch_size="${TRACE_BATCH:-128}" \
-          --trace_steps=250-252 "${device_time[@]}" 2>&1 | tail -n 5
+          --trace_steps=250-252 "${device_time[@]}" ${TRACE_FLAGS:-} 2>&1 | tail -n 5
         rc=${PIPESTATUS[0]}; echo "exit $rc"
         traces=("/tmp/gpu_trace_$model"/traces/step_*.json)
         if ((rc != 0)) || [[ ! -e "${traces[0]}" ]]; then failures+=("trace $model"); continue; fi

@@ -37,6 +37,9 @@ DATA="$PWD/$BUNDLE/data"
 CONFIGS="$PWD/$BUNDLE/configs"  # the configs with their data paths pointing at $DATA
 "$RUN" true || { echo "gpu_check: the bundle does not unpack"; exit 1; }
 failures=()
+# Short runs: no periodic evaluation, summaries or checkpoints (the final ones stay), no metrics server.
+train_only=(--set train.eval_every_steps=0 --set summaries.every_steps=0 --set checkpoint.every_steps=0
+            --set monitoring.metrics_port=-1)
 step() { echo; echo "=== $* ($(date +%T))"; }
 nvidia-smi -L || true
 grep -m1 "model name" /proc/cpuinfo || true
@@ -111,8 +114,7 @@ for check in "${checks[@]}"; do
         rm -rf "/tmp/gpu_stage_$stage"
         timeout 120 "$RUN" train "$CONFIGS/fashion_mlp.pbtxt" --run_dir "/tmp/gpu_stage_$stage" \
           --set train.steps=300 --set train.deterministic=true --set input.train.batch_size=1024 \
-          --set input.train.stage_next_batch=$stage --set train.eval_every_steps=0 --set summaries.every_steps=0 \
-          --set checkpoint.every_steps=0 --set monitoring.metrics_port=-1 2>&1 | grep "^last step" >"/tmp/gpu_stage_$stage.loss"
+          --set input.train.stage_next_batch=$stage "${train_only[@]}" 2>&1 | grep "^last step" >"/tmp/gpu_stage_$stage.loss"
         echo "stage_next_batch=$stage: $(cat "/tmp/gpu_stage_$stage.loss")"
       done
       if [[ -s /tmp/gpu_stage_true.loss ]] && cmp -s /tmp/gpu_stage_true.loss /tmp/gpu_stage_false.loss; then
@@ -132,8 +134,7 @@ for check in "${checks[@]}"; do
         step "convs: cuDNN plans of fashion_cnn at batch $batch"
         rm -rf "/tmp/gpu_plans_$batch"  # a run left there would resume at its last step and plan nothing
         SLUICE_CUDNN_LOG=1 timeout 120 "$RUN" train "$CONFIGS/fashion_cnn.pbtxt" --run_dir "/tmp/gpu_plans_$batch" \
-          --set train.steps=3 --set train.eval_every_steps=0 --set summaries.every_steps=0 \
-          --set checkpoint.every_steps=0 --set monitoring.metrics_port=-1 --set input.train.batch_size=$batch 2>&1 |
+          --set train.steps=3 "${train_only[@]}" --set input.train.batch_size=$batch 2>&1 |
           grep -E "cuDNN plan|error"
         rc=${PIPESTATUS[0]}; echo "exit $rc"; ((rc == 0)) || failures+=("convs plans $batch")
       done
@@ -150,8 +151,7 @@ for check in "${checks[@]}"; do
         step "trace: $model, batch ${TRACE_BATCH:-128}, steps 250-252 ${device_time[*]}"
         rm -rf "/tmp/gpu_trace_$model"
         timeout 120 "$RUN" train "$CONFIGS/$model.pbtxt" --run_dir "/tmp/gpu_trace_$model" \
-          --set train.steps=253 --set train.eval_every_steps=0 --set summaries.every_steps=0 \
-          --set checkpoint.every_steps=0 --set monitoring.metrics_port=-1 --set input.train.batch_size="${TRACE_BATCH:-128}" \
+          --set train.steps=253 "${train_only[@]}" --set input.train.batch_size="${TRACE_BATCH:-128}" \
           --trace_steps=250-252 "${device_time[@]}" ${TRACE_FLAGS:-} 2>&1 | tail -n 5
         rc=${PIPESTATUS[0]}; echo "exit $rc"
         traces=("/tmp/gpu_trace_$model"/traces/step_*.json)

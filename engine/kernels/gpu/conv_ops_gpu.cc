@@ -203,6 +203,11 @@ size_t AllocateSearchWorkspace(OpKernelContext* ctx, Tensor* t) {
   return 0;
 }
 
+// "n=N HxWxC -> O (KHxKW filter)", for the plan log.
+std::string ShapeText(const ConvShape& s) {
+  return absl::StrCat("n=", s.n, " ", s.h, "x", s.w, "x", s.c, " -> ", s.o, " (", s.kh, "x", s.kw, " filter)");
+}
+
 // Whether SLUICE_CUDNN_LOG is set to anything but "" or "0": each plan prints
 // a line to stderr (the shape, the layout, the algorithm and its time, a
 // transform's check), and so does the plan chosen for each shape.
@@ -326,12 +331,9 @@ absl::Status Search(OpKernelContext* ctx, cudnnHandle_t handle, ConvKind kind, b
                         " of the output's rms: ", t.kept ? "kept" : "rejected");
       }
       if (!check.ok()) absl::StrAppend(&transform, " (", check.message(), ")");
-      std::fprintf(stderr, "cuDNN plan: %s%s n=%lld %lldx%lldx%lld -> %lld (%lldx%lld filter) %s: algo %d, %.3f ms%s\n",
-                   KindName(kind), p->input_gradient_as_forward ? " (the input gradient as a forward convolution)" : "",
-                   static_cast<long long>(s.n), static_cast<long long>(s.h),
-                   static_cast<long long>(s.w), static_cast<long long>(s.c), static_cast<long long>(s.o),
-                   static_cast<long long>(s.kh), static_cast<long long>(s.kw), p->nchw ? "NCHW" : "NHWC", p->algo,
-                   p->time_ms, transform.c_str());
+      std::fprintf(stderr, "cuDNN plan: %s%s %s %s: algo %d, %.3f ms%s\n", KindName(kind),
+                   p->input_gradient_as_forward ? " (the input gradient as a forward convolution)" : "",
+                   ShapeText(s).c_str(), p->nchw ? "NCHW" : "NHWC", p->algo, p->time_ms, transform.c_str());
     }
     return absl::OkStatus();
   };
@@ -471,10 +473,8 @@ absl::StatusOr<std::shared_ptr<const ConvPlan>> MakePlan(OpKernelContext* ctx, C
   }
   if (best == nullptr) return last_error;
   if (LogPlans()) {
-    std::fprintf(stderr, "cuDNN plan chosen: %s n=%lld %lldx%lldx%lld -> %lld (%lldx%lld filter): %s%s, algo %d, %.3f ms%s\n",
-                 KindName(kind), static_cast<long long>(s.n), static_cast<long long>(s.h),
-                 static_cast<long long>(s.w), static_cast<long long>(s.c), static_cast<long long>(s.o),
-                 static_cast<long long>(s.kh), static_cast<long long>(s.kw), best->nchw ? "NCHW" : "NHWC",
+    std::fprintf(stderr, "cuDNN plan chosen: %s %s: %s%s, algo %d, %.3f ms%s\n", KindName(kind),
+                 ShapeText(s).c_str(), best->nchw ? "NCHW" : "NHWC",
                  best->input_gradient_as_forward ? " as a forward convolution" : "", best->algo, best->time_ms,
                  best->nchw ? " (with the transposes' estimate)" : "");
   }

@@ -138,11 +138,7 @@ class GpuRecvOp : public AsyncOpKernel {
     if (s.ok() && !consumer_orders_copy_) s = dev->StreamWaitStream(dev->compute_stream(), h2d);
     // The host value (and its pinned copy) must outlive the copy; so must the
     // device buffer when nothing on the compute stream waits for the copy.
-    if (consumer_orders_copy_) {
-      dev->ThenRun(h2d, [value, pinned, device_copy = *out](absl::Status) {});
-    } else {
-      dev->ThenRun(h2d, [value, pinned](absl::Status) {});
-    }
+    dev->ThenRun(h2d, [value, pinned, device_copy = consumer_orders_copy_ ? *out : Tensor()](absl::Status) {});
     return s;
   }
 

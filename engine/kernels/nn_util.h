@@ -94,7 +94,8 @@ inline absl::Status ComputeWindow(int64_t in, int64_t k, int64_t stride, const s
 }
 
 // Reads and checks strides (and ksize when `ksize` is non-null), padding,
-// data_format and dilations of a conv/pool node: NHWC only, 4 positive
+// data_format and dilations of a conv/pool node: NHWC only (NCHW nodes reach
+// the kernels converted by the layout pass), 4 positive
 // entries with 1 in the batch and depth positions, SAME or VALID.
 inline absl::Status ReadWindowAttrs(OpKernelConstruction* ctx, std::vector<int64_t>* strides,
                                     std::vector<int64_t>* ksize, std::string* padding) {
@@ -107,8 +108,15 @@ inline absl::Status ReadWindowAttrs(OpKernelConstruction* ctx, std::vector<int64
     s = ctx->GetAttr("data_format", &format);
     if (!s.ok()) return s;
   }
+  if (format == "NCHW") {
+    // Sessions convert NCHW nodes first (engine/graph/optimizer_layout.h)
+    // where the device can transpose.
+    return absl::InvalidArgumentError(
+        "this kernel takes data_format NHWC only, got NCHW (the layout pass left the node as it was: its device "
+        "has no Transpose kernel for its type, or an input comes from a Switch)");
+  }
   if (format != "NHWC") {
-    return absl::InvalidArgumentError(absl::StrCat("only data_format NHWC is supported, got ", format));
+    return absl::InvalidArgumentError(absl::StrCat("data_format must be NHWC or NCHW, got ", format));
   }
   if (*padding != "SAME" && *padding != "VALID") {
     return absl::InvalidArgumentError(absl::StrCat("padding ", *padding, " is not supported (SAME or VALID)"));

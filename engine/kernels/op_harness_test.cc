@@ -12,6 +12,7 @@
 #include "engine/framework/op_def.h"
 #include "engine/graph/gradients.h"
 #include "engine/graph/graph_builder.h"
+#include "engine/graph/optimizer_layout.h"
 #include "engine/graph/subgraph.h"
 #include "engine/kernels/harness/op_harness.h"
 #include "engine/kernels/onednn/conv_ops.h"
@@ -50,6 +51,10 @@ absl::StatusOr<std::vector<Tensor>> RunGraph(std::unique_ptr<Graph> graph,
   RewriteResult keys;
   absl::Status s = RewriteGraphForExecution(options, feed_names, fetches, {}, graph.get(), &keys);
   if (!s.ok()) return s;
+  // As a session does after its rewrite: NCHW convolution and pooling nodes
+  // become NHWC ones between Transposes (engine/graph/optimizer_layout.h).
+  for (Node* n : graph->nodes()) n->set_assigned_device(device->name());
+  ConvertDataFormats(LayoutOptions(), graph.get());
   ExecutorParams params;
   params.device = device;
   params.runner = [](std::function<void()> fn) { Pool()->Schedule(std::move(fn)); };

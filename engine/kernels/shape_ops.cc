@@ -1,13 +1,15 @@
 // CPU kernels for the shape-manipulating array ops: Fill, ZerosLike, OnesLike,
-// Shape, Rank, Size, Reshape, Squeeze, ExpandDims, StopGradient, Range and
-// InvertPermutation.
+// Shape, Rank, Size, Reshape, Squeeze, ExpandDims, StopGradient, Range,
+// InvertPermutation and DataFormatVecPermute.
 // Reshape/Squeeze/ExpandDims/StopGradient share the input buffer (no copy).
 // Kernels are dtype-generic where the op only moves bytes. Shape, Rank, Size,
 // Reshape, Squeeze, ExpandDims and StopGradient never touch the data, so they are
 // registered for the GPU as well (their int32 arguments and outputs live in
-// host memory there), keeping a GPU step from bouncing through the CPU.
+// host memory there), keeping a GPU step from bouncing through the CPU; so is
+// DataFormatVecPermute for int32, which only reads and writes such vectors.
 // Stateless; Compute is safe to run concurrently.
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -309,6 +311,55 @@ REGISTER_KERNEL_BUILDER(Name("InvertPermutation").Device(kDeviceCpu).TypeConstra
                         InvertPermutationOp<int32_t>);
 REGISTER_KERNEL_BUILDER(Name("InvertPermutation").Device(kDeviceCpu).TypeConstraint<int64_t>("T"),
                         InvertPermutationOp<int64_t>);
+
+// y[i] = x[src_format.find(dst_format[i])], by rows for a [4, 2] matrix; a
+// vector of 2 (the spatial dims) is copied, as NHWC and NCHW order them alike.
+template <typename T>
+class DataFormatVecPermuteOp : public OpKernel {
+ public:
+  explicit DataFormatVecPermuteOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    std::string src, dst;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("src_format", &src));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("dst_format", &dst));
+    for (const std::string* f : {&src, &dst}) {
+      OP_REQUIRES(ctx, *f == "NHWC" || *f == "NCHW",
+                  absl::InvalidArgumentError(absl::StrCat("src_format and dst_format must be NHWC or NCHW, got '", *f,
+                                                          "'")));
+    }
+    for (int i = 0; i < 4; ++i) from_[i] = static_cast<int>(src.find(dst[i]));
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const bool vector = x.dims() == 1 && (x.dim_size(0) == 4 || x.dim_size(0) == 2);
+    const bool matrix = x.dims() == 2 && x.dim_size(0) == 4 && x.dim_size(1) == 2;
+    OP_REQUIRES(ctx, vector || matrix,
+                absl::InvalidArgumentError(absl::StrCat(
+                    "x must be a vector of 4 or 2 entries or a [4, 2] matrix, got shape ", x.shape().DebugString())));
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    const T* in = x.data<T>();
+    T* y = out->data<T>();
+    if (x.NumElements() == 2) {
+      y[0] = in[0];
+      y[1] = in[1];
+      return;
+    }
+    const int row = matrix ? 2 : 1;
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < row; ++j) y[i * row + j] = in[from_[i] * row + j];
+    }
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  int from_[4] = {0, 1, 2, 3};
+};
+REGISTER_KERNEL_BUILDER(Name("DataFormatVecPermute").Device(kDeviceCpu).TypeConstraint<int32_t>("T"),
+                        DataFormatVecPermuteOp<int32_t>);
+REGISTER_KERNEL_BUILDER(Name("DataFormatVecPermute").Device(kDeviceCpu).TypeConstraint<int64_t>("T"),
+                        DataFormatVecPermuteOp<int64_t>);
+REGISTER_KERNEL_BUILDER(Name("DataFormatVecPermute").Device(kDeviceGpu).TypeConstraint<int32_t>("T"),
+                        DataFormatVecPermuteOp<int32_t>);
 
 }  // namespace
 }  // namespace sluice

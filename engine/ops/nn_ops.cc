@@ -1,7 +1,7 @@
 // Neural-network ops: activations (Relu, Relu6, LeakyRelu, Elu, Selu, Softplus
 // and their Grad helpers), Softmax, LogSoftmax, the two softmax
 // cross-entropies, BiasAdd(+Grad), Conv2D and its backprop ops, MaxPool/AvgPool
-// and their Grad ops, L2Loss, InTopK(V2), TopKV2, and Sluice's Dropout.
+// and their Grad ops (NHWC or NCHW), DataFormatVecPermute, L2Loss, InTopK(V2), TopKV2, and Sluice's Dropout.
 // Signatures, attr names and defaults follow TensorFlow's
 // tensorflow/core/ops/nn_ops.cc, so TensorFlow GraphDefs run unchanged; each
 // op's gradient is registered beside it (TensorFlow's nn_grad.py).
@@ -111,7 +111,20 @@ absl::Status WindowedOutputSize(InferenceContext* c, int64_t in, int64_t k, int6
   return absl::OkStatus();
 }
 
-absl::Status CheckStridesAndFormat(InferenceContext* c, const std::vector<int64_t>& strides, const char* what) {
+// Where a 4-D conv/pool tensor keeps its dimensions: NHWC or NCHW (filters
+// are HWIO in both).
+struct DimIndex {
+  int batch = 0, height = 1, width = 2, channels = 3;
+};
+
+DimIndex DimsOf(const std::string& format) {
+  return format == "NCHW" ? DimIndex{0, 2, 3, 1} : DimIndex{};
+}
+
+// Checks padding, data_format and a strides/ksize list (`what`); sets *dims
+// to where the node's format keeps each dimension.
+absl::Status CheckStridesAndFormat(InferenceContext* c, const std::vector<int64_t>& strides, const char* what,
+                                   DimIndex* dims = nullptr) {
   std::string format, padding;
   absl::Status s = c->GetAttr("data_format", &format);
   if (!s.ok()) return s;
@@ -120,13 +133,29 @@ absl::Status CheckStridesAndFormat(InferenceContext* c, const std::vector<int64_
   if (padding != "SAME" && padding != "VALID") {
     return c->Error(absl::StrCat("padding ", padding, " is not supported (SAME or VALID)"));
   }
-  if (format != "NHWC") return c->Error(absl::StrCat("only data_format NHWC is supported, got ", format));
+  if (format != "NHWC" && format != "NCHW") {
+    return c->Error(absl::StrCat("data_format must be NHWC or NCHW, got ", format));
+  }
+  const DimIndex d = DimsOf(format);
+  if (dims != nullptr) *dims = d;
   if (strides.size() != 4) return c->Error(absl::StrCat(what, " must have 4 elements"));
   for (int64_t v : strides) {
     if (v <= 0) return c->Error(absl::StrCat(what, " must be positive, got ", v));
   }
-  if (strides[0] != 1 || strides[3] != 1) return c->Error(absl::StrCat(what, " in the batch and depth dimensions must be 1"));
+  if (strides[d.batch] != 1 || strides[d.channels] != 1) {
+    return c->Error(absl::StrCat(what, " in the batch and depth dimensions must be 1 (", format, ")"));
+  }
   return absl::OkStatus();
+}
+
+// A 4-D shape with the format's layout.
+PartialShape Shape4(const DimIndex& d, int64_t batch, int64_t height, int64_t width, int64_t channels) {
+  std::vector<int64_t> dims(4);
+  dims[d.batch] = batch;
+  dims[d.height] = height;
+  dims[d.width] = width;
+  dims[d.channels] = channels;
+  return PartialShape::FromDims(dims);
 }
 
 absl::Status Conv2DShape(InferenceContext* c) {
@@ -135,7 +164,8 @@ absl::Status Conv2DShape(InferenceContext* c) {
   absl::Status s = FirstError({c->GetAttr("strides", &strides), c->GetAttr("padding", &padding),
                                c->GetAttr("dilations", &dilations)});
   if (!s.ok()) return s;
-  s = CheckStridesAndFormat(c, strides, "strides");
+  DimIndex d;
+  s = CheckStridesAndFormat(c, strides, "strides", &d);
   if (!s.ok()) return s;
   for (int64_t d : dilations) {
     if (d != 1) return c->Error("dilations other than 1 are not supported");
@@ -150,15 +180,16 @@ absl::Status Conv2DShape(InferenceContext* c) {
     c->set_output(0, PartialShape::UnknownOfRank(4));
     return absl::OkStatus();
   }
-  if (in.dim(3) != kUnknownDim && filter.dim(2) != kUnknownDim && in.dim(3) != filter.dim(2)) {
-    return c->Error(absl::StrCat("input depth ", in.dim(3), " does not match the filter's input depth ", filter.dim(2)));
+  const int64_t depth = in.dim(d.channels);
+  if (depth != kUnknownDim && filter.dim(2) != kUnknownDim && depth != filter.dim(2)) {
+    return c->Error(absl::StrCat("input depth ", depth, " does not match the filter's input depth ", filter.dim(2)));
   }
   int64_t oh, ow;
-  s = WindowedOutputSize(c, in.dim(1), filter.dim(0), strides[1], padding, &oh);
+  s = WindowedOutputSize(c, in.dim(d.height), filter.dim(0), strides[d.height], padding, &oh);
   if (!s.ok()) return s;
-  s = WindowedOutputSize(c, in.dim(2), filter.dim(1), strides[2], padding, &ow);
+  s = WindowedOutputSize(c, in.dim(d.width), filter.dim(1), strides[d.width], padding, &ow);
   if (!s.ok()) return s;
-  c->set_output(0, PartialShape::FromDims({in.dim(0), oh, ow, filter.dim(3)}));
+  c->set_output(0, Shape4(d, in.dim(d.batch), oh, ow, filter.dim(3)));
   return absl::OkStatus();
 }
 
@@ -196,7 +227,8 @@ absl::Status PoolShape(InferenceContext* c) {
   absl::Status s = FirstError({c->GetAttr("ksize", &ksize), c->GetAttr("strides", &strides),
                                c->GetAttr("padding", &padding)});
   if (!s.ok()) return s;
-  s = CheckStridesAndFormat(c, strides, "strides");
+  DimIndex d;
+  s = CheckStridesAndFormat(c, strides, "strides", &d);
   if (!s.ok()) return s;
   s = CheckStridesAndFormat(c, ksize, "ksize");
   if (!s.ok()) return s;
@@ -208,11 +240,11 @@ absl::Status PoolShape(InferenceContext* c) {
     return absl::OkStatus();
   }
   int64_t oh, ow;
-  s = WindowedOutputSize(c, in.dim(1), ksize[1], strides[1], padding, &oh);
+  s = WindowedOutputSize(c, in.dim(d.height), ksize[d.height], strides[d.height], padding, &oh);
   if (!s.ok()) return s;
-  s = WindowedOutputSize(c, in.dim(2), ksize[2], strides[2], padding, &ow);
+  s = WindowedOutputSize(c, in.dim(d.width), ksize[d.width], strides[d.width], padding, &ow);
   if (!s.ok()) return s;
-  c->set_output(0, PartialShape::FromDims({in.dim(0), oh, ow, in.dim(3)}));
+  c->set_output(0, Shape4(d, in.dim(d.batch), oh, ow, in.dim(d.channels)));
   return absl::OkStatus();
 }
 
@@ -572,7 +604,41 @@ REGISTER_OP("BiasAddGrad")
       return absl::OkStatus();
     });
 
-// ---- Convolution (NHWC; dilations must be 1; SAME or VALID padding) ----
+// A shape, strides or paddings vector of one data format rearranged for
+// another: y[i] = x[src_format.find(dst_format[i])] (4 entries, or a [4, 2]
+// matrix of paddings, row by row); 2 entries are the spatial dims, whose
+// order NHWC and NCHW share (the two formats it takes). The layout pass (engine/graph/optimizer_layout.h)
+// uses it on the shape inputs of the nodes it converts.
+REGISTER_OP("DataFormatVecPermute")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: {int32, int64} = DT_INT32")
+    .Attr("src_format: string = 'NHWC'")
+    .Attr("dst_format: string = 'NCHW'")
+    .SetShapeFn([](InferenceContext* c) {
+      std::string src, dst;
+      absl::Status s = FirstError({c->GetAttr("src_format", &src), c->GetAttr("dst_format", &dst)});
+      if (!s.ok()) return s;
+      for (const std::string* f : {&src, &dst}) {
+        if (*f != "NHWC" && *f != "NCHW") {
+          return c->Error(absl::StrCat("src_format and dst_format must be NHWC or NCHW, got '", *f, "'"));
+        }
+      }
+      const PartialShape& x = c->input(0);
+      if (x.rank_known()) {
+        const bool vector = x.rank() == 1 && (x.dim(0) == kUnknownDim || x.dim(0) == 4 || x.dim(0) == 2);
+        const bool matrix = x.rank() == 2 && (x.dim(0) == kUnknownDim || x.dim(0) == 4) &&
+                            (x.dim(1) == kUnknownDim || x.dim(1) == 2);
+        if (!vector && !matrix) {
+          return c->Error(absl::StrCat("x must be a vector of 4 or 2 entries or a [4, 2] matrix, got ", x.DebugString()));
+        }
+      }
+      c->set_output(0, x);
+      return absl::OkStatus();
+    })
+    .SetNotDifferentiable();
+
+// ---- Convolution (NHWC or NCHW; dilations must be 1; SAME or VALID padding) ----
 
 REGISTER_OP("Conv2D")
     .Input("input: T")
@@ -643,7 +709,7 @@ REGISTER_OP("Conv2DBackpropFilter")
       return absl::OkStatus();
     });
 
-// ---- Pooling (NHWC; SAME or VALID) ----
+// ---- Pooling (NHWC or NCHW; SAME or VALID) ----
 
 REGISTER_OP("MaxPool")
     .Input("input: T")

@@ -1,7 +1,7 @@
 // Harness entries for the NN ops (engine/ops/nn_ops.cc): activations (Relu,
 // Relu6, LeakyRelu, Elu, Selu, Softplus and their Grad helpers),
 // softmax family, cross-entropies, BiasAdd(+Grad), Conv2D and its backprop
-// ops, pools, L2Loss, InTopK(V2), TopKV2 and Dropout, each against a float64
+// ops and pools (NHWC, and NCHW twins of their value cases), L2Loss, InTopK(V2), TopKV2 and Dropout, each against a float64
 // reference with finite-difference gradient checks in float64; and pointers to
 // //engine/kernels:training_ops_test for the training ops.
 #include <algorithm>
@@ -397,6 +397,95 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
       return cases;
     }});
 
+// DataFormatVecPermute: y[i] = x[src.find(dst[i])] (rows of a [4, 2] matrix).
+REGISTER_OP_HARNESS(OpHarnessEntry{
+    "DataFormatVecPermute", {DT_INT32, DT_INT64}, [](DataType dtype, Rng* rng) {
+      auto ints = [dtype](std::vector<double> v, TensorShape shape) { return FromDoubles(dtype, shape, v); };
+      auto formats = [](const char* src, const char* dst) {
+        return AttrList{{"src_format", MakeAttr(src)}, {"dst_format", MakeAttr(dst)}};
+      };
+      const TensorShape four({4}), pairs({4, 2});
+      std::vector<OpCase> cases;
+      OpCase c;
+      c.description = "NHWC to NCHW";
+      c.inputs = {ints({8, 28, 27, 3}, four)};
+      c.attrs = formats("NHWC", "NCHW");
+      c.expected = {ints({8, 3, 28, 27}, four)};
+      cases.push_back(c);
+      c.description = "NCHW to NHWC";
+      c.inputs = {ints({8, 3, 28, 27}, four)};
+      c.attrs = formats("NCHW", "NHWC");
+      c.expected = {ints({8, 28, 27, 3}, four)};
+      cases.push_back(c);
+      c.description = "paddings [4, 2]";
+      c.inputs = {ints({0, 1, 2, 3, 4, 5, 6, 7}, pairs)};
+      c.attrs = formats("NHWC", "NCHW");
+      c.expected = {ints({0, 1, 6, 7, 2, 3, 4, 5}, pairs)};
+      cases.push_back(c);
+      c.description = "spatial dims only";
+      c.inputs = {ints({5, 9}, TensorShape({2}))};
+      c.attrs = formats("NHWC", "NCHW");
+      c.expected = {ints({5, 9}, TensorShape({2}))};
+      cases.push_back(c);
+      c.description = "same format";
+      c.inputs = {RandomTensor(dtype, four, rng, 0, 100)};
+      c.attrs = formats("NCHW", "NCHW");
+      c.expected = {c.inputs[0]};
+      cases.push_back(c);
+      cases.push_back(ErrorCase("3 entries", {ints({1, 2, 3}, TensorShape({3}))}, formats("NHWC", "NCHW"),
+                                "vector of 4 or 2 entries"));
+      cases.push_back(ErrorCase("format HWNC", {ints({1, 2, 3, 4}, four)}, formats("HWNC", "NCHW"),
+                                "NHWC or NCHW"));
+      return cases;
+    }});
+
+// ---- NCHW twins (the layout pass, engine/graph/optimizer_layout.h) ----
+
+// [N, H, W, C] -> [N, C, H, W], values unchanged.
+Tensor NhwcToNchw(const Tensor& t) {
+  const int64_t n = t.dim_size(0), h = t.dim_size(1), w = t.dim_size(2), c = t.dim_size(3);
+  std::vector<double> in = ToDoubles(t), out(in.size());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        for (int64_t ch = 0; ch < c; ++ch) out[((b * c + ch) * h + y) * w + x] = in[((b * h + y) * w + x) * c + ch];
+  return FromDoubles(t.dtype(), TensorShape({n, c, h, w}), out);
+}
+
+std::vector<int64_t> NhwcToNchwList(const std::vector<int64_t>& v) { return {v[0], v[3], v[1], v[2]}; }
+
+// Where an op's cases hold 4-D tensors in the node's format.
+struct FormatPorts {
+  std::vector<int> data_inputs, shape_inputs, outputs;
+};
+
+// The value cases of `cases` again with data_format NCHW: 4-D inputs and
+// expected outputs transposed, shape vectors and strides/ksize rearranged.
+// The op's kernels take NHWC, so these run through the layout pass, as a
+// TensorFlow graph written for a GPU does; gradient checks included.
+void AddNchwTwins(const FormatPorts& ports, std::vector<OpCase>* cases) {
+  const size_t n = cases->size();
+  for (size_t k = 0; k < n; ++k) {
+    if ((*cases)[k].expected_error != absl::StatusCode::kOk) continue;
+    OpCase c = (*cases)[k];
+    c.description += " NCHW";
+    for (int i : ports.data_inputs) c.inputs[i] = NhwcToNchw(c.inputs[i]);
+    for (int i : ports.shape_inputs) {
+      const int32_t* d = c.inputs[i].data<int32_t>();
+      c.inputs[i] = Tensor::FromVector<int32_t>({d[0], d[3], d[1], d[2]});
+    }
+    for (int o : ports.outputs) c.expected[o] = NhwcToNchw(c.expected[o]);
+    for (const char* name : {"strides", "ksize"}) {
+      auto it = c.attrs.find(name);
+      if (it == c.attrs.end()) continue;
+      std::vector<int64_t> v(it->second.list().i().begin(), it->second.list().i().end());
+      it->second = MakeAttr(NhwcToNchwList(v));
+    }
+    c.attrs["data_format"] = MakeAttr("NCHW");
+    cases->push_back(std::move(c));
+  }
+}
+
 // ---- Convolution ----
 
 struct Window1D {
@@ -515,9 +604,9 @@ std::vector<OpCase> ConvErrorCases(DataType dtype, Rng* rng,
   AttrList dilated = ConvAttrs(ok);
   dilated["dilations"] = MakeAttr(std::vector<int64_t>{1, 2, 2, 1});
   cases.push_back(ErrorCase("dilation 2", make(ok), dilated, "dilations"));
-  AttrList nchw = ConvAttrs(ok);
-  nchw["data_format"] = MakeAttr("NCHW");
-  cases.push_back(ErrorCase("NCHW", make(ok), nchw, "NHWC"));
+  AttrList nwhc = ConvAttrs(ok);
+  nwhc["data_format"] = MakeAttr("NWHC");
+  cases.push_back(ErrorCase("data_format NWHC", make(ok), nwhc, "NHWC or NCHW"));
   return cases;
 }
 
@@ -541,6 +630,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
       auto make = [&](const ConvSpec& s) {
         return std::vector<Tensor>{RandomTensor(dtype, s.input, rng), RandomTensor(dtype, s.filter, rng)};
       };
+      AddNchwTwins(FormatPorts{{0}, {}, {0}}, &cases);
       for (OpCase& c : ConvErrorCases(dtype, rng, make)) cases.push_back(std::move(c));
       ConvSpec big{TensorShape({1, 3, 3, 1}), TensorShape({4, 4, 1, 1}), 1, 1, false};
       cases.push_back(ErrorCase("VALID window larger than input", make(big), ConvAttrs(big), "larger than the input"));
@@ -627,6 +717,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
         return std::vector<Tensor>{ShapeTensor(s.input), RandomTensor(dtype, s.filter, rng),
                                    RandomTensor(dtype, ConvOutShape(s), rng)};
       };
+      AddNchwTwins(FormatPorts{{2}, {0}, {0}}, &cases);
       for (OpCase& c : ConvErrorCases(dtype, rng, make)) cases.push_back(std::move(c));
       ConvSpec ok{TensorShape({1, 4, 4, 2}), TensorShape({2, 2, 2, 3}), 1, 1, false};
       cases.push_back(ErrorCase("out_backprop of the wrong shape",
@@ -662,6 +753,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
         return std::vector<Tensor>{RandomTensor(dtype, s.input, rng), ShapeTensor(s.filter),
                                    RandomTensor(dtype, ConvOutShape(s), rng)};
       };
+      AddNchwTwins(FormatPorts{{0, 2}, {}, {}}, &cases);
       for (OpCase& c : ConvErrorCases(dtype, rng, make)) cases.push_back(std::move(c));
       ConvSpec depth{TensorShape({1, 3, 3, 2}), TensorShape({2, 2, 3, 1}), 1, 1, false};
       cases.push_back(ErrorCase("mismatched channels",
@@ -768,6 +860,7 @@ std::vector<OpCase> PoolCases(DataType dtype, Rng* rng, bool max) {
     c.check_gradient = dtype == DT_DOUBLE && s.input.num_elements() > 0;
     cases.push_back(std::move(c));
   }
+  AddNchwTwins(FormatPorts{{0}, {}, {0}}, &cases);
   auto make = [&](const PoolSpec& s) { return std::vector<Tensor>{RandomTensor(dtype, s.input, rng)}; };
   for (OpCase& c : PoolErrorCases(dtype, rng, make)) cases.push_back(std::move(c));
   PoolSpec big{TensorShape({1, 3, 3, 1}), 4, 4, 1, 1, false};
@@ -815,6 +908,8 @@ OpCase MaxPoolGradCase(DataType dtype, const PoolSpec& s, Rng* rng, bool fused) 
 std::vector<OpCase> MaxPoolGradCases(DataType dtype, Rng* rng, bool fused) {
   std::vector<OpCase> cases;
   for (const PoolSpec& s : PoolSpecs(rng)) cases.push_back(MaxPoolGradCase(dtype, s, rng, fused));
+  // _FusedMaxPoolGrad is the fusion pass's op, made from NHWC nodes only.
+  if (!fused) AddNchwTwins(FormatPorts{{0, 1, 2}, {}, {0}}, &cases);
   auto make = [&](const PoolSpec& s) {
     TensorShape out_shape = PoolOutShape(s);
     return std::vector<Tensor>{RandomTensor(dtype, s.input, rng), RandomTensor(dtype, out_shape, rng),
@@ -852,6 +947,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
         c.check_gradient = dtype == DT_DOUBLE && s.input.num_elements() > 0;
         cases.push_back(std::move(c));
       }
+      AddNchwTwins(FormatPorts{{1}, {0}, {0}}, &cases);
       auto make = [&](const PoolSpec& s) {
         return std::vector<Tensor>{ShapeTensor(s.input), RandomTensor(dtype, PoolOutShape(s), rng)};
       };

@@ -1,0 +1,135 @@
+// The data format pass through a session: a small CNN written in NCHW (as
+// TensorFlow graphs for GPUs are) trains on the CPU, whose kernels take NHWC
+// only. Its loss and every gradient equal those of the same model written in
+// NHWC, and the step runs its convolution chain between a handful of
+// Transposes, not two around every node.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/graph/gradients.h"
+#include "engine/graph/graph.h"
+#include "engine/graph/graph_builder.h"
+#include "engine/runtime/session.h"
+#include "engine/runtime/session_test_util.h"
+#include "gtest/gtest.h"
+
+namespace sluice {
+namespace {
+
+constexpr int64_t kBatch = 3, kHeight = 8, kWidth = 6, kChannels = 2;
+
+// [N, H, W, C] -> [N, C, H, W].
+Tensor ToNchw(const Tensor& t) {
+  const int64_t n = t.dim_size(0), h = t.dim_size(1), w = t.dim_size(2), c = t.dim_size(3);
+  Tensor out(DT_FLOAT, TensorShape({n, c, h, w}));
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        for (int64_t ch = 0; ch < c; ++ch) {
+          out.data<float>()[((b * c + ch) * h + y) * w + x] = t.data<float>()[((b * h + y) * w + x) * c + ch];
+        }
+  return out;
+}
+
+struct Model {
+  GraphDef def;
+  std::vector<std::string> fetches;  // loss, then d loss / d (x, f1, b1, f2, b2)
+};
+
+// x -> conv1 (3x3, 2 -> 4, SAME) + b1 -> relu -> 2x2 max pool -> conv2 (3x3,
+// 4 -> 5, stride 2 along rows, VALID) + b2 -> relu -> loss = sum(relu2 * w),
+// in `format`; the weights w come in that format too.
+Model Build(const std::string& format) {
+  const bool nchw = format == "NCHW";
+  auto in_format = [&](std::vector<int64_t> nhwc) {
+    return nchw ? std::vector<int64_t>{nhwc[0], nhwc[3], nhwc[1], nhwc[2]} : nhwc;
+  };
+  Graph graph;
+  GraphBuilder b(&graph);
+  const AttrValue format_attr = MakeAttr(format);
+  Output x = b.Op("x", "Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}});
+  Output w = b.Op("w", "Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}});
+  Output f1 = b.Const("f1", RandomFloats(TensorShape({3, 3, kChannels, 4}), 1));
+  Output b1 = b.Const("b1", RandomFloats(TensorShape({4}), 2));
+  Output f2 = b.Const("f2", RandomFloats(TensorShape({3, 3, 4, 5}), 3));
+  Output b2 = b.Const("b2", RandomFloats(TensorShape({5}), 4));
+  AttrList conv1 = {{"strides", MakeAttr(in_format({1, 1, 1, 1}))}, {"padding", MakeAttr("SAME")},
+                    {"data_format", format_attr}};
+  AttrList conv2 = {{"strides", MakeAttr(in_format({1, 2, 1, 1}))}, {"padding", MakeAttr("VALID")},
+                    {"data_format", format_attr}};
+  AttrList pool = {{"ksize", MakeAttr(in_format({1, 2, 2, 1}))}, {"strides", MakeAttr(in_format({1, 2, 2, 1}))},
+                   {"padding", MakeAttr("VALID")}, {"data_format", format_attr}};
+  AttrList bias = {{"data_format", format_attr}};
+  Output h = b.Op("relu1", "Relu", {b.Op("bias1", "BiasAdd", {b.Op("conv1", "Conv2D", {x, f1}, conv1), b1}, bias)});
+  h = b.Op("pool", "MaxPool", {h}, pool);
+  h = b.Op("relu2", "Relu", {b.Op("bias2", "BiasAdd", {b.Op("conv2", "Conv2D", {h, f2}, conv2), b2}, bias)});
+  Output axes = b.Const("axes", Tensor::FromVector<int32_t>({0, 1, 2, 3}));
+  Output loss = b.Op("loss", "Sum", {b.Op("weighted", "Mul", {h, w}), axes});
+  EXPECT_TRUE(b.ok()) << b.status();
+  std::vector<Gradient> grads;
+  absl::Status s = AddSymbolicGradients(&graph, {loss}, {x, f1, b1, f2, b2}, {}, &grads);
+  EXPECT_TRUE(s.ok()) << s;
+  Model m;
+  graph.ToGraphDef(&m.def);
+  m.fetches.push_back("loss:0");
+  for (const Gradient& g : grads) m.fetches.push_back(g.dense.name());
+  return m;
+}
+
+struct Result {
+  std::vector<Tensor> outputs;
+  int transposes = 0;
+};
+
+Result RunStep(const std::string& format, const Tensor& x_nhwc, const Tensor& w_nhwc) {
+  Result r;
+  SessionOptions options;
+  auto session = NewSession(options);
+  EXPECT_TRUE(session.ok()) << session.status();
+  if (!session.ok()) return r;
+  Model m = Build(format);
+  absl::Status s = (*session)->Create(m.def);
+  EXPECT_TRUE(s.ok()) << s;
+  const bool nchw = format == "NCHW";
+  RunOptions run;
+  run.collect_step_stats = true;
+  RunMetadata metadata;
+  s = (*session)->Run(run, {{"x", nchw ? ToNchw(x_nhwc) : x_nhwc}, {"w", nchw ? ToNchw(w_nhwc) : w_nhwc}},
+                      m.fetches, {}, &r.outputs, &metadata);
+  EXPECT_TRUE(s.ok()) << s;
+  for (const NodeExecStats& n : metadata.step_stats) r.transposes += n.op == "Transpose";
+  return r;
+}
+
+void ExpectClose(const Tensor& expected, const Tensor& actual, const std::string& what) {
+  ASSERT_EQ(expected.shape(), actual.shape()) << what;
+  const FloatDifference d = CompareFloats(expected, actual);
+  EXPECT_LE(d.worst, 1e-5 * std::max(1.0, d.scale)) << what << ": worst difference " << d.worst;
+}
+
+TEST(LayoutSession, AnNchwCnnTrainsOnTheCpuAsItsNhwcTwinDoes) {
+  const Tensor x = RandomFloats(TensorShape({kBatch, kHeight, kWidth, kChannels}), 11);
+  // conv1 [3, 8, 6, 4] -> pool [3, 4, 3, 4] -> conv2 [3, 1, 1, 5]: w has
+  // relu2's shape.
+  const Tensor w = RandomFloats(TensorShape({kBatch, 1, 1, 5}), 12);
+  const Result nhwc = RunStep("NHWC", x, w);
+  const Result nchw = RunStep("NCHW", x, w);
+  ASSERT_EQ(nhwc.outputs.size(), 6u);
+  ASSERT_EQ(nchw.outputs.size(), 6u);
+  ExpectClose(nhwc.outputs[0], nchw.outputs[0], "loss");
+  ExpectClose(ToNchw(nhwc.outputs[1]), nchw.outputs[1], "d loss / d x");
+  const char* const names[] = {"f1", "b1", "f2", "b2"};
+  for (int i = 2; i < 6; ++i) ExpectClose(nhwc.outputs[i], nchw.outputs[i], std::string("d loss / d ") + names[i - 2]);
+  EXPECT_EQ(nhwc.transposes, 0);
+  // x into the chain (for conv1 and its filter gradient), relu2 out of it (to
+  // the loss's Mul and to relu2's gradient, which stay NCHW: the Mul's other
+  // input is w), that gradient back in (for conv2's two backprops) and dx out.
+  // Everything between runs NHWC, Shape(pool) for conv2's input gradient
+  // included.
+  EXPECT_EQ(nchw.transposes, 4);
+}
+
+}  // namespace
+}  // namespace sluice

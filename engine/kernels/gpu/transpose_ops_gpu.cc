@@ -1,0 +1,109 @@
+// Transpose on the GPU for the dtypes that live in device memory there
+// (everything but int32 and string). The checks and errors are the CPU
+// kernel's (engine/kernels/slice_ops.cc). The permutation is first reduced:
+// dims of size 1 drop out and input dims that stay neighbours merge. What is
+// left is a copy (the input is shared, as on the CPU), a 2-D or batched 2-D
+// transpose (NHWC <-> NCHW: the tiled kernel of cudnn_util_kernels.cu, for 4-
+// and 8-byte elements), or any other permutation (transpose_gpu.cu). The
+// layout pass (engine/graph/optimizer_layout.h) places its Transposes beside
+// the GPU nodes it converts with this kernel.
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/framework/op_kernel.h"
+#include "engine/kernels/gpu/cudnn_util_kernels.h"
+#include "engine/kernels/gpu/transpose_gpu.h"
+#include "engine/kernels/gpu/transpose_reduce.h"
+#include "engine/runtime/gpu/gpu_device.h"
+
+namespace sluice {
+namespace gpu {
+namespace {
+
+class GpuTransposeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const Tensor& perm_t = ctx->input(1);  // int32: host memory on a GPU
+    const int rank = in.dims();
+    OP_REQUIRES(ctx, perm_t.dims() == 1 && perm_t.NumElements() == rank,
+                absl::InvalidArgumentError(absl::StrCat("transpose expects a vector of size ", rank,
+                                                        "; but input(1) is a vector of size ", perm_t.NumElements())));
+    std::vector<int64_t> perm(rank);
+    std::vector<bool> seen(rank, false);
+    std::vector<int64_t> out_dims(rank);
+    for (int i = 0; i < rank; ++i) {
+      const int64_t p = perm_t.data<int32_t>()[i];
+      OP_REQUIRES(ctx, p >= 0 && p < rank, absl::InvalidArgumentError(absl::StrCat(p, " is out of range [0 .. ", rank, ")")));
+      OP_REQUIRES(ctx, !seen[p], absl::InvalidArgumentError(absl::StrCat(p, " is duplicated in perm")));
+      seen[p] = true;
+      perm[i] = p;
+      out_dims[i] = in.dim_size(static_cast<int>(p));
+    }
+    auto shape = TensorShape::Build(out_dims);
+    OP_REQUIRES_OK(ctx, shape.status());
+    if (in.NumElements() == 0) {
+      Tensor* empty = nullptr;
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &empty));
+      return;
+    }
+    const absl::Span<const int64_t> in_dims = in.shape().dim_sizes();
+    const ReducedPermutation r = ReducePermutation(std::vector<int64_t>(in_dims.begin(), in_dims.end()), perm);
+    bool identity = true;
+    for (size_t i = 0; i < r.perm.size(); ++i) identity &= r.perm[i] == static_cast<int>(i);
+    if (identity) {
+      // Only size-1 dims moved: the same bytes in another shape.
+      auto same = in.Reshaped(*shape);
+      OP_REQUIRES_OK(ctx, same.status());
+      ctx->set_output(0, *same);
+      return;
+    }
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    cudaStream_t stream = GetGpuDevice(ctx)->compute_stream();
+    const int elem_bytes = static_cast<int>(in.TotalBytes() / in.NumElements());
+    const int k = static_cast<int>(r.dims.size());
+    // [rows, cols] -> [cols, rows] (k == 2) or [b, rows, cols] -> [b, cols, rows].
+    const bool batched_2d = (k == 2 && r.perm[0] == 1) || (k == 3 && r.perm[0] == 0 && r.perm[1] == 2);
+    if (batched_2d && (elem_bytes == 4 || elem_bytes == 8)) {
+      const int64_t batch = k == 3 ? r.dims[0] : 1, rows = r.dims[k - 2], cols = r.dims[k - 1];
+      // The tiled kernel only moves values: 4- and 8-byte elements of any type
+      // go through it as float and double bits.
+      if (elem_bytes == 4) {
+        OP_REQUIRES_CUDA(ctx, LaunchTranspose(stream, static_cast<const float*>(in.raw_data()), batch, rows, cols,
+                                              static_cast<float*>(out->raw_data())));
+      } else {
+        OP_REQUIRES_CUDA(ctx, LaunchTranspose(stream, static_cast<const double*>(in.raw_data()), batch, rows, cols,
+                                              static_cast<double*>(out->raw_data())));
+      }
+      return;
+    }
+    OP_REQUIRES(ctx, k <= kMaxTransposeRank,
+                absl::UnimplementedError(absl::StrCat("Transpose on the GPU handles up to ", kMaxTransposeRank,
+                                                      " dims after merging neighbours, got ", k)));
+    std::vector<int64_t> in_strides(k), reduced_out(k), strides(k);
+    int64_t stride = 1;
+    for (int d = k - 1; d >= 0; --d) {
+      in_strides[d] = stride;
+      stride *= r.dims[d];
+    }
+    for (int i = 0; i < k; ++i) {
+      reduced_out[i] = r.dims[r.perm[i]];
+      strides[i] = in_strides[r.perm[i]];
+    }
+    OP_REQUIRES_CUDA(ctx, LaunchPermute(stream, elem_bytes, in.raw_data(), out->raw_data(), k, reduced_out.data(),
+                                        strides.data(), out->NumElements()));
+  }
+};
+
+REGISTER_KERNEL_BUILDER(Name("Transpose")
+                            .Device(kDeviceGpu)
+                            .TypeConstraint("T", {DT_FLOAT, DT_DOUBLE, DT_HALF, DT_BFLOAT16, DT_INT64, DT_BOOL, DT_UINT8,
+                                                  DT_INT8, DT_INT16, DT_UINT16})
+                            .TypeConstraint<int32_t>("Tperm"),
+                        GpuTransposeOp);
+
+}  // namespace
+}  // namespace gpu
+}  // namespace sluice

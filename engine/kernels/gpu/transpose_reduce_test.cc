@@ -1,0 +1,101 @@
+// Spec for the GPU Transpose's reduced permutation (host code, runs without a
+// GPU): NHWC <-> NCHW become batched 2-D transposes, moving only size-1 dims
+// moves nothing, and for random shapes and permutations the reduced one puts
+// every element where the original one does.
+#include "engine/kernels/gpu/transpose_reduce.h"
+
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice {
+namespace gpu {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+// The values 0, 1, ... of a row-major tensor of `shape`, permuted by `perm`
+// (output dim i is input dim perm[i]), in output order.
+std::vector<int64_t> Permuted(const std::vector<int64_t>& shape, const std::vector<int64_t>& perm) {
+  const int rank = static_cast<int>(shape.size());
+  std::vector<int64_t> in_strides(rank, 1), out_dims(rank);
+  for (int d = rank - 2; d >= 0; --d) in_strides[d] = in_strides[d + 1] * shape[d + 1];
+  int64_t n = 1;
+  for (int i = 0; i < rank; ++i) {
+    out_dims[i] = shape[perm[i]];
+    n *= out_dims[i];
+  }
+  std::vector<int64_t> out(n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, src = 0;
+    for (int k = rank - 1; k >= 0; --k) {
+      src += (rest % out_dims[k]) * in_strides[perm[k]];
+      rest /= out_dims[k];
+    }
+    out[i] = src;
+  }
+  return out;
+}
+
+std::vector<int64_t> Permuted(const ReducedPermutation& r) {
+  return Permuted(r.dims, std::vector<int64_t>(r.perm.begin(), r.perm.end()));
+}
+
+TEST(TransposeReduce, NhwcToNchwIsABatchedTwoDimensionalTranspose) {
+  const ReducedPermutation r = ReducePermutation({8, 28, 27, 32}, {0, 3, 1, 2});
+  EXPECT_THAT(r.dims, ElementsAre(8, 28 * 27, 32));
+  EXPECT_THAT(r.perm, ElementsAre(0, 2, 1));
+}
+
+TEST(TransposeReduce, NchwToNhwcIsABatchedTwoDimensionalTranspose) {
+  const ReducedPermutation r = ReducePermutation({8, 32, 28, 27}, {0, 2, 3, 1});
+  EXPECT_THAT(r.dims, ElementsAre(8, 32, 28 * 27));
+  EXPECT_THAT(r.perm, ElementsAre(0, 2, 1));
+}
+
+TEST(TransposeReduce, MovingOneChannelMovesNothing) {
+  // A one-channel NHWC image in NCHW has the same bytes.
+  const ReducedPermutation r = ReducePermutation({8, 28, 28, 1}, {0, 3, 1, 2});
+  EXPECT_THAT(r.dims, ElementsAre(8 * 28 * 28));
+  EXPECT_THAT(r.perm, ElementsAre(0));
+  EXPECT_THAT(ReducePermutation({1, 1}, {1, 0}).perm, IsEmpty());
+  EXPECT_THAT(ReducePermutation({3, 0, 2}, {2, 1, 0}).perm, ElementsAre(1, 0));  // [3, 2] transposed; no elements
+}
+
+TEST(TransposeReduce, NeighboursAcrossADroppedDimMerge) {
+  // [a, 1, b, c] -> [c, a, 1, b]: a and b are neighbours once the 1 is gone.
+  const ReducedPermutation r = ReducePermutation({2, 1, 3, 4}, {3, 0, 1, 2});
+  EXPECT_THAT(r.dims, ElementsAre(6, 4));
+  EXPECT_THAT(r.perm, ElementsAre(1, 0));
+}
+
+TEST(TransposeReduce, RandomPermutationsMoveEveryElementAsTheOriginalDoes) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 500; ++trial) {
+    const int rank = 1 + static_cast<int>(rng() % 6);
+    std::vector<int64_t> shape(rank), perm(rank);
+    for (int64_t& d : shape) d = 1 + static_cast<int64_t>(rng() % 4);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const ReducedPermutation r = ReducePermutation(shape, perm);
+    ASSERT_LE(r.dims.size(), shape.size());
+    const std::vector<int64_t> expected = Permuted(shape, perm);
+    if (r.perm.empty()) {
+      // Every dim has size 1: one element, which stays.
+      ASSERT_THAT(expected, ElementsAre(0)) << "trial " << trial;
+      continue;
+    }
+    ASSERT_EQ(Permuted(r), expected) << "trial " << trial;
+    // No two neighbours of the reduced output are neighbours, in order, in
+    // its input: it cannot be reduced further.
+    for (size_t i = 0; i + 1 < r.perm.size(); ++i) ASSERT_NE(r.perm[i] + 1, r.perm[i + 1]) << "trial " << trial;
+  }
+}
+
+}  // namespace
+}  // namespace gpu
+}  // namespace sluice

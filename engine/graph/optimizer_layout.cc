@@ -98,6 +98,9 @@ class LayoutPass {
       if ((from != "NHWC" && from != "NCHW") || from == to || !Convertible(n, *ports)) continue;
       Convert(n, *ports, from, to);
     }
+    // No layout node converted: nothing between them can be fed by ours (the
+    // usual case, an NHWC model; the topological sort is skipped).
+    if (ours_.empty()) return result_;
     for (Node* n : TopologicalOrder(*graph_)) {
       if (ours_.contains(n)) continue;
       LayoutPorts ports;

@@ -5,7 +5,8 @@ compares the outputs with TensorFlow's own.
 Cases: FusedBatchNormV3 and its gradient (training and inference, NHWC and
 NCHW); MLP 784-512-512-10 (relu, softmax) and the Fashion-MNIST CNN (conv 5x5x32
 SAME relu, maxpool 2x2, conv 5x5x64 relu, maxpool, fc 1024 relu, fc 10, softmax),
-each as an inference graph and as a training-gradient graph (tf.gradients of the
+the CNN also with NCHW convolutions, biases and pools (a graph written for a
+GPU, which Sluice's layout pass runs on its NHWC kernels), each as an inference graph and as a training-gradient graph (tf.gradients of the
 mean softmax cross-entropy w.r.t. the input and every weight). Gradients are
 checked twice: TensorFlow's gradient graph run by Sluice, and Sluice's own
 symbolic gradients (run_graphdef --grad_y/--grad_x) of the frozen forward graph.
@@ -147,8 +148,12 @@ def build_mlp(rng, batch):
     return x, labels, logits, probs, weights
 
 
-def build_cnn(rng, batch):
-    x = tf1.placeholder(tf.float32, [batch, 28, 28, 1], name="x")
+def build_cnn(rng, batch, data_format="NHWC"):
+    """The Fashion-MNIST CNN; with data_format "NCHW" its convolutions, biases
+    and pools are written as TensorFlow graphs for GPUs are (Sluice's CPU
+    kernels take NHWC: its layout pass converts them)."""
+    nchw = data_format == "NCHW"
+    x = tf1.placeholder(tf.float32, [batch, 1, 28, 28] if nchw else [batch, 28, 28, 1], name="x")
     labels = tf1.placeholder(tf.float32, [batch, 10], name="labels")
     weights = []
 
@@ -162,12 +167,14 @@ def build_cnn(rng, batch):
         weights.append(v)
         return v
 
-    h = tf.nn.conv2d(x, var("conv1/w", [5, 5, 1, 32], 25, 25 * 32), strides=[1, 1, 1, 1], padding="SAME")
-    h = tf.nn.relu(tf.nn.bias_add(h, bias("conv1/b", 32)))
-    h = tf.nn.max_pool2d(h, ksize=2, strides=2, padding="SAME")
-    h = tf.nn.conv2d(h, var("conv2/w", [5, 5, 32, 64], 25 * 32, 25 * 64), strides=[1, 1, 1, 1], padding="SAME")
-    h = tf.nn.relu(tf.nn.bias_add(h, bias("conv2/b", 64)))
-    h = tf.nn.max_pool2d(h, ksize=2, strides=2, padding="SAME")
+    fmt = {"data_format": data_format}
+    h = tf.nn.conv2d(x, var("conv1/w", [5, 5, 1, 32], 25, 25 * 32), strides=[1, 1, 1, 1], padding="SAME", **fmt)
+    h = tf.nn.relu(tf.nn.bias_add(h, bias("conv1/b", 32), **fmt))
+    h = tf.nn.max_pool2d(h, ksize=2, strides=2, padding="SAME", **fmt)
+    h = tf.nn.conv2d(h, var("conv2/w", [5, 5, 32, 64], 25 * 32, 25 * 64), strides=[1, 1, 1, 1], padding="SAME",
+                     **fmt)
+    h = tf.nn.relu(tf.nn.bias_add(h, bias("conv2/b", 64), **fmt))
+    h = tf.nn.max_pool2d(h, ksize=2, strides=2, padding="SAME", **fmt)
     h = tf.reshape(h, [-1, 7 * 7 * 64])
     h = tf.nn.relu(tf.nn.bias_add(tf.matmul(h, var("fc1/w", [3136, 1024], 3136, 1024)), bias("fc1/b", 1024)))
     h = tf.nn.bias_add(tf.matmul(h, var("fc2/w", [1024, 10], 1024, 10)), bias("fc2/b", 10))
@@ -353,7 +360,9 @@ def main():
     os.makedirs(workdir, exist_ok=True)
     print("TensorFlow %s; files in %s" % (tf.__version__, workdir))
     failed = 0
-    for name, builder, shape in [("mlp", build_mlp, [8, 784]), ("cnn", build_cnn, [8, 28, 28, 1])]:
+    models = [("mlp", build_mlp, [8, 784]), ("cnn", build_cnn, [8, 28, 28, 1]),
+              ("cnn_nchw", lambda rng, batch: build_cnn(rng, batch, "NCHW"), [8, 1, 28, 28])]
+    for name, builder, shape in models:
         try:
             results = check_model(name, builder, shape, args.run_graphdef, workdir)
         except Exception as e:  # a rejected graph is a failed check, reported in full

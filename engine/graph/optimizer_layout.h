@@ -2,9 +2,12 @@
 // graph into the data format (NHWC or NCHW) its device's kernels take, the
 // way TensorFlow's grappler layout optimizer does.
 //
-// TensorFlow graphs written for GPUs often use NCHW, which Sluice's CPU
-// kernels do not take; a GPU's cuDNN kernels may run faster in NCHW than in
-// the NHWC our models are built in. The pass rewrites, in place:
+// TensorFlow graphs written for GPUs often use NCHW, which Sluice's kernels
+// (CPU and GPU) do not take: sessions run the pass with every device in NHWC
+// (engine/runtime/step_graph.cc). The GPU's convolutions pick NHWC or NCHW
+// inside the kernel, per shape, by timing cuDNN (conv_ops_gpu.cc); a device
+// type listed as NCHW in the options gets its nodes in NCHW, for kernels
+// that take it natively (none yet). The pass rewrites, in place:
 //   - layout nodes (Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter,
 //     MaxPool, MaxPoolGrad, AvgPool, AvgPoolGrad) whose data_format is not
 //     their device's: the attr and the strides/ksize/dilations/paddings lists

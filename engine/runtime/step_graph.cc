@@ -116,9 +116,7 @@ absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const 
   for (size_t i = 0; i < feeds.size(); ++i) result.feeds[i].key = keys.feed_keys[i];
   result.fetch_keys = keys.fetch_keys;
   if (options.enable_cse) EliminateCommonSubexpressions(CseOptions(), graph);
-  LayoutOptions layout;
-  layout.format_by_device_type[kDeviceGpu] = options.gpu_data_format;
-  ConvertDataFormats(layout, graph);
+  ConvertDataFormats(LayoutOptions(), graph);
   // A target is run for its own sake, by name: neither folded nor removed.
   const absl::flat_hash_set<std::string> target_set(targets.begin(), targets.end());
   auto is_target = [&target_set](const Node* n) { return target_set.contains(n->name()); };

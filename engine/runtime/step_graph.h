@@ -57,10 +57,9 @@ struct StepGraphOptions {
   const DeviceSet* devices = nullptr;
   const absl::flat_hash_map<std::string, int>* placement = nullptr;  // several devices only
   bool enable_cse = true;
-  // The format of convolution and pooling nodes on a GPU (engine/graph/
-  // optimizer_layout.h, after CSE): "NHWC" or "NCHW". Other devices run NHWC
-  // (a TensorFlow graph's NCHW nodes on a CPU are converted).
-  std::string gpu_data_format = "NHWC";
+  // (Then, always: NCHW convolution and pooling nodes, as TensorFlow graphs
+  // written for GPUs have them, become NHWC ones, which every device's
+  // kernels take, between Transposes: engine/graph/optimizer_layout.h.)
   // Constant folding (engine/graph/optimizer_constant_folding.h) after CSE.
   bool enable_constant_folding = true;
   // Identity-chain removal (engine/graph/optimizer_identity.h).

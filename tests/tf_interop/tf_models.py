@@ -175,6 +175,8 @@ def build_cnn(rng, batch, data_format="NHWC"):
                      **fmt)
     h = tf.nn.relu(tf.nn.bias_add(h, bias("conv2/b", 64), **fmt))
     h = tf.nn.max_pool2d(h, ksize=2, strides=2, padding="SAME", **fmt)
+    if nchw:
+        h = tf.transpose(h, [0, 2, 3, 1])  # flattened as the NHWC model does: the same function of x
     h = tf.reshape(h, [-1, 7 * 7 * 64])
     h = tf.nn.relu(tf.nn.bias_add(tf.matmul(h, var("fc1/w", [3136, 1024], 3136, 1024)), bias("fc1/b", 1024)))
     h = tf.nn.bias_add(tf.matmul(h, var("fc2/w", [1024, 10], 1024, 10)), bias("fc2/b", 10))

@@ -4,6 +4,8 @@
 // cudnn_util_kernels.cu instead (transpose_ops_gpu.cc picks).
 #include "engine/kernels/gpu/transpose_gpu.h"
 
+#include "engine/kernels/gpu/launch_util.cuh"
+
 namespace sluice {
 namespace gpu {
 namespace {
@@ -16,8 +18,7 @@ struct PermuteDims {
 
 template <typename T>
 __global__ void PermuteKernel(const T* __restrict__ in, T* __restrict__ out, PermuteDims d, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t i = cu::GlobalThread(); i < n; i += cu::GlobalStride()) {
     int64_t rest = i, src = 0;
     for (int k = d.rank - 1; k >= 0; --k) {
       src += (rest % d.out[k]) * d.in_stride[k];
@@ -29,11 +30,7 @@ __global__ void PermuteKernel(const T* __restrict__ in, T* __restrict__ out, Per
 
 template <typename T>
 cudaError_t Launch(cudaStream_t stream, const void* in, void* out, const PermuteDims& d, int64_t n) {
-  constexpr int kThreads = 256;
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  if (blocks > 8192) blocks = 8192;
-  PermuteKernel<T><<<static_cast<int>(blocks), kThreads, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out),
-                                                                      d, n);
+  PermuteKernel<T><<<cu::BlocksFor(n), cu::kThreads, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), d, n);
   return cudaGetLastError();
 }
 

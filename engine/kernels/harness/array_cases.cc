@@ -284,7 +284,11 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Transpose", AllTypes(), [](DataType dt, Rng*
   std::vector<OpCase> cases;
   const std::vector<std::pair<TensorShape, Index>> specs = {
       {S({2, 3}), {1, 0}}, {S({2, 3, 4}), {2, 0, 1}}, {S({2, 1, 3, 2}), {3, 1, 0, 2}}, {S({0, 3}), {1, 0}},
-      {S({}), {}},         {S({3, 4}), {0, 1}},       {RandomShape(rng, 3, 1, 4), {1, 2, 0}}};
+      {S({}), {}},         {S({3, 4}), {0, 1}},       {RandomShape(rng, 3, 1, 4), {1, 2, 0}},
+      // No two neighbours stay neighbours: the GPU's gather, not its tiled
+      // 2-D transpose (transpose_ops_gpu.cc); and NHWC <-> NCHW.
+      {S({2, 3, 4}), {2, 1, 0}}, {S({2, 3, 4, 5}), {1, 3, 0, 2}}, {S({2, 3, 4, 5}), {0, 3, 1, 2}},
+      {S({2, 5, 3, 4}), {0, 2, 3, 1}}};
   for (const auto& [shape, perm] : specs) {
     Tensor x = Rand(dt, shape, rng);
     cases.push_back(Case(shape.DebugString(), {x, I32(perm)}, {}, {TransposeRef(x, perm)}, shape.num_elements() > 0));

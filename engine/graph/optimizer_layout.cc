@@ -65,13 +65,6 @@ bool BetweenNodePorts(const Node* n, LayoutPorts* ports) {
   return true;
 }
 
-bool HasDataConsumer(const Node* n) {
-  for (const Edge* e : n->out_edges()) {
-    if (!e->IsControlEdge()) return true;
-  }
-  return false;
-}
-
 std::string FormatOf(const Node* n) {
   std::string format;
   return GetNodeAttr(n->def(), "data_format", &format).ok() ? format : "NHWC";
@@ -101,13 +94,13 @@ class LayoutPass {
     // No layout node converted: nothing between them can be fed by ours (the
     // usual case, an NHWC model; the topological sort is skipped).
     if (ours_.empty()) return result_;
+    const absl::flat_hash_set<const Node*> leading = BetweenNodesLeadingToLayoutNodes();
     for (Node* n : TopologicalOrder(*graph_)) {
-      if (ours_.contains(n)) continue;
       LayoutPorts ports;
-      if (!BetweenNodePorts(n, &ports)) continue;
+      if (ours_.contains(n) || !BetweenNodePorts(n, &ports)) continue;
+      // BiasAddGrad's result is 1-D: converting it only saves Transposes.
+      if (!leading.contains(n) && !ports.outputs.empty()) continue;
       std::string inner, outer;
-      // A node nothing reads stays: converting it gains nothing.
-      if (!HasDataConsumer(n)) continue;
       if (!FedByOurTransposes(n, ports, &inner, &outer) || !Convertible(n, ports)) continue;
       Convert(n, ports, outer, inner);
     }
@@ -119,6 +112,7 @@ class LayoutPass {
  private:
   struct Transposition {
     std::string from, to;
+    bool into_converted = false;  // made for a converted node's input (else for its output)
   };
 
   std::string DeviceFormat(const Node* n) const {
@@ -138,23 +132,46 @@ class LayoutPass {
     return KernelRegistry::Global()->HasKernel(d->type, probe);
   }
 
-  // Every rewired input is connected, not from a Switch, and the device can
-  // transpose (or permute) it.
+  // Every rewired input is connected and the device can transpose (or
+  // permute) it.
   bool Convertible(const Node* n, const LayoutPorts& ports) const {
     for (int i : ports.data_inputs) {
       const Edge* e = n->input_edge(i);
-      if (e == nullptr || e->src->IsSwitch()) return false;
+      if (e == nullptr) return false;
       if (!DeviceHasKernel(n, "Transpose", BaseType(n->input_type(i)), "T")) return false;
     }
     for (int i : ports.shape_inputs) {
       const Edge* e = n->input_edge(i);
-      if (e == nullptr || e->src->IsSwitch()) return false;
+      if (e == nullptr) return false;
       if (!DeviceHasKernel(n, "DataFormatVecPermute", BaseType(n->input_type(i)), "T")) return false;
     }
     for (int o : ports.outputs) {
       if (!DeviceHasKernel(n, "Transpose", BaseType(n->output_type(o)), "T")) return false;
     }
     return true;
+  }
+
+  // The nodes between layout nodes worth converting: those whose result
+  // reaches a converted layout node (through one of our Transposes into it)
+  // by data edges through such nodes only. Converting one that reaches none
+  // (a Relu before a Reshape, say) would only move the Transpose after it.
+  absl::flat_hash_set<const Node*> BetweenNodesLeadingToLayoutNodes() const {
+    std::vector<const Node*> stack;
+    for (const auto& [t, how] : ours_) {
+      if (how.into_converted) stack.push_back(t->input_edge(0)->src);
+    }
+    absl::flat_hash_set<const Node*> leading;
+    while (!stack.empty()) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      LayoutPorts ports;
+      if (ours_.contains(n) || leading.contains(n) || !BetweenNodePorts(n, &ports)) continue;
+      leading.insert(n);
+      for (int i : ports.data_inputs) {
+        if (const Edge* e = n->input_edge(i); e != nullptr) stack.push_back(e->src);
+      }
+    }
+    return leading;
   }
 
   // Whether every data input of `n` leaves one of our Transposes of the same
@@ -192,7 +209,7 @@ class LayoutPass {
   // A Transpose of src:port from `from` to `to`, on `device`, with its own
   // permutation constant, which runs after `src` (so it joins src's frame).
   Node* AddTranspose(Node* src, int port, const std::string& from, const std::string& to, const std::string& device,
-                     const std::string& base) {
+                     const std::string& base, bool into_converted) {
     const std::vector<int64_t> perm = PermBetween(from, to);
     NodeDef perm_def;
     perm_def.set_name(FreeName(base + "_perm"));
@@ -210,21 +227,35 @@ class LayoutPass {
     Node* t = AddNode(std::move(def), device);
     graph_->AddEdge(src, port, t, 0);
     graph_->AddEdge(perm_node, 0, t, 1);
-    ours_[t] = Transposition{from, to};
+    ours_[t] = Transposition{from, to, into_converted};
     return t;
   }
 
   void Convert(Node* n, const LayoutPorts& ports, const std::string& from, const std::string& to) {
     const std::string device = n->assigned_device();
     const std::string base = absl::StrCat(n->name(), "/_layout");
+    std::vector<Node*> controls;
+    for (const Edge* e : n->in_edges()) {
+      if (e->IsControlEdge()) controls.push_back(e->src);
+    }
     for (int i : ports.data_inputs) {
       const Edge* e = n->input_edge(i);
       Node* src = e->src;
       const int port = e->src_output;
       graph_->RemoveEdge(e);
-      // One Transpose per tensor, format and device, shared by its readers.
-      Node*& entry = entries_[{src, port, to, device}];
-      if (entry == nullptr) entry = AddTranspose(src, port, from, to, device, absl::StrCat(base, "_to_", to, "_", i));
+      // One Transpose per tensor, format and device, shared by its readers;
+      // a node with control inputs gets its own, which waits for them too
+      // (the node read its inputs, refs included, only after them).
+      const std::string name = absl::StrCat(base, "_to_", to, "_", i);
+      Node* entry = nullptr;
+      if (controls.empty()) {
+        Node*& shared = entries_[{src, port, to, device}];
+        if (shared == nullptr) shared = AddTranspose(src, port, from, to, device, name, /*into_converted=*/true);
+        entry = shared;
+      } else {
+        entry = AddTranspose(src, port, from, to, device, name, /*into_converted=*/true);
+        for (Node* c : controls) graph_->AddControlEdge(c, entry);
+      }
       graph_->AddEdge(entry, 0, n, i);
     }
     for (int i : ports.shape_inputs) {
@@ -240,6 +271,7 @@ class LayoutPass {
       (*def.mutable_attr())["dst_format"] = MakeAttr(to);
       Node* permute = AddNode(std::move(def), device);
       graph_->AddEdge(src, port, permute, 0);
+      for (Node* c : controls) graph_->AddControlEdge(c, permute);
       graph_->AddEdge(permute, 0, n, i);
     }
     for (int o : ports.outputs) {
@@ -248,7 +280,8 @@ class LayoutPass {
         if (!e->IsControlEdge() && e->src_output == o) outs.push_back(e);
       }
       if (outs.empty()) continue;
-      Node* back = AddTranspose(n, o, to, from, device, absl::StrCat(base, "_to_", from, "_out_", o));
+      Node* back = AddTranspose(n, o, to, from, device, absl::StrCat(base, "_to_", from, "_out_", o),
+                                /*into_converted=*/false);
       for (const Edge* e : outs) {
         Node* dst = e->dst;
         const int input = e->dst_input;

@@ -12,14 +12,16 @@
 //     MaxPool, MaxPoolGrad, AvgPool, AvgPoolGrad) whose data_format is not
 //     their device's: the attr and the strides/ksize/dilations/paddings lists
 //     change to the device's format; each 4-D data input gets a Transpose into
-//     it (one per tensor, format and device, shared by its readers), each 4-D
+//     it (one per tensor, format and device, shared by its readers; a node
+//     with control inputs gets its own, which waits for them too), each 4-D
 //     output that something reads a Transpose back; a shape input
 //     (input_sizes, orig_input_shape) gets a DataFormatVecPermute;
 //   - nodes between them (BiasAdd, BiasAddGrad, and element-wise ops such as
-//     Relu, ReluGrad, Tanh, AddN) that something reads and whose every data
-//     input leaves a Transpose the pass added: they move into that
-//     Transpose's source format the same way (BiasAdd's and BiasAddGrad's
-//     data_format changes with them);
+//     Relu, ReluGrad, Tanh, AddN) whose every data input leaves a Transpose
+//     the pass added and whose result reaches a converted layout node through
+//     such nodes (or, BiasAddGrad's, is 1-D): they move into that Transpose's
+//     source format the same way (BiasAdd's and BiasAddGrad's data_format
+//     changes with them);
 //   - a Shape of one of the pass's Transposes reads the Transpose's input and
 //     a DataFormatVecPermute rearranges its dims (gradients take Shape(x) of
 //     a convolution's input);
@@ -31,11 +33,13 @@
 // unchanged: a transpose moves elements and each converted node computes the
 // same sums in another order of memory.
 //
-// A node stays as it is when its device has no Transpose kernel for its type,
-// or when an input comes from a Switch (a per-transpose constant could not
-// follow that input's branch); its own kernel then reports the format it
-// does not take. Run it after the feed/fetch rewrite and before constant
-// folding and fusion (which fuse NHWC chains only).
+// Each Transpose's permutation is a Const with a control edge from the
+// transposed tensor's producer, so inside a loop it runs in that frame and
+// iteration (after a Switch, a dead branch's Transpose is dead through its
+// data input). A node stays as it is when its device has no Transpose kernel
+// for its type; its own kernel then reports the format it does not take. Run
+// it after the feed/fetch rewrite and before constant folding and fusion
+// (which fuse NHWC chains only).
 //
 // Thread safety: mutates the caller's graph; no shared state.
 #ifndef SLUICE_ENGINE_GRAPH_OPTIMIZER_LAYOUT_H_

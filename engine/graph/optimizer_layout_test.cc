@@ -1,11 +1,12 @@
 // Spec for the data format pass: NCHW convolution and pooling nodes on a CPU
 // become NHWC with their window attrs rearranged, the nodes between them
-// follow, and a chain keeps one Transpose where it starts and one where it
-// ends; shape inputs get a DataFormatVecPermute; an NHWC graph is untouched;
-// a device that asks for NCHW gets the reverse; nodes the pass cannot
-// convert (no Transpose kernel on their device, an input from a Switch) stay.
-// (Values: the NCHW cases of engine/kernels/harness/nn_cases.cc run through
-// the pass, gradients included.)
+// that lead to another such node follow, and a chain keeps one Transpose
+// where it starts and one where it ends; shape inputs get a
+// DataFormatVecPermute; a node's control inputs order its Transposes; an NHWC
+// graph is untouched; a device that asks for NCHW gets the reverse; nodes on
+// a device without a Transpose kernel stay. (Values: the NCHW cases of
+// engine/kernels/harness/nn_cases.cc run through the pass, gradients
+// included; loops, conds and fetches: engine/runtime/layout_session_test.cc.)
 #include "engine/graph/optimizer_layout.h"
 
 #include <memory>
@@ -271,7 +272,10 @@ TEST(Layout, AShapeOfAConvertedTensorReadsItBeforeTheTranspose) {
   ExpectReimports(*g);
 }
 
-TEST(Layout, ANodeFedByASwitchStays) {
+TEST(Layout, ANodeFedByASwitchIsConverted) {
+  // A TensorFlow 1 cond feeds a captured tensor to its branch through a
+  // Switch. The Transpose reads Switch:1 (dead with that branch) and its
+  // permutation runs after the Switch, in the Switch's frame.
   GraphDefBuilder b;
   b.Placeholder("x", DT_FLOAT);
   b.Placeholder("f", DT_FLOAT);
@@ -280,10 +284,70 @@ TEST(Layout, ANodeFedByASwitchStays) {
   b.Node("conv", "Conv2D", {"sw:1", "f"},
          {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
           {"data_format", MakeAttr("NCHW")}});
+  b.Identity("out", "conv", DT_FLOAT);
   auto g = MustBuild(b.graph());
   ASSERT_NE(g, nullptr);
-  EXPECT_EQ(ConvertDataFormats(LayoutOptions(), g.get()).converted_nodes, 0);
-  EXPECT_EQ(FormatOf(*g, "conv"), "NCHW");
+  EXPECT_EQ(ConvertDataFormats(LayoutOptions(), g.get()).converted_nodes, 1);
+  EXPECT_EQ(FormatOf(*g, "conv"), "NHWC");
+  const Node* in = g->FindNode(SourceOf(*g, "conv", 0));
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(InputsOf(*g, in->name())[0], "sw:1");
+  bool after_switch = false;
+  for (const Edge* e : in->input_edge(1)->src->in_edges()) after_switch |= e->IsControlEdge() && e->src->name() == "sw";
+  EXPECT_TRUE(after_switch);
+}
+
+TEST(Layout, AConvertedNodesControlInputsOrderTheTransposesIntoIt) {
+  // c waits for `update` before it reads x; its Transpose of x must too, and
+  // so is not shared with d, which does not wait.
+  GraphDefBuilder b;
+  b.Placeholder("x", DT_FLOAT);
+  b.Placeholder("f", DT_FLOAT);
+  b.NoOp("update");
+  const AttrValue nchw = MakeAttr("NCHW");
+  b.Node("c", "Conv2D", {"x", "f", "^update"},
+         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
+          {"data_format", nchw}});
+  b.Node("d", "Conv2D", {"x", "f"},
+         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
+          {"data_format", nchw}});
+  b.Identity("c_out", "c", DT_FLOAT);
+  b.Identity("d_out", "d", DT_FLOAT);
+  auto g = MustBuild(b.graph());
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(ConvertDataFormats(LayoutOptions(), g.get()).converted_nodes, 2);
+  const std::string c_in = SourceOf(*g, "c", 0);
+  const std::string d_in = SourceOf(*g, "d", 0);
+  EXPECT_NE(c_in, d_in);
+  EXPECT_THAT(InputsOf(*g, c_in), ::testing::Contains("^update"));
+  EXPECT_THAT(InputsOf(*g, d_in), ::testing::Not(::testing::Contains("^update")));
+  EXPECT_THAT(InputsOf(*g, "c"), ::testing::Contains("^update"));
+}
+
+TEST(Layout, ANodeBetweenThatLeadsToNoLayoutNodeStays) {
+  // conv -> bias -> {relu -> Mul, Reshape}: nothing after the bias is a
+  // convolution or a pool, so converting the bias (and the relu after it)
+  // would only move conv's Transpose back to two places.
+  GraphDefBuilder b;
+  b.Placeholder("x", DT_FLOAT);
+  b.Placeholder("f", DT_FLOAT);
+  b.Placeholder("b", DT_FLOAT);
+  b.Placeholder("w", DT_FLOAT);
+  b.Const("flat", Tensor::FromVector<int32_t>({-1}));
+  b.Node("conv", "Conv2D", {"x", "f"},
+         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
+          {"data_format", MakeAttr("NCHW")}});
+  b.Node("bias", "BiasAdd", {"conv", "b"}, {{"T", MakeAttr(DT_FLOAT)}, {"data_format", MakeAttr("NCHW")}});
+  b.Node("relu", "Relu", {"bias"}, {{"T", MakeAttr(DT_FLOAT)}});
+  b.Binary("Mul", "scaled", "relu", "w", DT_FLOAT);
+  b.Node("reshaped", "Reshape", {"bias", "flat"}, {{"T", MakeAttr(DT_FLOAT)}});
+  auto g = MustBuild(b.graph());
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(ConvertDataFormats(LayoutOptions(), g.get()).converted_nodes, 1);
+  EXPECT_EQ(FormatOf(*g, "bias"), "NCHW");
+  EXPECT_EQ(CountOps(*g, "Transpose"), 2);  // x in, conv's result out
+  EXPECT_EQ(SourceOf(*g, "relu", 0), "bias");
+  ExpectReimports(*g);
 }
 
 TEST(Layout, TheTransposesRunInTheirSourcesFrame) {

@@ -113,7 +113,7 @@ inline absl::Status ReadWindowAttrs(OpKernelConstruction* ctx, std::vector<int64
     // where the device can transpose.
     return absl::InvalidArgumentError(
         "this kernel takes data_format NHWC only, got NCHW (the layout pass left the node as it was: its device "
-        "has no Transpose kernel for its type, or an input comes from a Switch)");
+        "has no Transpose kernel for its type)");
   }
   if (format != "NHWC") {
     return absl::InvalidArgumentError(absl::StrCat("data_format must be NHWC or NCHW, got ", format));

@@ -2,12 +2,14 @@
 // TensorFlow graphs for GPUs are) trains on the CPU, whose kernels take NHWC
 // only. Its loss and every gradient equal those of the same model written in
 // NHWC, and the step runs its convolution chain between a handful of
-// Transposes, not two around every node.
+// Transposes, not two around every node. Convolutions inside a while loop and
+// a cond, and a fetched intermediate, give the NHWC twin's values too.
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/graph/control_flow_builders.h"
 #include "engine/graph/gradients.h"
 #include "engine/graph/graph.h"
 #include "engine/graph/graph_builder.h"
@@ -129,6 +131,73 @@ TEST(LayoutSession, AnNchwCnnTrainsOnTheCpuAsItsNhwcTwinDoes) {
   // Everything between runs NHWC, Shape(pool) for conv2's input gradient
   // included.
   EXPECT_EQ(nchw.transposes, 4);
+}
+
+// x -> c0 = conv(x) (fetched) -> pool0; a while loop h <- relu(conv(h, f))
+// three times from x (f captured through a constant Enter, h through
+// Identity(Switch)); pred ? maxpool(conv(x)) : avgpool(x) (x reaching each
+// branch through a Switch). All in `format`.
+GraphDef ControlFlowModel(const std::string& format) {
+  const bool nchw = format == "NCHW";
+  auto in_format = [&](std::vector<int64_t> nhwc) {
+    return nchw ? std::vector<int64_t>{nhwc[0], nhwc[3], nhwc[1], nhwc[2]} : nhwc;
+  };
+  Graph graph;
+  GraphBuilder b(&graph);
+  Output x = b.Op("x", "Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}});
+  Output pred = b.Op("pred", "Placeholder", {}, {{"dtype", MakeAttr(DT_BOOL)}});
+  Output f = b.Const("f", RandomFloats(TensorShape({3, 3, kChannels, kChannels}), 21));
+  const AttrList conv = {{"strides", MakeAttr(in_format({1, 1, 1, 1}))}, {"padding", MakeAttr("SAME")},
+                         {"data_format", MakeAttr(format)}};
+  const AttrList pool = {{"ksize", MakeAttr(in_format({1, 2, 2, 1}))}, {"strides", MakeAttr(in_format({1, 2, 2, 1}))},
+                         {"padding", MakeAttr("VALID")}, {"data_format", MakeAttr(format)}};
+  Output c0 = b.Op("c0", "Conv2D", {x, f}, conv);
+  b.Op("pool0", "MaxPool", {c0}, pool);
+  Output zero = b.Scalar<int32_t>("zero", 0);
+  auto loop = BuildWhileLoop(
+      &b, {x, zero},
+      [](GraphBuilder& lb, const std::vector<Output>& v) {
+        return lb.Op("less", "Less", {v[1], lb.Scalar<int32_t>("three", 3)});
+      },
+      [&](GraphBuilder& lb, const std::vector<Output>& v) {
+        WhileBody body;
+        body.next = {lb.Op("relu", "Relu", {lb.Op("conv", "Conv2D", {v[0], f}, conv)}),
+                     lb.Op("inc", "AddV2", {v[1], lb.Scalar<int32_t>("one", 1)})};
+        return body;
+      });
+  EXPECT_TRUE(loop.ok()) << loop.status();
+  if (loop.ok()) b.Op("looped", "Identity", {loop->outputs[0]});
+  auto cond = BuildCond(
+      &b, pred, [&](GraphBuilder& cb) { return std::vector<Output>{cb.Op("max", "MaxPool", {cb.Op("conv", "Conv2D", {x, f}, conv)}, pool)}; },
+      [&](GraphBuilder& cb) { return std::vector<Output>{cb.Op("avg", "AvgPool", {x}, pool)}; });
+  EXPECT_TRUE(cond.ok()) << cond.status();
+  if (cond.ok()) b.Op("chosen", "Identity", {(*cond)[0]});
+  EXPECT_TRUE(b.ok()) << b.status();
+  GraphDef def;
+  graph.ToGraphDef(&def);
+  return def;
+}
+
+TEST(LayoutSession, ConvolutionsInLoopsAndCondsAndAFetchedIntermediateMatchTheNhwcTwin) {
+  const Tensor x = RandomFloats(TensorShape({kBatch, kHeight, kWidth, kChannels}), 31);
+  const std::vector<std::string> fetches = {"c0", "pool0", "looped", "chosen"};
+  for (bool taken : {true, false}) {
+    std::map<std::string, std::vector<Tensor>> outputs;
+    for (const std::string format : {"NHWC", "NCHW"}) {
+      auto session = NewSession(SessionOptions());
+      ASSERT_TRUE(session.ok()) << session.status();
+      absl::Status s = (*session)->Create(ControlFlowModel(format));
+      ASSERT_TRUE(s.ok()) << s;
+      s = (*session)->Run({{"x", format == "NCHW" ? ToNchw(x) : x}, {"pred", Tensor::Scalar<bool>(taken)}}, fetches,
+                          {}, &outputs[format]);
+      ASSERT_TRUE(s.ok()) << format << ": " << s;
+      ASSERT_EQ(outputs[format].size(), fetches.size());
+    }
+    for (size_t i = 0; i < fetches.size(); ++i) {
+      // The NCHW graph's values are NCHW: c0, fetched by name, included.
+      ExpectClose(ToNchw(outputs["NHWC"][i]), outputs["NCHW"][i], fetches[i] + (taken ? " (pred true)" : " (pred false)"));
+    }
+  }
 }
 
 }  // namespace

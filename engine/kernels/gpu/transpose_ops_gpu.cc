@@ -2,7 +2,7 @@
 // (everything but int32 and string). The checks and errors are the CPU
 // kernel's (engine/kernels/slice_ops.cc). The permutation is first reduced:
 // dims of size 1 drop out and input dims that stay neighbours merge. What is
-// left is a copy (the input is shared, as on the CPU), a 2-D or batched 2-D
+// left is a copy (the input's buffer in the output's shape), a 2-D or batched 2-D
 // transpose (NHWC <-> NCHW: the tiled kernel of cudnn_util_kernels.cu, for 4-
 // and 8-byte elements), or any other permutation (transpose_gpu.cu). The
 // layout pass (engine/graph/optimizer_layout.h) places its Transposes beside
@@ -49,51 +49,42 @@ class GpuTransposeOp : public OpKernel {
       return;
     }
     const absl::Span<const int64_t> in_dims = in.shape().dim_sizes();
-    const ReducedPermutation r = ReducePermutation(std::vector<int64_t>(in_dims.begin(), in_dims.end()), perm);
-    bool identity = true;
-    for (size_t i = 0; i < r.perm.size(); ++i) identity &= r.perm[i] == static_cast<int>(i);
-    if (identity) {
+    const TransposePlan plan = PlanTranspose(std::vector<int64_t>(in_dims.begin(), in_dims.end()), perm);
+    const int elem_bytes = static_cast<int>(in.TotalBytes() / in.NumElements());
+    if (plan.kind == TransposePlan::kNone) {
       // Only size-1 dims moved: the same bytes in another shape.
       auto same = in.Reshaped(*shape);
       OP_REQUIRES_OK(ctx, same.status());
       ctx->set_output(0, *same);
       return;
     }
+    OP_REQUIRES(ctx, plan.kind != TransposePlan::kGather || plan.out_dims.size() <= kMaxTransposeRank,
+                absl::UnimplementedError(absl::StrCat("Transpose on the GPU handles up to ", kMaxTransposeRank,
+                                                      " dims after merging neighbours, got ", plan.out_dims.size())));
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     cudaStream_t stream = GetGpuDevice(ctx)->compute_stream();
-    const int elem_bytes = static_cast<int>(in.TotalBytes() / in.NumElements());
-    const int k = static_cast<int>(r.dims.size());
-    // [rows, cols] -> [cols, rows] (k == 2) or [b, rows, cols] -> [b, cols, rows].
-    const bool batched_2d = (k == 2 && r.perm[0] == 1) || (k == 3 && r.perm[0] == 0 && r.perm[1] == 2);
-    if (batched_2d && (elem_bytes == 4 || elem_bytes == 8)) {
-      const int64_t batch = k == 3 ? r.dims[0] : 1, rows = r.dims[k - 2], cols = r.dims[k - 1];
-      // The tiled kernel only moves values: 4- and 8-byte elements of any type
-      // go through it as float and double bits.
-      if (elem_bytes == 4) {
-        OP_REQUIRES_CUDA(ctx, LaunchTranspose(stream, static_cast<const float*>(in.raw_data()), batch, rows, cols,
-                                              static_cast<float*>(out->raw_data())));
-      } else {
-        OP_REQUIRES_CUDA(ctx, LaunchTranspose(stream, static_cast<const double*>(in.raw_data()), batch, rows, cols,
-                                              static_cast<double*>(out->raw_data())));
-      }
+    // The tiled kernel only moves values: 4- and 8-byte elements of any type
+    // go through it as float and double bits.
+    if (plan.kind == TransposePlan::kBatched2d && elem_bytes == 4) {
+      OP_REQUIRES_CUDA(ctx, LaunchTranspose(stream, static_cast<const float*>(in.raw_data()), plan.batch, plan.rows,
+                                            plan.cols, static_cast<float*>(out->raw_data())));
       return;
     }
-    OP_REQUIRES(ctx, k <= kMaxTransposeRank,
-                absl::UnimplementedError(absl::StrCat("Transpose on the GPU handles up to ", kMaxTransposeRank,
-                                                      " dims after merging neighbours, got ", k)));
-    std::vector<int64_t> in_strides(k), reduced_out(k), strides(k);
-    int64_t stride = 1;
-    for (int d = k - 1; d >= 0; --d) {
-      in_strides[d] = stride;
-      stride *= r.dims[d];
+    if (plan.kind == TransposePlan::kBatched2d && elem_bytes == 8) {
+      OP_REQUIRES_CUDA(ctx, LaunchTranspose(stream, static_cast<const double*>(in.raw_data()), plan.batch, plan.rows,
+                                            plan.cols, static_cast<double*>(out->raw_data())));
+      return;
     }
-    for (int i = 0; i < k; ++i) {
-      reduced_out[i] = r.dims[r.perm[i]];
-      strides[i] = in_strides[r.perm[i]];
+    // A gather, or a 2-D transpose of 1- or 2-byte elements as one.
+    std::vector<int64_t> out_dims_g = plan.out_dims, strides_g = plan.in_strides;
+    if (plan.kind == TransposePlan::kBatched2d) {
+      out_dims_g = {plan.batch, plan.cols, plan.rows};
+      strides_g = {plan.rows * plan.cols, 1, plan.cols};
     }
-    OP_REQUIRES_CUDA(ctx, LaunchPermute(stream, elem_bytes, in.raw_data(), out->raw_data(), k, reduced_out.data(),
-                                        strides.data(), out->NumElements()));
+    OP_REQUIRES_CUDA(ctx, LaunchPermute(stream, elem_bytes, in.raw_data(), out->raw_data(),
+                                        static_cast<int>(out_dims_g.size()), out_dims_g.data(), strides_g.data(),
+                                        out->NumElements()));
   }
 };
 

@@ -1,7 +1,7 @@
-// The GPU Transpose's first step (transpose_ops_gpu.cc), host code only:
-// a permutation of a shape reduced to the fewest dims that move the same
-// elements, so that NHWC <-> NCHW becomes a batched 2-D transpose and moving
-// only size-1 dims becomes no move at all. Tested without a GPU
+// The GPU Transpose's host side (transpose_ops_gpu.cc): a permutation of a
+// shape reduced to the fewest dims that move the same elements, and the plan
+// made from it: no move at all (only size-1 dims moved), a batched 2-D
+// transpose (NHWC <-> NCHW) or a gather. Tested without a GPU
 // (transpose_reduce_test.cc).
 // Thread safety: a function of its arguments.
 #ifndef SLUICE_ENGINE_KERNELS_GPU_TRANSPOSE_REDUCE_H_
@@ -60,6 +60,45 @@ inline ReducedPermutation ReducePermutation(const std::vector<int64_t>& shape, c
   }
   for (size_t g = 0; g < groups.size(); ++g) r.perm.push_back(position[g]);
   return r;
+}
+
+// How the GPU moves the elements of a permuted tensor with elements.
+struct TransposePlan {
+  enum Kind { kNone, kBatched2d, kGather } kind = kNone;
+  // kBatched2d: out[b, c, r] = in[b, r, c] (the tiled kernel's contract).
+  int64_t batch = 0, rows = 0, cols = 0;
+  // kGather: out[i] = in[sum_d coord_d(i) * in_strides[d]] with coord the
+  // row-major coordinates of i in out_dims.
+  std::vector<int64_t> out_dims, in_strides;
+};
+
+// REQUIRES: as ReducePermutation; the tensor has elements.
+inline TransposePlan PlanTranspose(const std::vector<int64_t>& shape, const std::vector<int64_t>& perm) {
+  const ReducedPermutation r = ReducePermutation(shape, perm);
+  TransposePlan plan;
+  const int k = static_cast<int>(r.perm.size());
+  bool identity = true;
+  for (int i = 0; i < k; ++i) identity &= r.perm[i] == i;
+  if (identity) return plan;
+  if ((k == 2 && r.perm[0] == 1) || (k == 3 && r.perm[0] == 0 && r.perm[1] == 2)) {
+    plan.kind = TransposePlan::kBatched2d;
+    plan.batch = k == 3 ? r.dims[0] : 1;
+    plan.rows = r.dims[k - 2];
+    plan.cols = r.dims[k - 1];
+    return plan;
+  }
+  plan.kind = TransposePlan::kGather;
+  std::vector<int64_t> strides(k);
+  int64_t stride = 1;
+  for (int d = k - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= r.dims[d];
+  }
+  for (int i = 0; i < k; ++i) {
+    plan.out_dims.push_back(r.dims[r.perm[i]]);
+    plan.in_strides.push_back(strides[r.perm[i]]);
+  }
+  return plan;
 }
 
 }  // namespace gpu

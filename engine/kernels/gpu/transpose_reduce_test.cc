@@ -1,7 +1,8 @@
-// Spec for the GPU Transpose's reduced permutation (host code, runs without a
-// GPU): NHWC <-> NCHW become batched 2-D transposes, moving only size-1 dims
-// moves nothing, and for random shapes and permutations the reduced one puts
-// every element where the original one does.
+// Spec for the GPU Transpose's host side (runs without a GPU): NHWC <-> NCHW
+// become batched 2-D transposes, moving only size-1 dims moves nothing, and
+// for random shapes and permutations both the reduced permutation and the
+// plan the kernel runs (each kind's index arithmetic simulated here) put every
+// element where the original permutation does.
 #include "engine/kernels/gpu/transpose_reduce.h"
 
 #include <numeric>
@@ -94,6 +95,69 @@ TEST(TransposeReduce, RandomPermutationsMoveEveryElementAsTheOriginalDoes) {
     // its input: it cannot be reduced further.
     for (size_t i = 0; i + 1 < r.perm.size(); ++i) ASSERT_NE(r.perm[i] + 1, r.perm[i + 1]) << "trial " << trial;
   }
+}
+
+// The source index of every output element under `plan`, as the kernels
+// compute it (transpose_ops_gpu.cc: the tiled kernel's out[b, c, r] =
+// in[b, r, c], or the gather's strides).
+std::vector<int64_t> Executed(const TransposePlan& plan, int64_t n) {
+  std::vector<int64_t> out(n);
+  if (plan.kind == TransposePlan::kNone) {
+    std::iota(out.begin(), out.end(), 0);
+  } else if (plan.kind == TransposePlan::kBatched2d) {
+    EXPECT_EQ(plan.batch * plan.rows * plan.cols, n);
+    for (int64_t b = 0; b < plan.batch; ++b)
+      for (int64_t r = 0; r < plan.rows; ++r)
+        for (int64_t c = 0; c < plan.cols; ++c) {
+          out[(b * plan.cols + c) * plan.rows + r] = (b * plan.rows + r) * plan.cols + c;
+        }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rest = i, src = 0;
+      for (int k = static_cast<int>(plan.out_dims.size()) - 1; k >= 0; --k) {
+        src += (rest % plan.out_dims[k]) * plan.in_strides[k];
+        rest /= plan.out_dims[k];
+      }
+      out[i] = src;
+    }
+  }
+  return out;
+}
+
+TEST(TransposePlan, NhwcAndNchwAreBatched2dAndOtherPermutationsGather) {
+  TransposePlan p = PlanTranspose({8, 28, 27, 32}, {0, 3, 1, 2});
+  EXPECT_EQ(p.kind, TransposePlan::kBatched2d);
+  EXPECT_EQ(p.batch, 8);
+  EXPECT_EQ(p.rows, 28 * 27);
+  EXPECT_EQ(p.cols, 32);
+  p = PlanTranspose({5, 7}, {1, 0});
+  EXPECT_EQ(p.kind, TransposePlan::kBatched2d);
+  EXPECT_EQ(p.batch, 1);
+  EXPECT_EQ(PlanTranspose({8, 28, 28, 1}, {0, 3, 1, 2}).kind, TransposePlan::kNone);
+  p = PlanTranspose({2, 3, 4}, {2, 1, 0});
+  EXPECT_EQ(p.kind, TransposePlan::kGather);
+  EXPECT_THAT(p.out_dims, ElementsAre(4, 3, 2));
+  EXPECT_THAT(p.in_strides, ElementsAre(1, 4, 12));
+}
+
+TEST(TransposePlan, RandomPermutationsMoveEveryElementAsTheOriginalDoes) {
+  std::mt19937 rng(11);
+  int kinds[3] = {0, 0, 0};
+  for (int trial = 0; trial < 500; ++trial) {
+    const int rank = 1 + static_cast<int>(rng() % 6);
+    std::vector<int64_t> shape(rank), perm(rank);
+    for (int64_t& d : shape) d = 1 + static_cast<int64_t>(rng() % 4);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const TransposePlan plan = PlanTranspose(shape, perm);
+    ++kinds[plan.kind];
+    const std::vector<int64_t> expected = Permuted(shape, perm);
+    ASSERT_EQ(Executed(plan, static_cast<int64_t>(expected.size())), expected) << "trial " << trial;
+  }
+  // Every kind of plan came up.
+  EXPECT_GT(kinds[TransposePlan::kNone], 0);
+  EXPECT_GT(kinds[TransposePlan::kBatched2d], 0);
+  EXPECT_GT(kinds[TransposePlan::kGather], 0);
 }
 
 }  // namespace

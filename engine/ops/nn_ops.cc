@@ -1,7 +1,8 @@
 // Neural-network ops: activations (Relu, Relu6, LeakyRelu, Elu, Selu, Softplus
 // and their Grad helpers), Softmax, LogSoftmax, the two softmax
 // cross-entropies, BiasAdd(+Grad), Conv2D and its backprop ops, MaxPool/AvgPool
-// and their Grad ops (NHWC or NCHW), DataFormatVecPermute, L2Loss, InTopK(V2), TopKV2, and Sluice's Dropout.
+// and their Grad ops (NHWC or NCHW), DataFormatVecPermute, L2Loss, InTopK(V2),
+// TopKV2, and Sluice's Dropout.
 // Signatures, attr names and defaults follow TensorFlow's
 // tensorflow/core/ops/nn_ops.cc, so TensorFlow GraphDefs run unchanged; each
 // op's gradient is registered beside it (TensorFlow's nn_grad.py).

@@ -168,7 +168,10 @@ GraphDef ControlFlowModel(const std::string& format) {
   EXPECT_TRUE(loop.ok()) << loop.status();
   if (loop.ok()) b.Op("looped", "Identity", {loop->outputs[0]});
   auto cond = BuildCond(
-      &b, pred, [&](GraphBuilder& cb) { return std::vector<Output>{cb.Op("max", "MaxPool", {cb.Op("conv", "Conv2D", {x, f}, conv)}, pool)}; },
+      &b, pred,
+      [&](GraphBuilder& cb) {
+        return std::vector<Output>{cb.Op("max", "MaxPool", {cb.Op("conv", "Conv2D", {x, f}, conv)}, pool)};
+      },
       [&](GraphBuilder& cb) { return std::vector<Output>{cb.Op("avg", "AvgPool", {x}, pool)}; });
   EXPECT_TRUE(cond.ok()) << cond.status();
   if (cond.ok()) b.Op("chosen", "Identity", {(*cond)[0]});
@@ -195,7 +198,8 @@ TEST(LayoutSession, ConvolutionsInLoopsAndCondsAndAFetchedIntermediateMatchTheNh
     }
     for (size_t i = 0; i < fetches.size(); ++i) {
       // The NCHW graph's values are NCHW: c0, fetched by name, included.
-      ExpectClose(ToNchw(outputs["NHWC"][i]), outputs["NCHW"][i], fetches[i] + (taken ? " (pred true)" : " (pred false)"));
+      const std::string what = fetches[i] + (taken ? " (pred true)" : " (pred false)");
+      ExpectClose(ToNchw(outputs["NHWC"][i]), outputs["NCHW"][i], what);
     }
   }
 }

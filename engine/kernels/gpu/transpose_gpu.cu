@@ -30,7 +30,8 @@ __global__ void PermuteKernel(const T* __restrict__ in, T* __restrict__ out, Per
 
 template <typename T>
 cudaError_t Launch(cudaStream_t stream, const void* in, void* out, const PermuteDims& d, int64_t n) {
-  PermuteKernel<T><<<cu::BlocksFor(n), cu::kThreads, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), d, n);
+  PermuteKernel<T><<<cu::BlocksFor(n), cu::kThreads, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), d,
+                                                                 n);
   return cudaGetLastError();
 }
 

@@ -35,7 +35,8 @@ class GpuTransposeOp : public OpKernel {
     std::vector<int64_t> out_dims(rank);
     for (int i = 0; i < rank; ++i) {
       const int64_t p = perm_t.data<int32_t>()[i];
-      OP_REQUIRES(ctx, p >= 0 && p < rank, absl::InvalidArgumentError(absl::StrCat(p, " is out of range [0 .. ", rank, ")")));
+      OP_REQUIRES(ctx, p >= 0 && p < rank,
+                  absl::InvalidArgumentError(absl::StrCat(p, " is out of range [0 .. ", rank, ")")));
       OP_REQUIRES(ctx, !seen[p], absl::InvalidArgumentError(absl::StrCat(p, " is duplicated in perm")));
       seen[p] = true;
       perm[i] = p;
@@ -90,8 +91,8 @@ class GpuTransposeOp : public OpKernel {
 
 REGISTER_KERNEL_BUILDER(Name("Transpose")
                             .Device(kDeviceGpu)
-                            .TypeConstraint("T", {DT_FLOAT, DT_DOUBLE, DT_HALF, DT_BFLOAT16, DT_INT64, DT_BOOL, DT_UINT8,
-                                                  DT_INT8, DT_INT16, DT_UINT16})
+                            .TypeConstraint("T", {DT_FLOAT, DT_DOUBLE, DT_HALF, DT_BFLOAT16, DT_INT64, DT_BOOL,
+                                                  DT_UINT8, DT_INT8, DT_INT16, DT_UINT16})
                             .TypeConstraint<int32_t>("Tperm"),
                         GpuTransposeOp);
 

@@ -25,6 +25,20 @@ inline int BlocksFor(int64_t work) {
   return static_cast<int>(b);
 }
 
+// launch(U{}) with U the unsigned integer of `elem_bytes` bytes (1, 2, 4 or
+// 8), for kernels that only move elements and so take any dtype as its bits;
+// cudaErrorInvalidValue for another size.
+template <typename Launch>
+cudaError_t ByElementSize(int elem_bytes, Launch&& launch) {
+  switch (elem_bytes) {
+    case 1: return launch(uint8_t{});
+    case 2: return launch(uint16_t{});
+    case 4: return launch(uint32_t{});
+    case 8: return launch(uint64_t{});
+    default: return cudaErrorInvalidValue;
+  }
+}
+
 // Whether `p` is aligned for a Pack<T> of 4.
 template <typename T>
 inline bool Aligned4(const void* p) {

@@ -2,6 +2,8 @@
 // index rebuilt from the output index dim by dim.
 #include "engine/kernels/gpu/tile_gpu.h"
 
+#include "engine/kernels/gpu/launch_util.cuh"
+
 namespace sluice {
 namespace gpu {
 namespace {
@@ -48,13 +50,9 @@ cudaError_t LaunchTile(cudaStream_t stream, int elem_bytes, const void* in, void
     d.in[k] = in_dims[k];
     d.out[k] = out_dims[k];
   }
-  switch (elem_bytes) {
-    case 1: return Launch<uint8_t>(stream, in, out, d, out_elements);
-    case 2: return Launch<uint16_t>(stream, in, out, d, out_elements);
-    case 4: return Launch<uint32_t>(stream, in, out, d, out_elements);
-    case 8: return Launch<uint64_t>(stream, in, out, d, out_elements);
-    default: return cudaErrorInvalidValue;
-  }
+  return cu::ByElementSize(elem_bytes, [&](auto bits) {
+    return Launch<decltype(bits)>(stream, in, out, d, out_elements);
+  });
 }
 
 }  // namespace gpu

@@ -47,13 +47,9 @@ cudaError_t LaunchPermute(cudaStream_t stream, int elem_bytes, const void* in, v
     d.out[k] = out_dims[k];
     d.in_stride[k] = in_strides[k];
   }
-  switch (elem_bytes) {
-    case 1: return Launch<uint8_t>(stream, in, out, d, out_elements);
-    case 2: return Launch<uint16_t>(stream, in, out, d, out_elements);
-    case 4: return Launch<uint32_t>(stream, in, out, d, out_elements);
-    case 8: return Launch<uint64_t>(stream, in, out, d, out_elements);
-    default: return cudaErrorInvalidValue;
-  }
+  return cu::ByElementSize(elem_bytes, [&](auto bits) {
+    return Launch<decltype(bits)>(stream, in, out, d, out_elements);
+  });
 }
 
 }  // namespace gpu

@@ -42,6 +42,16 @@ std::vector<int64_t> Permuted(const std::vector<int64_t>& shape, const std::vect
   return out;
 }
 
+// Rank 1-6, dims 1-4 (many of them 1), and a random permutation.
+void RandomShapeAndPermutation(std::mt19937* rng, std::vector<int64_t>* shape, std::vector<int64_t>* perm) {
+  const int rank = 1 + static_cast<int>((*rng)() % 6);
+  shape->resize(rank);
+  perm->resize(rank);
+  for (int64_t& d : *shape) d = 1 + static_cast<int64_t>((*rng)() % 4);
+  std::iota(perm->begin(), perm->end(), 0);
+  std::shuffle(perm->begin(), perm->end(), *rng);
+}
+
 std::vector<int64_t> Permuted(const ReducedPermutation& r) {
   return Permuted(r.dims, std::vector<int64_t>(r.perm.begin(), r.perm.end()));
 }
@@ -77,11 +87,8 @@ TEST(TransposeReduce, NeighboursAcrossADroppedDimMerge) {
 TEST(TransposeReduce, RandomPermutationsMoveEveryElementAsTheOriginalDoes) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 500; ++trial) {
-    const int rank = 1 + static_cast<int>(rng() % 6);
-    std::vector<int64_t> shape(rank), perm(rank);
-    for (int64_t& d : shape) d = 1 + static_cast<int64_t>(rng() % 4);
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng);
+    std::vector<int64_t> shape, perm;
+    RandomShapeAndPermutation(&rng, &shape, &perm);
     const ReducedPermutation r = ReducePermutation(shape, perm);
     ASSERT_LE(r.dims.size(), shape.size());
     const std::vector<int64_t> expected = Permuted(shape, perm);
@@ -144,11 +151,8 @@ TEST(TransposePlan, RandomPermutationsMoveEveryElementAsTheOriginalDoes) {
   std::mt19937 rng(11);
   int kinds[3] = {0, 0, 0};
   for (int trial = 0; trial < 500; ++trial) {
-    const int rank = 1 + static_cast<int>(rng() % 6);
-    std::vector<int64_t> shape(rank), perm(rank);
-    for (int64_t& d : shape) d = 1 + static_cast<int64_t>(rng() % 4);
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng);
+    std::vector<int64_t> shape, perm;
+    RandomShapeAndPermutation(&rng, &shape, &perm);
     const TransposePlan plan = PlanTranspose(shape, perm);
     ++kinds[plan.kind];
     const std::vector<int64_t> expected = Permuted(shape, perm);

@@ -62,6 +62,9 @@ def wide_deep_feeds(rng):
 FEEDS = {
     "mlp_momentum": lambda r: {"image:0": normal(r, [B, 784], 0.5), "label:0": ints(r, 10, [B], np.int64)},
     "resnet_bn": lambda r: {"image:0": normal(r, [B, 28, 28, 1]), "label:0": ints(r, 10, [B], np.int32)},
+    # The same draws as resnet_bn's, the images transposed: one function of the same values.
+    "resnet_bn_nchw": lambda r: {"image:0": np.ascontiguousarray(normal(r, [B, 28, 28, 1]).transpose(0, 3, 1, 2)),
+                                 "label:0": ints(r, 10, [B], np.int32)},
     "lstm_lm": lambda r: {"ids:0": ints(r, 1000, [B, 12], np.int64), "targets:0": ints(r, 1000, [B, 12], np.int64)},
     "attention": lambda r: {"x:0": normal(r, [B, 16, 32]), "target:0": normal(r, [B, 16, 32])},
     "wide_deep": wide_deep_feeds,

@@ -61,12 +61,13 @@ def resnet_bn(data_format="NHWC"):
     as for a GPU (NCHW convolutions, batch norms and pools, which Sluice's
     layout pass runs on its NHWC kernels), transposed to NHWC before the flatten
     so that both variants are one function of the same values. (Flattened in
-    NCHW order instead, Sluice and TensorFlow agree within 1e-5 after 1 and 5
-    steps but part later: 7e-4 after 10, 3.7e-3 after 20 (2026-12-05), while
-    the NHWC and NCHW variants above stay within 5e-6 of each other in both
-    systems and are bit-identical in Sluice. Our reading, not checked further:
-    that trajectory meets a ReLU or pooling decision that a rounding
-    difference flips.)"""
+    NCHW order instead, TensorFlow's default oneDNN kernels part from Sluice
+    after about 5 steps, 3.7e-3 after 20, in the stem's one-input-channel
+    convolution, and part as much from themselves: the same function written
+    in NHWC gives 3.4e-3 between TensorFlow's two graphs. TensorFlow's Eigen
+    kernels (TF_ENABLE_ONEDNN_OPTS=0, NHWC only) agree with Sluice's NCHW graph
+    within 4.6e-6, and Sluice's two graphs are bit-identical. 2026-12-05, TF
+    2.21; docs/RELIABILITY.md, session 44.)"""
     nchw = data_format == "NCHW"
     x = tf1.placeholder(tf.float32, [BATCH, 1, 28, 28] if nchw else [BATCH, 28, 28, 1], name="image")
     y = tf1.placeholder(tf.int32, [BATCH], name="label")

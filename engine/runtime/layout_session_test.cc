@@ -83,6 +83,7 @@ Model Build(const std::string& format) {
 struct Result {
   std::vector<Tensor> outputs;
   int transposes = 0;
+  std::map<std::string, int> fused;  // fused op type -> nodes of it that ran
 };
 
 Result RunStep(const std::string& format, const Tensor& x_nhwc, const Tensor& w_nhwc) {
@@ -101,7 +102,10 @@ Result RunStep(const std::string& format, const Tensor& x_nhwc, const Tensor& w_
   s = (*session)->Run(run, {{"x", nchw ? ToNchw(x_nhwc) : x_nhwc}, {"w", nchw ? ToNchw(w_nhwc) : w_nhwc}},
                       m.fetches, {}, &r.outputs, &metadata);
   EXPECT_TRUE(s.ok()) << s;
-  for (const NodeExecStats& n : metadata.step_stats) r.transposes += n.op == "Transpose";
+  for (const NodeExecStats& n : metadata.step_stats) {
+    r.transposes += n.op == "Transpose";
+    if (n.op.rfind("_Fused", 0) == 0) ++r.fused[n.op];
+  }
   return r;
 }
 
@@ -131,6 +135,11 @@ TEST(LayoutSession, AnNchwCnnTrainsOnTheCpuAsItsNhwcTwinDoes) {
   // Everything between runs NHWC, Shape(pool) for conv2's input gradient
   // included.
   EXPECT_EQ(nchw.transposes, 4);
+  // The fusion passes, which run after the layout pass, fuse the converted
+  // chains as they fuse the NHWC model's (conv + bias + relu, and the pool's
+  // gradient with relu's and the bias's).
+  EXPECT_EQ(nchw.fused, nhwc.fused);
+  EXPECT_GT(nhwc.fused.count("_FusedConv2D"), 0u);
 }
 
 // x -> c0 = conv(x) (fetched) -> pool0; a while loop h <- relu(conv(h, f))

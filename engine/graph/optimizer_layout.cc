@@ -17,6 +17,7 @@
 #include "engine/framework/tensor.h"
 #include "engine/framework/types.h"
 #include "engine/graph/algorithm.h"
+#include "engine/graph/graph_builder.h"
 #include "engine/platform/logging.h"
 
 namespace sluice {
@@ -104,6 +105,7 @@ class LayoutPass {
       if (!FedByOurTransposes(n, ports, &inner, &outer) || !Convertible(n, ports)) continue;
       Convert(n, ports, outer, inner);
     }
+    entries_.clear();  // only Convert shares entries; nodes go from here on
     CancelInversePairs();
     result_.transposes = static_cast<int>(ours_.size());
     return result_;
@@ -193,17 +195,12 @@ class LayoutPass {
     return n->def().attr().count("data_format") == 0 || FormatOf(n) == *outer;
   }
 
-  std::string FreeName(const std::string& base) const {
-    std::string name = base;
-    for (int k = 1; graph_->FindNode(name) != nullptr; ++k) name = absl::StrCat(base, "_", k);
-    return name;
-  }
-
-  Node* AddNode(NodeDef def, const std::string& device) {
-    auto added = graph_->AddNode(std::move(def));
-    CHECK(added.ok()) << "the layout pass made an invalid node: " << added.status();  // our own def
-    (*added)->set_assigned_device(device);
-    return *added;
+  // The node `out` a builder of the pass made (CHECKed: the pass's own
+  // defs), placed on `device`.
+  static Node* Placed(const GraphBuilder& b, Output out, const std::string& device) {
+    CHECK(b.ok()) << "the layout pass made an invalid node: " << b.status();
+    out.node->set_assigned_device(device);
+    return out.node;
   }
 
   // A Transpose of src:port from `from` to `to`, on `device`, with its own
@@ -211,24 +208,22 @@ class LayoutPass {
   Node* AddTranspose(Node* src, int port, const std::string& from, const std::string& to, const std::string& device,
                      const std::string& base, bool into_converted) {
     const std::vector<int64_t> perm = PermBetween(from, to);
-    NodeDef perm_def;
-    perm_def.set_name(FreeName(base + "_perm"));
-    perm_def.set_op("Const");
-    (*perm_def.mutable_attr())["dtype"] = MakeAttr(DT_INT32);
-    (*perm_def.mutable_attr())["value"] =
-        MakeAttr(Tensor::FromVector<int32_t>(std::vector<int32_t>(perm.begin(), perm.end())));
-    Node* perm_node = AddNode(std::move(perm_def), device);
-    graph_->AddControlEdge(src, perm_node);
-    NodeDef def;
-    def.set_name(FreeName(base));
-    def.set_op("Transpose");
-    (*def.mutable_attr())["T"] = MakeAttr(BaseType(src->output_type(port)));
-    (*def.mutable_attr())["Tperm"] = MakeAttr(DT_INT32);
-    Node* t = AddNode(std::move(def), device);
-    graph_->AddEdge(src, port, t, 0);
-    graph_->AddEdge(perm_node, 0, t, 1);
+    GraphBuilder b(graph_);
+    Output perm_const = b.WithControlDependencies({src}).Const(
+        base + "_perm", Tensor::FromVector<int32_t>(std::vector<int32_t>(perm.begin(), perm.end())));
+    Placed(b, perm_const, device);
+    Node* t = Placed(b, b.Op(base, "Transpose", {Output{src, port}, perm_const}), device);
     ours_[t] = Transposition{from, to, into_converted};
     return t;
+  }
+
+  // DataFormatVecPermute(x) from `from` to `to`, on `device`, after `controls`.
+  Node* AddVecPermute(Output x, const std::string& name, const std::string& from, const std::string& to,
+                      const std::string& device, const std::vector<Node*>& controls = {}) {
+    GraphBuilder b = GraphBuilder(graph_).WithControlDependencies(controls);
+    return Placed(b,
+                  b.Op(name, "DataFormatVecPermute", {x}, {{"src_format", MakeAttr(from)}, {"dst_format", MakeAttr(to)}}),
+                  device);
   }
 
   void Convert(Node* n, const LayoutPorts& ports, const std::string& from, const std::string& to) {
@@ -263,15 +258,8 @@ class LayoutPass {
       Node* src = e->src;
       const int port = e->src_output;
       graph_->RemoveEdge(e);
-      NodeDef def;
-      def.set_name(FreeName(absl::StrCat(base, "_shape_", i, "_to_", to)));
-      def.set_op("DataFormatVecPermute");
-      (*def.mutable_attr())["T"] = MakeAttr(BaseType(n->input_type(i)));
-      (*def.mutable_attr())["src_format"] = MakeAttr(from);
-      (*def.mutable_attr())["dst_format"] = MakeAttr(to);
-      Node* permute = AddNode(std::move(def), device);
-      graph_->AddEdge(src, port, permute, 0);
-      for (Node* c : controls) graph_->AddControlEdge(c, permute);
+      Node* permute =
+          AddVecPermute(Output{src, port}, absl::StrCat(base, "_shape_", i, "_to_", to), from, to, device, controls);
       graph_->AddEdge(permute, 0, n, i);
     }
     for (int o : ports.outputs) {
@@ -309,10 +297,6 @@ class LayoutPass {
   void RemoveOurs(Node* t) {
     Node* perm = t->input_edge(1)->src;
     ours_.erase(t);
-    for (auto it = entries_.begin(); it != entries_.end();) {
-      if (it->second == t) entries_.erase(it++);
-      else ++it;
-    }
     graph_->RemoveNode(t);
     if (perm->out_edges().empty()) graph_->RemoveNode(perm);
   }
@@ -331,21 +315,15 @@ class LayoutPass {
     for (const Edge* e : shape_reads) {
       Node* t = e->src;
       Node* shape = e->dst;
-      const DataType out_type = BaseType(shape->output_type(0));
-      if (!DeviceHasKernel(shape, "DataFormatVecPermute", out_type, "T")) continue;
+      if (!DeviceHasKernel(shape, "DataFormatVecPermute", BaseType(shape->output_type(0)), "T")) continue;
       const Transposition how = ours_.at(t);
       const Edge* x = t->input_edge(0);
       std::vector<const Edge*> outs;
       for (const Edge* o : shape->out_edges()) {
         if (!o->IsControlEdge()) outs.push_back(o);
       }
-      NodeDef def;
-      def.set_name(FreeName(absl::StrCat(shape->name(), "/_layout_to_", how.to)));
-      def.set_op("DataFormatVecPermute");
-      (*def.mutable_attr())["T"] = MakeAttr(out_type);
-      (*def.mutable_attr())["src_format"] = MakeAttr(how.from);
-      (*def.mutable_attr())["dst_format"] = MakeAttr(how.to);
-      Node* permute = AddNode(std::move(def), shape->assigned_device());
+      Node* permute = AddVecPermute(Output{shape, 0}, absl::StrCat(shape->name(), "/_layout_to_", how.to), how.from,
+                                    how.to, shape->assigned_device());
       for (const Edge* o : outs) {
         Node* dst = o->dst;
         const int input = o->dst_input;
@@ -354,7 +332,6 @@ class LayoutPass {
       }
       graph_->RemoveEdge(e);
       graph_->AddEdge(x->src, x->src_output, shape, 0);
-      graph_->AddEdge(shape, 0, permute, 0);
     }
   }
 

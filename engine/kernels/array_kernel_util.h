@@ -98,6 +98,24 @@ inline absl::StatusOr<std::vector<int64_t>> IndexVector(const Tensor& t, const s
   return out;
 }
 
+// A Transpose's `perm` for a tensor of `rank` dims (CPU and GPU kernels):
+// a vector of that size holding each of 0 .. rank-1 once.
+inline absl::StatusOr<std::vector<int64_t>> CheckedPermutation(const Tensor& perm_t, int rank) {
+  auto perm = IndexVector(perm_t, "perm");
+  if (!perm.ok()) return perm.status();
+  if (static_cast<int>(perm->size()) != rank) {
+    return absl::InvalidArgumentError(absl::StrCat("transpose expects a vector of size ", rank,
+                                                   "; but input(1) is a vector of size ", perm->size()));
+  }
+  std::vector<bool> seen(rank, false);
+  for (int64_t p : *perm) {
+    if (p < 0 || p >= rank) return absl::InvalidArgumentError(absl::StrCat(p, " is out of range [0 .. ", rank, ")"));
+    if (seen[p]) return absl::InvalidArgumentError(absl::StrCat(p, " is duplicated in perm"));
+    seen[p] = true;
+  }
+  return perm;
+}
+
 // The value of a scalar (or one-element) integer tensor named `what`.
 inline absl::StatusOr<int64_t> IndexScalar(const Tensor& t, const std::string& what) {
   if (t.NumElements() != 1 || t.dims() > 1) {

@@ -1,6 +1,6 @@
 // Transpose on the GPU for the dtypes that live in device memory there
 // (everything but int32 and string). The checks and errors are the CPU
-// kernel's (engine/kernels/slice_ops.cc). The permutation is first reduced:
+// kernel's (array_util::CheckedPermutation). The permutation is first reduced:
 // dims of size 1 drop out and input dims that stay neighbours merge. What is
 // left is a copy (the input's buffer in the output's shape), a 2-D or batched 2-D
 // transpose (NHWC <-> NCHW: the tiled kernel of cudnn_util_kernels.cu, for 4-
@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/kernels/array_kernel_util.h"
 #include "engine/kernels/gpu/cudnn_util_kernels.h"
 #include "engine/kernels/gpu/transpose_gpu.h"
 #include "engine/kernels/gpu/transpose_reduce.h"
@@ -25,23 +26,13 @@ class GpuTransposeOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    const Tensor& perm_t = ctx->input(1);  // int32: host memory on a GPU
     const int rank = in.dims();
-    OP_REQUIRES(ctx, perm_t.dims() == 1 && perm_t.NumElements() == rank,
-                absl::InvalidArgumentError(absl::StrCat("transpose expects a vector of size ", rank,
-                                                        "; but input(1) is a vector of size ", perm_t.NumElements())));
-    std::vector<int64_t> perm(rank);
-    std::vector<bool> seen(rank, false);
+    // perm is int32: host memory on a GPU.
+    auto checked = array_util::CheckedPermutation(ctx->input(1), rank);
+    OP_REQUIRES_OK(ctx, checked.status());
+    const std::vector<int64_t>& perm = *checked;
     std::vector<int64_t> out_dims(rank);
-    for (int i = 0; i < rank; ++i) {
-      const int64_t p = perm_t.data<int32_t>()[i];
-      OP_REQUIRES(ctx, p >= 0 && p < rank,
-                  absl::InvalidArgumentError(absl::StrCat(p, " is out of range [0 .. ", rank, ")")));
-      OP_REQUIRES(ctx, !seen[p], absl::InvalidArgumentError(absl::StrCat(p, " is duplicated in perm")));
-      seen[p] = true;
-      perm[i] = p;
-      out_dims[i] = in.dim_size(static_cast<int>(p));
-    }
+    for (int i = 0; i < rank; ++i) out_dims[i] = in.dim_size(static_cast<int>(perm[i]));
     auto shape = TensorShape::Build(out_dims);
     OP_REQUIRES_OK(ctx, shape.status());
     if (in.NumElements() == 0) {

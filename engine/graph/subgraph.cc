@@ -45,6 +45,7 @@ absl::Status RewriteGraphForExecution(const RewriteOptions& options, const std::
                                       Graph* graph, RewriteResult* result) {
   result->feed_keys.clear();
   result->fetch_keys.clear();
+  result->feed_nodes.clear();
   std::vector<Node*> roots;
   // Resolve everything before changing the graph, so errors leave it intact.
   std::vector<std::pair<Node*, int>> feed_tensors, fetch_tensors;
@@ -108,6 +109,7 @@ absl::Status RewriteGraphForExecution(const RewriteOptions& options, const std::
     }
     result->feed_keys.push_back(
         Rendezvous::CreateKey(options.client_device, 1, device, tensor_name));
+    result->feed_nodes.push_back((*recv)->name());
   }
   for (size_t i = 0; i < fetches.size(); ++i) {
     auto [src, port] = fetch_tensors[i];

@@ -29,6 +29,9 @@ struct RewriteResult {
   // Rendezvous keys, parallel to the feeds and fetches passed in.
   std::vector<std::string> feed_keys;
   std::vector<std::string> fetch_keys;
+  // The name of each feed's _Recv node, parallel to the feeds (the node is
+  // gone when pruning found nothing that reads it).
+  std::vector<std::string> feed_nodes;
 };
 
 // Rewrites `graph` in place. Feeds and fetches are tensor names ("node:port" or

@@ -25,7 +25,12 @@ REGISTER_OP("_Recv")
     .Attr("send_device_incarnation: int")
     .Attr("recv_device: string")
     .Attr("client_terminated: bool = false")
+    // What the tensor's shape is known to be: a session feed's _Recv gets
+    // its placeholder's declared shape, which the session checks every fed
+    // value against (engine/runtime/step_graph.h, CheckFeedValue), so that
+    // passes over the step graph see the shapes that follow from it.
+    .Attr("shape: shape = { unknown_rank: true }")
     .SetIsStateful()
-    .SetShapeFn(shape_fns::Unknown);
+    .SetShapeFn(shape_fns::FromShapeAttr);
 
 }  // namespace sluice

@@ -43,7 +43,9 @@ struct SessionOptions {
   bool enable_cse = true;
   // Constant folding on each pruned graph: nodes computable from constants
   // and static shapes are evaluated once and become Consts
-  // (engine/graph/optimizer_constant_folding.h).
+  // (engine/graph/optimizer_constant_folding.h); then Reshapes, Sums and the
+  // like that static shapes prove to be no-ops become Identities
+  // (engine/graph/optimizer_shape_noops.h).
   bool enable_constant_folding = true;
   // Identity nodes that only forward a tensor on one device are removed
   // (engine/graph/optimizer_identity.h).

@@ -1,0 +1,99 @@
+// Shape no-ops (see optimizer_shape_noops.h): static shapes from the shape
+// refiner; each no-op is rebuilt as an Identity under its own name.
+#include "engine/graph/optimizer_shape_noops.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "engine/framework/device_name.h"
+#include "engine/framework/node_def_util.h"
+#include "engine/framework/op_kernel.h"
+#include "engine/framework/types.h"
+#include "engine/graph/shape_refiner.h"
+#include "engine/platform/logging.h"
+
+namespace sluice {
+namespace {
+
+bool IsShapePreservingWhenShapesMatch(const std::string& op) {
+  static const auto* ops = new absl::flat_hash_set<std::string>{
+      "Reshape", "BroadcastTo", "Tile", "Squeeze", "Sum", "Mean", "Prod", "Max", "Min"};
+  return ops->contains(op);
+}
+
+bool DeviceHasIdentity(const Node* n, DataType type) {
+  auto d = ParseDeviceName(n->assigned_device());
+  if (!d.ok() || !d->has_type) return true;  // unplaced: every device type has one
+  NodeDef probe;
+  probe.set_op("Identity");
+  (*probe.mutable_attr())["T"] = MakeAttr(type);
+  return KernelRegistry::Global()->HasKernel(d->type, probe);
+}
+
+bool IsNoOp(const Node* n, const ShapeRefiner& refiner) {
+  if (!IsShapePreservingWhenShapesMatch(n->type_string()) || n->num_inputs() < 1 || n->num_outputs() != 1) {
+    return false;
+  }
+  const Edge* in = n->input_edge(0);
+  if (in == nullptr) return false;
+  const DataType type = in->src->output_type(in->src_output);
+  if (IsRefType(type) || type != n->output_type(0)) return false;
+  const PartialShape& before = refiner.OutputShape(in->src, in->src_output);
+  const PartialShape& after = refiner.OutputShape(n, 0);
+  return before.IsFullyDefined() && after.IsFullyDefined() && before == after && DeviceHasIdentity(n, type);
+}
+
+void ReplaceWithIdentity(Graph* graph, Node* n) {
+  const Edge* in = n->input_edge(0);
+  Node* src = in->src;
+  const int src_output = in->src_output;
+  std::vector<Node*> control_inputs;
+  for (const Edge* e : n->in_edges()) {
+    if (e->IsControlEdge()) control_inputs.push_back(e->src);
+  }
+  struct Out {
+    int src_output;
+    Node* dst;
+    int dst_input;
+  };
+  std::vector<Out> outs;
+  for (const Edge* e : n->out_edges()) outs.push_back({e->src_output, e->dst, e->dst_input});
+  NodeDef def;  // inputs are connected below
+  def.set_name(n->name());
+  def.set_op("Identity");
+  def.set_device(n->def().device());
+  (*def.mutable_attr())["T"] = MakeAttr(n->output_type(0));
+  const std::string assigned = n->assigned_device();
+  const bool internal = absl::StartsWith(n->name(), "_");
+  graph->RemoveNode(n);
+  auto added = graph->AddNode(std::move(def), internal);
+  CHECK(added.ok()) << added.status();  // the name just freed, a valid Identity
+  Node* identity = *added;
+  identity->set_assigned_device(assigned);
+  graph->AddEdge(src, src_output, identity, 0);
+  for (Node* c : control_inputs) graph->AddControlEdge(c, identity);
+  for (const Out& o : outs) {
+    if (o.src_output == kControlSlot) {
+      graph->AddControlEdge(identity, o.dst);
+    } else {
+      graph->AddEdge(identity, 0, o.dst, o.dst_input);
+    }
+  }
+}
+
+}  // namespace
+
+int ReplaceShapeNoOpsWithIdentities(const ShapeNoOpOptions& options, Graph* graph) {
+  ShapeRefiner refiner;
+  if (!refiner.InferShapes(*graph).ok()) return 0;
+  std::vector<Node*> noops;
+  for (Node* n : graph->nodes()) {
+    if (IsNoOp(n, refiner) && !(options.keep && options.keep(n))) noops.push_back(n);
+  }
+  for (Node* n : noops) ReplaceWithIdentity(graph, n);
+  return static_cast<int>(noops.size());
+}
+
+}  // namespace sluice

@@ -17,6 +17,7 @@
 #include "engine/framework/tensor.h"
 #include "engine/framework/types.h"
 #include "engine/graph/algorithm.h"
+#include "engine/graph/control_flow.h"
 #include "engine/graph/graph_builder.h"
 #include "engine/platform/logging.h"
 
@@ -24,11 +25,13 @@ namespace sluice {
 namespace {
 
 // Where a node keeps its 4-D tensors: data inputs, shape inputs (int32
-// vectors in the node's format) and outputs.
+// vectors in the node's format) and outputs; and whether a data_format attr
+// (NHWC when absent) says which format they are in.
 struct LayoutPorts {
   std::vector<int> data_inputs;
   std::vector<int> shape_inputs;
   std::vector<int> outputs;
+  bool has_format = true;
 };
 
 // The layout nodes: their format is an attr, their 4-D tensors use it.
@@ -46,19 +49,28 @@ const LayoutPorts* LayoutNodePorts(const std::string& op) {
   return it == table->end() ? nullptr : &it->second;
 }
 
-// Nodes that compute the same in any format: the bias ops (any rank, format
-// attr) and element-wise ops whose inputs all have the output's shape.
+// Nodes that compute the same in any format: the bias and batch norm ops
+// (format attr; the per-channel tensors are 1-D) and element-wise ops. A node
+// between is converted only when every data input leaves a Transpose between
+// the same formats, so every input is 4-D and moves the same way, and
+// broadcasting (x + y with y of [N, C, 1, 1]) pairs the same elements.
 bool BetweenNodePorts(const Node* n, LayoutPorts* ports) {
   static const auto* elementwise = new absl::flat_hash_set<std::string>{
       "Relu",     "Relu6",        "Elu",          "Selu",     "Softplus",     "LeakyRelu",     "Sigmoid",
       "Tanh",     "Identity",     "ReluGrad",     "Relu6Grad", "EluGrad",     "SeluGrad",      "SoftplusGrad",
-      "LeakyReluGrad", "SigmoidGrad", "TanhGrad", "AddN"};
-  if (n->type_string() == "BiasAdd") {
+      "LeakyReluGrad", "SigmoidGrad", "TanhGrad", "AddN",     "Add",          "AddV2",         "Sub",
+      "Mul",      "RealDiv",      "Maximum",      "Minimum",  "SquaredDifference"};
+  const std::string& op = n->type_string();
+  if (op == "BiasAdd") {
     *ports = LayoutPorts{{0}, {}, {0}};
-  } else if (n->type_string() == "BiasAddGrad") {
+  } else if (op == "BiasAddGrad") {
     *ports = LayoutPorts{{0}, {}, {}};  // the bias gradient is 1-D
-  } else if (elementwise->contains(n->type_string()) && n->num_outputs() == 1 && n->num_inputs() > 0) {
-    *ports = LayoutPorts{{}, {}, {0}};
+  } else if (op == "FusedBatchNormV3") {
+    *ports = LayoutPorts{{0}, {}, {0}};  // x in, y out; the statistics are per channel
+  } else if (op == "FusedBatchNormGradV3") {
+    *ports = LayoutPorts{{0, 1}, {}, {0}};  // y_backprop and x in, x_backprop out
+  } else if (elementwise->contains(op) && n->num_outputs() == 1 && n->num_inputs() > 0) {
+    *ports = LayoutPorts{{}, {}, {0}, /*has_format=*/false};
     for (int i = 0; i < n->num_inputs(); ++i) ports->data_inputs.push_back(i);
   } else {
     return false;
@@ -79,11 +91,58 @@ std::vector<int64_t> PermBetween(const std::string& from, const std::string& to)
   return perm;
 }
 
+// The formats a user's Transpose by a constant 4-D permutation moves between,
+// when the permutation is NHWC <-> NCHW and nothing else orders the node:
+// no control inputs or outputs, not a reference read.
+bool UserTransposeFormats(const Node* u, std::string* from, std::string* to) {
+  if (u->type_string() != "Transpose" || u->num_inputs() != 2 || IsRefType(u->input_type(0))) return false;
+  for (const Edge* e : u->in_edges()) {
+    if (e->IsControlEdge()) return false;
+  }
+  for (const Edge* e : u->out_edges()) {
+    if (e->IsControlEdge()) return false;
+  }
+  const Edge* perm_edge = u->input_edge(1);
+  if (perm_edge == nullptr || perm_edge->src->type_string() != "Const") return false;
+  TensorProto proto;
+  if (!GetNodeAttr(perm_edge->src->def(), "value", &proto).ok()) return false;
+  auto perm = Tensor::FromProto(proto);
+  if (!perm.ok() || perm->NumElements() != 4) return false;
+  std::vector<int64_t> values;
+  for (int64_t i = 0; i < 4; ++i) {
+    if (perm->dtype() == DT_INT32) {
+      values.push_back(perm->data<int32_t>()[i]);
+    } else if (perm->dtype() == DT_INT64) {
+      values.push_back(perm->data<int64_t>()[i]);
+    } else {
+      return false;
+    }
+  }
+  for (const auto& [a, b] : {std::pair<const char*, const char*>{"NHWC", "NCHW"}, {"NCHW", "NHWC"}}) {
+    if (values == PermBetween(a, b)) {
+      *from = a;
+      *to = b;
+      return true;
+    }
+  }
+  return false;
+}
+
 class LayoutPass {
  public:
   LayoutPass(const LayoutOptions& options, Graph* graph) : options_(options), graph_(graph) {}
 
   LayoutResult Run() {
+    // The nodes whose outputs are in the root frame: a permutation Const
+    // after one of them needs no control edge (one into a loop does). Nodes
+    // the pass makes have later ids and get the edge.
+    std::vector<ControlFlowInfo> frames;
+    if (BuildControlFlowInfo(*graph_, &frames).ok()) {
+      outputs_in_root_frame_.assign(frames.size(), false);
+      for (Node* n : graph_->nodes()) {
+        outputs_in_root_frame_[n->id()] = frames[n->id()].frame_name.empty() && !n->IsEnter();
+      }
+    }
     for (Node* n : graph_->nodes()) {
       const LayoutPorts* ports = LayoutNodePorts(n->type_string());
       if (ports == nullptr || ours_.contains(n)) continue;
@@ -154,13 +213,20 @@ class LayoutPass {
   }
 
   // The nodes between layout nodes worth converting: those whose result
-  // reaches a converted layout node (through one of our Transposes into it)
-  // by data edges through such nodes only. Converting one that reaches none
-  // (a Relu before a Reshape, say) would only move the Transpose after it.
+  // reaches a converted layout node (through one of our Transposes into it),
+  // or a user's Transpose that may undo ours, by data edges through such
+  // nodes only. Converting one that reaches none (a Relu before a Reshape,
+  // say) would only move the Transpose after it.
   absl::flat_hash_set<const Node*> BetweenNodesLeadingToLayoutNodes() const {
     std::vector<const Node*> stack;
     for (const auto& [t, how] : ours_) {
       if (how.into_converted) stack.push_back(t->input_edge(0)->src);
+    }
+    // A user's NHWC <-> NCHW Transpose counts as one: converting the nodes
+    // before it brings ours next to it, where the two cancel.
+    for (const Node* n : graph_->nodes()) {
+      std::string from, to;
+      if (!ours_.contains(n) && UserTransposeFormats(n, &from, &to)) stack.push_back(n->input_edge(0)->src);
     }
     absl::flat_hash_set<const Node*> leading;
     while (!stack.empty()) {
@@ -176,23 +242,35 @@ class LayoutPass {
     return leading;
   }
 
-  // Whether every data input of `n` leaves one of our Transposes of the same
-  // formats, on n's device (and, for the bias ops, into n's format); sets the
-  // Transposes' source (`inner`) and result (`outer`) formats.
+  // The formats `t` moves between when it is one of our Transposes or a
+  // user's NHWC <-> NCHW one that the pass may bypass.
+  bool TranspositionOf(const Node* t, Transposition* how) const {
+    if (auto it = ours_.find(t); it != ours_.end()) {
+      *how = it->second;
+      return true;
+    }
+    return !(options_.keep && options_.keep(t)) && UserTransposeFormats(t, &how->from, &how->to);
+  }
+
+  // Whether every data input of `n` leaves a Transpose (ours, or a user's
+  // the pass may bypass) of the same formats, on n's device (and, for the
+  // ops with a format attr, into n's format); sets the Transposes' source
+  // (`inner`) and result (`outer`) formats. (A gradient's ReluGrad reads a
+  // user's Transpose of the loss's gradient, and one of ours of the relu.)
   bool FedByOurTransposes(const Node* n, const LayoutPorts& ports, std::string* inner, std::string* outer) const {
     for (size_t k = 0; k < ports.data_inputs.size(); ++k) {
       const Edge* e = n->input_edge(ports.data_inputs[k]);
       if (e == nullptr) return false;
-      auto it = ours_.find(e->src);
-      if (it == ours_.end() || e->src->assigned_device() != n->assigned_device()) return false;
+      Transposition how;
+      if (!TranspositionOf(e->src, &how) || e->src->assigned_device() != n->assigned_device()) return false;
       if (k == 0) {
-        *inner = it->second.from;
-        *outer = it->second.to;
-      } else if (it->second.from != *inner || it->second.to != *outer) {
+        *inner = how.from;
+        *outer = how.to;
+      } else if (how.from != *inner || how.to != *outer) {
         return false;
       }
     }
-    return n->def().attr().count("data_format") == 0 || FormatOf(n) == *outer;
+    return !ports.has_format || FormatOf(n) == *outer;
   }
 
   // The node `out` a builder of the pass made (CHECKed: the pass's own
@@ -204,13 +282,17 @@ class LayoutPass {
   }
 
   // A Transpose of src:port from `from` to `to`, on `device`, with its own
-  // permutation constant, which runs after `src` (so it joins src's frame).
+  // permutation constant, which runs after `src` when src's outputs are in
+  // a loop (so it joins src's frame and iteration).
   Node* AddTranspose(Node* src, int port, const std::string& from, const std::string& to, const std::string& device,
                      const std::string& base, bool into_converted) {
     const std::vector<int64_t> perm = PermBetween(from, to);
+    const bool in_root_frame =
+        src->id() < static_cast<int>(outputs_in_root_frame_.size()) && outputs_in_root_frame_[src->id()];
     GraphBuilder b(graph_);
-    Output perm_const = b.WithControlDependencies({src}).Const(
-        base + "_perm", Tensor::FromVector<int32_t>(std::vector<int32_t>(perm.begin(), perm.end())));
+    Output perm_const = b.WithControlDependencies(in_root_frame ? std::vector<Node*>{} : std::vector<Node*>{src})
+                            .Const(base + "_perm",
+                                   Tensor::FromVector<int32_t>(std::vector<int32_t>(perm.begin(), perm.end())));
     Placed(b, perm_const, device);
     Node* t = Placed(b, b.Op(base, "Transpose", {Output{src, port}, perm_const}), device);
     ours_[t] = Transposition{from, to, into_converted};
@@ -221,9 +303,11 @@ class LayoutPass {
   Node* AddVecPermute(Output x, const std::string& name, const std::string& from, const std::string& to,
                       const std::string& device, const std::vector<Node*>& controls = {}) {
     GraphBuilder b = GraphBuilder(graph_).WithControlDependencies(controls);
-    return Placed(b,
-                  b.Op(name, "DataFormatVecPermute", {x}, {{"src_format", MakeAttr(from)}, {"dst_format", MakeAttr(to)}}),
-                  device);
+    Node* p = Placed(
+        b, b.Op(name, "DataFormatVecPermute", {x}, {{"src_format", MakeAttr(from)}, {"dst_format", MakeAttr(to)}}),
+        device);
+    permutes_[p] = {from, to};
+    return p;
   }
 
   void Convert(Node* n, const LayoutPorts& ports, const std::string& from, const std::string& to) {
@@ -270,15 +354,10 @@ class LayoutPass {
       if (outs.empty()) continue;
       Node* back = AddTranspose(n, o, to, from, device, absl::StrCat(base, "_to_", from, "_out_", o),
                                 /*into_converted=*/false);
-      for (const Edge* e : outs) {
-        Node* dst = e->dst;
-        const int input = e->dst_input;
-        graph_->RemoveEdge(e);
-        graph_->AddEdge(back, 0, dst, input);
-      }
+      MoveReaders(outs, back, 0);
     }
     auto* attrs = n->mutable_def()->mutable_attr();
-    if (attrs->count("data_format") != 0) (*attrs)["data_format"] = MakeAttr(to);
+    if (ports.has_format) (*attrs)["data_format"] = MakeAttr(to);
     const std::vector<int64_t> perm = PermBetween(from, to);
     for (const char* name : {"strides", "ksize", "dilations", "explicit_paddings"}) {
       std::vector<int64_t> values;
@@ -294,6 +373,24 @@ class LayoutPass {
     ++result_.converted_nodes;
   }
 
+  // Each of `edges` (data edges) reads src:port instead.
+  void MoveReaders(const std::vector<const Edge*>& edges, Node* src, int port) {
+    for (const Edge* e : edges) {
+      Node* dst = e->dst;
+      const int input = e->dst_input;
+      graph_->RemoveEdge(e);
+      graph_->AddEdge(src, port, dst, input);
+    }
+  }
+
+  static std::vector<const Edge*> DataOutEdges(const Node* n) {
+    std::vector<const Edge*> outs;
+    for (const Edge* e : n->out_edges()) {
+      if (!e->IsControlEdge()) outs.push_back(e);
+    }
+    return outs;
+  }
+
   void RemoveOurs(Node* t) {
     Node* perm = t->input_edge(1)->src;
     ours_.erase(t);
@@ -302,62 +399,147 @@ class LayoutPass {
   }
 
   // Shape(t(x)) for a Transpose t of ours from `from` to `to` becomes
-  // DataFormatVecPermute(Shape(x), from -> to): a gradient's Shape of a
-  // converted node's input then no longer keeps a Transpose running just for
-  // its dims.
+  // DataFormatVecPermute(Shape(x), from -> to), and so does a ShapeN's
+  // output for an input t(x): a gradient's shape of a converted node's input
+  // (Sluice's gradients take Shape, TensorFlow's ShapeN) then no longer keeps
+  // a Transpose running just for its dims. The same for a user's NHWC <->
+  // NCHW Transpose that only shapes read (the images' Transpose, once ours
+  // after it cancelled), which then goes.
   void ShapesBeforeTransposes() {
+    auto is_shape = [](const Node* n) { return n->type_string() == "Shape" || n->type_string() == "ShapeN"; };
+    std::vector<Node*> users;
+    for (Node* n : graph_->nodes()) {
+      Transposition how;
+      if (ours_.contains(n) || !TranspositionOf(n, &how) || n->out_edges().empty()) continue;
+      bool only_shapes = true;
+      for (const Edge* e : n->out_edges()) only_shapes &= is_shape(e->dst);
+      if (only_shapes) users.push_back(n);
+    }
     std::vector<const Edge*> shape_reads;
     for (const auto& [t, unused] : ours_) {
       for (const Edge* e : t->out_edges()) {
-        if (!e->IsControlEdge() && e->dst->type_string() == "Shape") shape_reads.push_back(e);
+        if (!e->IsControlEdge() && is_shape(e->dst)) shape_reads.push_back(e);
       }
+    }
+    for (const Node* u : users) {
+      for (const Edge* e : u->out_edges()) shape_reads.push_back(e);
     }
     for (const Edge* e : shape_reads) {
       Node* t = e->src;
       Node* shape = e->dst;
-      if (!DeviceHasKernel(shape, "DataFormatVecPermute", BaseType(shape->output_type(0)), "T")) continue;
-      const Transposition how = ours_.at(t);
+      const int port = e->dst_input;  // a ShapeN's output i is input i's shape
+      if (!DeviceHasKernel(shape, "DataFormatVecPermute", BaseType(shape->output_type(port)), "T")) continue;
+      Transposition how;
+      CHECK(TranspositionOf(t, &how));
       const Edge* x = t->input_edge(0);
       std::vector<const Edge*> outs;
-      for (const Edge* o : shape->out_edges()) {
-        if (!o->IsControlEdge()) outs.push_back(o);
+      for (const Edge* o : DataOutEdges(shape)) {
+        if (o->src_output == port) outs.push_back(o);
       }
-      Node* permute = AddVecPermute(Output{shape, 0}, absl::StrCat(shape->name(), "/_layout_to_", how.to), how.from,
-                                    how.to, shape->assigned_device());
-      for (const Edge* o : outs) {
-        Node* dst = o->dst;
-        const int input = o->dst_input;
-        graph_->RemoveEdge(o);
-        graph_->AddEdge(permute, 0, dst, input);
-      }
+      Node* permute = AddVecPermute(Output{shape, port}, absl::StrCat(shape->name(), "/_layout_", port, "_to_", how.to),
+                                    how.from, how.to, shape->assigned_device());
+      MoveReaders(outs, permute, 0);
       graph_->RemoveEdge(e);
-      graph_->AddEdge(x->src, x->src_output, shape, 0);
+      graph_->AddEdge(x->src, x->src_output, shape, port);
     }
+    for (Node* u : users) RemoveUserTransposeIfUnread(u);
+  }
+
+  // A user's NHWC <-> NCHW Transpose u that one of ours undoes: a graph that
+  // transposes NHWC images into NCHW for its convolutions (ours then takes
+  // them back), or an NCHW result back to NHWC before a flatten (after ours
+  // took it to NCHW). The later one's readers read the earlier one's input;
+  // u goes when nothing reads it any more (with its permutation Const, when
+  // that is read by nothing else). Kept nodes (targets) are left alone.
+  void CancelAgainstUserTransposes() {
+    auto user_inverse = [this](const Node* u, const Transposition& how) {
+      std::string from, to;
+      return !ours_.contains(u) && !(options_.keep && options_.keep(u)) && UserTransposeFormats(u, &from, &to) &&
+             from == how.to && to == how.from;
+    };
+    for (Node* t : OursById()) {
+      const Transposition how = ours_.at(t);
+      Node* before = t->input_edge(0)->src;
+      if (user_inverse(before, how)) {
+        const Edge* x = before->input_edge(0);
+        MoveReaders(DataOutEdges(t), x->src, x->src_output);
+        RemoveOurs(t);
+        ++result_.cancelled_transposes;
+        RemoveUserTransposeIfUnread(before);
+        continue;
+      }
+      std::vector<Node*> after;
+      for (const Edge* e : DataOutEdges(t)) {
+        if (e->dst_input == 0 && user_inverse(e->dst, how)) after.push_back(e->dst);
+      }
+      const Edge* x = t->input_edge(0);
+      for (Node* u : after) {
+        MoveReaders(DataOutEdges(u), x->src, x->src_output);
+        RemoveUserTransposeIfUnread(u);
+      }
+    }
+  }
+
+  void RemoveUserTransposeIfUnread(Node* u) {
+    if (!u->out_edges().empty()) return;
+    Node* perm = u->input_edge(1)->src;
+    graph_->RemoveNode(u);
+    ++result_.removed_user_transposes;
+    if (perm->out_edges().empty() && !(options_.keep && options_.keep(perm))) graph_->RemoveNode(perm);
+  }
+
+  // DataFormatVecPermute p2(p1(v)) of ours with p2 undoing p1 (a shape that
+  // ShapesBeforeTransposes permuted, read by a converted node's shape input):
+  // p2's readers read v.
+  void CancelInversePermutes() {
+    std::vector<Node*> permutes;
+    for (Node* n : graph_->nodes()) {
+      if (permutes_.contains(n)) permutes.push_back(n);
+    }
+    for (Node* p2 : permutes) {
+      const Edge* in = p2->input_edge(0);
+      auto p1 = permutes_.find(in->src);
+      const auto& [from2, to2] = permutes_.at(p2);
+      if (p1 == permutes_.end() || p1->second.first != to2 || p1->second.second != from2) continue;
+      const Edge* v = in->src->input_edge(0);
+      MoveReaders(DataOutEdges(p2), v->src, v->src_output);
+    }
+    for (bool removed = true; removed;) {
+      removed = false;
+      for (Node* p : graph_->nodes()) {
+        if (permutes_.contains(p) && p->out_edges().empty()) {
+          permutes_.erase(p);
+          graph_->RemoveNode(p);
+          ++result_.cancelled_permutes;
+          removed = true;
+        }
+      }
+    }
+  }
+
+  // Our Transposes, in the order they were made.
+  std::vector<Node*> OursById() const {
+    std::vector<Node*> transposes;
+    for (const auto& [t, unused] : ours_) transposes.push_back(const_cast<Node*>(t));
+    std::sort(transposes.begin(), transposes.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
+    return transposes;
   }
 
   // t2(t1(x)) with t2 undoing t1: t2's consumers read x. Then every
   // Transpose of ours that nothing reads goes.
   void CancelInversePairs() {
-    std::vector<Node*> transposes;
-    for (const auto& [t, unused] : ours_) transposes.push_back(const_cast<Node*>(t));
-    std::sort(transposes.begin(), transposes.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
-    for (Node* t2 : transposes) {
+    for (Node* t2 : OursById()) {
       const Edge* in = t2->input_edge(0);
       auto t1 = ours_.find(in->src);
       if (t1 == ours_.end() || t1->second.from != ours_[t2].to || t1->second.to != ours_[t2].from) continue;
       const Edge* x = in->src->input_edge(0);
-      std::vector<const Edge*> outs(t2->out_edges().begin(), t2->out_edges().end());
-      for (const Edge* e : outs) {
-        if (e->IsControlEdge()) continue;  // ours have none out
-        Node* dst = e->dst;
-        const int input = e->dst_input;
-        graph_->RemoveEdge(e);
-        graph_->AddEdge(x->src, x->src_output, dst, input);
-      }
+      MoveReaders(DataOutEdges(t2), x->src, x->src_output);  // ours have no control edges out
       RemoveOurs(t2);
       ++result_.cancelled_transposes;
     }
+    CancelAgainstUserTransposes();
     ShapesBeforeTransposes();
+    CancelInversePermutes();
     for (bool removed = true; removed;) {
       removed = false;
       for (Node* t : graph_->nodes()) {
@@ -373,6 +555,11 @@ class LayoutPass {
   const LayoutOptions& options_;
   Graph* graph_;
   absl::flat_hash_map<const Node*, Transposition> ours_;
+  // Our DataFormatVecPermutes: (from, to).
+  absl::flat_hash_map<const Node*, std::pair<std::string, std::string>> permutes_;
+  // By node id, as the pass found the graph: whether the node's outputs are
+  // in the root frame.
+  std::vector<bool> outputs_in_root_frame_;
   // Transposes into a node's format by (source, output, format, device).
   absl::flat_hash_map<std::tuple<const Node*, int, std::string, std::string>, Node*> entries_;
   LayoutResult result_;

@@ -16,35 +16,49 @@
 //     with control inputs gets its own, which waits for them too), each 4-D
 //     output that something reads a Transpose back; a shape input
 //     (input_sizes, orig_input_shape) gets a DataFormatVecPermute;
-//   - nodes between them (BiasAdd, BiasAddGrad, and element-wise ops such as
-//     Relu, ReluGrad, Tanh, AddN) whose every data input leaves a Transpose
-//     the pass added and whose result reaches a converted layout node through
-//     such nodes (or, BiasAddGrad's, is 1-D): they move into that Transpose's
-//     source format the same way (BiasAdd's and BiasAddGrad's data_format
-//     changes with them);
-//   - a Shape of one of the pass's Transposes reads the Transpose's input and
-//     a DataFormatVecPermute rearranges its dims (gradients take Shape(x) of
-//     a convolution's input);
-//   - then a Transpose of the pass's that undoes another of the pass's is
-//     dropped, its consumers reading the first one's input, and Transposes
-//     left without consumers go.
+//   - nodes between them (BiasAdd, BiasAddGrad, FusedBatchNormV3 and its
+//     gradient, and element-wise ops such as Relu, ReluGrad, Tanh, AddN and
+//     a residual block's AddV2) whose every data input leaves a Transpose
+//     between the same two formats, the pass's or a user's (below), and
+//     whose result reaches a converted layout node or a user's Transpose
+//     through such nodes (or, BiasAddGrad's, is 1-D): they move into that
+//     Transpose's source format the same way (the format attr of the bias
+//     and batch norm ops changes with them);
+//   - a Shape (or a ShapeN's input) of one of the pass's Transposes reads
+//     the Transpose's input, and a DataFormatVecPermute rearranges the dims
+//     (gradients take the shape of a convolution's input);
+//   - then a Transpose of the pass's that undoes another of the pass's, or
+//     a user's NHWC <-> NCHW Transpose by a Const permutation (a graph that
+//     transposes NHWC images to NCHW for its convolutions, or back before a
+//     flatten, and the gradients of those), is dropped with it: the later
+//     one's consumers read the earlier one's input; likewise a
+//     DataFormatVecPermute of the pass's that undoes another; the pass's
+//     nodes left without consumers go, and a user's Transpose left so (or
+//     read by shapes only) goes too, unless `keep` says otherwise.
 // A chain conv -> bias -> relu -> pool -> conv in the "wrong" format ends up
-// with one Transpose where it starts and one where it ends. Values are
+// with one Transpose where it starts and one where it ends; census_parity's
+// resnet_bn_nchw (residual block, batch norms, a Transpose to NHWC before
+// the flatten) trains with one, for its NCHW images. Values are
 // unchanged: a transpose moves elements and each converted node computes the
 // same sums in another order of memory.
 //
-// Each Transpose's permutation is a Const with a control edge from the
-// transposed tensor's producer, so inside a loop it runs in that frame and
-// iteration (after a Switch, a dead branch's Transpose is dead through its
-// data input). A node stays as it is when its device has no Transpose kernel
-// for its type; its own kernel then reports the format it does not take. Run
-// it after the feed/fetch rewrite and before constant folding and fusion
-// (which fuse NHWC chains only).
+// Each Transpose's permutation is a Const. Inside a loop it has a control
+// edge from the transposed tensor's producer, so it runs in that frame and
+// iteration; in the root frame it has none (an edge there would only add a
+// control transfer when the producer is on another device). After a Switch,
+// a dead branch's Transpose is dead through its data input. A node stays as
+// it is when its device has no Transpose kernel for its type; its own kernel
+// then reports the format it does not take. Run it after the feed/fetch
+// rewrite and constant folding (which turns a gradient's computed inverse
+// permutations into the Consts this pass recognizes), then fold again (the
+// pass's DataFormatVecPermutes of static shapes), then fuse (fusion takes
+// NHWC chains only).
 //
 // Thread safety: mutates the caller's graph; no shared state.
 #ifndef SLUICE_ENGINE_GRAPH_OPTIMIZER_LAYOUT_H_
 #define SLUICE_ENGINE_GRAPH_OPTIMIZER_LAYOUT_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
@@ -56,12 +70,17 @@ struct LayoutOptions {
   // The format of the layout nodes by device type ("CPU", "GPU"); a type not
   // listed runs NHWC.
   absl::flat_hash_map<std::string, std::string> format_by_device_type;
+  // Nodes the pass must neither remove nor bypass (a step's targets, run by
+  // name); unset keeps none.
+  std::function<bool(const Node*)> keep;
 };
 
 struct LayoutResult {
   int converted_nodes = 0;     // layout nodes and the nodes between them
   int transposes = 0;          // Transposes the graph holds afterwards, of the pass's
   int cancelled_transposes = 0;  // Transposes added and then dropped as inverse pairs
+  int removed_user_transposes = 0;  // the graph's own Transposes that ours undid
+  int cancelled_permutes = 0;  // DataFormatVecPermutes added and then dropped
 };
 
 LayoutResult ConvertDataFormats(const LayoutOptions& options, Graph* graph);

@@ -2,13 +2,15 @@
 // become NHWC with their window attrs rearranged, the nodes between them
 // that lead to another such node follow, and a chain keeps one Transpose
 // where it starts and one where it ends; shape inputs get a
-// DataFormatVecPermute; a node's control inputs order its Transposes; an NHWC
+// DataFormatVecPermute; a node's control inputs order its Transposes; a
+// user's own Transposes between NHWC and NCHW cancel with the pass's; an NHWC
 // graph is untouched; a device that asks for NCHW gets the reverse; nodes on
 // a device without a Transpose kernel stay. (Values: the NCHW cases of
 // engine/kernels/harness/nn_cases.cc run through the pass, gradients
 // included; loops, conds and fetches: engine/runtime/layout_session_test.cc.)
 #include "engine/graph/optimizer_layout.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -241,7 +243,9 @@ TEST(Layout, AnElementwiseNodeWithAnInputInTheOtherFormatStays) {
 TEST(Layout, AShapeOfAConvertedTensorReadsItBeforeTheTranspose) {
   // input_sizes = Shape(pool) for an input gradient, as the Conv2D gradient
   // writes it: after the pass the Shape reads the NHWC pool and a
-  // DataFormatVecPermute gives NCHW dims, so no Transpose of the pool runs.
+  // DataFormatVecPermute gives NCHW dims to `dims`, so no Transpose of the
+  // pool runs. The converted input_grad wants NHWC dims: its permute back
+  // and that one cancel, and it reads the Shape.
   GraphDefBuilder b;
   b.Placeholder("x", DT_FLOAT);
   b.Placeholder("f", DT_FLOAT);
@@ -259,13 +263,18 @@ TEST(Layout, AShapeOfAConvertedTensorReadsItBeforeTheTranspose) {
           {"data_format", MakeAttr("NCHW")}});
   b.Identity("out", "conv", DT_FLOAT);
   b.Identity("dx", "input_grad", DT_FLOAT);
+  b.Identity("dims", "pool_shape", DT_INT32);
   auto g = MustBuild(b.graph());
   ASSERT_NE(g, nullptr);
-  EXPECT_EQ(ConvertDataFormats(LayoutOptions(), g.get()).converted_nodes, 3);
+  const LayoutResult r = ConvertDataFormats(LayoutOptions(), g.get());
+  EXPECT_EQ(r.converted_nodes, 3);
   EXPECT_EQ(SourceOf(*g, "pool_shape", 0), "pool");
-  const std::string to_nchw = SourceOf(*g, SourceOf(*g, "input_grad", 0), 0);
+  const std::string to_nchw = SourceOf(*g, "dims", 0);
   EXPECT_EQ(DefOf(*g, to_nchw).op(), "DataFormatVecPermute");
   EXPECT_EQ(SourceOf(*g, to_nchw, 0), "pool_shape");
+  EXPECT_EQ(SourceOf(*g, "input_grad", 0), "pool_shape");
+  EXPECT_EQ(CountOps(*g, "DataFormatVecPermute"), 1);
+  EXPECT_EQ(r.cancelled_permutes, 1);
   // x in; conv's and input_grad's results out; dy in.
   EXPECT_EQ(CountOps(*g, "Transpose"), 4);
   EXPECT_EQ(SourceOf(*g, "conv", 0), "pool");
@@ -274,8 +283,7 @@ TEST(Layout, AShapeOfAConvertedTensorReadsItBeforeTheTranspose) {
 
 TEST(Layout, ANodeFedByASwitchIsConverted) {
   // A TensorFlow 1 cond feeds a captured tensor to its branch through a
-  // Switch. The Transpose reads Switch:1 (dead with that branch) and its
-  // permutation runs after the Switch, in the Switch's frame.
+  // Switch. The Transpose reads Switch:1, and is dead with that branch.
   GraphDefBuilder b;
   b.Placeholder("x", DT_FLOAT);
   b.Placeholder("f", DT_FLOAT);
@@ -292,9 +300,6 @@ TEST(Layout, ANodeFedByASwitchIsConverted) {
   const Node* in = g->FindNode(SourceOf(*g, "conv", 0));
   ASSERT_NE(in, nullptr);
   EXPECT_EQ(InputsOf(*g, in->name())[0], "sw:1");
-  bool after_switch = false;
-  for (const Edge* e : in->input_edge(1)->src->in_edges()) after_switch |= e->IsControlEdge() && e->src->name() == "sw";
-  EXPECT_TRUE(after_switch);
 }
 
 TEST(Layout, AConvertedNodesControlInputsOrderTheTransposesIntoIt) {
@@ -350,18 +355,207 @@ TEST(Layout, ANodeBetweenThatLeadsToNoLayoutNodeStays) {
   ExpectReimports(*g);
 }
 
+// The names of the nodes with control edges into the permutation Const of
+// the Transpose that feeds `node`'s input `i`.
+std::vector<std::string> PermControls(const Graph& g, const std::string& node, int i) {
+  const Node* t = g.FindNode(SourceOf(g, node, i));
+  EXPECT_NE(t, nullptr);
+  std::vector<std::string> controls;
+  if (t == nullptr) return controls;
+  for (const Edge* e : t->input_edge(1)->src->in_edges()) {
+    if (e->IsControlEdge()) controls.push_back(e->src->name());
+  }
+  return controls;
+}
+
 TEST(Layout, TheTransposesRunInTheirSourcesFrame) {
-  // Each permutation Const has a control edge from the tensor's producer, so
-  // inside a while loop it runs in the producer's frame and iteration.
+  // A permutation Const inside a while loop has a control edge from the
+  // tensor's producer, so it runs in the producer's frame and iteration (here
+  // the Enter, whose output is in the loop, and the conv).
+  GraphDefBuilder b;
+  b.Placeholder("x", DT_FLOAT);
+  b.Placeholder("f", DT_FLOAT);
+  b.Enter("x_in", "x", DT_FLOAT, "loop", true);
+  b.Enter("f_in", "f", DT_FLOAT, "loop", true);
+  b.Node("conv", "Conv2D", {"x_in", "f_in"},
+         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
+          {"data_format", MakeAttr("NCHW")}});
+  b.Exit("conv_out", "conv", DT_FLOAT);
+  auto g = MustBuild(b.graph());
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(ConvertDataFormats(LayoutOptions(), g.get()).converted_nodes, 1);
+  EXPECT_THAT(PermControls(*g, "conv", 0), ElementsAre("x_in"));
+  EXPECT_THAT(PermControls(*g, "conv_out", 0), ElementsAre("conv"));
+}
+
+TEST(Layout, InTheRootFrameThePermutationsWaitForNothing) {
+  // In the root frame a permutation Const has no control edge: one would
+  // only add a control transfer when the producer sits on another device.
   auto g = MustBuild(NchwChain().graph());
   ASSERT_NE(g, nullptr);
   ConvertDataFormats(LayoutOptions(), g.get());
-  const Node* in = g->FindNode(SourceOf(*g, "conv", 0));
-  ASSERT_NE(in, nullptr);
-  const Node* perm = in->input_edge(1)->src;
-  bool after_x = false;
-  for (const Edge* e : perm->in_edges()) after_x |= e->IsControlEdge() && e->src->name() == "x";
-  EXPECT_TRUE(after_x);
+  EXPECT_THAT(PermControls(*g, "conv", 0), ::testing::IsEmpty());
+  EXPECT_THAT(PermControls(*g, "out", 0), ::testing::IsEmpty());
+}
+
+// images (NHWC) -> Transpose to NCHW -> the NCHW chain -> out -> Transpose
+// back to NHWC -> result: what a TensorFlow graph written for a GPU does with
+// NHWC images. `into` and `back` are the two permutations.
+std::unique_ptr<Graph> TransposedNchwChain(const std::vector<int32_t>& into = {0, 3, 1, 2},
+                                           const std::vector<int32_t>& back = {0, 2, 3, 1}) {
+  GraphDefBuilder b = NchwChain();
+  b.Placeholder("images", DT_FLOAT);
+  b.Const("into_perm", Tensor::FromVector<int32_t>(into));
+  b.Const("back_perm", Tensor::FromVector<int32_t>(back));
+  b.Node("into_nchw", "Transpose", {"images", "into_perm"}, {{"T", MakeAttr(DT_FLOAT)}});
+  b.Node("back_to_nhwc", "Transpose", {"out", "back_perm"}, {{"T", MakeAttr(DT_FLOAT)}});
+  b.Identity("result", "back_to_nhwc", DT_FLOAT);
+  GraphDef def = b.graph();
+  for (NodeDef& n : *def.mutable_node()) {
+    if (n.name() == "conv") n.set_input(0, "into_nchw");
+  }
+  return MustBuild(def);
+}
+
+TEST(Layout, AUsersTransposesIntoNchwAndBackCancelWithOurs) {
+  auto g = TransposedNchwChain();
+  ASSERT_NE(g, nullptr);
+  const LayoutResult r = ConvertDataFormats(LayoutOptions(), g.get());
+  EXPECT_EQ(r.converted_nodes, 6);  // the chain and `out`, an Identity that leads to back_to_nhwc
+  EXPECT_EQ(r.removed_user_transposes, 2);
+  EXPECT_EQ(r.transposes, 0);
+  EXPECT_EQ(CountOps(*g, "Transpose"), 0);
+  EXPECT_EQ(SourceOf(*g, "conv", 0), "images");
+  EXPECT_EQ(SourceOf(*g, "out", 0), "conv2");
+  EXPECT_EQ(SourceOf(*g, "result", 0), "out");
+  EXPECT_EQ(g->FindNode("into_perm"), nullptr);
+  EXPECT_EQ(g->FindNode("back_perm"), nullptr);
+  ExpectReimports(*g);
+}
+
+TEST(Layout, OtherPermutationsAndKeptTransposesStay) {
+  // A permutation that is not NHWC <-> NCHW ([0, 3, 2, 1] swaps H and W as
+  // well) is the user's own business; a kept node (a target) is not bypassed.
+  auto g = TransposedNchwChain({0, 3, 2, 1});
+  ASSERT_NE(g, nullptr);
+  LayoutOptions keep_back;
+  keep_back.keep = [](const Node* n) { return n->name() == "back_to_nhwc"; };
+  const LayoutResult r = ConvertDataFormats(keep_back, g.get());
+  EXPECT_EQ(r.removed_user_transposes, 0);
+  EXPECT_EQ(SourceOf(*g, "into_nchw", 0), "images");
+  EXPECT_EQ(SourceOf(*g, SourceOf(*g, "conv", 0), 0), "into_nchw");
+  EXPECT_EQ(SourceOf(*g, SourceOf(*g, "back_to_nhwc", 0), 0), "out");  // `out` leads to it: NHWC
+  EXPECT_EQ(SourceOf(*g, "result", 0), "back_to_nhwc");
+  EXPECT_EQ(CountOps(*g, "Transpose"), 4);  // the user's two and one of ours after each
+}
+
+
+TEST(Layout, BatchNormsBetweenConvolutionsFollowThem) {
+  // conv -> FusedBatchNormV3 -> relu -> conv2, all NCHW (resnet's block):
+  // the batch norm moves to NHWC with the rest, and its gradient, which reads
+  // the conv's result and the relu gradient, does too.
+  GraphDefBuilder b;
+  for (const char* p : {"x", "f", "f2", "scale", "offset", "dy"}) b.Placeholder(p, DT_FLOAT);
+  const AttrValue nchw = MakeAttr("NCHW");
+  auto conv = [&](const std::string& name, const std::string& in, const std::string& filter) {
+    b.Node(name, "Conv2D", {in, filter},
+           {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
+            {"data_format", nchw}});
+  };
+  const std::map<std::string, AttrValue> batch_norm = {
+      {"T", MakeAttr(DT_FLOAT)}, {"U", MakeAttr(DT_FLOAT)}, {"data_format", nchw}, {"is_training", MakeAttr(true)}};
+  conv("conv", "x", "f");
+  b.Node("bn", "FusedBatchNormV3", {"conv", "scale", "offset", "scale", "offset"},
+         batch_norm);
+  b.Node("relu", "Relu", {"bn"}, {{"T", MakeAttr(DT_FLOAT)}});
+  conv("conv2", "relu", "f2");
+  b.Identity("out", "conv2", DT_FLOAT);
+  // The backward pass of bn and relu, fed a gradient from conv2's input.
+  b.Node("conv2_dx", "Conv2DBackpropInput", {"dims", "f2", "dy"},
+         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
+          {"data_format", nchw}});
+  b.Node("dims", "Shape", {"relu"}, {{"T", MakeAttr(DT_FLOAT)}, {"out_type", MakeAttr(DT_INT32)}});
+  b.Node("relu_grad", "ReluGrad", {"conv2_dx", "relu"}, {{"T", MakeAttr(DT_FLOAT)}});
+  b.Node("bn_grad", "FusedBatchNormGradV3", {"relu_grad", "conv", "scale", "bn:3", "bn:4", "bn:5"},
+         batch_norm);
+  b.Const("f_sizes", Tensor::FromVector<int32_t>({3, 3, 1, 4}));
+  b.Node("conv_df", "Conv2DBackpropFilter", {"x", "f_sizes", "bn_grad"},
+         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
+          {"data_format", nchw}});
+  b.Identity("df", "conv_df", DT_FLOAT);
+  b.Identity("dscale", "bn_grad:1", DT_FLOAT);
+  auto g = MustBuild(b.graph());
+  ASSERT_NE(g, nullptr);
+  const LayoutResult r = ConvertDataFormats(LayoutOptions(), g.get());
+  for (const char* n : {"conv", "bn", "conv2", "conv2_dx", "bn_grad", "conv_df"}) {
+    EXPECT_EQ(FormatOf(*g, n), "NHWC") << n;
+  }
+  EXPECT_EQ(r.converted_nodes, 8);  // and relu, relu_grad
+  EXPECT_EQ(SourceOf(*g, "bn", 0), "conv");
+  EXPECT_EQ(SourceOf(*g, "relu", 0), "bn");
+  EXPECT_EQ(SourceOf(*g, "conv2", 0), "relu");
+  EXPECT_EQ(SourceOf(*g, "relu_grad", 0), "conv2_dx");
+  EXPECT_EQ(SourceOf(*g, "bn_grad", 0), "relu_grad");
+  EXPECT_EQ(SourceOf(*g, "bn_grad", 1), "conv");
+  EXPECT_EQ(SourceOf(*g, "conv_df", 2), "bn_grad");
+  EXPECT_EQ(SourceOf(*g, "dscale", 0), "bn_grad");  // 1-D: no Transpose
+  // x (into conv and conv_df), dy in; conv2's result out. The shape of relu
+  // reaches conv2_dx without a permute: both are NHWC now.
+  EXPECT_EQ(CountOps(*g, "Transpose"), 3);
+  EXPECT_EQ(CountOps(*g, "DataFormatVecPermute"), 0);
+  EXPECT_EQ(SourceOf(*g, "conv2_dx", 0), "dims");
+  ExpectReimports(*g);
+}
+
+TEST(Layout, ABiasAddInAnotherFormatThanItsInputStays) {
+  // A BiasAdd left at its default format (NHWC) over an NCHW conv's result
+  // adds along W, and so stays, reading the conv through a Transpose back.
+  GraphDef def = NchwChain().graph();
+  for (NodeDef& n : *def.mutable_node()) {
+    if (n.name() == "bias") n.mutable_attr()->erase("data_format");
+  }
+  auto g = MustBuild(def);
+  ASSERT_NE(g, nullptr);
+  ConvertDataFormats(LayoutOptions(), g.get());
+  EXPECT_EQ(FormatOf(*g, "bias"), "NHWC");
+  EXPECT_THAT(PermOf(*g, SourceOf(*g, "bias", 0)), ElementsAre(0, 3, 1, 2));
+  EXPECT_EQ(SourceOf(*g, SourceOf(*g, "bias", 0), 0), "conv");
+}
+
+TEST(Layout, AResidualAddAndAShapeNFollowTheConversion) {
+  // conv1 -> relu -> conv2; add = relu + conv2 -> conv3, all NCHW (a residual
+  // block), and an input gradient whose input_sizes come from a ShapeN, as
+  // TensorFlow's Conv2D gradient writes it: the add runs in NHWC between the
+  // convolutions, and the ShapeN reads relu itself.
+  GraphDefBuilder b;
+  for (const char* p : {"x", "f1", "f2", "f3", "dy"}) b.Placeholder(p, DT_FLOAT);
+  const std::map<std::string, AttrValue> conv_attrs = {{"T", MakeAttr(DT_FLOAT)},
+                                                      {"strides", Ints({1, 1, 1, 1})},
+                                                      {"padding", MakeAttr("SAME")},
+                                                      {"data_format", MakeAttr("NCHW")}};
+  b.Node("conv1", "Conv2D", {"x", "f1"}, conv_attrs);
+  b.Node("relu", "Relu", {"conv1"}, {{"T", MakeAttr(DT_FLOAT)}});
+  b.Node("conv2", "Conv2D", {"relu", "f2"}, conv_attrs);
+  b.Binary("AddV2", "add", "relu", "conv2", DT_FLOAT);
+  b.Node("conv3", "Conv2D", {"add", "f3"}, conv_attrs);
+  b.Identity("out", "conv3", DT_FLOAT);
+  b.Node("sizes", "ShapeN", {"relu", "f2"},
+         {{"T", MakeAttr(DT_FLOAT)}, {"N", MakeAttr(2)}, {"out_type", MakeAttr(DT_INT32)}});
+  b.Node("dx", "Conv2DBackpropInput", {"sizes", "f2", "dy"}, conv_attrs);
+  b.Identity("dx_out", "dx", DT_FLOAT);
+  auto g = MustBuild(b.graph());
+  ASSERT_NE(g, nullptr);
+  const LayoutResult r = ConvertDataFormats(LayoutOptions(), g.get());
+  EXPECT_EQ(r.converted_nodes, 6);  // four convolutions, relu and add
+  EXPECT_EQ(SourceOf(*g, "add", 0), "relu");
+  EXPECT_EQ(SourceOf(*g, "add", 1), "conv2");
+  EXPECT_EQ(SourceOf(*g, "conv3", 0), "add");
+  EXPECT_EQ(SourceOf(*g, "sizes", 0), "relu");
+  EXPECT_EQ(SourceOf(*g, "sizes", 1), "f2");
+  EXPECT_EQ(InputsOf(*g, "dx")[0], "sizes");  // NHWC dims for an NHWC node: the permutes cancelled
+  EXPECT_EQ(CountOps(*g, "DataFormatVecPermute"), 0);
+  EXPECT_EQ(CountOps(*g, "Transpose"), 4);  // x and dy in, conv3's and dx's results out
+  ExpectReimports(*g);
 }
 
 }  // namespace

@@ -40,11 +40,21 @@ struct Model {
   std::vector<std::string> fetches;  // loss, then d loss / d (x, f1, b1, f2, b2)
 };
 
+// How the model's NCHW variant meets its data.
+enum class Io {
+  kInFormat,       // x and w come in the model's format
+  kNhwcTransposed, // x and w come in NHWC; the model transposes x into NCHW
+                   // and relu2 back to NHWC, as a graph written for a GPU
+                   // that reads NHWC images does
+};
+
 // x -> conv1 (3x3, 2 -> 4, SAME) + b1 -> relu -> 2x2 max pool -> conv2 (3x3,
 // 4 -> 5, stride 2 along rows, VALID) + b2 -> relu -> loss = sum(relu2 * w),
-// in `format`; the weights w come in that format too.
-Model Build(const std::string& format) {
+// in `format`; the weights w come in that format too, unless `io` says
+// otherwise.
+Model Build(const std::string& format, Io io = Io::kInFormat) {
   const bool nchw = format == "NCHW";
+  const bool transposed = nchw && io == Io::kNhwcTransposed;
   auto in_format = [&](std::vector<int64_t> nhwc) {
     return nchw ? std::vector<int64_t>{nhwc[0], nhwc[3], nhwc[1], nhwc[2]} : nhwc;
   };
@@ -53,6 +63,10 @@ Model Build(const std::string& format) {
   const AttrValue format_attr = MakeAttr(format);
   Output x = b.Op("x", "Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}});
   Output w = b.Op("w", "Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}});
+  Output images = x;
+  if (transposed) {
+    images = b.Op("to_nchw", "Transpose", {x, b.Const("to_nchw_perm", Tensor::FromVector<int32_t>({0, 3, 1, 2}))});
+  }
   Output f1 = b.Const("f1", RandomFloats(TensorShape({3, 3, kChannels, 4}), 1));
   Output b1 = b.Const("b1", RandomFloats(TensorShape({4}), 2));
   Output f2 = b.Const("f2", RandomFloats(TensorShape({3, 3, 4, 5}), 3));
@@ -64,9 +78,13 @@ Model Build(const std::string& format) {
   AttrList pool = {{"ksize", MakeAttr(in_format({1, 2, 2, 1}))}, {"strides", MakeAttr(in_format({1, 2, 2, 1}))},
                    {"padding", MakeAttr("VALID")}, {"data_format", format_attr}};
   AttrList bias = {{"data_format", format_attr}};
-  Output h = b.Op("relu1", "Relu", {b.Op("bias1", "BiasAdd", {b.Op("conv1", "Conv2D", {x, f1}, conv1), b1}, bias)});
+  Output h =
+      b.Op("relu1", "Relu", {b.Op("bias1", "BiasAdd", {b.Op("conv1", "Conv2D", {images, f1}, conv1), b1}, bias)});
   h = b.Op("pool", "MaxPool", {h}, pool);
   h = b.Op("relu2", "Relu", {b.Op("bias2", "BiasAdd", {b.Op("conv2", "Conv2D", {h, f2}, conv2), b2}, bias)});
+  if (transposed) {
+    h = b.Op("to_nhwc", "Transpose", {h, b.Const("to_nhwc_perm", Tensor::FromVector<int32_t>({0, 2, 3, 1}))});
+  }
   Output axes = b.Const("axes", Tensor::FromVector<int32_t>({0, 1, 2, 3}));
   Output loss = b.Op("loss", "Sum", {b.Op("weighted", "Mul", {h, w}), axes});
   EXPECT_TRUE(b.ok()) << b.status();
@@ -86,16 +104,16 @@ struct Result {
   std::map<std::string, int> fused;  // fused op type -> nodes of it that ran
 };
 
-Result RunStep(const std::string& format, const Tensor& x_nhwc, const Tensor& w_nhwc) {
+Result RunStep(const std::string& format, const Tensor& x_nhwc, const Tensor& w_nhwc, Io io = Io::kInFormat) {
   Result r;
   SessionOptions options;
   auto session = NewSession(options);
   EXPECT_TRUE(session.ok()) << session.status();
   if (!session.ok()) return r;
-  Model m = Build(format);
+  Model m = Build(format, io);
   absl::Status s = (*session)->Create(m.def);
   EXPECT_TRUE(s.ok()) << s;
-  const bool nchw = format == "NCHW";
+  const bool nchw = format == "NCHW" && io == Io::kInFormat;
   RunOptions run;
   run.collect_step_stats = true;
   RunMetadata metadata;
@@ -140,6 +158,23 @@ TEST(LayoutSession, AnNchwCnnTrainsOnTheCpuAsItsNhwcTwinDoes) {
   // gradient with relu's and the bias's).
   EXPECT_EQ(nchw.fused, nhwc.fused);
   EXPECT_GT(nhwc.fused.count("_FusedConv2D"), 0u);
+}
+
+TEST(LayoutSession, AUsersTransposesIntoNchwAndBackCancelWithThePasssInTheTrainingStep) {
+  // x into NCHW, relu2 back to NHWC: the pass's Transposes cancel with both,
+  // and with their gradients (Transposes by the inverse permutation, which
+  // constant folding turns into Consts before the pass), so the step runs no
+  // Transpose at all and gives the NHWC twin's loss and gradients.
+  const Tensor x = RandomFloats(TensorShape({kBatch, kHeight, kWidth, kChannels}), 13);
+  const Tensor w = RandomFloats(TensorShape({kBatch, 1, 1, 5}), 14);
+  const Result nhwc = RunStep("NHWC", x, w);
+  const Result transposed = RunStep("NCHW", x, w, Io::kNhwcTransposed);
+  ASSERT_EQ(transposed.outputs.size(), 6u);
+  const char* const names[] = {"loss",          "d loss / d x",  "d loss / d f1",
+                               "d loss / d b1", "d loss / d f2", "d loss / d b2"};
+  for (int i = 0; i < 6; ++i) ExpectClose(nhwc.outputs[i], transposed.outputs[i], names[i]);
+  EXPECT_EQ(transposed.transposes, 0);
+  EXPECT_EQ(transposed.fused, nhwc.fused);
 }
 
 // x -> c0 = conv(x) (fetched) -> pool0; a while loop h <- relu(conv(h, f))

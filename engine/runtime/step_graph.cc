@@ -11,6 +11,7 @@
 #include "engine/graph/optimizer_pool_grad_fusion.h"
 #include "engine/graph/optimizer_identity.h"
 #include "engine/graph/optimizer_layout.h"
+#include "engine/graph/optimizer_shape_noops.h"
 #include "engine/graph/partition.h"
 #include "engine/graph/placer.h"
 #include "engine/graph/subgraph.h"
@@ -113,18 +114,37 @@ absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const 
   RewriteResult keys;
   absl::Status s = RewriteGraphForExecution(rewrite, feeds, fetches, targets, graph, &keys);
   if (!s.ok()) return s;
-  for (size_t i = 0; i < feeds.size(); ++i) result.feeds[i].key = keys.feed_keys[i];
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    result.feeds[i].key = keys.feed_keys[i];
+    // Every fed value is checked against the placeholder's shape (Run calls
+    // CheckFeedValue), so the step graph's passes may rely on it.
+    Node* recv = graph->FindNode(keys.feed_nodes[i]);
+    if (recv != nullptr && result.feeds[i].shape.rank_known()) {
+      TensorShapeProto shape;
+      result.feeds[i].shape.AsProto(&shape);
+      (*recv->mutable_def()->mutable_attr())["shape"] = MakeAttr(shape);
+    }
+  }
   result.fetch_keys = keys.fetch_keys;
   if (options.enable_cse) EliminateCommonSubexpressions(CseOptions(), graph);
-  ConvertDataFormats(LayoutOptions(), graph);
   // A target is run for its own sake, by name: neither folded nor removed.
   const absl::flat_hash_set<std::string> target_set(targets.begin(), targets.end());
   auto is_target = [&target_set](const Node* n) { return target_set.contains(n->name()); };
+  ConstantFoldingOptions fold;
+  fold.keep = is_target;
+  // Folding first turns a gradient's computed permutations (the inverse of a
+  // user's Transpose) into Consts, which the layout pass recognizes; its own
+  // permutations and shape permutes fold in a second round.
   if (options.enable_constant_folding) {
-    ConstantFoldingOptions fold;
-    fold.keep = is_target;
     FoldConstants(fold, graph);
+    ShapeNoOpOptions noops;
+    noops.keep = is_target;
+    ReplaceShapeNoOpsWithIdentities(noops, graph);
   }
+  LayoutOptions layout;
+  layout.keep = is_target;
+  const LayoutResult converted = ConvertDataFormats(layout, graph);
+  if (options.enable_constant_folding && converted.converted_nodes > 0) FoldConstants(fold, graph);
   if (options.enable_identity_removal) {
     IdentityRemovalOptions identity;
     identity.keep = is_target;

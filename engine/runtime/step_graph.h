@@ -57,10 +57,12 @@ struct StepGraphOptions {
   const DeviceSet* devices = nullptr;
   const absl::flat_hash_map<std::string, int>* placement = nullptr;  // several devices only
   bool enable_cse = true;
+  // Constant folding (engine/graph/optimizer_constant_folding.h) after CSE,
+  // then shape no-ops to Identities (engine/graph/optimizer_shape_noops.h).
   // (Then, always: NCHW convolution and pooling nodes, as TensorFlow graphs
   // written for GPUs have them, become NHWC ones, which every device's
-  // kernels take, between Transposes: engine/graph/optimizer_layout.h.)
-  // Constant folding (engine/graph/optimizer_constant_folding.h) after CSE.
+  // kernels take, between Transposes: engine/graph/optimizer_layout.h; when
+  // it converted any, folding runs again for its permutes of static shapes.)
   bool enable_constant_folding = true;
   // Identity-chain removal (engine/graph/optimizer_identity.h).
   bool enable_identity_removal = true;

@@ -13,6 +13,9 @@ so both see the same numbers; random ops inside a while loop cannot be fed,
 and a model with one would be reported as a failure. A model whose
 variables did not move in training (nothing to compare) fails too.
 
+A model written in NCHW may run at most one Transpose per step more than its
+NHWC twin (the count comes from run_graphdef --op_counts).
+
 Usage: python census_parity.py --run_graphdef=PATH [--workdir=DIR] [--models=a,b]
 Prints one line per variable and per model its worst error; exit status 1 on
 any failure.
@@ -76,6 +79,24 @@ FEEDS = {
 }
 
 
+# Transposes Sluice's last training step ran, by model.
+TRANSPOSES = {}
+
+
+def layout_checks():
+    """[(check, ok)]: a model written in NCHW (name_nchw) runs at most one Transpose
+    more per step than its NHWC twin (name): the images', which come in NCHW. The
+    data format pass moves the rest into NHWC, and its Transposes cancel with each
+    other and with the model's own (engine/graph/optimizer_layout.h)."""
+    checks = []
+    for name, count in sorted(TRANSPOSES.items()):
+        twin = name[:-len("_nchw")]
+        if name.endswith("_nchw") and twin in TRANSPOSES:
+            checks.append(("%s runs %d Transposes per step, %s %d" % (name, count, twin, TRANSPOSES[twin]),
+                           count <= TRANSPOSES[twin] + 1))
+    return checks
+
+
 def ancestors(op):
     """Every op the given op depends on (data and control inputs)."""
     seen, stack = set(), [op]
@@ -115,8 +136,10 @@ def check_model(name, run_graphdef, workdir):
             for _ in range(STEPS):
                 sess.run(train, feeds)
             want = sess.run(reads)
+        ops = {}
         got, _ = run_sluice(run_graphdef, workdir, name, graph.as_graph_def(), {t.name: v for t, v in feeds.items()},
-                            [r.name for r in reads], init=parity_init.name, train=train.name, steps=STEPS)
+                            [r.name for r in reads], init=parity_init.name, train=train.name, steps=STEPS,
+                            op_counts=ops)
     if len(got) != len(variables):
         raise RuntimeError("Sluice returned %d of %d variables" % (len(got), len(variables)))
     fed = ", ".join(sorted(o.name for o in random_ops)) or "none"
@@ -124,10 +147,11 @@ def check_model(name, run_graphdef, workdir):
     # step and those move whatever the gradients are).
     moved = max([rel_error(x, w) for v, x, w in zip(variables, start, want)
                  if v.dtype.base_dtype == tf.float32 and "power" not in v.op.name] or [0.0])
-    print("     %s: %d variables, random ops fed: %s; largest change in training %.2e" % (
-        name, len(variables), fed, moved))
+    print("     %s: %d variables, random ops fed: %s; largest change in training %.2e; Sluice's step ran %d nodes,"
+          " %d of them Transposes" % (name, len(variables), fed, moved, sum(ops.values()), ops.get("Transpose", 0)))
     if not moved > 1e-3:
         raise RuntimeError("%d steps changed no variable by more than 1e-3: nothing to compare" % STEPS)
+    TRANSPOSES[name] = ops.get("Transpose", 0)
     return [("%s after %d steps: %s" % (name, STEPS, v.op.name), rel_error(g, w)) for v, g, w in zip(variables, got, want)]
 
 
@@ -160,6 +184,9 @@ def main():
         print("     %s worst rel_err=%.2e" % (name, worst))
         failed += bad
         passed_models += 0 if bad else 1
+    for check, ok in layout_checks():
+        print("%s %s" % ("ok  " if ok else "FAIL", check))
+        failed += 0 if ok else 1
     print("census parity: %d of %d models match TensorFlow after %d steps" % (passed_models, len(models), STEPS))
     print("%d failed" % failed)
     return 1 if failed else 0

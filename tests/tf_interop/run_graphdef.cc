@@ -5,7 +5,7 @@
 //   run_graphdef --graph=G.pb [--feed=NAME=FILE]... [--fetch=NAME=FILE]...
 //                [--grad_y=NAME --grad_x=NAME... [--grad_dy=NAME]]
 //                [--iters=N] [--warmup=W] [--max_seconds=S]
-//                [--init=NODE] [--train=NODE --steps=N]
+//                [--init=NODE] [--train=NODE --steps=N [--op_counts=FILE]]
 //
 // Files are serialized TensorProtos (TensorFlow's field numbers, so
 // tf.make_tensor_proto(...).SerializeToString() writes a feed and
@@ -20,7 +20,9 @@
 // --init runs NODE once as a target before anything else (no feeds: an
 // initializer); --train runs NODE as a target N times with the feeds before
 // the fetches are run, so a training graph's variables can be fetched after
-// N steps.
+// N steps; --op_counts writes how many nodes of each op type the last of them
+// ran ("Conv2D 3" per line, sorted), which shows what the step's graph
+// passes left (the data format pass's Transposes, say).
 // Every failure (unreadable file, malformed proto, graph rejected, kernel
 // error) prints the status on stderr and exits 1; nothing crashes.
 #include <algorithm>
@@ -28,6 +30,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -64,6 +67,7 @@ struct Args {
   std::string init;        // run once first, as a target
   std::string train;       // run `steps` times, as a target, before the fetches
   int steps = 0;
+  std::string op_counts;   // the last training step's op types and node counts
 };
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -123,6 +127,8 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
       (flag == "iters" ? args.iters : flag == "warmup" ? args.warmup : args.steps) = n;
     } else if (flag == "init") {
       args.init = value;
+    } else if (flag == "op_counts") {
+      args.op_counts = value;
     } else if (flag == "train") {
       args.train = value;
     } else if (flag == "max_seconds") {
@@ -137,6 +143,9 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
   if (args.fetches.empty()) return absl::InvalidArgumentError("at least one --fetch is required");
   if (args.train.empty() != (args.steps == 0)) {
     return absl::InvalidArgumentError("--train and --steps (> 0) go together");
+  }
+  if (!args.op_counts.empty() && args.train.empty()) {
+    return absl::InvalidArgumentError("--op_counts counts the last --train step: give --train and --steps");
   }
   if (args.grad_y.empty() != args.grad_xs.empty()) {
     return absl::InvalidArgumentError("--grad_y and --grad_x go together");
@@ -245,8 +254,17 @@ absl::Status Main(int argc, char** argv) {
     if (!s.ok()) return s;
   }
   for (int i = 0; i < args.steps; ++i) {
-    s = session->Run(feeds, {}, {args.train}, &outputs);
+    RunOptions run;
+    RunMetadata metadata;
+    run.collect_step_stats = i + 1 == args.steps && !args.op_counts.empty();
+    s = session->Run(run, feeds, {}, {args.train}, &outputs, &metadata);
     if (!s.ok()) return s;
+    if (!run.collect_step_stats) continue;
+    std::map<std::string, int> counts;
+    for (const NodeExecStats& n : metadata.step_stats) ++counts[n.op];
+    std::ofstream out(args.op_counts);
+    for (const auto& [op, count] : counts) out << op << " " << count << "\n";
+    if (!out.flush()) return absl::UnavailableError(absl::StrCat("cannot write --op_counts file ", args.op_counts));
   }
   s = session->Run(feeds, fetches, {}, &outputs);
   if (!s.ok()) return s;

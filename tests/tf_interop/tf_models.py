@@ -60,11 +60,13 @@ def read_tensor(path):
 
 def run_sluice(run_graphdef, workdir, tag, graph_def, feeds, fetches, grad_y=None, grad_xs=(), grad_dy=None,
                iters=0, warmup=2, max_seconds=0, write_outputs=True, env=None, prefix=(), init=None, train=None,
-               steps=0):
+               steps=0, op_counts=None):
     """Runs `graph_def` in Sluice; returns (outputs list, timing dict or None).
 
     feeds: {tensor name: ndarray}; fetches: tensor names (or "@grad:i").
     With write_outputs=False the outputs list is empty (timing-only runs).
+    With train and op_counts (a dict), op_counts gets {op type: nodes run}
+    of the last training step.
     """
     gpath = os.path.join(workdir, tag + ".graph.pb")
     with open(gpath, "wb") as f:
@@ -91,6 +93,9 @@ def run_sluice(run_graphdef, workdir, tag, graph_def, feeds, fetches, grad_y=Non
         cmd.append("--init=" + init)
     if train:
         cmd += ["--train=" + train, "--steps=%d" % steps]
+    counts_path = os.path.join(workdir, tag + ".op_counts.txt")
+    if train and op_counts is not None:
+        cmd.append("--op_counts=" + counts_path)
     if iters:
         cmd += ["--iters=%d" % iters, "--warmup=%d" % warmup]
         if max_seconds:
@@ -102,6 +107,11 @@ def run_sluice(run_graphdef, workdir, tag, graph_def, feeds, fetches, grad_y=Non
     m = re.search(r"timing: iters=(\d+) mean_us=([\d.]+) min_us=([\d.]+) median_us=([\d.]+)", proc.stdout)
     if m:
         timing = {"mean_us": float(m.group(2)), "min_us": float(m.group(3)), "median_us": float(m.group(4))}
+    if train and op_counts is not None:
+        with open(counts_path) as f:
+            for line in f:
+                op, count = line.split()
+                op_counts[op] = int(count)
     return [read_tensor(p) for p in outs], timing
 
 

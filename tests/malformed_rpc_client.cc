@@ -602,8 +602,8 @@ void RunGraphs(const std::string& handle) {
     return g_client->Envelope("CleanupGraph", c.SerializeAsString());
   };
 
-  Check("RunGraph/unknown graph handle", run(RunRequest("graph_that_never_was", ++step)), Want::kWorkerError, kNotFound);
-  Check("RunGraph/empty graph handle", run(RunRequest("", ++step)), Want::kWorkerError, kNotFound);
+  Check("RunGraph/unknown graph handle", run(RunRequest("graph_that_never_was", ++step)), Want::kWorkerError, kAborted);
+  Check("RunGraph/empty graph handle", run(RunRequest("", ++step)), Want::kWorkerError, kAborted);
   if (handle.empty()) return;
 
   // Control: [[1,2],[3,4]]^2 = [[7,10],[15,22]].
@@ -752,7 +752,7 @@ void RunGraphs(const std::string& handle) {
         kNotFound);
   RunGraphRequest r = RunRequest(handle, ++step);
   AddSend(&r, FloatTensor({2, 2}, {1, 2, 3, 4}));
-  Check("RunGraph/a deregistered graph", run(r), Want::kWorkerError, kNotFound);
+  Check("RunGraph/a deregistered graph", run(r), Want::kWorkerError, kAborted);
 }
 
 void RecvTensors() {

@@ -231,8 +231,12 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
     if (it != graphs_.end()) graph = it->second;
   }
   if (graph == nullptr) {
-    done(absl::NotFoundError(
-        absl::StrCat("RunGraph: task ", options_.task, " has no graph '", request->graph_handle(), "'")));
+    // Aborted, as a step a peer's loss cut short: the graph was registered
+    // (the caller has its handle) and is gone because this task restarted or
+    // a CleanupAll (a recovering chief's) removed it; the caller's recovery
+    // registers it again.
+    done(absl::AbortedError(absl::StrCat("RunGraph: task ", options_.task, " has no graph '", request->graph_handle(),
+                                         "' (the task restarted, or a recovering chief cleaned it up)")));
     return;
   }
   auto rendezvous_or = steps_->FindOrCreate(request->step_id());

@@ -51,4 +51,13 @@ std::vector<bool> ReverseReachable(const Graph& graph, const std::vector<Node*>&
   return seen;
 }
 
+NodeEdges EdgesOf(const Node& n) {
+  NodeEdges edges;
+  for (const Edge* e : n.in_edges()) {
+    if (e->IsControlEdge()) edges.control_inputs.push_back(e->src);
+  }
+  for (const Edge* e : n.out_edges()) edges.outs.push_back({e->src_output, e->dst, e->dst_input});
+  return edges;
+}
+
 }  // namespace sluice

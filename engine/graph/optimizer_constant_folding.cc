@@ -202,23 +202,13 @@ std::optional<std::vector<Tensor>> EvaluateKernel(Device* device, const Node* n,
 // Replaces `n` by one Const per output that has consumers; output 0's Const,
 // always made, takes `n`'s name and its control outputs.
 void ReplaceWithConsts(Graph* graph, Node* n, const std::vector<Tensor>& values) {
-  struct Out {
-    int src_output;
-    Node* dst;
-    int dst_input;
-  };
-  std::vector<Out> outs;
-  for (const Edge* e : n->out_edges()) outs.push_back({e->src_output, e->dst, e->dst_input});
-  std::vector<Node*> control_inputs;
-  for (const Edge* e : n->in_edges()) {
-    if (e->IsControlEdge()) control_inputs.push_back(e->src);
-  }
+  const NodeEdges edges = EdgesOf(*n);
   const std::string name = n->name();
   const std::string requested = n->def().device();
   const std::string assigned = n->assigned_device();
   std::vector<bool> used(values.size(), false);
   used[0] = true;  // the named one, always (a node without consumers is kept for its name)
-  for (const Out& o : outs) used[o.src_output == kControlSlot ? 0 : o.src_output] = true;
+  for (const NodeEdges::Out& o : edges.outs) used[o.src_output == kControlSlot ? 0 : o.src_output] = true;
   graph->RemoveNode(n);
 
   std::vector<Node*> consts(values.size(), nullptr);
@@ -242,9 +232,9 @@ void ReplaceWithConsts(Graph* graph, Node* n, const std::vector<Tensor>& values)
     CHECK(added.ok()) << added.status();  // a free name, a valid Const
     consts[i] = *added;
     consts[i]->set_assigned_device(assigned);
-    for (Node* c : control_inputs) graph->AddControlEdge(c, consts[i]);
+    for (Node* c : edges.control_inputs) graph->AddControlEdge(c, consts[i]);
   }
-  for (const Out& o : outs) {
+  for (const NodeEdges::Out& o : edges.outs) {
     if (o.src_output == kControlSlot) graph->AddControlEdge(consts[0], o.dst);
     else graph->AddEdge(consts[o.src_output], 0, o.dst, o.dst_input);
   }

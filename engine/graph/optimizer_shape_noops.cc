@@ -11,6 +11,7 @@
 #include "engine/framework/node_def_util.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/framework/types.h"
+#include "engine/graph/algorithm.h"
 #include "engine/graph/shape_refiner.h"
 #include "engine/platform/logging.h"
 
@@ -49,17 +50,7 @@ void ReplaceWithIdentity(Graph* graph, Node* n) {
   const Edge* in = n->input_edge(0);
   Node* src = in->src;
   const int src_output = in->src_output;
-  std::vector<Node*> control_inputs;
-  for (const Edge* e : n->in_edges()) {
-    if (e->IsControlEdge()) control_inputs.push_back(e->src);
-  }
-  struct Out {
-    int src_output;
-    Node* dst;
-    int dst_input;
-  };
-  std::vector<Out> outs;
-  for (const Edge* e : n->out_edges()) outs.push_back({e->src_output, e->dst, e->dst_input});
+  const NodeEdges edges = EdgesOf(*n);
   NodeDef def;  // inputs are connected below
   def.set_name(n->name());
   def.set_op("Identity");
@@ -73,8 +64,8 @@ void ReplaceWithIdentity(Graph* graph, Node* n) {
   Node* identity = *added;
   identity->set_assigned_device(assigned);
   graph->AddEdge(src, src_output, identity, 0);
-  for (Node* c : control_inputs) graph->AddControlEdge(c, identity);
-  for (const Out& o : outs) {
+  for (Node* c : edges.control_inputs) graph->AddControlEdge(c, identity);
+  for (const NodeEdges::Out& o : edges.outs) {
     if (o.src_output == kControlSlot) {
       graph->AddControlEdge(identity, o.dst);
     } else {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/graph/fusion_test_util.h"
 #include "engine/graph/graph_constructor.h"
 #include "engine/graph/graph_def_builder.h"
 #include "engine/runtime/session.h"
@@ -19,11 +20,7 @@
 namespace sluice {
 namespace {
 
-std::unique_ptr<Graph> MustBuild(const GraphDef& def) {
-  auto g = GraphFromGraphDef(def);
-  EXPECT_TRUE(g.ok()) << g.status();
-  return g.ok() ? std::move(g).value() : nullptr;
-}
+using fusion_test::MustBuild;
 
 std::string OpOf(const Graph& g, const std::string& name) {
   const Node* n = g.FindNode(name);

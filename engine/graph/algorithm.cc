@@ -1,6 +1,7 @@
-// Topological order and reverse reachability.
+// Topological order, reverse reachability, Switch reach and node edges.
 #include "engine/graph/algorithm.h"
 
+#include <deque>
 #include <functional>
 #include <queue>
 
@@ -45,6 +46,28 @@ std::vector<bool> ReverseReachable(const Graph& graph, const std::vector<Node*>&
       if (!seen[e->src->id()]) {
         seen[e->src->id()] = true;
         stack.push_back(e->src);
+      }
+    }
+  }
+  return seen;
+}
+
+std::vector<bool> DownstreamOfSwitch(const Graph& graph) {
+  std::vector<bool> seen(graph.num_node_ids(), false);
+  std::deque<const Node*> queue;
+  for (Node* n : graph.nodes()) {
+    if (n->IsSwitch()) {
+      seen[n->id()] = true;
+      queue.push_back(n);
+    }
+  }
+  while (!queue.empty()) {
+    const Node* n = queue.front();
+    queue.pop_front();
+    for (const Edge* e : n->out_edges()) {
+      if (!seen[e->dst->id()]) {
+        seen[e->dst->id()] = true;
+        queue.push_back(e->dst);
       }
     }
   }

@@ -18,6 +18,10 @@ std::vector<Node*> TopologicalOrder(const Graph& graph);
 // data or control edges. Indexed by node id.
 std::vector<bool> ReverseReachable(const Graph& graph, const std::vector<Node*>& roots);
 
+// Indexed by node id: whether a Switch output reaches the node (by data or
+// control edges), so that it may be dead (on an untaken branch) at run time.
+std::vector<bool> DownstreamOfSwitch(const Graph& graph);
+
 // What a node's replacement must be connected to once the node is removed
 // (constant folding's Consts, the shape no-ops' Identities).
 struct NodeEdges {

@@ -5,7 +5,6 @@
 #include "engine/graph/optimizer_constant_folding.h"
 
 #include <algorithm>
-#include <deque>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -95,30 +94,6 @@ bool Eligible(const Node* n, const std::vector<ControlFlowInfo>& frames, const s
     }
   }
   return true;
-}
-
-// Nodes a Switch output reaches: they may be dead (not taken) at run time,
-// which a Const would not be.
-std::vector<bool> DownstreamOfSwitch(const Graph& graph) {
-  std::vector<bool> seen(graph.num_node_ids(), false);
-  std::deque<const Node*> queue;
-  for (Node* n : graph.nodes()) {
-    if (n->IsSwitch()) {
-      seen[n->id()] = true;
-      queue.push_back(n);
-    }
-  }
-  while (!queue.empty()) {
-    const Node* n = queue.front();
-    queue.pop_front();
-    for (const Edge* e : n->out_edges()) {
-      if (!seen[e->dst->id()]) {
-        seen[e->dst->id()] = true;
-        queue.push_back(e->dst);
-      }
-    }
-  }
-  return seen;
 }
 
 int64_t BytesOf(DataType dtype, const PartialShape& shape) {

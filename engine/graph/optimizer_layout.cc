@@ -92,22 +92,27 @@ std::vector<int64_t> PermBetween(const std::string& from, const std::string& to)
 }
 
 // The formats a user's Transpose by a constant 4-D permutation moves between,
-// when the permutation is NHWC <-> NCHW and nothing else orders the node:
-// no control inputs or outputs, not a reference read.
+// when the permutation is NHWC <-> NCHW and nothing else orders the node: no
+// control inputs or outputs, no control inputs on the permutation (which a
+// cond's branch may make dead), not a read of a variable's reference (which
+// its readers would then read at their own time, after updates the
+// Transpose ran before).
 bool UserTransposeFormats(const Node* u, std::string* from, std::string* to) {
-  if (u->type_string() != "Transpose" || u->num_inputs() != 2 || IsRefType(u->input_type(0))) return false;
+  if (u->type_string() != "Transpose" || u->num_inputs() != 2) return false;
+  const Edge* x = u->input_edge(0);
+  const Edge* perm_edge = u->input_edge(1);
+  if (x == nullptr || perm_edge == nullptr || IsRefType(x->src->output_type(x->src_output))) return false;
   for (const Edge* e : u->in_edges()) {
     if (e->IsControlEdge()) return false;
   }
   for (const Edge* e : u->out_edges()) {
     if (e->IsControlEdge()) return false;
   }
-  const Edge* perm_edge = u->input_edge(1);
-  if (perm_edge == nullptr || perm_edge->src->type_string() != "Const") return false;
+  if (perm_edge->src->type_string() != "Const" || !perm_edge->src->in_edges().empty()) return false;
   TensorProto proto;
   if (!GetNodeAttr(perm_edge->src->def(), "value", &proto).ok()) return false;
   auto perm = Tensor::FromProto(proto);
-  if (!perm.ok() || perm->NumElements() != 4) return false;
+  if (!perm.ok() || perm->dims() != 1 || perm->NumElements() != 4) return false;
   std::vector<int64_t> values;
   for (int64_t i = 0; i < 4; ++i) {
     if (perm->dtype() == DT_INT32) {

@@ -558,5 +558,38 @@ TEST(Layout, AResidualAddAndAShapeNFollowTheConversion) {
   ExpectReimports(*g);
 }
 
+TEST(Layout, TransposesOfAVariableOrByAConditionalPermutationStay) {
+  // `read` transposes the variable's reference: bypassing it would make the
+  // conv read the variable at its own time, after an update `read` came
+  // before. `gated`'s permutation waits for a control input (in a cond, a
+  // Switch that may make it dead). Neither is the user's plain NHWC -> NCHW
+  // Transpose, so ours stay after them.
+  GraphDefBuilder b;
+  b.Variable("v", DT_FLOAT, TensorShape({1, 4, 4, 2}));
+  b.Placeholder("images", DT_FLOAT);
+  b.Placeholder("f", DT_FLOAT);
+  b.NoOp("gate");
+  b.Const("perm", Tensor::FromVector<int32_t>({0, 3, 1, 2}));
+  b.Node("gated_perm", "Const", {"^gate"},
+         {{"dtype", MakeAttr(DT_INT32)}, {"value", MakeAttr(Tensor::FromVector<int32_t>({0, 3, 1, 2}))}});
+  b.Node("read", "Transpose", {"v", "perm"}, {{"T", MakeAttr(DT_FLOAT)}});
+  b.Node("gated", "Transpose", {"images", "gated_perm"}, {{"T", MakeAttr(DT_FLOAT)}});
+  const std::map<std::string, AttrValue> conv = {{"T", MakeAttr(DT_FLOAT)},
+                                                 {"strides", Ints({1, 1, 1, 1})},
+                                                 {"padding", MakeAttr("SAME")},
+                                                 {"data_format", MakeAttr("NCHW")}};
+  b.Node("conv_v", "Conv2D", {"read", "f"}, conv);
+  b.Node("conv_images", "Conv2D", {"gated", "f"}, conv);
+  b.Identity("out_v", "conv_v", DT_FLOAT);
+  b.Identity("out_images", "conv_images", DT_FLOAT);
+  auto g = MustBuild(b.graph());
+  ASSERT_NE(g, nullptr);
+  const LayoutResult r = ConvertDataFormats(LayoutOptions(), g.get());
+  EXPECT_EQ(r.converted_nodes, 2);
+  EXPECT_EQ(r.removed_user_transposes, 0);
+  EXPECT_EQ(SourceOf(*g, SourceOf(*g, "conv_v", 0), 0), "read");
+  EXPECT_EQ(SourceOf(*g, SourceOf(*g, "conv_images", 0), 0), "gated");
+}
+
 }  // namespace
 }  // namespace sluice

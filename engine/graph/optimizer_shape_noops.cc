@@ -79,9 +79,12 @@ void ReplaceWithIdentity(Graph* graph, Node* n) {
 int ReplaceShapeNoOpsWithIdentities(const ShapeNoOpOptions& options, Graph* graph) {
   ShapeRefiner refiner;
   if (!refiner.InferShapes(*graph).ok()) return 0;
+  // After a Switch a node is dead when any input is; its Identity would be
+  // dead with input 0 only.
+  const std::vector<bool> conditional = DownstreamOfSwitch(*graph);
   std::vector<Node*> noops;
   for (Node* n : graph->nodes()) {
-    if (IsNoOp(n, refiner) && !(options.keep && options.keep(n))) noops.push_back(n);
+    if (!conditional[n->id()] && IsNoOp(n, refiner) && !(options.keep && options.keep(n))) noops.push_back(n);
   }
   for (Node* n : noops) ReplaceWithIdentity(graph, n);
   return static_cast<int>(noops.size());

@@ -13,8 +13,11 @@
 //    1 with keep_dims, of one element each.
 // The Identity keeps the node's name, devices and control edges, and its
 // input 0; the other inputs (shapes, axes, multiples) lose a reader. Left
-// alone: ref inputs, nodes `keep` protects, nodes whose device has no
-// Identity kernel for the type.
+// alone: ref inputs, nodes a Switch reaches (dead when any input is, where
+// the Identity would follow input 0 only), nodes `keep` protects, nodes
+// whose device has no Identity kernel for the type. Static shapes take a
+// variable at its declared shape, as constant folding does (an Assign with
+// validate_shape false to another shape is outside what they prove).
 //
 // The data format pass relies on it: an Identity is an element-wise node it
 // moves into the converted format, where a Reshape or a Sum would keep a

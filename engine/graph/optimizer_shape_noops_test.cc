@@ -94,6 +94,21 @@ TEST(ShapeNoOps, KeptNodesStay) {
   EXPECT_EQ(OpOf(*g, "same_tile"), "Tile");
 }
 
+TEST(ShapeNoOps, NodesAfterASwitchStay) {
+  // On a cond's branch a node is dead when its shape input is: an Identity
+  // of x alone would not be.
+  GraphDefBuilder b;
+  b.Node("x", "Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(TensorShape({2, 3}))}});
+  b.Placeholder("p", DT_BOOL);
+  b.Const("dims", Tensor::FromVector<int32_t>({2, 3}));
+  b.Switch("sw", "dims", "p", DT_INT32);
+  b.Node("branch_reshape", "Reshape", {"x", "sw:1"}, {{"T", MakeAttr(DT_FLOAT)}});
+  auto g = MustBuild(b.graph());
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(ReplaceShapeNoOpsWithIdentities(ShapeNoOpOptions(), g.get()), 0);
+  EXPECT_EQ(OpOf(*g, "branch_reshape"), "Reshape");
+}
+
 std::vector<Tensor> RunOps(bool fold, const std::vector<std::string>& fetches, int* nodes) {
   SessionOptions options;
   options.enable_constant_folding = fold;  // the pass runs with it

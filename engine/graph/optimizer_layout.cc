@@ -181,6 +181,13 @@ class LayoutPass {
     bool into_converted = false;  // made for a converted node's input (else for its output)
   };
 
+  // Whether `later` takes back what `earlier` did.
+  static bool Undoes(const Transposition& later, const Transposition& earlier) {
+    return later.from == earlier.to && later.to == earlier.from;
+  }
+
+  bool Kept(const Node* n) const { return options_.keep && options_.keep(n); }
+
   std::string DeviceFormat(const Node* n) const {
     auto d = ParseDeviceName(n->assigned_device());
     if (!d.ok() || !d->has_type) return "NHWC";
@@ -254,7 +261,7 @@ class LayoutPass {
       *how = it->second;
       return true;
     }
-    return !(options_.keep && options_.keep(t)) && UserTransposeFormats(t, &how->from, &how->to);
+    return !Kept(t) && UserTransposeFormats(t, &how->from, &how->to);
   }
 
   // Whether every data input of `n` leaves a Transpose (ours, or a user's
@@ -311,7 +318,7 @@ class LayoutPass {
     Node* p = Placed(
         b, b.Op(name, "DataFormatVecPermute", {x}, {{"src_format", MakeAttr(from)}, {"dst_format", MakeAttr(to)}}),
         device);
-    permutes_[p] = {from, to};
+    permutes_[p] = Transposition{from, to};
     return p;
   }
 
@@ -450,32 +457,49 @@ class LayoutPass {
     for (Node* u : users) RemoveUserTransposeIfUnread(u);
   }
 
-  // A user's NHWC <-> NCHW Transpose u that one of ours undoes: a graph that
-  // transposes NHWC images into NCHW for its convolutions (ours then takes
-  // them back), or an NCHW result back to NHWC before a flatten (after ours
-  // took it to NCHW). The later one's readers read the earlier one's input;
-  // u goes when nothing reads it any more (with its permutation Const, when
-  // that is read by nothing else). Kept nodes (targets) are left alone.
-  void CancelAgainstUserTransposes() {
-    auto user_inverse = [this](const Node* u, const Transposition& how) {
-      std::string from, to;
-      return !ours_.contains(u) && !(options_.keep && options_.keep(u)) && UserTransposeFormats(u, &from, &to) &&
-             from == how.to && to == how.from;
-    };
+  void RemoveUserTransposeIfUnread(Node* u) {
+    if (!u->out_edges().empty()) return;
+    Node* perm = u->input_edge(1)->src;
+    graph_->RemoveNode(u);
+    ++result_.removed_user_transposes;
+    if (perm->out_edges().empty() && !Kept(perm)) graph_->RemoveNode(perm);
+  }
+
+  // Our Transposes, in the order they were made.
+  std::vector<Node*> OursById() const {
+    std::vector<Node*> transposes;
+    for (const auto& [t, unused] : ours_) transposes.push_back(const_cast<Node*>(t));
+    std::sort(transposes.begin(), transposes.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
+    return transposes;
+  }
+
+  // A Transpose of ours that undoes the one it reads, ours or a user's NHWC
+  // <-> NCHW one (a graph that transposes its NHWC images into NCHW for its
+  // convolutions), goes: its readers read the earlier one's input. A user's
+  // Transpose that undoes one of ours (an NCHW result back to NHWC before a
+  // flatten) has its readers read our Transpose's input. A user's Transpose
+  // left unread goes (with its permutation Const, when nothing else reads
+  // that); kept nodes (targets) are not bypassed. Then shapes read before our
+  // Transposes, inverse permutes cancel, and our nodes left unread go.
+  void CancelInversePairs() {
     for (Node* t : OursById()) {
       const Transposition how = ours_.at(t);
       Node* before = t->input_edge(0)->src;
-      if (user_inverse(before, how)) {
+      Transposition earlier;
+      if (TranspositionOf(before, &earlier) && Undoes(how, earlier)) {
         const Edge* x = before->input_edge(0);
-        MoveReaders(DataOutEdges(t), x->src, x->src_output);
+        MoveReaders(DataOutEdges(t), x->src, x->src_output);  // ours have no control edges out
         RemoveOurs(t);
         ++result_.cancelled_transposes;
-        RemoveUserTransposeIfUnread(before);
+        if (!ours_.contains(before)) RemoveUserTransposeIfUnread(before);
         continue;
       }
       std::vector<Node*> after;
       for (const Edge* e : DataOutEdges(t)) {
-        if (e->dst_input == 0 && user_inverse(e->dst, how)) after.push_back(e->dst);
+        Transposition later;
+        if (e->dst_input == 0 && !ours_.contains(e->dst) && TranspositionOf(e->dst, &later) && Undoes(later, how)) {
+          after.push_back(e->dst);
+        }
       }
       const Edge* x = t->input_edge(0);
       for (Node* u : after) {
@@ -483,14 +507,9 @@ class LayoutPass {
         RemoveUserTransposeIfUnread(u);
       }
     }
-  }
-
-  void RemoveUserTransposeIfUnread(Node* u) {
-    if (!u->out_edges().empty()) return;
-    Node* perm = u->input_edge(1)->src;
-    graph_->RemoveNode(u);
-    ++result_.removed_user_transposes;
-    if (perm->out_edges().empty() && !(options_.keep && options_.keep(perm))) graph_->RemoveNode(perm);
+    ShapesBeforeTransposes();
+    CancelInversePermutes();
+    RemoveUnreadOfOurs();
   }
 
   // DataFormatVecPermute p2(p1(v)) of ours with p2 undoing p1 (a shape that
@@ -504,53 +523,26 @@ class LayoutPass {
     for (Node* p2 : permutes) {
       const Edge* in = p2->input_edge(0);
       auto p1 = permutes_.find(in->src);
-      const auto& [from2, to2] = permutes_.at(p2);
-      if (p1 == permutes_.end() || p1->second.first != to2 || p1->second.second != from2) continue;
+      if (p1 == permutes_.end() || !Undoes(permutes_.at(p2), p1->second)) continue;
       const Edge* v = in->src->input_edge(0);
       MoveReaders(DataOutEdges(p2), v->src, v->src_output);
     }
-    for (bool removed = true; removed;) {
-      removed = false;
-      for (Node* p : graph_->nodes()) {
-        if (permutes_.contains(p) && p->out_edges().empty()) {
-          permutes_.erase(p);
-          graph_->RemoveNode(p);
-          ++result_.cancelled_permutes;
-          removed = true;
-        }
-      }
-    }
   }
 
-  // Our Transposes, in the order they were made.
-  std::vector<Node*> OursById() const {
-    std::vector<Node*> transposes;
-    for (const auto& [t, unused] : ours_) transposes.push_back(const_cast<Node*>(t));
-    std::sort(transposes.begin(), transposes.end(), [](const Node* a, const Node* b) { return a->id() < b->id(); });
-    return transposes;
-  }
-
-  // t2(t1(x)) with t2 undoing t1: t2's consumers read x. Then every
-  // Transpose of ours that nothing reads goes.
-  void CancelInversePairs() {
-    for (Node* t2 : OursById()) {
-      const Edge* in = t2->input_edge(0);
-      auto t1 = ours_.find(in->src);
-      if (t1 == ours_.end() || t1->second.from != ours_[t2].to || t1->second.to != ours_[t2].from) continue;
-      const Edge* x = in->src->input_edge(0);
-      MoveReaders(DataOutEdges(t2), x->src, x->src_output);  // ours have no control edges out
-      RemoveOurs(t2);
-      ++result_.cancelled_transposes;
-    }
-    CancelAgainstUserTransposes();
-    ShapesBeforeTransposes();
-    CancelInversePermutes();
+  // Our Transposes (with their permutations) and DataFormatVecPermutes that
+  // nothing reads go, until none is left.
+  void RemoveUnreadOfOurs() {
     for (bool removed = true; removed;) {
       removed = false;
-      for (Node* t : graph_->nodes()) {
-        if (ours_.contains(t) && t->out_edges().empty()) {
-          RemoveOurs(t);
+      for (Node* n : graph_->nodes()) {
+        if (!n->out_edges().empty()) continue;
+        if (ours_.contains(n)) {
+          RemoveOurs(n);
           ++result_.cancelled_transposes;
+          removed = true;
+        } else if (permutes_.erase(n) > 0) {
+          graph_->RemoveNode(n);
+          ++result_.cancelled_permutes;
           removed = true;
         }
       }
@@ -560,8 +552,8 @@ class LayoutPass {
   const LayoutOptions& options_;
   Graph* graph_;
   absl::flat_hash_map<const Node*, Transposition> ours_;
-  // Our DataFormatVecPermutes: (from, to).
-  absl::flat_hash_map<const Node*, std::pair<std::string, std::string>> permutes_;
+  // Our DataFormatVecPermutes (into_converted unused).
+  absl::flat_hash_map<const Node*, Transposition> permutes_;
   // By node id, as the pass found the graph: whether the node's outputs are
   // in the root frame.
   std::vector<bool> outputs_in_root_frame_;

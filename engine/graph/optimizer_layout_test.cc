@@ -41,6 +41,14 @@ REGISTER_KERNEL_BUILDER(Name("DataFormatVecPermute").Device(fusion_test::kXpuTyp
 
 AttrValue Ints(std::vector<int64_t> v) { return MakeAttr(v); }
 
+// A float convolution's (or its backprops') attrs: stride 1, SAME, NCHW.
+std::map<std::string, AttrValue> NchwConvAttrs() {
+  return {{"T", MakeAttr(DT_FLOAT)},
+          {"strides", Ints({1, 1, 1, 1})},
+          {"padding", MakeAttr("SAME")},
+          {"data_format", MakeAttr("NCHW")}};
+}
+
 std::vector<int64_t> IntsOf(const Graph& g, const std::string& node, const char* attr) {
   std::vector<int64_t> v;
   EXPECT_TRUE(GetNodeAttr(DefOf(g, node), attr, &v).ok()) << node << "." << attr;
@@ -185,12 +193,8 @@ TEST(Layout, ShapeInputsArePermutedAndEveryDataInputTransposed) {
   b.Node("pool_grad", "MaxPoolGrad", {"x", "pooled", "dy"},
          {{"T", MakeAttr(DT_FLOAT)}, {"ksize", Ints(window)}, {"strides", Ints(window)}, {"padding", MakeAttr("VALID")},
           {"data_format", MakeAttr("NCHW")}});
-  b.Node("input_grad", "Conv2DBackpropInput", {"sizes", "f", "pool_grad"},
-         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
-          {"data_format", MakeAttr("NCHW")}});
-  b.Node("filter_grad", "Conv2DBackpropFilter", {"x", "sizes", "pool_grad"},
-         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
-          {"data_format", MakeAttr("NCHW")}});
+  b.Node("input_grad", "Conv2DBackpropInput", {"sizes", "f", "pool_grad"}, NchwConvAttrs());
+  b.Node("filter_grad", "Conv2DBackpropFilter", {"x", "sizes", "pool_grad"}, NchwConvAttrs());
   b.Identity("dx", "input_grad", DT_FLOAT);
   b.Identity("df", "filter_grad", DT_FLOAT);
   auto g = MustBuild(b.graph());
@@ -254,13 +258,9 @@ TEST(Layout, AShapeOfAConvertedTensorReadsItBeforeTheTranspose) {
   b.Node("pool", "MaxPool", {"x"},
          {{"T", MakeAttr(DT_FLOAT)}, {"ksize", Ints(window)}, {"strides", Ints(window)}, {"padding", MakeAttr("VALID")},
           {"data_format", MakeAttr("NCHW")}});
-  b.Node("conv", "Conv2D", {"pool", "f"},
-         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
-          {"data_format", MakeAttr("NCHW")}});
+  b.Node("conv", "Conv2D", {"pool", "f"}, NchwConvAttrs());
   b.Node("pool_shape", "Shape", {"pool"}, {{"T", MakeAttr(DT_FLOAT)}, {"out_type", MakeAttr(DT_INT32)}});
-  b.Node("input_grad", "Conv2DBackpropInput", {"pool_shape", "f", "dy"},
-         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
-          {"data_format", MakeAttr("NCHW")}});
+  b.Node("input_grad", "Conv2DBackpropInput", {"pool_shape", "f", "dy"}, NchwConvAttrs());
   b.Identity("out", "conv", DT_FLOAT);
   b.Identity("dx", "input_grad", DT_FLOAT);
   b.Identity("dims", "pool_shape", DT_INT32);
@@ -289,9 +289,7 @@ TEST(Layout, ANodeFedByASwitchIsConverted) {
   b.Placeholder("f", DT_FLOAT);
   b.Placeholder("p", DT_BOOL);
   b.Switch("sw", "x", "p", DT_FLOAT);
-  b.Node("conv", "Conv2D", {"sw:1", "f"},
-         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
-          {"data_format", MakeAttr("NCHW")}});
+  b.Node("conv", "Conv2D", {"sw:1", "f"}, NchwConvAttrs());
   b.Identity("out", "conv", DT_FLOAT);
   auto g = MustBuild(b.graph());
   ASSERT_NE(g, nullptr);
@@ -309,13 +307,8 @@ TEST(Layout, AConvertedNodesControlInputsOrderTheTransposesIntoIt) {
   b.Placeholder("x", DT_FLOAT);
   b.Placeholder("f", DT_FLOAT);
   b.NoOp("update");
-  const AttrValue nchw = MakeAttr("NCHW");
-  b.Node("c", "Conv2D", {"x", "f", "^update"},
-         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
-          {"data_format", nchw}});
-  b.Node("d", "Conv2D", {"x", "f"},
-         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
-          {"data_format", nchw}});
+  b.Node("c", "Conv2D", {"x", "f", "^update"}, NchwConvAttrs());
+  b.Node("d", "Conv2D", {"x", "f"}, NchwConvAttrs());
   b.Identity("c_out", "c", DT_FLOAT);
   b.Identity("d_out", "d", DT_FLOAT);
   auto g = MustBuild(b.graph());
@@ -339,9 +332,7 @@ TEST(Layout, ANodeBetweenThatLeadsToNoLayoutNodeStays) {
   b.Placeholder("b", DT_FLOAT);
   b.Placeholder("w", DT_FLOAT);
   b.Const("flat", Tensor::FromVector<int32_t>({-1}));
-  b.Node("conv", "Conv2D", {"x", "f"},
-         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
-          {"data_format", MakeAttr("NCHW")}});
+  b.Node("conv", "Conv2D", {"x", "f"}, NchwConvAttrs());
   b.Node("bias", "BiasAdd", {"conv", "b"}, {{"T", MakeAttr(DT_FLOAT)}, {"data_format", MakeAttr("NCHW")}});
   b.Node("relu", "Relu", {"bias"}, {{"T", MakeAttr(DT_FLOAT)}});
   b.Binary("Mul", "scaled", "relu", "w", DT_FLOAT);
@@ -377,9 +368,7 @@ TEST(Layout, TheTransposesRunInTheirSourcesFrame) {
   b.Placeholder("f", DT_FLOAT);
   b.Enter("x_in", "x", DT_FLOAT, "loop", true);
   b.Enter("f_in", "f", DT_FLOAT, "loop", true);
-  b.Node("conv", "Conv2D", {"x_in", "f_in"},
-         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
-          {"data_format", MakeAttr("NCHW")}});
+  b.Node("conv", "Conv2D", {"x_in", "f_in"}, NchwConvAttrs());
   b.Exit("conv_out", "conv", DT_FLOAT);
   auto g = MustBuild(b.graph());
   ASSERT_NE(g, nullptr);
@@ -458,9 +447,7 @@ TEST(Layout, BatchNormsBetweenConvolutionsFollowThem) {
   for (const char* p : {"x", "f", "f2", "scale", "offset", "dy"}) b.Placeholder(p, DT_FLOAT);
   const AttrValue nchw = MakeAttr("NCHW");
   auto conv = [&](const std::string& name, const std::string& in, const std::string& filter) {
-    b.Node(name, "Conv2D", {in, filter},
-           {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
-            {"data_format", nchw}});
+    b.Node(name, "Conv2D", {in, filter}, NchwConvAttrs());
   };
   const std::map<std::string, AttrValue> batch_norm = {
       {"T", MakeAttr(DT_FLOAT)}, {"U", MakeAttr(DT_FLOAT)}, {"data_format", nchw}, {"is_training", MakeAttr(true)}};
@@ -471,17 +458,13 @@ TEST(Layout, BatchNormsBetweenConvolutionsFollowThem) {
   conv("conv2", "relu", "f2");
   b.Identity("out", "conv2", DT_FLOAT);
   // The backward pass of bn and relu, fed a gradient from conv2's input.
-  b.Node("conv2_dx", "Conv2DBackpropInput", {"dims", "f2", "dy"},
-         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
-          {"data_format", nchw}});
+  b.Node("conv2_dx", "Conv2DBackpropInput", {"dims", "f2", "dy"}, NchwConvAttrs());
   b.Node("dims", "Shape", {"relu"}, {{"T", MakeAttr(DT_FLOAT)}, {"out_type", MakeAttr(DT_INT32)}});
   b.Node("relu_grad", "ReluGrad", {"conv2_dx", "relu"}, {{"T", MakeAttr(DT_FLOAT)}});
   b.Node("bn_grad", "FusedBatchNormGradV3", {"relu_grad", "conv", "scale", "bn:3", "bn:4", "bn:5"},
          batch_norm);
   b.Const("f_sizes", Tensor::FromVector<int32_t>({3, 3, 1, 4}));
-  b.Node("conv_df", "Conv2DBackpropFilter", {"x", "f_sizes", "bn_grad"},
-         {{"T", MakeAttr(DT_FLOAT)}, {"strides", Ints({1, 1, 1, 1})}, {"padding", MakeAttr("SAME")},
-          {"data_format", nchw}});
+  b.Node("conv_df", "Conv2DBackpropFilter", {"x", "f_sizes", "bn_grad"}, NchwConvAttrs());
   b.Identity("df", "conv_df", DT_FLOAT);
   b.Identity("dscale", "bn_grad:1", DT_FLOAT);
   auto g = MustBuild(b.graph());
@@ -529,10 +512,7 @@ TEST(Layout, AResidualAddAndAShapeNFollowTheConversion) {
   // convolutions, and the ShapeN reads relu itself.
   GraphDefBuilder b;
   for (const char* p : {"x", "f1", "f2", "f3", "dy"}) b.Placeholder(p, DT_FLOAT);
-  const std::map<std::string, AttrValue> conv_attrs = {{"T", MakeAttr(DT_FLOAT)},
-                                                      {"strides", Ints({1, 1, 1, 1})},
-                                                      {"padding", MakeAttr("SAME")},
-                                                      {"data_format", MakeAttr("NCHW")}};
+  const std::map<std::string, AttrValue> conv_attrs = NchwConvAttrs();
   b.Node("conv1", "Conv2D", {"x", "f1"}, conv_attrs);
   b.Node("relu", "Relu", {"conv1"}, {{"T", MakeAttr(DT_FLOAT)}});
   b.Node("conv2", "Conv2D", {"relu", "f2"}, conv_attrs);
@@ -574,10 +554,7 @@ TEST(Layout, TransposesOfAVariableOrByAConditionalPermutationStay) {
          {{"dtype", MakeAttr(DT_INT32)}, {"value", MakeAttr(Tensor::FromVector<int32_t>({0, 3, 1, 2}))}});
   b.Node("read", "Transpose", {"v", "perm"}, {{"T", MakeAttr(DT_FLOAT)}});
   b.Node("gated", "Transpose", {"images", "gated_perm"}, {{"T", MakeAttr(DT_FLOAT)}});
-  const std::map<std::string, AttrValue> conv = {{"T", MakeAttr(DT_FLOAT)},
-                                                 {"strides", Ints({1, 1, 1, 1})},
-                                                 {"padding", MakeAttr("SAME")},
-                                                 {"data_format", MakeAttr("NCHW")}};
+  const std::map<std::string, AttrValue> conv = NchwConvAttrs();
   b.Node("conv_v", "Conv2D", {"read", "f"}, conv);
   b.Node("conv_images", "Conv2D", {"gated", "f"}, conv);
   b.Identity("out_v", "conv_v", DT_FLOAT);

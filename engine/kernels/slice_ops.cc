@@ -5,6 +5,7 @@
 // Stateless; Compute is safe to run concurrently.
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/framework/strided_slice.h"
 #include "engine/kernels/array_kernel_util.h"
 #include "engine/kernels/strided_copy.h"
 
@@ -84,36 +85,9 @@ class SliceOp : public OpKernel {
 };
 REGISTER_KERNEL_BUILDER(Name("Slice").Device(kDeviceCpu), SliceOp);
 
-// The resolved form of a strided slice over an input of known shape.
-struct StridedSliceSpec {
-  std::vector<int64_t> begin, stride, size;  // per input dim (the processing space)
-  std::vector<int64_t> final_shape;          // with new axes added and shrunk axes removed
-};
-
-// The masks as bit patterns (unsigned: a negative attr is just a pattern with
-// high bits set, and no mask arithmetic can overflow).
-struct StridedSliceMasks {
-  uint64_t begin_mask = 0, end_mask = 0, ellipsis_mask = 0, new_axis_mask = 0, shrink_axis_mask = 0;
-  absl::Status Read(OpKernelConstruction* ctx) {
-    for (auto [name, field] : {std::pair<const char*, uint64_t*>{"begin_mask", &begin_mask},
-                               {"end_mask", &end_mask},
-                               {"ellipsis_mask", &ellipsis_mask},
-                               {"new_axis_mask", &new_axis_mask},
-                               {"shrink_axis_mask", &shrink_axis_mask}}) {
-      int64_t v = 0;
-      absl::Status s = ctx->GetAttr(name, &v);
-      if (!s.ok()) return s;
-      *field = static_cast<uint64_t>(v);
-    }
-    return absl::OkStatus();
-  }
-};
-
-bool Bit(uint64_t mask, int i) { return (mask >> i) & 1; }
-
-// TensorFlow's ValidateStridedSliceOp: expands the sparse spec (with its
-// ellipsis and new axes) to one entry per input dim and canonicalizes it.
-absl::Status ResolveStridedSlice(const TensorShape& input, const Tensor& begin_t, const Tensor& end_t,
+// ResolveStridedSlice (engine/framework/strided_slice.h) with begin, end and
+// strides read from the op's index tensors.
+absl::Status ResolveFromTensors(const TensorShape& input, const Tensor& begin_t, const Tensor& end_t,
                                  const Tensor& strides_t, const StridedSliceMasks& m, StridedSliceSpec* spec) {
   auto begin = IndexVector(begin_t, "begin");
   if (!begin.ok()) return begin.status();
@@ -121,108 +95,7 @@ absl::Status ResolveStridedSlice(const TensorShape& input, const Tensor& begin_t
   if (!end.ok()) return end.status();
   auto strides = IndexVector(strides_t, "strides");
   if (!strides.ok()) return strides.status();
-  if (end->size() != begin->size() || strides->size() != begin->size()) {
-    return absl::InvalidArgumentError(absl::StrCat("expected begin, end, and strides to be 1D equal size tensors, but got "
-                                                   "shapes ", begin_t.shape().DebugString(), ", ",
-                                                   end_t.shape().DebugString(), ", and ",
-                                                   strides_t.shape().DebugString()));
-  }
-  int sparse_dims = static_cast<int>(begin->size());
-  if (sparse_dims > 62) return absl::InvalidArgumentError("too many slice dimensions (at most 62)");
-  uint64_t ellipsis_mask = m.ellipsis_mask;
-  if ((ellipsis_mask & (ellipsis_mask - 1)) != 0) {
-    return absl::InvalidArgumentError("multiple ellipses in slice spec not allowed");
-  }
-  // As TensorFlow's BuildDenseSpec: an ellipsis bit counts only inside the
-  // spec (bits 0 .. sparse_dims-1). When none falls there, whatever the mask
-  // says beyond, an implicit ellipsis follows the last entry, so the dims the
-  // spec does not name are taken whole. (Keying this on ellipsis_mask == 0
-  // left those dims out of the processing space, and the output unwritten.)
-  if ((ellipsis_mask & ((uint64_t{1} << sparse_dims) - 1)) == 0) {
-    ellipsis_mask = uint64_t{1} << sparse_dims;
-    ++sparse_dims;
-  }
-  int ellipsis_pos = 0;
-  while (!Bit(ellipsis_mask, ellipsis_pos)) ++ellipsis_pos;
-  int num_add_axis_after_ellipsis = 0;
-  for (int i = ellipsis_pos + 1; i < sparse_dims; ++i) {
-    if (Bit(m.new_axis_mask, i)) ++num_add_axis_after_ellipsis;
-  }
-  const int dense_dims = input.dims();
-  std::vector<int64_t> dbegin(dense_dims, 0), dend(dense_dims, 0), dstride(dense_dims, 1);
-  std::vector<bool> dbegin_masked(dense_dims, false), dend_masked(dense_dims, false), dshrink(dense_dims, false);
-  constexpr int kNewAxis = -1, kShrinkAxis = -2;
-  std::vector<int> gather;  // final dims: input dim, kNewAxis or kShrinkAxis
-  int full_index = 0;
-  for (int i = 0; i < sparse_dims; ++i) {
-    if (Bit(ellipsis_mask, i)) {
-      const int next_index = std::min(dense_dims - (sparse_dims - i) + 1 + num_add_axis_after_ellipsis, dense_dims);
-      for (; full_index < next_index; ++full_index) {
-        dbegin_masked[full_index] = dend_masked[full_index] = true;
-        gather.push_back(full_index);
-      }
-    } else if (Bit(m.new_axis_mask, i)) {
-      gather.push_back(kNewAxis);
-    } else {
-      if (full_index == dense_dims) {
-        return absl::InvalidArgumentError(absl::StrCat("index out of range using input dim ", full_index,
-                                                       "; input has only ", dense_dims, " dims"));
-      }
-      dbegin[full_index] = (*begin)[i];
-      dend[full_index] = (*end)[i];
-      dstride[full_index] = (*strides)[i];
-      dbegin_masked[full_index] = Bit(m.begin_mask, i);
-      dend_masked[full_index] = Bit(m.end_mask, i);
-      dshrink[full_index] = Bit(m.shrink_axis_mask, i);
-      gather.push_back(dshrink[full_index] ? kShrinkAxis : full_index);
-      ++full_index;
-    }
-  }
-  spec->begin.assign(dense_dims, 0);
-  spec->stride.assign(dense_dims, 1);
-  spec->size.assign(dense_dims, 0);
-  for (int i = 0; i < dense_dims; ++i) {
-    const int64_t dim = input.dim_size(i);
-    const int64_t stride = dstride[i];
-    if (stride == 0) return absl::InvalidArgumentError(absl::StrCat("strides[", i, "] must be non-zero"));
-    if (dshrink[i]) {
-      const int64_t x = dbegin[i];
-      const int64_t x_fwd = x < 0 ? dim + x : x;
-      if (x_fwd < 0 || x_fwd >= dim) {
-        return absl::InvalidArgumentError(absl::StrCat("slice index ", x, " of dimension ", i, " out of bounds"));
-      }
-      if (stride <= 0) return absl::InvalidArgumentError("only stride 1 allowed on non-range indexing");
-      spec->begin[i] = x_fwd;
-      spec->stride[i] = 1;
-      spec->size[i] = 1;
-      continue;
-    }
-    const int64_t lo = stride > 0 ? 0 : -1, hi = stride > 0 ? dim : dim - 1;
-    auto canonical = [&](int64_t x, bool masked, bool is_end) {
-      if (masked) return stride > 0 ? (is_end ? hi : lo) : (is_end ? lo : hi);
-      const int64_t x_fwd = x < 0 ? dim + x : x;
-      return x_fwd < lo ? lo : (x_fwd > hi ? hi : x_fwd);
-    };
-    const int64_t b = canonical(dbegin[i], dbegin_masked[i], false);
-    const int64_t e = canonical(dend[i], dend_masked[i], true);
-    const int64_t interval = e - b;
-    int64_t size = 0;
-    if (interval != 0 && (interval < 0) == (stride < 0)) {
-      size = interval / stride + (interval % stride != 0 ? 1 : 0);
-    }
-    spec->begin[i] = b;
-    // With fewer than two steps the stride is never applied; 1 keeps
-    // stride * row-major stride (SpecStrides) from overflowing on a huge one.
-    // With two or more, |stride| < dim, and that product stays in bounds.
-    spec->stride[i] = size > 1 ? stride : 1;
-    spec->size[i] = size;
-  }
-  spec->final_shape.clear();
-  for (int g : gather) {
-    if (g == kShrinkAxis) continue;
-    spec->final_shape.push_back(g == kNewAxis ? 1 : spec->size[g]);
-  }
-  return absl::OkStatus();
+  return ResolveStridedSlice(input.dim_sizes(), *begin, *end, *strides, m, spec);
 }
 
 // Offsets and strides of the processing space within a tensor of `shape`.
@@ -238,11 +111,11 @@ void SpecStrides(const TensorShape& shape, const StridedSliceSpec& spec, int64_t
 
 class StridedSliceOp : public OpKernel {
  public:
-  explicit StridedSliceOp(OpKernelConstruction* ctx) : OpKernel(ctx) { OP_REQUIRES_OK(ctx, masks_.Read(ctx)); }
+  explicit StridedSliceOp(OpKernelConstruction* ctx) : OpKernel(ctx) { OP_REQUIRES_OK(ctx, masks_.Read(ctx->def())); }
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
     StridedSliceSpec spec;
-    OP_REQUIRES_OK(ctx, ResolveStridedSlice(in.shape(), ctx->input(1), ctx->input(2), ctx->input(3), masks_, &spec));
+    OP_REQUIRES_OK(ctx, ResolveFromTensors(in.shape(), ctx->input(1), ctx->input(2), ctx->input(3), masks_, &spec));
     auto out_shape = TensorShape::Build(spec.final_shape);
     OP_REQUIRES_OK(ctx, out_shape.status());
     // The processing space spans the same elements as the output.
@@ -266,7 +139,7 @@ REGISTER_KERNEL_BUILDER(Name("StridedSlice").Device(kDeviceCpu), StridedSliceOp)
 
 class StridedSliceGradOp : public OpKernel {
  public:
-  explicit StridedSliceGradOp(OpKernelConstruction* ctx) : OpKernel(ctx) { OP_REQUIRES_OK(ctx, masks_.Read(ctx)); }
+  explicit StridedSliceGradOp(OpKernelConstruction* ctx) : OpKernel(ctx) { OP_REQUIRES_OK(ctx, masks_.Read(ctx->def())); }
   void Compute(OpKernelContext* ctx) override {
     auto dims = IndexVector(ctx->input(0), "shape");
     OP_REQUIRES_OK(ctx, dims.status());
@@ -274,7 +147,7 @@ class StridedSliceGradOp : public OpKernel {
     OP_REQUIRES(ctx, shape.ok(), absl::InvalidArgumentError(absl::StrCat("shape: ", shape.status().message())));
     const Tensor& dy = ctx->input(4);
     StridedSliceSpec spec;
-    OP_REQUIRES_OK(ctx, ResolveStridedSlice(*shape, ctx->input(1), ctx->input(2), ctx->input(3), masks_, &spec));
+    OP_REQUIRES_OK(ctx, ResolveFromTensors(*shape, ctx->input(1), ctx->input(2), ctx->input(3), masks_, &spec));
     auto dy_shape = TensorShape::Build(spec.final_shape);
     OP_REQUIRES_OK(ctx, dy_shape.status());
     OP_REQUIRES(ctx, dy.shape() == *dy_shape,

@@ -6,6 +6,7 @@
 #ifndef SLUICE_ENGINE_FRAMEWORK_SHAPE_INFERENCE_H_
 #define SLUICE_ENGINE_FRAMEWORK_SHAPE_INFERENCE_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,11 +79,15 @@ class InferenceContext {
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
   const PartialShape& input(int i) const { return inputs_[i]; }
   const Tensor* input_tensor(int i) const { return input_tensors_[i]; }
-  // When input i is the output of a Shape op (a shape computed at run time,
-  // e.g. a gradient's Shape(x)): the partial shape of that op's input, whose
-  // value input i will be; otherwise an unknown shape. Shape functions that
-  // take a shape as a tensor (Conv2DBackpropInput's input_sizes, Reshape's
-  // shape) use it when input_tensor(i) is null.
+  // input_tensor(i)'s values, flattened, when it is an int32 or int64 tensor.
+  std::optional<std::vector<int64_t>> input_index_values(int i) const;
+  // What is known of input i's value as a shape, when it is a vector
+  // computed at run time: each element's value, -1 where unknown (a
+  // gradient's Shape(x) gives x's partial shape; ShapeRefiner also follows
+  // such values through Pack, ConcatV2, slices and casts: see
+  // engine/graph/shape_values.h); otherwise an unknown shape. Shape
+  // functions that take a shape as a tensor (Conv2DBackpropInput's
+  // input_sizes, Reshape's shape) use it when input_tensor(i) is null.
   const PartialShape& input_as_shape(int i) const;
   void set_inputs_as_shapes(std::vector<PartialShape> shapes) { inputs_as_shapes_ = std::move(shapes); }
   // When input i is a handle to a resource that declares its elements'

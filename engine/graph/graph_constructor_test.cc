@@ -603,17 +603,19 @@ TEST_F(ShapeRefinerTest, MergeKeepsOnlyWhatAllInputsShare) {
   EXPECT_EQ(Shape("with_unknown"), "<unknown>");
 }
 
-TEST_F(ShapeRefinerTest, LoopVariablesAreUnknownThroughBackEdges) {
+// A loop variable that keeps its shape in every iteration keeps it through
+// the back edge, the Switch and the Exit.
+TEST_F(ShapeRefinerTest, LoopVariablesKeepTheShapeEveryIterationKeeps) {
   GraphDefBuilder b;
   std::string limit = b.Const("limit", Tensor::Scalar<int32_t>(5));
   SumLoop(&b, "", limit, "loop");
   Infer(b.graph());
-  EXPECT_EQ(Shape("i_e"), "[]");  // the initial value is a scalar...
-  EXPECT_EQ(Shape("i_m"), "<unknown>");  // ...but later iterations come over the back edge
-  EXPECT_EQ(Shape("i_sw", 1), "<unknown>");
-  EXPECT_EQ(Shape("s_exit"), "<unknown>");
+  EXPECT_EQ(Shape("i_e"), "[]");
+  EXPECT_EQ(Shape("i_m"), "[]");
+  EXPECT_EQ(Shape("i_sw", 1), "[]");
+  EXPECT_EQ(Shape("s_exit"), "[]");
   EXPECT_EQ(Shape("cond"), "[]");
-  EXPECT_EQ(Shape("i_next"), "<unknown>");
+  EXPECT_EQ(Shape("i_next"), "[]");
 }
 
 // The loop variable starts as [1,3] and becomes [2,3] after one iteration.
@@ -632,8 +634,27 @@ TEST_F(ShapeRefinerTest, ALoopThatChangesAShapeIsNotRejected) {
   ShapedPlaceholder(&b, "lhs", {4, 2});
   b.Node("after", "MatMul", {"lhs", x_exit}, {{"T", MakeAttr(DT_FLOAT)}});  // [4,2] x [2,3] at run time
   Infer(b.graph());
-  EXPECT_EQ(Shape("x_new"), "<unknown>");
-  EXPECT_EQ(Shape("after"), "[4,?]");
+  EXPECT_EQ(Shape("x_m"), "[?,3]");  // [1,3], then [2,3]
+  EXPECT_EQ(Shape("x_exit"), "[?,3]");
+  EXPECT_EQ(Shape("after"), "[4,3]");
+}
+
+// A loop variable whose rank grows every iteration (a Pack of itself) has
+// no shape that fits every iteration but the unknown one.
+TEST_F(ShapeRefinerTest, ALoopThatChangesARankGetsAnUnknownShape) {
+  GraphDefBuilder b;
+  std::string limit = b.Const("limit", Tensor::Scalar<int32_t>(3));
+  SumLoop(&b, "", limit, "loop");
+  b.Const("x0", Zeros(DT_FLOAT, TensorShape{2}));
+  std::string x_m = b.Merge("x_m", {b.Enter("x_e", "x0", DT_FLOAT, "loop"), "x_next"}, DT_FLOAT);
+  std::string x_sw = b.Switch("x_sw", x_m, "cond", DT_FLOAT);
+  b.Exit("x_exit", x_sw + ":0", DT_FLOAT);
+  b.NextIteration("x_next", b.Node("x_new", "Pack", {x_sw + ":1"}, {{"T", MakeAttr(DT_FLOAT)}, {"N", MakeAttr(int64_t{1})}}),
+                  DT_FLOAT);
+  Infer(b.graph());
+  EXPECT_EQ(Shape("x_m"), "<unknown>");
+  EXPECT_EQ(Shape("x_exit"), "<unknown>");
+  EXPECT_EQ(Shape("i_m"), "[]");  // the other loop variable still settles
 }
 
 }  // namespace

@@ -25,6 +25,12 @@ class VarHandleOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("container", &handle_.container));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("shared_name", &handle_.name));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("dtype", &handle_.dtype));
+    TensorShapeProto shape;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("shape", &shape));
+    if (!shape.unknown_rank()) {
+      handle_.declared_rank = shape.dim_size();
+      for (const auto& d : shape.dim()) handle_.declared_dims.push_back(d.size() < 0 ? -1 : d.size());
+    }
     if (handle_.container.empty()) handle_.container = ResourceMgr::kDefaultContainer;
     if (handle_.name.empty()) handle_.name = ctx->def().name();
     handle_.type_name = ResourceVariable::kTypeName;
@@ -75,6 +81,7 @@ class AssignVariableOp : public OpKernel {
     // A fresh buffer: readers holding the old value keep it unchanged, and
     // the value's producer (a Const) keeps its own.
     Tensor copy = ctx->input(1).Clone();
+    OP_REQUIRES_OK(ctx, CheckDeclaredShape(ctx->input(0).data<ResourceHandle>()[0], copy.shape()));
     absl::MutexLock lock((*var)->mu());
     OP_REQUIRES_OK(ctx, CheckAssignShape(*(*var)->tensor(), copy, validate_shape_));
     *(*var)->tensor() = std::move(copy);

@@ -90,6 +90,46 @@ TEST_F(ResourceVariableTest, AssignReadAddSubtract) {
   EXPECT_EQ(std::vector<float>(before.data<float>(), before.data<float>() + 3), (std::vector<float>{1, 2, 3}));
 }
 
+// Static shapes trust a VarHandleOp's declared shape (ReadVariableOp's
+// output has it), so no value outside it may get in: a graph that assigns one
+// is refused when it is built, and a value known only at run time is refused
+// by the kernel.
+TEST_F(ResourceVariableTest, AssignRefusesAValueOutsideTheDeclaredShape) {
+  TensorShapeProto declared;
+  declared.add_dim()->set_size(-1);
+  declared.add_dim()->set_size(2);
+  b_.Node("v", "VarHandleOp", {},
+          {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(declared)}, {"container", MakeAttr(container_)}});
+  TensorShapeProto any;
+  any.set_unknown_rank(true);
+  b_.Node("value", "Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(any)}});
+  Op("assign", "AssignVariableOp", {"v", "value"});
+  Op("read", "ReadVariableOp", {"v"});
+  Start();
+  auto assign = [&](Tensor value) {
+    return session_->Run({{"value", std::move(value)}}, {}, {"assign"}, &out_);
+  };
+  ASSERT_TRUE(assign(Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({3, 2}))).ok());
+  absl::Status s = assign(Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3})));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("cannot assign a value of shape [2,3] to resource variable 'v'"));
+  EXPECT_THAT(s.message(), HasSubstr("declares shape [?,2]"));
+  ASSERT_TRUE(Run({"read"}).ok());
+  EXPECT_EQ(out_[0].shape(), TensorShape({3, 2}));  // the old value stays
+
+  GraphDefBuilder static_mismatch;
+  static_mismatch.Node("w", "VarHandleOp", {}, {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(declared)}});
+  static_mismatch.Node("assign_w", "AssignVariableOp",
+                       {"w", static_mismatch.Const("three", Tensor::FromVector<float>({1, 2, 3}))},
+                       {{"dtype", MakeAttr(DT_FLOAT)}});
+  auto session = NewSession(SessionOptions());
+  ASSERT_TRUE(session.ok());
+  s = (*session)->Create(static_mismatch.graph());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("assign_w"));
+  EXPECT_THAT(s.message(), HasSubstr("does not fit the variable's declared shape [?,2]"));
+}
+
 TEST_F(ResourceVariableTest, TwoHandlesOfOneSharedNameShareTheVariable) {
   b_.Node("a", "VarHandleOp", {},
           {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(TensorShape({}))}, {"shared_name", MakeAttr("w")},

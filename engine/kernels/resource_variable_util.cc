@@ -75,6 +75,24 @@ absl::StatusOr<std::shared_ptr<ResourceVariable>> LookupOrCreateResourceVariable
   return var;
 }
 
+absl::Status CheckDeclaredShape(const ResourceHandle& handle, const TensorShape& shape) {
+  if (handle.declared_rank < 0) return absl::OkStatus();
+  bool fits = shape.dims() == handle.declared_rank;
+  for (int d = 0; fits && d < shape.dims(); ++d) {
+    fits = handle.declared_dims[d] < 0 || handle.declared_dims[d] == shape.dim_size(d);
+  }
+  if (fits) return absl::OkStatus();
+  std::string declared = "[";
+  for (size_t d = 0; d < handle.declared_dims.size(); ++d) {
+    absl::StrAppend(&declared, d > 0 ? "," : "",
+                    handle.declared_dims[d] < 0 ? "?" : absl::StrCat(handle.declared_dims[d]));
+  }
+  declared += "]";
+  return absl::InvalidArgumentError(absl::StrCat("cannot assign a value of shape ", shape.DebugString(),
+                                                 " to resource variable '", handle.name, "' in container '",
+                                                 handle.container, "': its VarHandleOp declares shape ", declared));
+}
+
 absl::Status CheckInitialized(ResourceVariable* var, const ResourceHandle& handle) {
   if (!var->tensor()->IsInitialized()) {
     return absl::FailedPreconditionError(absl::StrCat("Error while reading resource variable '", handle.name,

@@ -44,6 +44,10 @@ absl::StatusOr<std::shared_ptr<ResourceVariable>> LookupResourceVariable(OpKerne
 absl::StatusOr<std::shared_ptr<ResourceVariable>> LookupOrCreateResourceVariable(OpKernelContext* ctx, int i,
                                                                                  DataType dtype);
 
+// InvalidArgument naming the variable unless `shape` fits the shape its
+// handle declares (ResourceHandle::declared_rank and declared_dims).
+absl::Status CheckDeclaredShape(const ResourceHandle& handle, const TensorShape& shape);
+
 // FailedPrecondition naming the variable unless it holds a value.
 // REQUIRES: var's mutex held.
 absl::Status CheckInitialized(ResourceVariable* var, const ResourceHandle& handle);

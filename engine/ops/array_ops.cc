@@ -87,21 +87,10 @@ REGISTER_OP("NoOp").SetShapeFn(shape_fns::Unknown);
 
 namespace {
 
-// Values of a constant integer input, when known.
-std::optional<std::vector<int64_t>> ConstIndexValues(InferenceContext* c, int input) {
-  const Tensor* t = c->input_tensor(input);
-  if (t == nullptr || (t->dtype() != DT_INT32 && t->dtype() != DT_INT64)) return std::nullopt;
-  std::vector<int64_t> v(t->NumElements());
-  for (int64_t i = 0; i < t->NumElements(); ++i) {
-    v[i] = t->dtype() == DT_INT32 ? t->data<int32_t>()[i] : t->data<int64_t>()[i];
-  }
-  return v;
-}
-
 // Output 0 has the shape whose dims are the values of input `input` (a
 // vector), with -1 as unknown.
 absl::Status ShapeFromInput(InferenceContext* c, int input) {
-  auto v = ConstIndexValues(c, input);
+  auto v = c->input_index_values(input);
   if (v) {
     for (size_t i = 0; i < v->size(); ++i) {
       if ((*v)[i] < -1) return c->Error(absl::StrCat("dimension ", i, " is negative (", (*v)[i], ")"));
@@ -311,14 +300,16 @@ REGISTER_OP("Reshape")
     .SetShapeFn([](InferenceContext* c) {
       absl::Status s = ShapeFromInput(c, 1);
       if (!s.ok()) return s;
-      // Resolve a single -1 when the input's element count is known.
+      // Resolve a single -1 or unknown dim when the input's element count is
+      // known: whatever the shape's value there, the output must hold the
+      // input's elements.
       const PartialShape& in = c->input(0);
       const PartialShape& out = c->output(0);
       if (!in.IsFullyDefined() || !out.rank_known()) return absl::OkStatus();
       int64_t known = 1, unknown = -1;
       for (int i = 0; i < out.rank(); ++i) {
         if (out.dim(i) == kUnknownDim) {
-          if (unknown >= 0 || c->input_tensor(1) == nullptr) return absl::OkStatus();
+          if (unknown >= 0) return absl::OkStatus();
           unknown = i;
         } else {
           if (out.dim(i) != 0 && known > kMaxTensorElements / out.dim(i)) return absl::OkStatus();  // the kernel reports it
@@ -391,7 +382,7 @@ REGISTER_OP("ExpandDims")
     .Attr("Tdim: {int32, int64} = DT_INT32")
     .SetShapeFn([](InferenceContext* c) {
       const PartialShape& in = c->input(0);
-      auto dim = ConstIndexValues(c, 1);
+      auto dim = c->input_index_values(1);
       if (!in.rank_known()) {
         c->set_output(0, PartialShape::Unknown());
         return absl::OkStatus();
@@ -418,7 +409,7 @@ REGISTER_OP("Transpose")
     .Attr("Tperm: {int32, int64} = DT_INT32")
     .SetShapeFn([](InferenceContext* c) {
       const PartialShape& in = c->input(0);
-      auto perm = ConstIndexValues(c, 1);
+      auto perm = c->input_index_values(1);
       if (!in.rank_known() || !perm) {
         c->set_output(0, in.rank_known() ? PartialShape::UnknownOfRank(in.rank()) : PartialShape::Unknown());
         return absl::OkStatus();
@@ -502,7 +493,7 @@ REGISTER_OP("OneHot")
       if (axis < -1 || axis > in.rank()) {
         return c->Error(absl::StrCat("expected axis to be -1 or between [0, ", in.rank(), "], but got ", axis));
       }
-      auto depth = ConstIndexValues(c, 1);
+      auto depth = c->input_index_values(1);
       std::vector<int64_t> dims(in.dims().begin(), in.dims().end());
       dims.insert(dims.begin() + (axis == -1 ? in.rank() : axis),
                   depth && depth->size() == 1 && (*depth)[0] >= 0 ? (*depth)[0] : kUnknownDim);

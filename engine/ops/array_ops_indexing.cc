@@ -169,6 +169,18 @@ REGISTER_OP("DynamicPartition")
     .Output("outputs: num_partitions * T")
     .Attr("num_partitions: int")
     .Attr("T: type")
+    .SetShapeFn([](InferenceContext* c) {  // each: [?] + data's dims past partitions' rank
+      const PartialShape& data = c->input(0);
+      const PartialShape& partitions = c->input(1);
+      PartialShape out;
+      if (data.rank_known() && partitions.rank_known() && partitions.rank() <= data.rank()) {
+        std::vector<int64_t> dims = {kUnknownDim};
+        dims.insert(dims.end(), data.dims().begin() + partitions.rank(), data.dims().end());
+        out = PartialShape::FromDims(dims);
+      }
+      for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, out);
+      return absl::OkStatus();
+    })
     .SetGradient([](GradientBuilder* g) {
       // Partition the element positions the same way, then stitch the
       // output gradients back into place.

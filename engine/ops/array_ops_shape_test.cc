@@ -153,5 +153,95 @@ TEST_F(ArrayShapeTest, InvertPermutationAndConcatOffset) {
   EXPECT_EQ(Shape(Output{offsets, 1}), "[3]");
 }
 
+// ---- Slicing, and shapes computed at run time ----
+
+Output StridedSlice(GraphBuilder& b, const std::string& name, Output x, Output begin, Output end, Output strides,
+                    int64_t shrink = 0, int64_t new_axis = 0, int64_t ellipsis = 0, int64_t begin_mask = 0,
+                    int64_t end_mask = 0) {
+  return b.Op(name, "StridedSlice", {x, begin, end, strides},
+              {{"shrink_axis_mask", MakeAttr(shrink)},
+               {"new_axis_mask", MakeAttr(new_axis)},
+               {"ellipsis_mask", MakeAttr(ellipsis)},
+               {"begin_mask", MakeAttr(begin_mask)},
+               {"end_mask", MakeAttr(end_mask)}});
+}
+
+TEST_F(ArrayShapeTest, StridedSliceFollowsTheMasks) {
+  Output x = Input("x", {8, -1, 5});
+  // x[1:7:2, :, 3]
+  EXPECT_EQ(Shape(StridedSlice(b_, "a", x, Ints("b1", {1, 0, 3}), Ints("e1", {7, 0, 4}), Ints("s1", {2, 1, 1}),
+                               /*shrink=*/4, 0, 0, /*begin_mask=*/2, /*end_mask=*/2)),
+            "[3,?]");
+  // x[..., tf.newaxis, -1]
+  EXPECT_EQ(Shape(StridedSlice(b_, "b", x, Ints("b2", {0, 0, -1}), Ints("e2", {0, 0, 0}), Ints("s2", {1, 1, 1}),
+                               /*shrink=*/4, /*new_axis=*/2, /*ellipsis=*/1)),
+            "[8,?,1]");
+  // x[::-1] on the known dim, and a computed begin: only the rank is known.
+  EXPECT_EQ(Shape(StridedSlice(b_, "c", x, Ints("b3", {0}), Ints("e3", {0}), Ints("s3", {-1}), 0, 0, 0, 1, 1)),
+            "[8,?,5]");
+  Output i = Input("i", {1}, DT_INT32);
+  EXPECT_EQ(Shape(StridedSlice(b_, "d", x, i, Ints("e4", {0}), Ints("s4", {1}), /*shrink=*/1)), "[?,?]");
+}
+
+TEST_F(ArrayShapeTest, SliceSplitAndSplitV) {
+  Output x = Input("x", {6, -1, 4});
+  EXPECT_EQ(Shape(b_.Op("slice", "Slice", {x, Ints("b", {1, 0, 1}), Ints("s", {2, -1, -1})})), "[2,?,3]");
+  Node* split = b_.AddNode("split", "Split", {Int("d", -1), x}, {{"num_split", MakeAttr(int64_t{2})}});
+  EXPECT_EQ(Shape(Output{split, 1}), "[6,?,2]");
+  Node* uneven = b_.AddNode("uneven", "Split", {Int("d0", 0), x}, {{"num_split", MakeAttr(int64_t{4})}});
+  EXPECT_EQ(Shape(Output{uneven, 0}), "[?,?,4]");  // 6 / 4: the kernel refuses it
+  Node* splitv = b_.AddNode("splitv", "SplitV", {x, Ints("sizes", {1, -1, 2}), Int("d1", 0)},
+                            {{"num_split", MakeAttr(int64_t{3})}});
+  EXPECT_EQ(Shape(Output{splitv, 1}), "[3,?,4]");
+  EXPECT_EQ(Shape(Output{splitv, 2}), "[2,?,4]");
+}
+
+TEST_F(ArrayShapeTest, DynamicPartitionKeepsTheTrailingDims) {
+  Node* parts = b_.AddNode("parts", "DynamicPartition", {Input("x", {5, 2, 3}), Input("p", {5, 2}, DT_INT32)},
+                           {{"num_partitions", MakeAttr(int64_t{2})}});
+  EXPECT_EQ(Shape(Output{parts, 1}), "[?,3]");
+}
+
+// tf.reshape(x, [tf.shape(x)[0], 28 * 28]) and tf.reshape(x, [-1, tf.shape(x)[1]]):
+// the Pack of a computed dim and a constant is followed element by element.
+TEST_F(ArrayShapeTest, ReshapeToAShapeBuiltFromShapeOfX) {
+  Output x = Input("x", {-1, 28, 28});
+  Output x_shape = b_.Op("shape", "Shape", {x});
+  Output batch = StridedSlice(b_, "batch", x_shape, Ints("b", {0}), Ints("e", {1}), Ints("s", {1}), /*shrink=*/1);
+  Output flat = b_.Op("flat", "Reshape", {x, b_.Op("dims", "Pack", {batch, Int("n", 784)})});
+  EXPECT_EQ(Shape(flat), "[?,784]");
+  Output y = Input("y", {6, 4});
+  Output cols = StridedSlice(b_, "cols", b_.Op("yshape", "Shape", {y}), Ints("b1", {1}), Ints("e1", {2}),
+                             Ints("s1", {1}), /*shrink=*/1);
+  EXPECT_EQ(Shape(b_.Op("r", "Reshape", {y, b_.Op("dims1", "Pack", {Int("m1", -1), cols})})), "[6,4]");
+  // tf.reshape(x, tf.concat([tf.cast(tf.shape(x), tf.int64)[:1], [784]], 0)).
+  Output shape64 = b_.Op("shape64", "Cast", {x_shape}, {{"DstT", MakeAttr(DT_INT64)}});
+  Output head = StridedSlice(b_, "head", shape64, Ints("b2", {0}), Ints("e2", {1}), Ints("s2", {1}));
+  Output tail = b_.Const("tail", Tensor::FromVector<int64_t>({784}));
+  EXPECT_EQ(Shape(b_.Op("flat64", "Reshape", {x, b_.Op("dims64", "ConcatV2", {head, tail, Int("axis", 0)})})),
+            "[?,784]");
+  // A vector computed from nothing known still gives its length as the rank;
+  // with one dim, the input's element count is that dim.
+  EXPECT_EQ(Shape(b_.Op("r1", "Reshape", {y, Input("v", {1}, DT_INT32)})), "[24]");
+}
+
+// A variable's declared shape reaches ReadVariableOp and ResourceGather
+// through the handle's edges (here an Identity and a loop's Enter).
+TEST_F(ArrayShapeTest, ResourceVariableReadsHaveTheDeclaredShape) {
+  TensorShapeProto declared;
+  declared.add_dim()->set_size(10);
+  declared.add_dim()->set_size(-1);
+  Output v = b_.Op("v", "VarHandleOp", {}, {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(declared)}});
+  Output id = b_.Op("id", "Identity", {v});
+  Output enter = b_.Op("enter", "Enter", {id}, {{"frame_name", MakeAttr(std::string("loop"))},
+                                                 {"is_constant", MakeAttr(true)}});
+  EXPECT_EQ(Shape(b_.Op("read", "ReadVariableOp", {enter}, {{"dtype", MakeAttr(DT_FLOAT)}})), "[10,?]");
+  EXPECT_EQ(Shape(b_.Op("rows", "ResourceGather", {v, Input("i", {4, 2}, DT_INT32)}, {{"dtype", MakeAttr(DT_FLOAT)}})),
+            "[4,2,?]");
+  Output shape = b_.Op("vshape", "VariableShape", {id});
+  EXPECT_EQ(Shape(shape), "[2]");
+  EXPECT_EQ(Shape(b_.Op("zeros", "Fill", {shape, b_.Scalar<float>("zero", 0)})), "[10,?]");
+}
+
 }  // namespace
 }  // namespace sluice

@@ -2,9 +2,13 @@
 // Unpack, Slice, StridedSlice, StridedSliceGrad, Tile and Pad, with shape
 // functions and gradients mirroring TensorFlow's (tensorflow/python/ops/array_grad.py).
 // Signatures follow tensorflow/core/ops/array_ops.cc.
+#include <functional>
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_def.h"
 #include "engine/framework/shape_inference.h"
+#include "engine/framework/strided_slice.h"
 #include "engine/graph/gradients.h"
 #include "engine/ops/array_grad_util.h"
 
@@ -110,6 +114,117 @@ absl::Status ConcatShape(InferenceContext* c, int first, int n, int axis_input) 
   return absl::OkStatus();
 }
 
+// Shape functions of the slicing ops. Where the kernel would fail (an index
+// out of range, sizes that do not add up), the dims stay unknown and the
+// kernel reports it.
+
+// The known value of scalar input `i`, if any.
+std::optional<int64_t> ScalarValue(InferenceContext* c, int i) {
+  auto v = c->input_index_values(i);
+  if (!v || v->size() != 1 || c->input(i).rank() != 0) return std::nullopt;
+  return (*v)[0];
+}
+
+// Split(split_dim, value) and SplitV(value, size_splits, split_dim): the
+// value's shape with the split dim's size per output (`sizes`, -1 unknown).
+absl::Status SplitOutputs(InferenceContext* c, const PartialShape& in, std::optional<int64_t> split_dim,
+                          const std::function<int64_t(int, int64_t)>& size_of_output) {
+  for (int i = 0; i < c->num_outputs(); ++i) {
+    if (!in.rank_known()) {
+      c->set_output(i, PartialShape::Unknown());
+      continue;
+    }
+    int64_t d = split_dim.value_or(in.rank());
+    if (d < 0) d += in.rank();
+    if (d < 0 || d >= in.rank()) {
+      c->set_output(i, PartialShape::UnknownOfRank(in.rank()));
+      continue;
+    }
+    std::vector<int64_t> dims(in.dims().begin(), in.dims().end());
+    dims[d] = size_of_output(i, in.dim(d));
+    c->set_output(i, PartialShape::FromDims(dims));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SplitShape(InferenceContext* c) {
+  const int64_t n = c->num_outputs();
+  return SplitOutputs(c, c->input(1), ScalarValue(c, 0),
+                      [n](int, int64_t dim) { return dim >= 0 && dim % n == 0 ? dim / n : kUnknownDim; });
+}
+
+absl::Status SplitVShape(InferenceContext* c) {
+  auto sizes = c->input_index_values(1);
+  if (sizes && static_cast<int>(sizes->size()) != c->num_outputs()) sizes.reset();
+  return SplitOutputs(c, c->input(0), ScalarValue(c, 2), [&sizes](int i, int64_t dim) -> int64_t {
+    if (!sizes) return kUnknownDim;
+    if ((*sizes)[i] >= 0) return (*sizes)[i];
+    if ((*sizes)[i] != -1 || dim < 0) return kUnknownDim;
+    int64_t rest = dim;  // the one -1 takes what the others leave
+    for (size_t j = 0; j < sizes->size(); ++j) {
+      if (static_cast<int>(j) == i) continue;
+      if ((*sizes)[j] < 0 || (*sizes)[j] > rest) return kUnknownDim;
+      rest -= (*sizes)[j];
+    }
+    return rest >= 0 ? rest : kUnknownDim;
+  });
+}
+
+// Slice(input, begin, size): size[i], or input dim - begin[i] where it is -1.
+absl::Status SliceShape(InferenceContext* c) {
+  const PartialShape& in = c->input(0);
+  int64_t rank = in.rank_known() ? in.rank() : -1;
+  for (int i : {1, 2}) {
+    const PartialShape& v = c->input(i);
+    if (rank < 0 && v.rank_known() && v.rank() == 1) rank = v.dim(0);
+  }
+  if (rank < 0 || rank > kMaxTensorRank) {
+    c->set_output(0, PartialShape::Unknown());
+    return absl::OkStatus();
+  }
+  auto begin = c->input_index_values(1), size = c->input_index_values(2);
+  if (begin && static_cast<int64_t>(begin->size()) != rank) begin.reset();
+  if (size && static_cast<int64_t>(size->size()) != rank) size.reset();
+  const PartialShape& size_as_shape = c->input_as_shape(2);  // a size computed at run time
+  std::vector<int64_t> dims(rank, kUnknownDim);
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!size) {
+      // -1 there: unknown, or the rest of the dim.
+      if (size_as_shape.rank() == rank) dims[i] = size_as_shape.dim(i);
+    } else if ((*size)[i] >= 0) {
+      dims[i] = (*size)[i];
+    } else if ((*size)[i] == -1 && begin && in.rank_known() && in.dim(i) >= 0 && (*begin)[i] >= 0 &&
+               (*begin)[i] <= in.dim(i)) {
+      dims[i] = in.dim(i) - (*begin)[i];
+    }
+  }
+  c->set_output(0, PartialShape::FromDims(dims));
+  return absl::OkStatus();
+}
+
+// StridedSlice(input, begin, end, strides): the resolved spec's final shape.
+// With begin or end unknown, only the output's rank (shrunk and new axes) and
+// its new axes are known: the spec resolves against unknown dims.
+absl::Status StridedSliceShape(InferenceContext* c) {
+  const PartialShape& in = c->input(0);
+  auto begin = c->input_index_values(1), end = c->input_index_values(2), strides = c->input_index_values(3);
+  StridedSliceMasks masks;
+  absl::Status s = masks.Read(c->node_def());
+  if (!s.ok()) return s;
+  c->set_output(0, PartialShape::Unknown());
+  if (!in.rank_known() || !strides) return absl::OkStatus();
+  std::vector<int64_t> dims(in.dims().begin(), in.dims().end());
+  if (!begin || !end) {
+    dims.assign(dims.size(), kUnknownDim);
+    begin = end = std::vector<int64_t>(strides->size(), 0);
+  }
+  StridedSliceSpec spec;
+  if (ResolveStridedSlice(dims, *begin, *end, *strides, masks, &spec).ok()) {
+    c->set_output(0, PartialShape::FromDims(spec.final_shape));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 REGISTER_OP("Concat")
@@ -151,6 +266,7 @@ REGISTER_OP("Split")
     .Output("output: num_split * T")
     .Attr("num_split: int >= 1")
     .Attr("T: type")
+    .SetShapeFn(SplitShape)
     .SetGradient([](GradientBuilder* g) { return SplitGrad(g, 1, g->input(0)); });
 
 REGISTER_OP("SplitV")
@@ -161,6 +277,7 @@ REGISTER_OP("SplitV")
     .Attr("num_split: int >= 1")
     .Attr("T: type")
     .Attr("Tlen: {int32, int64} = DT_INT64")
+    .SetShapeFn(SplitVShape)
     .SetGradient([](GradientBuilder* g) { return SplitGrad(g, 0, g->input(2)); });
 
 REGISTER_OP("Pack")
@@ -242,6 +359,7 @@ REGISTER_OP("Slice")
     .Output("output: T")
     .Attr("T: type")
     .Attr("Index: {int32, int64}")
+    .SetShapeFn(SliceShape)
     .SetGradient([](GradientBuilder* g) {
       // Pad dy back to the input's shape: before = begin, after = shape - begin - size.
       GraphBuilder& b = g->b();
@@ -282,6 +400,7 @@ REGISTER_OP("StridedSlice")
     .Attr("ellipsis_mask: int = 0")
     .Attr("new_axis_mask: int = 0")
     .Attr("shrink_axis_mask: int = 0")
+    .SetShapeFn(StridedSliceShape)
     .SetGradient([](GradientBuilder* g) {
       AttrList attrs;
       absl::Status s = CopyMasks(g, &attrs);

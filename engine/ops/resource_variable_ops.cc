@@ -5,8 +5,10 @@
 // ResourceApply* optimizers take that handle and read or mutate the variable
 // behind it. They live beside the reference variables (VariableV2,
 // state_ops.cc) but are distinct resources: a VariableV2 and a VarHandleOp of
-// one name clash instead of sharing. Handles carry no shape here, so the
-// shapes of values read from a handle are unknown until run time.
+// one name clash instead of sharing. A handle carries the shape its
+// VarHandleOp declares (ShapeRefiner passes it along the handle's edges), so
+// ReadVariableOp and ResourceGather infer their outputs from it, and
+// AssignVariableOp's kernel refuses values outside it.
 // Gradients (TensorFlow's): ReadVariableOp passes its gradient through to the
 // handle (_ReadGrad); ResourceGather's is sparse (IndexedSlices) with the
 // variable's shape from VariableShape; state updates are not differentiable.
@@ -24,6 +26,13 @@ namespace {
 
 // Ops without outputs: nothing to infer.
 absl::Status NoOutputs(InferenceContext*) { return absl::OkStatus(); }
+
+// The shape input 0's handle declares for its variable (unknown when the
+// handle's origin is not known statically).
+PartialShape DeclaredShape(InferenceContext* c) {
+  const std::vector<PartialShape>& declared = c->input_handle_shapes(0);
+  return declared.empty() ? PartialShape::Unknown() : declared[0];
+}
 
 }  // namespace
 
@@ -44,7 +53,10 @@ REGISTER_OP("ReadVariableOp")
     .Output("value: dtype")
     .Attr("dtype: type")
     .SetIsStateful()
-    .SetShapeFn(shape_fns::Unknown)
+    .SetShapeFn([](InferenceContext* c) {
+      c->set_output(0, DeclaredShape(c));
+      return absl::OkStatus();
+    })
     .SetGradient([](GradientBuilder* g) {
       g->SetInputGrad(0, g->grad(0));
       return absl::OkStatus();
@@ -57,7 +69,14 @@ REGISTER_OP("AssignVariableOp")
     .Attr("validate_shape: bool = false")
     .SetIsStateful()
     .SetNotDifferentiable()
-    .SetShapeFn(NoOutputs);
+    .SetShapeFn([](InferenceContext* c) {  // the kernel checks values known only at run time
+      const PartialShape declared = DeclaredShape(c);
+      if (!declared.IsCompatibleWith(c->input(1))) {
+        return c->Error(absl::StrCat("a value of shape ", c->input(1).DebugString(),
+                                     " does not fit the variable's declared shape ", declared.DebugString()));
+      }
+      return absl::OkStatus();
+    });
 
 REGISTER_OP("AssignAddVariableOp")
     .Input("resource: resource")
@@ -96,7 +115,8 @@ REGISTER_OP("VariableShape")
     .SetIsStateful()
     .SetNotDifferentiable()
     .SetShapeFn([](InferenceContext* c) {
-      c->set_output(0, PartialShape::FromDims({-1}));
+      const PartialShape declared = DeclaredShape(c);
+      c->set_output(0, PartialShape::FromDims({declared.rank_known() ? declared.rank() : -1}));
       return absl::OkStatus();
     });
 
@@ -109,7 +129,21 @@ REGISTER_OP("ResourceGather")
     .Attr("dtype: type")
     .Attr("Tindices: {int32, int64}")
     .SetIsStateful()
-    .SetShapeFn(shape_fns::Unknown)
+    .SetShapeFn([](InferenceContext* c) {  // indices' shape + the variable's rows (batch_dims 0)
+      const PartialShape params = DeclaredShape(c);
+      const PartialShape& indices = c->input(1);
+      int64_t batch_dims = 0;
+      absl::Status s = c->GetAttr("batch_dims", &batch_dims);
+      if (!s.ok()) return s;
+      if (batch_dims != 0 || !params.rank_known() || params.rank() < 1 || !indices.rank_known()) {
+        c->set_output(0, PartialShape::Unknown());
+        return absl::OkStatus();
+      }
+      std::vector<int64_t> dims(indices.dims().begin(), indices.dims().end());
+      dims.insert(dims.end(), params.dims().begin() + 1, params.dims().end());
+      c->set_output(0, PartialShape::FromDims(dims));
+      return absl::OkStatus();
+    })
     .SetGradient([](GradientBuilder* g) {
       int64_t batch_dims = 0;
       absl::Status s = g->GetAttr("batch_dims", &batch_dims);

@@ -1,0 +1,159 @@
+// See shape_values.h.
+#include "engine/graph/shape_values.h"
+
+#include <utility>
+
+#include "engine/framework/node_def_util.h"
+#include "engine/framework/strided_slice.h"
+
+namespace sluice {
+namespace {
+
+constexpr int64_t kUnknown = KnownValue::kUnknown;
+
+bool IsIndexType(DataType t) { return t == DT_INT32 || t == DT_INT64; }
+
+KnownValue Vector(std::vector<int64_t> elements) { return KnownValue{false, std::move(elements)}; }
+KnownValue Scalar(int64_t value) { return KnownValue{true, {value}}; }
+
+// The elements of a vector value whose every element is known (begin, end,
+// strides, sizes).
+std::optional<std::vector<int64_t>> FullyKnown(const std::optional<KnownValue>& v) {
+  if (!v || v->scalar) return std::nullopt;
+  for (int64_t e : v->elements) {
+    if (e == kUnknown) return std::nullopt;
+  }
+  return v->elements;
+}
+
+std::optional<KnownValue> StridedSliceOfVector(const Node& n, absl::Span<const std::optional<KnownValue>> in) {
+  if (!in[0] || in[0]->scalar) return std::nullopt;
+  auto begin = FullyKnown(in[1]), end = FullyKnown(in[2]), strides = FullyKnown(in[3]);
+  StridedSliceMasks masks;
+  if (!begin || !end || !strides || !masks.Read(n.def()).ok()) return std::nullopt;
+  const std::vector<int64_t>& x = in[0]->elements;
+  const int64_t dims[] = {static_cast<int64_t>(x.size())};
+  StridedSliceSpec spec;
+  if (!ResolveStridedSlice(dims, *begin, *end, *strides, masks, &spec).ok()) return std::nullopt;
+  if (spec.final_shape.size() > 1) return std::nullopt;  // a new axis: no longer a vector
+  std::vector<int64_t> out;
+  for (int64_t k = 0; k < spec.size[0]; ++k) out.push_back(x[spec.begin[0] + k * spec.stride[0]]);
+  if (spec.final_shape.empty()) return Scalar(out[0]);
+  return Vector(std::move(out));
+}
+
+std::optional<KnownValue> SliceOfVector(absl::Span<const std::optional<KnownValue>> in) {
+  if (!in[0] || in[0]->scalar) return std::nullopt;
+  auto begin = FullyKnown(in[1]), size = FullyKnown(in[2]);
+  if (!begin || !size || begin->size() != 1 || size->size() != 1) return std::nullopt;
+  const std::vector<int64_t>& x = in[0]->elements;
+  const int64_t n = static_cast<int64_t>(x.size()), b = (*begin)[0];
+  if (b < 0 || b > n) return std::nullopt;
+  const int64_t s = (*size)[0] == -1 ? n - b : (*size)[0];
+  if (s < 0 || s > n - b) return std::nullopt;
+  return Vector(std::vector<int64_t>(x.begin() + b, x.begin() + b + s));
+}
+
+std::optional<KnownValue> PackOfScalars(const Node& n, absl::Span<const std::optional<KnownValue>> in,
+                                        absl::Span<const PartialShape> shapes) {
+  int64_t axis = 0;
+  if (!GetNodeAttr(n.def(), "axis", &axis).ok() || (axis != 0 && axis != -1)) return std::nullopt;
+  if (static_cast<int>(in.size()) > kMaxTensorRank) return std::nullopt;
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] && in[i]->scalar) {
+      out.push_back(in[i]->elements[0]);
+    } else if (shapes[i].rank_known() && shapes[i].rank() == 0) {
+      out.push_back(kUnknown);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return Vector(std::move(out));
+}
+
+std::optional<KnownValue> ConcatOfVectors(absl::Span<const std::optional<KnownValue>> in,
+                                          absl::Span<const PartialShape> shapes) {
+  const size_t n = in.size() - 1;  // the last input is the axis
+  if (!in[n] || !in[n]->scalar || (in[n]->elements[0] != 0 && in[n]->elements[0] != -1)) return std::nullopt;
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    if (in[i] && !in[i]->scalar) {
+      out.insert(out.end(), in[i]->elements.begin(), in[i]->elements.end());
+    } else if (shapes[i].rank_known() && shapes[i].rank() == 1 && shapes[i].dim(0) >= 0 &&
+               shapes[i].dim(0) <= kMaxTensorRank) {
+      out.insert(out.end(), shapes[i].dim(0), kUnknown);
+    } else {
+      return std::nullopt;
+    }
+    if (out.size() > static_cast<size_t>(kMaxTensorRank)) return std::nullopt;
+  }
+  return Vector(std::move(out));
+}
+
+std::optional<KnownValue> DimsOf(const PartialShape& shape) {
+  if (!shape.rank_known()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (int64_t d : shape.dims()) out.push_back(d < 0 ? kUnknown : d);
+  return Vector(std::move(out));
+}
+
+}  // namespace
+
+PartialShape KnownValue::AsShape() const {
+  if (scalar || elements.size() > static_cast<size_t>(kMaxTensorRank)) return PartialShape::Unknown();
+  std::vector<int64_t> dims;
+  for (int64_t e : elements) dims.push_back(e < 0 ? kUnknownDim : e);
+  return PartialShape::FromDims(dims);
+}
+
+std::optional<KnownValue> KnownValueOfTensor(const Tensor& t) {
+  if (!IsIndexType(t.dtype()) || t.dims() > 1 || t.NumElements() > kMaxTensorRank) return std::nullopt;
+  std::vector<int64_t> v(t.NumElements());
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    v[i] = t.dtype() == DT_INT32 ? t.data<int32_t>()[i] : t.data<int64_t>()[i];
+  }
+  return KnownValue{t.dims() == 0, std::move(v)};
+}
+
+namespace {
+
+std::optional<KnownValue> Evaluate(const Node& n, int output, absl::Span<const std::optional<KnownValue>> inputs,
+                                   absl::Span<const PartialShape> input_shapes,
+                                   absl::Span<const std::vector<PartialShape>> handle_shapes) {
+  const std::string& op = n.type_string();
+  if (op == "ShapeN" && output < n.num_inputs()) return DimsOf(input_shapes[output]);
+  if (output != 0) return std::nullopt;
+  if (op == "Shape" && n.num_inputs() == 1) return DimsOf(input_shapes[0]);
+  if (op == "VariableShape" && n.num_inputs() == 1 && !handle_shapes[0].empty()) return DimsOf(handle_shapes[0][0]);
+  if (op == "Rank" && n.num_inputs() == 1 && input_shapes[0].rank_known()) return Scalar(input_shapes[0].rank());
+  if (op == "Size" && n.num_inputs() == 1 && input_shapes[0].IsFullyDefined()) {
+    int64_t size = 1;
+    for (int64_t d : input_shapes[0].dims()) size *= d;  // CheckBounds caps the product
+    return Scalar(size);
+  }
+  if ((op == "Identity" || op == "Cast") && n.num_inputs() == 1 && IsIndexType(n.input_type(0))) return inputs[0];
+  if (op == "StridedSlice" && n.num_inputs() == 4) return StridedSliceOfVector(n, inputs);
+  if (op == "Slice" && n.num_inputs() == 3) return SliceOfVector(inputs);
+  if (op == "Pack") return PackOfScalars(n, inputs, input_shapes);
+  if (op == "ConcatV2" && n.num_inputs() >= 2) return ConcatOfVectors(inputs, input_shapes);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<KnownValue> KnownValueOfNode(const Node& n, int output,
+                                           absl::Span<const std::optional<KnownValue>> inputs,
+                                           absl::Span<const PartialShape> input_shapes,
+                                           absl::Span<const std::vector<PartialShape>> handle_shapes) {
+  if (!IsIndexType(n.output_type(output))) return std::nullopt;
+  std::optional<KnownValue> v = Evaluate(n, output, inputs, input_shapes, handle_shapes);
+  if (v && n.output_type(output) == DT_INT32) {
+    for (int64_t& e : v->elements) {
+      if (e != kUnknown && (e < INT32_MIN || e > INT32_MAX)) e = kUnknown;  // wrapped by a Cast, say
+    }
+  }
+  return v;
+}
+
+}  // namespace sluice

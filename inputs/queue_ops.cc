@@ -13,8 +13,19 @@
 namespace sluice {
 namespace {
 
+// A queue's handle, which carries the element shapes its `shapes` attr
+// declares (when every entry is a valid shape) to the Dequeue ops.
 absl::Status HandleShape(InferenceContext* c) {
   c->set_output(0, PartialShape{2});
+  const AttrValue* shapes = FindAttr(c->node_def(), "shapes");
+  if (shapes == nullptr || !shapes->has_list()) return absl::OkStatus();
+  std::vector<PartialShape> declared;
+  for (const TensorShapeProto& p : shapes->list().shape()) {
+    auto shape = PartialShape::FromProto(p);
+    if (!shape.ok()) return absl::OkStatus();
+    declared.push_back(*std::move(shape));
+  }
+  c->set_output_handle_shapes(0, std::move(declared));
   return absl::OkStatus();
 }
 

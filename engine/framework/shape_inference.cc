@@ -126,6 +126,15 @@ absl::StatusOr<PartialShape> PartialShape::Merge(const PartialShape& other) cons
   return out;
 }
 
+PartialShape PartialShape::Widen(const PartialShape& other) const {
+  if (!rank_known() || !other.rank_known() || rank_ != other.rank_) return Unknown();
+  PartialShape out = *this;
+  for (int d = 0; d < rank_; ++d) {
+    if (other.dims_[d] != dims_[d]) out.dims_[d] = kUnknownDim;
+  }
+  return out;
+}
+
 std::string PartialShape::DebugString() const {
   if (!rank_known()) return "<unknown>";
   std::vector<std::string> parts;
@@ -162,7 +171,8 @@ InferenceContext::InferenceContext(const NodeDef* node_def, const OpDef* op_def,
       op_def_(op_def),
       inputs_(std::move(input_shapes)),
       input_tensors_(std::move(input_tensors)),
-      outputs_(num_outputs) {
+      outputs_(num_outputs),
+      output_handle_shapes_(num_outputs) {
   input_tensors_.resize(inputs_.size(), nullptr);
 }
 
@@ -191,7 +201,10 @@ absl::Status Unknown(InferenceContext* c) {
 }
 
 absl::Status Unchanged(InferenceContext* c) {
-  for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, c->input(0));
+  for (int i = 0; i < c->num_outputs(); ++i) {
+    c->set_output(i, c->input(0));
+    c->set_output_handle_shapes(i, c->input_handle_shapes(0));
+  }
   return absl::OkStatus();
 }
 

@@ -58,6 +58,10 @@ class PartialShape {
   bool IsCompatibleWith(const PartialShape& other) const;
   // The most specific shape compatible with both; InvalidArgument if none.
   absl::StatusOr<PartialShape> Merge(const PartialShape& other) const;
+  // The most specific shape that both this and `other` fit (what a Merge of
+  // the two outputs): dims that differ become unknown, and differing ranks an
+  // unknown rank.
+  PartialShape Widen(const PartialShape& other) const;
   bool operator==(const PartialShape& other) const { return rank_ == other.rank_ && dims_ == other.dims_; }
   // "[2,?]" or "<unknown>".
   std::string DebugString() const;
@@ -99,6 +103,14 @@ class InferenceContext {
   }
   void set_output(int i, PartialShape shape) { outputs_[i] = std::move(shape); }
   const PartialShape& output(int i) const { return outputs_[i]; }
+  // When output i is a handle: the element shapes of the resource behind it
+  // (a variable's declared shape, a queue's components, a TensorArray's
+  // element shape), which ShapeRefiner passes to the handle's consumers as
+  // their input_handle_shapes. Unchanged, Switch and Merge forward them.
+  void set_output_handle_shapes(int i, std::vector<PartialShape> shapes) {
+    output_handle_shapes_[i] = std::move(shapes);
+  }
+  const std::vector<PartialShape>& output_handle_shapes(int i) const { return output_handle_shapes_[i]; }
 
   template <typename T>
   absl::Status GetAttr(absl::string_view name, T* value) const {
@@ -118,12 +130,13 @@ class InferenceContext {
   std::vector<PartialShape> inputs_as_shapes_;
   std::vector<std::vector<PartialShape>> input_handle_shapes_;
   std::vector<PartialShape> outputs_;
+  std::vector<std::vector<PartialShape>> output_handle_shapes_;
 };
 
 namespace shape_fns {
 // Every output: unknown shape.
 absl::Status Unknown(InferenceContext* c);
-// Every output: the shape of input 0.
+// Every output: the shape (and handle shapes) of input 0.
 absl::Status Unchanged(InferenceContext* c);
 // Output 0: a scalar.
 absl::Status Scalar(InferenceContext* c);

@@ -30,7 +30,7 @@ absl::Status StridedSliceMasks::Read(const NodeDef& def) {
 
 absl::Status ResolveStridedSlice(absl::Span<const int64_t> input_dims, absl::Span<const int64_t> begin,
                                  absl::Span<const int64_t> end, absl::Span<const int64_t> strides,
-                                 const StridedSliceMasks& m, StridedSliceSpec* spec) {
+                                 const StridedSliceMasks& m, StridedSliceSpec* spec, bool indices_known) {
   if (end.size() != begin.size() || strides.size() != begin.size()) {
     return absl::InvalidArgumentError(absl::StrCat("expected begin, end, and strides to be 1D equal size tensors, but got "
                                                    "sizes ", begin.size(), ", ", end.size(), ", and ", strides.size()));
@@ -97,6 +97,10 @@ absl::Status ResolveStridedSlice(absl::Span<const int64_t> input_dims, absl::Spa
       const int64_t x = dbegin[i];
       if (stride <= 0) return absl::InvalidArgumentError("only stride 1 allowed on non-range indexing");
       spec->size[i] = 1;
+      if (!indices_known) {
+        spec->begin[i] = -1;
+        continue;
+      }
       if (dim < 0) {  // unknown: so is where the index lands
         spec->begin[i] = x >= 0 ? x : -1;
         continue;
@@ -108,7 +112,7 @@ absl::Status ResolveStridedSlice(absl::Span<const int64_t> input_dims, absl::Spa
       spec->begin[i] = x_fwd;
       continue;
     }
-    if (dim < 0) {
+    if (dim < 0 || (!indices_known && !(dbegin_masked[i] && dend_masked[i]))) {
       spec->begin[i] = spec->size[i] = -1;
       spec->stride[i] = stride;
       continue;

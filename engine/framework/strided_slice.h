@@ -36,11 +36,14 @@ struct StridedSliceSpec {
 // TensorFlow's ValidateStridedSliceOp: expands the sparse spec (begin, end
 // and strides, one entry each per spec dim) with its ellipsis and new axes to
 // one entry per dim of `input_dims` (-1: unknown) and canonicalizes it.
-// InvalidArgument says what is wrong (an index out of range is reported only
-// where the dim is known).
+// With `indices_known` false, begin's and end's values are unknown (only
+// their length counts): a dim they slice without both masks set gets an
+// unknown size. InvalidArgument says what is wrong (an index out of range is
+// reported only where the dim and index are known).
 absl::Status ResolveStridedSlice(absl::Span<const int64_t> input_dims, absl::Span<const int64_t> begin,
                                  absl::Span<const int64_t> end, absl::Span<const int64_t> strides,
-                                 const StridedSliceMasks& masks, StridedSliceSpec* spec);
+                                 const StridedSliceMasks& masks, StridedSliceSpec* spec,
+                                 bool indices_known = true);
 
 }  // namespace sluice
 

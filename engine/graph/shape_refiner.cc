@@ -14,75 +14,7 @@
 namespace sluice {
 namespace {
 constexpr int64_t kMaxConstElementsForShapes = 1 << 16;
-
-// The element shapes a resource node declares in a `shapes` list attr (the
-// queues), when every entry is a valid shape; else none.
-std::vector<PartialShape> DeclaredElementShapes(const NodeDef& def) {
-  const AttrValue* a = FindAttr(def, "shapes");
-  if (a == nullptr || !a->has_list()) return {};
-  std::vector<PartialShape> out;
-  for (const TensorShapeProto& p : a->list().shape()) {
-    auto shape = PartialShape::FromProto(p);
-    if (!shape.ok()) return {};
-    out.push_back(*std::move(shape));
-  }
-  return out;
-}
-
-// The shape a VarHandleOp declares for its variable (its `shape` attr).
-std::vector<PartialShape> DeclaredVariableShape(const NodeDef& def) {
-  TensorShapeProto proto;
-  if (!GetNodeAttr(def, "shape", &proto).ok()) return {};
-  auto shape = PartialShape::FromProto(proto);
-  if (!shape.ok()) return {};
-  return {*std::move(shape)};
-}
-
-// Does each output of `n` forward its input 0 (a handle passes through
-// unchanged)?
-bool ForwardsInput0(const Node& n) {
-  return n.IsEnter() || n.IsExit() || n.IsSwitch() || n.IsNextIteration() || n.type_string() == "Identity" ||
-         n.type_string() == "RefIdentity";
-}
-
-bool IsHandleType(DataType t) { return t == DT_RESOURCE || IsRefType(t); }
-
-// The most specific shape both `a` and `b` fit (Merge's rule).
-PartialShape Widen(const PartialShape& a, const PartialShape& b) {
-  if (!a.rank_known() || !b.rank_known() || a.rank() != b.rank()) return PartialShape::Unknown();
-  std::vector<int64_t> dims(a.dims().begin(), a.dims().end());
-  for (int d = 0; d < a.rank(); ++d) {
-    if (b.dim(d) != dims[d]) dims[d] = kUnknownDim;
-  }
-  return PartialShape::FromDims(dims);
-}
-
 }  // namespace
-
-std::vector<PartialShape> ShapeRefiner::HandleShapesOf(const Node& n, int output,
-                                                       absl::Span<const Edge* const> data_inputs) const {
-  if (!IsHandleType(n.output_type(output))) return {};
-  if (n.type_string() == "VarHandleOp") return DeclaredVariableShape(n.def());
-  if (n.num_inputs() == 0) return DeclaredElementShapes(n.def());
-  auto of = [&](const Edge* e) -> const std::vector<PartialShape>* {
-    if (e == nullptr || e->src->IsNextIteration()) return nullptr;  // not inferred yet
-    return &handle_shapes_[e->src->id()][e->src_output];
-  };
-  if (ForwardsInput0(n)) {
-    const std::vector<PartialShape>* in = of(data_inputs[0]);
-    return in != nullptr ? *in : std::vector<PartialShape>{};
-  }
-  if (n.IsMerge() && output == 0) {  // any input may arrive: only what they all declare
-    const std::vector<PartialShape>* first = nullptr;
-    for (const Edge* e : data_inputs) {
-      const std::vector<PartialShape>* in = of(e);
-      if (in == nullptr || (first != nullptr && *in != *first)) return {};
-      first = in;
-    }
-    return first != nullptr ? *first : std::vector<PartialShape>{};
-  }
-  return DeclaredElementShapes(n.def());
-}
 
 absl::Status ShapeRefiner::InferShapes(const Graph& graph) {
   // Loops: each pass gives a Merge's back edge the shape assumed for it (at
@@ -93,6 +25,9 @@ absl::Status ShapeRefiner::InferShapes(const Graph& graph) {
   // fit the Merge's shape. Past kMaxLoopPasses, or when a pass fails with
   // nothing left to widen, back edges count as unknown instead.
   constexpr int kMaxLoopPasses = 8;
+  bool has_loops = false;
+  for (Node* n : graph.nodes()) has_loops |= n->IsNextIteration();
+  if (!has_loops) return InferOnce(graph, nullptr);
   std::vector<std::optional<PartialShape>> assumed(graph.num_edge_ids());
   for (int pass = 0; pass < kMaxLoopPasses; ++pass) {
     // A failed pass may fail on a narrow assumption (a loop's result used
@@ -104,8 +39,8 @@ absl::Status ShapeRefiner::InferShapes(const Graph& graph) {
       for (const Edge* e : n->in_edges()) {
         if (e->IsControlEdge() || !e->src->IsNextIteration()) continue;
         const PartialShape& actual = shapes_[e->src->id()][e->src_output];
-        if (!(Widen(shapes_[n->id()][0], actual) == shapes_[n->id()][0])) {
-          assumed[e->id] = assumed[e->id] ? Widen(*assumed[e->id], actual) : actual;
+        if (!(shapes_[n->id()][0].Widen(actual) == shapes_[n->id()][0])) {
+          assumed[e->id] = assumed[e->id] ? assumed[e->id]->Widen(actual) : actual;
           settled = false;
         }
       }
@@ -197,7 +132,7 @@ absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::
     } else {
       for (int i = 0; i < n->num_outputs(); ++i) {
         shapes_[n->id()][i] = ctx.output(i);
-        handle_shapes_[n->id()][i] = HandleShapesOf(*n, i, data_inputs);
+        handle_shapes_[n->id()][i] = ctx.output_handle_shapes(i);
       }
     }
     if (n->type_string() == "Const") {

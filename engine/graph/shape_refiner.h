@@ -2,10 +2,11 @@
 // topological order (NextIteration back edges contribute unknown shapes) and
 // records every output's PartialShape; a loop's Merge gets the widest shape
 // its iterations take (a fixpoint over its back edge). Along the edges it also carries what
-// shape functions read besides shapes: the element shapes a resource handle
-// declares (a VarHandleOp's `shape`, a queue's `shapes`), passed through
-// Identity, Enter, Switch, Exit and Merge, and the known values of small
-// integer tensors (shape_values.h). Errors name the node.
+// shape functions read besides shapes: the element shapes a handle's shape
+// function declares (InferenceContext::set_output_handle_shapes: a
+// VarHandleOp's `shape`, a queue's `shapes`, a TensorArray's element shape)
+// and the known values of small integer tensors (shape_values.h). Errors
+// name the node.
 // Thread safety: one refiner per thread.
 #ifndef SLUICE_ENGINE_GRAPH_SHAPE_REFINER_H_
 #define SLUICE_ENGINE_GRAPH_SHAPE_REFINER_H_
@@ -14,7 +15,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/types/span.h"
 #include "engine/framework/shape_inference.h"
 #include "engine/graph/graph.h"
 
@@ -31,10 +31,6 @@ class ShapeRefiner {
   // edge e into a Merge (none: its entering value's); null: back edges are
   // unknown.
   absl::Status InferOnce(const Graph& graph, const std::vector<std::optional<PartialShape>>* assumed);
-  // The element shapes output `output` of `n` declares, if it is a handle;
-  // `data_inputs[i]` is the edge into input i.
-  std::vector<PartialShape> HandleShapesOf(const Node& n, int output, absl::Span<const Edge* const> data_inputs) const;
-
   std::vector<std::vector<PartialShape>> shapes_;
   std::vector<std::vector<std::vector<PartialShape>>> handle_shapes_;  // per node and output
 };

@@ -58,7 +58,9 @@ class ReadVariableOp : public OpKernel {
     Tensor value;
     {
       absl::ReaderMutexLock lock((*var)->mu());
-      OP_REQUIRES_OK(ctx, CheckInitialized(var->get(), ctx->input(0).data<ResourceHandle>()[0]));
+      const ResourceHandle& handle = ctx->input(0).data<ResourceHandle>()[0];
+      OP_REQUIRES_OK(ctx, CheckInitialized(var->get(), handle));
+      OP_REQUIRES_OK(ctx, CheckDeclaredShape(handle, (*var)->tensor()->shape()));
       value = *(*var)->tensor();
     }
     ctx->set_output(0, std::move(value));
@@ -158,8 +160,10 @@ class VariableShapeOp : public OpKernel {
     TensorShape shape;
     {
       absl::ReaderMutexLock lock((*var)->mu());
-      OP_REQUIRES_OK(ctx, CheckInitialized(var->get(), ctx->input(0).data<ResourceHandle>()[0]));
+      const ResourceHandle& handle = ctx->input(0).data<ResourceHandle>()[0];
+      OP_REQUIRES_OK(ctx, CheckInitialized(var->get(), handle));
       shape = (*var)->tensor()->shape();
+      OP_REQUIRES_OK(ctx, CheckDeclaredShape(handle, shape));
     }
     std::vector<int64_t> dims;
     for (int d = 0; d < shape.dims(); ++d) dims.push_back(shape.dim_size(d));
@@ -190,7 +194,9 @@ class ResourceGatherOp : public OpKernel {
     Tensor params;
     {
       absl::ReaderMutexLock lock((*var)->mu());
-      OP_REQUIRES_OK(ctx, CheckInitialized(var->get(), ctx->input(0).data<ResourceHandle>()[0]));
+      const ResourceHandle& handle = ctx->input(0).data<ResourceHandle>()[0];
+      OP_REQUIRES_OK(ctx, CheckInitialized(var->get(), handle));
+      OP_REQUIRES_OK(ctx, CheckDeclaredShape(handle, (*var)->tensor()->shape()));
       params = *(*var)->tensor();
     }
     OP_REQUIRES_OK(ctx, array_util::GatherToOutput(ctx, params, ctx->input(1), 0));

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "engine/graph/gradients.h"
 #include "engine/graph/graph.h"
@@ -112,8 +114,8 @@ TEST_F(ResourceVariableTest, AssignRefusesAValueOutsideTheDeclaredShape) {
   ASSERT_TRUE(assign(Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({3, 2}))).ok());
   absl::Status s = assign(Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3})));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("cannot assign a value of shape [2,3] to resource variable 'v'"));
-  EXPECT_THAT(s.message(), HasSubstr("declares shape [?,2]"));
+  EXPECT_THAT(s.message(), HasSubstr("resource variable 'v'"));
+  EXPECT_THAT(s.message(), HasSubstr("a value of shape [2,3] does not fit the shape [?,2] its VarHandleOp declares"));
   ASSERT_TRUE(Run({"read"}).ok());
   EXPECT_EQ(out_[0].shape(), TensorShape({3, 2}));  // the old value stays
 
@@ -128,6 +130,35 @@ TEST_F(ResourceVariableTest, AssignRefusesAValueOutsideTheDeclaredShape) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("assign_w"));
   EXPECT_THAT(s.message(), HasSubstr("does not fit the variable's declared shape [?,2]"));
+}
+
+// Two handles of one shared_name may declare different shapes; each read
+// checks the value against its own handle's, which its static shape trusts.
+TEST_F(ResourceVariableTest, AReadRefusesAValueOutsideItsHandlesDeclaredShape) {
+  TensorShapeProto open, three;
+  open.add_dim()->set_size(-1);
+  three.add_dim()->set_size(3);
+  for (auto [name, shape] : {std::pair<const char*, TensorShapeProto*>{"wide", &open}, {"narrow", &three}}) {
+    b_.Node(name, "VarHandleOp", {},
+            {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(*shape)}, {"shared_name", MakeAttr("w")},
+             {"container", MakeAttr(container_)}});
+  }
+  Op("assign", "AssignVariableOp", {"wide", b_.Const("five", Tensor::FromVector<float>({1, 2, 3, 4, 5}))});
+  Op("read_wide", "ReadVariableOp", {"wide"});
+  Op("read_narrow", "ReadVariableOp", {"narrow"});
+  b_.Node("shape_narrow", "VariableShape", {"narrow"});
+  b_.Node("gather_narrow", "ResourceGather", {"narrow", b_.Const("rows", Tensor::FromVector<int32_t>({0}))},
+          {{"dtype", MakeAttr(DT_FLOAT)}, {"Tindices", MakeAttr(DT_INT32)}});
+  Start();
+  ASSERT_TRUE(Run({}, {"assign"}).ok());
+  ASSERT_TRUE(Run({"read_wide"}).ok());
+  EXPECT_EQ(out_[0].NumElements(), 5);
+  for (const char* read : {"read_narrow", "shape_narrow", "gather_narrow"}) {
+    absl::Status s = Run({read});
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << read;
+    EXPECT_THAT(s.message(), HasSubstr("a value of shape [5] does not fit the shape [3] its VarHandleOp declares"))
+        << read;
+  }
 }
 
 TEST_F(ResourceVariableTest, TwoHandlesOfOneSharedNameShareTheVariable) {

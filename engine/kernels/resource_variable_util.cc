@@ -88,9 +88,10 @@ absl::Status CheckDeclaredShape(const ResourceHandle& handle, const TensorShape&
                     handle.declared_dims[d] < 0 ? "?" : absl::StrCat(handle.declared_dims[d]));
   }
   declared += "]";
-  return absl::InvalidArgumentError(absl::StrCat("cannot assign a value of shape ", shape.DebugString(),
-                                                 " to resource variable '", handle.name, "' in container '",
-                                                 handle.container, "': its VarHandleOp declares shape ", declared));
+  return absl::InvalidArgumentError(absl::StrCat("resource variable '", handle.name, "' in container '",
+                                                 handle.container, "': a value of shape ", shape.DebugString(),
+                                                 " does not fit the shape ", declared,
+                                                 " its VarHandleOp declares"));
 }
 
 absl::Status CheckInitialized(ResourceVariable* var, const ResourceHandle& handle) {

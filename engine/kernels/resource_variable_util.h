@@ -45,7 +45,9 @@ absl::StatusOr<std::shared_ptr<ResourceVariable>> LookupOrCreateResourceVariable
                                                                                  DataType dtype);
 
 // InvalidArgument naming the variable unless `shape` fits the shape its
-// handle declares (ResourceHandle::declared_rank and declared_dims).
+// handle declares (ResourceHandle::declared_rank and declared_dims). Assigns
+// check the value; reads check the variable's value too, since handles of
+// one shared_name may declare different shapes.
 absl::Status CheckDeclaredShape(const ResourceHandle& handle, const TensorShape& shape);
 
 // FailedPrecondition naming the variable unless it holds a value.

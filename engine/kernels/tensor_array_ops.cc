@@ -217,6 +217,13 @@ class TensorArrayGatherOp : public OpKernel {
       auto merged = shape.Merge((*ta)->element_shape());
       OP_REQUIRES_OK(ctx, merged.status());
       shape = *merged;
+    } else if (!element_shape_.IsCompatibleWith((*values)[0].shape())) {
+      // The shape function trusts the attr (StackValues holds the rest to the first).
+      ctx->SetStatus(absl::InvalidArgumentError(
+          absl::StrCat("TensorArray ", (*ta)->name(), ": gathered elements have shape ",
+                       (*values)[0].shape().DebugString(), ", not the element_shape ", element_shape_.DebugString(),
+                       " this node declares")));
+      return;
     }
     OP_REQUIRES_OK(ctx, StackValues(ctx, **ta, *values, shape));
   }

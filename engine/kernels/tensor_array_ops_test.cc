@@ -105,6 +105,19 @@ TEST_F(TensorArrayTest, WriteReadGatherConcatSize) {
   ASSERT_TRUE(s.ok()) << s;
 }
 
+// A gather's element_shape attr is what its static shape trusts: elements
+// of another shape fail the node instead of leaving it.
+TEST_F(TensorArrayTest, GatherRefusesElementsOutsideItsElementShape) {
+  Array("ta", 1);
+  std::string flow = Write("w0", "ta", 0, Floats("x0", {1, 2}, TensorShape({2})), "ta:1");
+  TensorShapeProto three;
+  three.add_dim()->set_size(3);
+  b_.Node("gather", "TensorArrayGatherV3", {"ta", b_.Const("idx", Tensor::FromVector<int32_t>({0})), flow},
+          {{"dtype", MakeAttr(DT_FLOAT)}, {"element_shape", MakeAttr(three)}});
+  Start();
+  ExpectInvalid("gather", "gathered elements have shape [2], not the element_shape [3] this node declares");
+}
+
 TEST_F(TensorArrayTest, ScatterSplitDynamicSizeAndEmptyGather) {
   Array("ta", 2);
   std::string scattered = b_.Node(

@@ -180,7 +180,12 @@ TEST_F(ArrayShapeTest, StridedSliceFollowsTheMasks) {
   EXPECT_EQ(Shape(StridedSlice(b_, "c", x, Ints("b3", {0}), Ints("e3", {0}), Ints("s3", {-1}), 0, 0, 0, 1, 1)),
             "[8,?,5]");
   Output i = Input("i", {1}, DT_INT32);
-  EXPECT_EQ(Shape(StridedSlice(b_, "d", x, i, Ints("e4", {0}), Ints("s4", {1}), /*shrink=*/1)), "[?,?]");
+  // x[i]: the implicit ellipsis takes the other dims whole.
+  EXPECT_EQ(Shape(StridedSlice(b_, "d", x, i, Ints("e4", {0}), Ints("s4", {1}), /*shrink=*/1)), "[?,5]");
+  // x[i:, ::2] with i computed: the second dim is sliced by masks alone.
+  EXPECT_EQ(Shape(StridedSlice(b_, "e", x, b_.Op("i2", "Pack", {b_.Op("i0", "Squeeze", {i}), Int("zero", 0)}),
+                               Ints("e5", {0, 0}), Ints("s5", {1, 2}), 0, 0, 0, /*begin_mask=*/2, /*end_mask=*/3)),
+            "[?,?,5]");
 }
 
 TEST_F(ArrayShapeTest, SliceSplitAndSplitV) {
@@ -241,6 +246,31 @@ TEST_F(ArrayShapeTest, ResourceVariableReadsHaveTheDeclaredShape) {
   Output shape = b_.Op("vshape", "VariableShape", {id});
   EXPECT_EQ(Shape(shape), "[2]");
   EXPECT_EQ(Shape(b_.Op("zeros", "Fill", {shape, b_.Scalar<float>("zero", 0)})), "[10,?]");
+}
+
+// A TensorArray's element shape (the writes are checked against it) reaches
+// its reads and gathers through the handle, also in a loop and from the
+// gradient array.
+TEST_F(ArrayShapeTest, TensorArrayReadsHaveTheArraysElementShape) {
+  TensorShapeProto element;
+  element.add_dim()->set_size(2);
+  element.add_dim()->set_size(-1);
+  Node* ta = b_.AddNode("ta", "TensorArrayV3", {Int("size", 4)},
+                        {{"dtype", MakeAttr(DT_FLOAT)}, {"element_shape", MakeAttr(element)}});
+  Output handle{ta, 0}, flow{ta, 1};
+  Output enter = b_.Op("enter", "Enter", {handle}, {{"frame_name", MakeAttr(std::string("loop"))},
+                                                     {"is_constant", MakeAttr(true)}});
+  EXPECT_EQ(Shape(b_.Op("read", "TensorArrayReadV3", {enter, Int("i", 0), flow}, {{"dtype", MakeAttr(DT_FLOAT)}})),
+            "[2,?]");
+  TensorShapeProto gathered;
+  gathered.set_unknown_rank(true);
+  EXPECT_EQ(Shape(b_.Op("gather", "TensorArrayGatherV3", {handle, Ints("idx", {0, 1, 2}), flow},
+                        {{"dtype", MakeAttr(DT_FLOAT)}, {"element_shape", MakeAttr(gathered)}})),
+            "[3,2,?]");
+  Node* grad = b_.AddNode("grad", "TensorArrayGradV3", {handle, flow}, {{"source", MakeAttr(std::string("g"))}});
+  EXPECT_EQ(Shape(b_.Op("grad_read", "TensorArrayReadV3", {Output{grad, 0}, Int("j", 1), Output{grad, 1}},
+                        {{"dtype", MakeAttr(DT_FLOAT)}})),
+            "[2,?]");
 }
 
 }  // namespace

@@ -156,17 +156,21 @@ absl::Status SplitShape(InferenceContext* c) {
 absl::Status SplitVShape(InferenceContext* c) {
   auto sizes = c->input_index_values(1);
   if (sizes && static_cast<int>(sizes->size()) != c->num_outputs()) sizes.reset();
-  return SplitOutputs(c, c->input(0), ScalarValue(c, 2), [&sizes](int i, int64_t dim) -> int64_t {
+  // The one -1 takes what the others leave.
+  int64_t others = 0;
+  int unknown = 0;
+  for (int64_t s : sizes ? *sizes : std::vector<int64_t>()) {
+    if (s < 0) {
+      ++unknown;
+    } else {
+      others = s > kMaxTensorElements - others ? kMaxTensorElements + 1 : others + s;  // saturates
+    }
+  }
+  return SplitOutputs(c, c->input(0), ScalarValue(c, 2), [&](int i, int64_t dim) -> int64_t {
     if (!sizes) return kUnknownDim;
     if ((*sizes)[i] >= 0) return (*sizes)[i];
-    if ((*sizes)[i] != -1 || dim < 0) return kUnknownDim;
-    int64_t rest = dim;  // the one -1 takes what the others leave
-    for (size_t j = 0; j < sizes->size(); ++j) {
-      if (static_cast<int>(j) == i) continue;
-      if ((*sizes)[j] < 0 || (*sizes)[j] > rest) return kUnknownDim;
-      rest -= (*sizes)[j];
-    }
-    return rest >= 0 ? rest : kUnknownDim;
+    if ((*sizes)[i] != -1 || unknown != 1 || dim < 0 || others > dim) return kUnknownDim;
+    return dim - others;
   });
 }
 
@@ -203,8 +207,8 @@ absl::Status SliceShape(InferenceContext* c) {
 }
 
 // StridedSlice(input, begin, end, strides): the resolved spec's final shape.
-// With begin or end unknown, only the output's rank (shrunk and new axes) and
-// its new axes are known: the spec resolves against unknown dims.
+// With begin or end unknown, the dims they slice are unknown; the rank, new
+// axes and dims taken whole (an ellipsis, both masks) are still known.
 absl::Status StridedSliceShape(InferenceContext* c) {
   const PartialShape& in = c->input(0);
   auto begin = c->input_index_values(1), end = c->input_index_values(2), strides = c->input_index_values(3);
@@ -213,13 +217,10 @@ absl::Status StridedSliceShape(InferenceContext* c) {
   if (!s.ok()) return s;
   c->set_output(0, PartialShape::Unknown());
   if (!in.rank_known() || !strides) return absl::OkStatus();
-  std::vector<int64_t> dims(in.dims().begin(), in.dims().end());
-  if (!begin || !end) {
-    dims.assign(dims.size(), kUnknownDim);
-    begin = end = std::vector<int64_t>(strides->size(), 0);
-  }
+  const bool indices_known = begin && end;
+  if (!indices_known) begin = end = std::vector<int64_t>(strides->size(), 0);
   StridedSliceSpec spec;
-  if (ResolveStridedSlice(dims, *begin, *end, *strides, masks, &spec).ok()) {
+  if (ResolveStridedSlice(in.dims(), *begin, *end, *strides, masks, &spec, indices_known).ok()) {
     c->set_output(0, PartialShape::FromDims(spec.final_shape));
   }
   return absl::OkStatus();

@@ -20,30 +20,26 @@ absl::Status SwitchShape(InferenceContext* c) {
   if (pred.rank_known() && pred.rank() != 0) {
     return c->Error(absl::StrCat("input 'pred' must be a scalar but has shape ", pred.DebugString()));
   }
-  c->set_output(0, c->input(0));
-  c->set_output(1, c->input(0));
+  for (int i : {0, 1}) {
+    c->set_output(i, c->input(0));
+    c->set_output_handle_shapes(i, c->input_handle_shapes(0));
+  }
   return absl::OkStatus();
 }
 
 // Merge forwards whichever input is alive, so its output may have any of the
 // inputs' shapes: keep only what they all share (TensorFlow's rule). A
-// NextIteration back edge arrives as an unknown shape, so loop variables
-// become unknown instead of keeping their initial shape.
+// NextIteration back edge arrives with the shape ShapeRefiner assumes for it
+// (engine/graph/shape_refiner.h: a fixpoint over the loop).
 absl::Status MergeShape(InferenceContext* c) {
   PartialShape out = c->input(0);
-  for (int i = 1; i < c->num_inputs() && out.rank_known(); ++i) {
-    const PartialShape& in = c->input(i);
-    if (!in.rank_known() || in.rank() != out.rank()) {
-      out = PartialShape::Unknown();
-      break;
-    }
-    std::vector<int64_t> dims(out.dims().begin(), out.dims().end());
-    for (int d = 0; d < out.rank(); ++d) {
-      if (in.dim(d) != dims[d]) dims[d] = kUnknownDim;
-    }
-    out = PartialShape::FromDims(dims);
+  bool same_handles = true;  // a handle's element shapes: only when every input has the same
+  for (int i = 1; i < c->num_inputs(); ++i) {
+    out = out.Widen(c->input(i));
+    same_handles &= c->input_handle_shapes(i) == c->input_handle_shapes(0);
   }
   c->set_output(0, out);
+  if (same_handles) c->set_output_handle_shapes(0, c->input_handle_shapes(0));
   c->set_output(1, PartialShape::Scalar());
   return absl::OkStatus();
 }

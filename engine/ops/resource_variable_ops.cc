@@ -46,7 +46,16 @@ REGISTER_OP("VarHandleOp")
     .Attr("allowed_devices: list(string) = []")
     .SetIsStateful()
     .SetNotDifferentiable()
-    .SetShapeFn(shape_fns::Scalar);
+    .SetShapeFn([](InferenceContext* c) {  // a scalar handle to a variable of the declared shape
+      TensorShapeProto proto;
+      absl::Status s = c->GetAttr("shape", &proto);
+      if (!s.ok()) return s;
+      auto declared = PartialShape::FromProto(proto);
+      if (!declared.ok()) return c->Error(absl::StrCat("attr 'shape': ", declared.status().message()));
+      c->set_output(0, PartialShape::Scalar());
+      c->set_output_handle_shapes(0, {*std::move(declared)});
+      return absl::OkStatus();
+    });
 
 REGISTER_OP("ReadVariableOp")
     .Input("resource: resource")

@@ -33,11 +33,18 @@ absl::Status FlowOut(InferenceContext* c) {
 }
 
 // [?] + the shape attr `attr` (unknown when its rank is).
-absl::Status PrependUnknownDim(InferenceContext* c, const char* attr) {
+// A shape attr (an element shape) as a partial shape.
+absl::StatusOr<PartialShape> ShapeAttr(InferenceContext* c, const char* attr) {
   TensorShapeProto proto;
   absl::Status s = c->GetAttr(attr, &proto);
   if (!s.ok()) return s;
   auto shape = PartialShape::FromProto(proto);
+  if (!shape.ok()) return c->Error(absl::StrCat("attr '", attr, "': ", shape.status().message()));
+  return shape;
+}
+
+absl::Status PrependUnknownDim(InferenceContext* c, const char* attr) {
+  auto shape = ShapeAttr(c, attr);
   if (!shape.ok()) return shape.status();
   if (!shape->rank_known()) {
     c->set_output(0, PartialShape::Unknown());
@@ -88,9 +95,12 @@ REGISTER_OP("TensorArrayV3")
     .Attr("tensor_array_name: string = ''")
     .SetIsStateful()
     .SetNotDifferentiable()
-    .SetShapeFn([](InferenceContext* c) {
+    .SetShapeFn([](InferenceContext* c) {  // the handle carries the element shape writes are held to
+      auto element = ShapeAttr(c, "element_shape");
+      if (!element.ok()) return element.status();
       c->set_output(0, PartialShape::Scalar());
       c->set_output(1, PartialShape::Scalar());
+      c->set_output_handle_shapes(0, {*std::move(element)});
       return absl::OkStatus();
     });
 
@@ -102,9 +112,10 @@ REGISTER_OP("TensorArrayGradV3")
     .Attr("source: string")
     .SetIsStateful()
     .SetNotDifferentiable()
-    .SetShapeFn([](InferenceContext* c) {
+    .SetShapeFn([](InferenceContext* c) {  // the gradient array takes its source's element shape
       c->set_output(0, PartialShape::Scalar());
       c->set_output(1, PartialShape::Scalar());
+      c->set_output_handle_shapes(0, c->input_handle_shapes(0));
       return absl::OkStatus();
     });
 
@@ -136,7 +147,11 @@ REGISTER_OP("TensorArrayReadV3")
     .Output("value: dtype")
     .Attr("dtype: type")
     .SetIsStateful()
-    .SetShapeFn(shape_fns::Unknown)
+    .SetShapeFn([](InferenceContext* c) {  // the array's element shape, when its handle says
+      const std::vector<PartialShape>& element = c->input_handle_shapes(0);
+      c->set_output(0, element.empty() ? PartialShape::Unknown() : element[0]);
+      return absl::OkStatus();
+    })
     .SetGradient([](GradientBuilder* g) {
       auto [grad_handle, grad_flow] = GradArray(g, g->input(0), g->input(2));
       g->SetInputGrad(2, g->b().Op("TensorArrayWrite", "TensorArrayWriteV3",
@@ -152,7 +167,26 @@ REGISTER_OP("TensorArrayGatherV3")
     .Attr("dtype: type")
     .Attr("element_shape: shape = { unknown_rank: true }")
     .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) { return PrependUnknownDim(c, "element_shape"); })
+    .SetShapeFn([](InferenceContext* c) {
+      // [one per index] + the element shape this node declares (its kernel
+      // checks) merged with the array's (its writes are checked).
+      auto element = ShapeAttr(c, "element_shape");
+      if (!element.ok()) return element.status();
+      const std::vector<PartialShape>& declared = c->input_handle_shapes(0);
+      if (!declared.empty()) {
+        auto merged = element->Merge(declared[0]);
+        if (merged.ok()) element = *std::move(merged);
+      }
+      if (!element->rank_known()) {
+        c->set_output(0, PartialShape::Unknown());
+        return absl::OkStatus();
+      }
+      const PartialShape& indices = c->input(1);
+      std::vector<int64_t> dims = {indices.rank() == 1 ? indices.dim(0) : kUnknownDim};
+      dims.insert(dims.end(), element->dims().begin(), element->dims().end());
+      c->set_output(0, PartialShape::FromDims(dims));
+      return absl::OkStatus();
+    })
     .SetGradient([](GradientBuilder* g) {
       auto [grad_handle, grad_flow] = GradArray(g, g->input(0), g->input(2));
       g->SetInputGrad(2, g->b().Op("TensorArrayScatter", "TensorArrayScatterV3",

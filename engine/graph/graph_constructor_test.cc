@@ -7,6 +7,7 @@
 #include "engine/graph/graph_constructor.h"
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -603,6 +604,18 @@ TEST_F(ShapeRefinerTest, MergeKeepsOnlyWhatAllInputsShare) {
   EXPECT_EQ(Shape("with_unknown"), "<unknown>");
 }
 
+// Adds loop variable x (nodes x0, x_e, x_m, x_sw, x_next, x_exit) to
+// SumLoop's frame "loop": it starts as `initial` and becomes `body(x)` each
+// iteration. Returns its Exit.
+std::string LoopVariable(GraphDefBuilder* b, const Tensor& initial,
+                         const std::function<std::string(const std::string&)>& body) {
+  b->Const("x0", initial);
+  std::string x_m = b->Merge("x_m", {b->Enter("x_e", "x0", DT_FLOAT, "loop"), "x_next"}, DT_FLOAT);
+  std::string x_sw = b->Switch("x_sw", x_m, "cond", DT_FLOAT);
+  b->NextIteration("x_next", body(x_sw + ":1"), DT_FLOAT);
+  return b->Exit("x_exit", x_sw + ":0", DT_FLOAT);
+}
+
 // A loop variable that keeps its shape in every iteration keeps it through
 // the back edge, the Switch and the Exit.
 TEST_F(ShapeRefinerTest, LoopVariablesKeepTheShapeEveryIterationKeeps) {
@@ -624,13 +637,11 @@ TEST_F(ShapeRefinerTest, ALoopThatChangesAShapeIsNotRejected) {
   GraphDefBuilder b;
   std::string limit = b.Const("limit", Tensor::Scalar<int32_t>(3));
   SumLoop(&b, "", limit, "loop");
-  b.Const("x0", Zeros(DT_FLOAT, TensorShape{1, 3}));
   b.Const("grow", Zeros(DT_FLOAT, TensorShape{2, 3}));
-  std::string x_m = b.Merge("x_m", {b.Enter("x_e", "x0", DT_FLOAT, "loop"), "x_next"}, DT_FLOAT);
-  std::string x_sw = b.Switch("x_sw", x_m, "cond", DT_FLOAT);
-  std::string x_exit = b.Exit("x_exit", x_sw + ":0", DT_FLOAT);
   std::string grow_e = b.Enter("grow_e", "grow", DT_FLOAT, "loop", true);
-  b.NextIteration("x_next", b.Binary("Add", "x_new", x_sw + ":1", grow_e, DT_FLOAT), DT_FLOAT);
+  std::string x_exit = LoopVariable(&b, Zeros(DT_FLOAT, TensorShape{1, 3}), [&](const std::string& x) {
+    return b.Binary("Add", "x_new", x, grow_e, DT_FLOAT);
+  });
   ShapedPlaceholder(&b, "lhs", {4, 2});
   b.Node("after", "MatMul", {"lhs", x_exit}, {{"T", MakeAttr(DT_FLOAT)}});  // [4,2] x [2,3] at run time
   Infer(b.graph());
@@ -645,12 +656,9 @@ TEST_F(ShapeRefinerTest, ALoopThatChangesARankGetsAnUnknownShape) {
   GraphDefBuilder b;
   std::string limit = b.Const("limit", Tensor::Scalar<int32_t>(3));
   SumLoop(&b, "", limit, "loop");
-  b.Const("x0", Zeros(DT_FLOAT, TensorShape{2}));
-  std::string x_m = b.Merge("x_m", {b.Enter("x_e", "x0", DT_FLOAT, "loop"), "x_next"}, DT_FLOAT);
-  std::string x_sw = b.Switch("x_sw", x_m, "cond", DT_FLOAT);
-  b.Exit("x_exit", x_sw + ":0", DT_FLOAT);
-  b.NextIteration("x_next", b.Node("x_new", "Pack", {x_sw + ":1"}, {{"T", MakeAttr(DT_FLOAT)}, {"N", MakeAttr(int64_t{1})}}),
-                  DT_FLOAT);
+  LoopVariable(&b, Zeros(DT_FLOAT, TensorShape{2}), [&](const std::string& x) {
+    return b.Node("x_new", "Pack", {x}, {{"T", MakeAttr(DT_FLOAT)}, {"N", MakeAttr(int64_t{1})}});
+  });
   Infer(b.graph());
   EXPECT_EQ(Shape("x_m"), "<unknown>");
   EXPECT_EQ(Shape("x_exit"), "<unknown>");

@@ -57,7 +57,9 @@ absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::
   shapes_.assign(graph.num_node_ids(), {});
   handle_shapes_.assign(graph.num_node_ids(), {});
   std::vector<std::vector<std::optional<KnownValue>>> values(graph.num_node_ids());  // per node and output
-  std::vector<std::unique_ptr<Tensor>> const_values(graph.num_node_ids());
+  // Per node and output: the value as a tensor, for a small Const and for a
+  // value shape_values.h knows whole (Rank(x), Shape(x) of a known shape).
+  std::vector<std::vector<std::unique_ptr<Tensor>>> tensors(graph.num_node_ids());
   std::vector<int> pending(graph.num_node_ids(), 0);
   std::deque<Node*> ready;
   absl::Status first_error;
@@ -65,6 +67,7 @@ absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::
     shapes_[n->id()].assign(n->num_outputs(), PartialShape::Unknown());
     handle_shapes_[n->id()].assign(n->num_outputs(), {});
     values[n->id()].resize(n->num_outputs());
+    tensors[n->id()].resize(n->num_outputs());
     for (const Edge* e : n->in_edges()) {
       if (!e->src->IsNextIteration()) ++pending[n->id()];
     }
@@ -93,7 +96,7 @@ absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::
       handle_shapes[e->dst_input] = handle_shapes_[src][e->src_output];
       input_values[e->dst_input] = values[src][e->src_output];
       if (input_values[e->dst_input]) inputs_as_shapes[e->dst_input] = input_values[e->dst_input]->AsShape();
-      if (e->src_output == 0) input_tensors[e->dst_input] = const_values[src].get();
+      input_tensors[e->dst_input] = tensors[src][e->src_output].get();
     }
     if (!back_edges.empty()) {
       // No assumption yet: as if the back edge brought the entering value.
@@ -144,13 +147,17 @@ absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::
       if (shape.ok() && shape->num_elements() <= kMaxConstElementsForShapes) {
         auto t = Tensor::FromProto(proto);
         if (t.ok()) {
-          const_values[n->id()] = std::make_unique<Tensor>(std::move(t).value());
-          values[n->id()][0] = KnownValueOfTensor(*const_values[n->id()]);
+          tensors[n->id()][0] = std::make_unique<Tensor>(std::move(t).value());
+          values[n->id()][0] = KnownValueOfTensor(*tensors[n->id()][0]);
         }
       }
     } else {
       for (int i = 0; i < n->num_outputs(); ++i) {
         values[n->id()][i] = KnownValueOfNode(*n, i, input_values, inputs, handle_shapes);
+        if (values[n->id()][i]) {
+          std::optional<Tensor> t = TensorOfKnownValue(*values[n->id()][i], n->output_type(i));
+          if (t) tensors[n->id()][i] = std::make_unique<Tensor>(*std::move(t));
+        }
       }
     }
     if (n->IsNextIteration()) continue;

@@ -116,6 +116,17 @@ std::optional<KnownValue> KnownValueOfTensor(const Tensor& t) {
   return KnownValue{t.dims() == 0, std::move(v)};
 }
 
+std::optional<Tensor> TensorOfKnownValue(const KnownValue& value, DataType dtype) {
+  if (!IsIndexType(dtype)) return std::nullopt;
+  for (int64_t e : value.elements) {
+    if (e == kUnknown) return std::nullopt;
+  }
+  const TensorShape shape = value.scalar ? TensorShape({}) : TensorShape({static_cast<int64_t>(value.elements.size())});
+  if (dtype == DT_INT64) return Tensor::FromVector<int64_t>(value.elements, shape);
+  std::vector<int32_t> narrow(value.elements.begin(), value.elements.end());  // KnownValueOfNode checked the range
+  return Tensor::FromVector<int32_t>(narrow, shape);
+}
+
 namespace {
 
 std::optional<KnownValue> Evaluate(const Node& n, int output, absl::Span<const std::optional<KnownValue>> inputs,

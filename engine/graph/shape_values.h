@@ -37,6 +37,10 @@ struct KnownValue {
 // kMaxTensorRank elements (longer ones are never shapes).
 std::optional<KnownValue> KnownValueOfTensor(const Tensor& t);
 
+// The value as a tensor of `dtype` (int32 or int64), when every element is
+// known; shape functions then read it as they read a Const's.
+std::optional<Tensor> TensorOfKnownValue(const KnownValue& value, DataType dtype);
+
 // What output `output` of node `n` holds, from what is known of its inputs:
 // their values (`inputs`, nullopt where nothing is known), their shapes and,
 // for resource inputs, the shapes their handles declare (`handle_shapes`).

@@ -6,6 +6,8 @@
 // in array_ops_indexing.cc. Signatures follow TensorFlow's op definitions
 // (tensorflow/core/ops/array_ops.cc, math_ops.cc for Range, sparse_ops.cc for
 // SparseToDense).
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_def.h"
 #include "engine/framework/shape_inference.h"
@@ -468,6 +470,18 @@ REGISTER_OP("Range")
     .Attr("Tidx: {float, double, int32, int64} = DT_INT32")
     .SetShapeFn([](InferenceContext* c) {
       c->set_output(0, PartialShape::UnknownOfRank(1));
+      auto start = c->input_index_values(0), limit = c->input_index_values(1), delta = c->input_index_values(2);
+      if (!start || !limit || !delta || start->size() != 1 || limit->size() != 1 || delta->size() != 1) {
+        return absl::OkStatus();  // unknown, or not integers
+      }
+      const int64_t a = (*start)[0], b = (*limit)[0], d = (*delta)[0];
+      if (d == 0 || (d > 0 ? a > b : a < b)) return absl::OkStatus();  // the kernel reports it
+      // The kernel's count, computed the kernel's way (engine/kernels/shape_ops.cc).
+      const double count = std::ceil(std::abs(static_cast<double>(b) - static_cast<double>(a)) /
+                                     std::abs(static_cast<double>(d)));
+      if (count <= static_cast<double>(kMaxTensorElements)) {
+        c->set_output(0, PartialShape::FromDims({static_cast<int64_t>(count)}));
+      }
       return absl::OkStatus();
     })
     .SetNotDifferentiable();

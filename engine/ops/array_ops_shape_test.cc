@@ -273,5 +273,17 @@ TEST_F(ArrayShapeTest, TensorArrayReadsHaveTheArraysElementShape) {
             "[2,?]");
 }
 
+// Range's length is the kernel's count; a value known whole (here Rank(x)
+// and Size(x)) reaches shape functions as a Const's does.
+TEST_F(ArrayShapeTest, RangeOfKnownValues) {
+  Output x = Input("x", {4, 5, 6});
+  EXPECT_EQ(Shape(b_.Op("r", "Range", {Int("a", 0), b_.Op("rank", "Rank", {x}), Int("d", 1)})), "[3]");
+  EXPECT_EQ(Shape(b_.Op("down", "Range", {Int("a1", 10), Int("b1", 1), Int("d1", -4)})), "[3]");  // 10 6 2
+  EXPECT_EQ(Shape(b_.Op("wrong_way", "Range", {Int("a2", 0), Int("b2", 5), Int("d2", -1)})), "[?]");
+  Output size = b_.Op("size", "Size", {x});
+  EXPECT_EQ(Shape(b_.Op("flat", "Reshape", {x, b_.Op("dims", "Pack", {size})})), "[120]");
+  EXPECT_EQ(Shape(b_.Op("rows", "Range", {Int("a3", 0), size, Int("d3", 7)})), "[18]");
+}
+
 }  // namespace
 }  // namespace sluice

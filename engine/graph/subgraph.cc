@@ -6,6 +6,7 @@
 #include "absl/strings/str_replace.h"
 #include "engine/framework/rendezvous.h"
 #include "engine/graph/algorithm.h"
+#include "engine/graph/control_flow.h"
 
 namespace sluice {
 namespace {
@@ -38,6 +39,30 @@ std::string UniqueName(const Graph& graph, const std::string& base) {
 
 std::string SafeName(const std::string& tensor) { return absl::StrReplaceAll(tensor, {{":", "_"}, {"^", "_"}}); }
 
+// A tensor inside a while loop has one value per iteration (or none, when
+// the loop stops first): the step cannot feed or fetch it. (Without this
+// check, a fetch's _Send ran once per iteration into a rendezvous read once,
+// and the Run timed out waiting.)
+absl::Status CheckOutsideLoops(const Graph& graph, const std::vector<std::string>& names,
+                               const std::vector<std::pair<Node*, int>>& tensors, const char* what) {
+  bool has_loops = false;
+  for (Node* n : graph.nodes()) has_loops |= n->IsEnter();
+  if (!has_loops || tensors.empty()) return absl::OkStatus();
+  std::vector<ControlFlowInfo> info;
+  if (!BuildControlFlowInfo(graph, &info).ok()) return absl::OkStatus();  // validation reports the graph
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Node* n = tensors[i].first;
+    // The frame of the node's outputs: an Exit's leave the loop, an Enter's enter it.
+    std::string frame = n->IsExit() ? info[n->id()].parent_frame : info[n->id()].frame_name;
+    if (n->IsEnter() && !GetNodeAttr(n->def(), "frame_name", &frame).ok()) continue;
+    if (frame.empty()) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot ", what, " '", names[i], "': it is inside the while loop '", frame,
+        "', where it has a value per iteration; ", what, " a tensor outside the loop (an Exit's output) instead"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RewriteGraphForExecution(const RewriteOptions& options, const std::vector<std::string>& feeds,
@@ -67,6 +92,9 @@ absl::Status RewriteGraphForExecution(const RewriteOptions& options, const std::
     if (!t.ok()) return t.status();
     fetch_tensors.push_back(*t);
   }
+  absl::Status s = CheckOutsideLoops(*graph, feeds, feed_tensors, "feed");
+  if (s.ok()) s = CheckOutsideLoops(*graph, fetches, fetch_tensors, "fetch");
+  if (!s.ok()) return s;
   std::vector<Node*> target_nodes;
   for (const std::string& name : targets) {
     Node* n = graph->FindNode(name);

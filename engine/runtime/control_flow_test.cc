@@ -10,6 +10,7 @@
 #include "engine/framework/shape_inference.h"
 #include "engine/graph/graph_def_builder.h"
 #include "engine/runtime/session.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace sluice {
@@ -94,6 +95,32 @@ int32_t RunScalar(const GraphDef& graph, const std::string& fetch, RunMetadata* 
   EXPECT_TRUE(s.ok()) << s;
   if (!s.ok() || out.size() != 1) return -1;
   return out[0].scalar<int32_t>();
+}
+
+// A tensor inside a loop has a value per iteration: feeding or fetching it
+// is an InvalidArgument naming the tensor and the loop, while the Exit's
+// output and the loop's inputs are fine.
+TEST(LoopFetches, ATensorInsideALoopCannotBeFedOrFetched) {
+  GraphDefBuilder b;
+  std::string limit = b.Const("limit", Tensor::Scalar<int32_t>(4));
+  LoopNames loop = SumLoop(&b, "", limit, "sum_loop", 10);
+  auto session = NewSession(SessionOptions());
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->Create(b.graph()).ok());
+  std::vector<Tensor> out;
+  for (const char* inside : {"s_m", "i_body", "i_e", "s_sw:1"}) {
+    absl::Status s = (*session)->Run({}, {inside}, {}, &out);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << inside << ": " << s;
+    EXPECT_THAT(std::string(s.message()),
+                ::testing::HasSubstr(absl::StrCat("cannot fetch '", inside, "': it is inside the while loop 'sum_loop'")));
+  }
+  absl::Status s = (*session)->Run({{"s_body", Tensor::Scalar<int32_t>(1)}}, {loop.sum}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("cannot feed 's_body'"));
+  s = (*session)->Run({{"limit", Tensor::Scalar<int32_t>(3)}}, {loop.sum, "i_exit"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out[0].scalar<int32_t>(), 3);  // 1 + 2
+  EXPECT_EQ(out[1].scalar<int32_t>(), 3);
 }
 
 class SumLoopTest : public ::testing::TestWithParam<int> {};

@@ -4,6 +4,7 @@
 // 2^40) exceeds 2^24, because a graph may legitimately ask for gigabytes, which the fuzzer
 // would report as out-of-memory. Dims of 2^40 and more stay in: they must be refused, never
 // allocated. `extra_stateful` adds ops a target allows (worker_request: _Send, _Recv).
+// Graphs with loops are imported but not run (MayLoop).
 // Thread safety: pure functions.
 #ifndef SLUICE_TESTS_FUZZ_GRAPH_FILTER_H_
 #define SLUICE_TESTS_FUZZ_GRAPH_FILTER_H_
@@ -26,7 +27,9 @@ inline constexpr uint64_t kRefusedForSure = uint64_t{1} << 40;
 inline bool AllowedStateful(const std::string& op) {
   static const auto* ops = new std::set<std::string>{
       "VariableV2", "Variable", "Assign", "AssignAdd", "AssignSub", "RandomUniform", "RandomUniformInt",
-      "RandomStandardNormal", "TruncatedNormal", "RandomShuffle", "RandomFlipLeftRight", "RandomCrop"};
+      "RandomStandardNormal", "TruncatedNormal", "RandomShuffle", "RandomFlipLeftRight", "RandomCrop",
+      "VarHandleOp", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
+      "ResourceGather", "VariableShape", "VarIsInitializedOp", "DestroyResourceOp"};
   return ops->count(op) > 0;
 }
 
@@ -67,6 +70,16 @@ inline bool Runnable(const GraphDef& graph, const std::set<std::string>& extra_s
     if (TooLarge(node)) return false;
   }
   return true;
+}
+
+// A graph with a loop (a NextIteration) may never stop, which no filter can
+// tell: the targets import it (validation, control flow, shape inference's
+// fixpoint over the loop) but do not run it.
+inline bool MayLoop(const GraphDef& graph) {
+  for (const NodeDef& node : graph.node()) {
+    if (node.op() == "NextIteration" || node.op() == "RefNextIteration") return true;
+  }
+  return false;
 }
 
 }  // namespace fuzz

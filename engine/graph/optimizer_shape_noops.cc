@@ -43,7 +43,15 @@ bool IsNoOp(const Node* n, const ShapeRefiner& refiner) {
   if (IsRefType(type) || type != n->output_type(0)) return false;
   const PartialShape& before = refiner.OutputShape(in->src, in->src_output);
   const PartialShape& after = refiner.OutputShape(n, 0);
-  return before.IsFullyDefined() && after.IsFullyDefined() && before == after && DeviceHasIdentity(n, type);
+  if (!before.IsFullyDefined() || !after.IsFullyDefined() || !(before == after)) return false;
+  // The shape, multiples or axes (input 1) must be known whole too: one
+  // computed at run time could be one the kernel refuses (a Reshape to a fed
+  // size that does not fit), and the Identity would hide that error.
+  if (n->num_inputs() > 1) {
+    const Edge* arg = n->input_edge(1);
+    if (arg == nullptr || refiner.OutputValue(arg->src, arg->src_output) == nullptr) return false;
+  }
+  return DeviceHasIdentity(n, type);
 }
 
 void ReplaceWithIdentity(Graph* graph, Node* n) {

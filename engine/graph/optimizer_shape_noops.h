@@ -6,7 +6,9 @@
 // shape; TensorFlow's GraphDefs carry the same nodes.
 //
 // The ops, with their input 0 and output 0 statically fully defined and equal
-// in shape (and of one type):
+// in shape (and of one type), and their input 1 (a shape, multiples, axes)
+// known whole statically (a Const, or Shape(x) of a fully defined x: a value
+// fed or computed at run time could be one the kernel refuses):
 //  - Reshape, BroadcastTo, Tile (every multiple is then 1, or the tensor is
 //    empty), Squeeze: each element stays where it is;
 //  - Sum, Mean, Prod, Max, Min: a reduction over no axes, or over axes of size

@@ -54,18 +54,27 @@ GraphDef Ops() {
   b.Node("neg", "Neg", {"same_reshape"}, {{"T", f}});
   b.Node("inner_reshape", "Reshape", {"row", b.Const("shape_13", Tensor::FromVector<int32_t>({1, 3}))}, {{"T", f}});
   b.Node("neg_inner", "Neg", {"inner_reshape"}, {{"T", f}});
+  // Reshape(x, [n, 3]) with n fed: statically [2,3] (the only n that fits),
+  // but a fed n that does not fit must still fail the kernel.
+  b.Node("n", "Placeholder", {}, {{"dtype", MakeAttr(DT_INT32)}, {"shape", MakeAttr(TensorShape({}))}});
+  b.Node("fed_shape", "Pack", {"n", b.Const("three", Tensor::Scalar<int32_t>(3))},
+         {{"T", MakeAttr(DT_INT32)}, {"N", MakeAttr(int64_t{2})}});
+  b.Node("fed_reshape", "Reshape", {"x", "fed_shape"}, {{"T", f}});
+  // Reshape(x, Shape(x)): computed at run time, but known whole.
+  b.Node("x_shape", "Shape", {"x"}, {{"T", f}});
+  b.Node("own_shape_reshape", "Reshape", {"x", "x_shape"}, {{"T", f}});
   return b.graph();
 }
 
 TEST(ShapeNoOps, OpsThatKeepAStaticShapeBecomeIdentities) {
   auto g = MustBuild(Ops());
   ASSERT_NE(g, nullptr);
-  EXPECT_EQ(ReplaceShapeNoOpsWithIdentities(ShapeNoOpOptions(), g.get()), 7);
-  for (const char* n :
-       {"same_reshape", "same_sum", "same_mean", "same_tile", "same_broadcast", "squeezed", "inner_reshape"}) {
+  EXPECT_EQ(ReplaceShapeNoOpsWithIdentities(ShapeNoOpOptions(), g.get()), 8);
+  for (const char* n : {"same_reshape", "same_sum", "same_mean", "same_tile", "same_broadcast", "squeezed",
+                        "inner_reshape", "own_shape_reshape"}) {
     EXPECT_EQ(OpOf(*g, n), "Identity") << n;
   }
-  for (const char* n : {"other_reshape", "unknown_reshape", "other_sum", "other_tile"}) {
+  for (const char* n : {"other_reshape", "unknown_reshape", "other_sum", "other_tile", "fed_reshape"}) {
     EXPECT_NE(OpOf(*g, n), "Identity") << n;
   }
   // Edges: input 0, the control input and the consumers stay; the shape
@@ -90,7 +99,7 @@ TEST(ShapeNoOps, KeptNodesStay) {
   ASSERT_NE(g, nullptr);
   ShapeNoOpOptions options;
   options.keep = [](const Node* n) { return n->name() == "same_tile"; };
-  EXPECT_EQ(ReplaceShapeNoOpsWithIdentities(options, g.get()), 6);
+  EXPECT_EQ(ReplaceShapeNoOpsWithIdentities(options, g.get()), 7);
   EXPECT_EQ(OpOf(*g, "same_tile"), "Tile");
 }
 

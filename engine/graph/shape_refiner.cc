@@ -57,9 +57,9 @@ absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::
   shapes_.assign(graph.num_node_ids(), {});
   handle_shapes_.assign(graph.num_node_ids(), {});
   std::vector<std::vector<std::optional<KnownValue>>> values(graph.num_node_ids());  // per node and output
-  // Per node and output: the value as a tensor, for a small Const and for a
-  // value shape_values.h knows whole (Rank(x), Shape(x) of a known shape).
-  std::vector<std::vector<std::unique_ptr<Tensor>>> tensors(graph.num_node_ids());
+  std::vector<std::vector<std::unique_ptr<Tensor>>>& tensors = values_as_tensors_;
+  tensors.clear();
+  tensors.resize(graph.num_node_ids());
   std::vector<int> pending(graph.num_node_ids(), 0);
   std::deque<Node*> ready;
   absl::Status first_error;

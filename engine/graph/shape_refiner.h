@@ -11,6 +11,7 @@
 #ifndef SLUICE_ENGINE_GRAPH_SHAPE_REFINER_H_
 #define SLUICE_ENGINE_GRAPH_SHAPE_REFINER_H_
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -25,6 +26,13 @@ class ShapeRefiner {
   absl::Status InferShapes(const Graph& graph);
   // REQUIRES: InferShapes succeeded; `node` belongs to that graph.
   const PartialShape& OutputShape(const Node* node, int output) const { return shapes_[node->id()][output]; }
+  // The output's value when it is known statically in full: a small Const's,
+  // or a small integer value shape_values.h knows whole (Rank(x), Shape(x) of
+  // a fully defined x); else null.
+  // REQUIRES: InferShapes succeeded; `node` belongs to that graph.
+  const Tensor* OutputValue(const Node* node, int output) const {
+    return values_as_tensors_[node->id()][output].get();
+  }
 
  private:
   // One pass in topological order. `assumed[e]` is the shape assumed for back
@@ -32,6 +40,7 @@ class ShapeRefiner {
   // unknown.
   absl::Status InferOnce(const Graph& graph, const std::vector<std::optional<PartialShape>>* assumed);
   std::vector<std::vector<PartialShape>> shapes_;
+  std::vector<std::vector<std::unique_ptr<Tensor>>> values_as_tensors_;  // per node and output
   std::vector<std::vector<std::vector<PartialShape>>> handle_shapes_;  // per node and output
 };
 

@@ -126,7 +126,8 @@ std::optional<int64_t> ScalarValue(InferenceContext* c, int i) {
 }
 
 // Split(split_dim, value) and SplitV(value, size_splits, split_dim): the
-// value's shape with the split dim's size per output (`sizes`, -1 unknown).
+// value's shape with the split dim's size `size_of_output(i, dim)` for output
+// i (-1: unknown). An unknown or out-of-range split_dim leaves only the rank.
 absl::Status SplitOutputs(InferenceContext* c, const PartialShape& in, std::optional<int64_t> split_dim,
                           const std::function<int64_t(int, int64_t)>& size_of_output) {
   for (int i = 0; i < c->num_outputs(); ++i) {

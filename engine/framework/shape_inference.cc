@@ -148,14 +148,19 @@ const std::vector<PartialShape>& InferenceContext::input_handle_shapes(int i) co
   return input_handle_shapes_[i];
 }
 
-std::optional<std::vector<int64_t>> InferenceContext::input_index_values(int i) const {
-  const Tensor* t = input_tensor(i);
-  if (t == nullptr || (t->dtype() != DT_INT32 && t->dtype() != DT_INT64)) return std::nullopt;
-  std::vector<int64_t> v(t->NumElements());
-  for (int64_t k = 0; k < t->NumElements(); ++k) {
-    v[k] = t->dtype() == DT_INT32 ? t->data<int32_t>()[k] : t->data<int64_t>()[k];
+std::optional<std::vector<int64_t>> IndexValues(const Tensor& t) {
+  if (t.dtype() != DT_INT32 && t.dtype() != DT_INT64) return std::nullopt;
+  std::vector<int64_t> v(t.NumElements());
+  for (int64_t k = 0; k < t.NumElements(); ++k) {
+    v[k] = t.dtype() == DT_INT32 ? t.data<int32_t>()[k] : t.data<int64_t>()[k];
   }
   return v;
+}
+
+std::optional<std::vector<int64_t>> InferenceContext::input_index_values(int i) const {
+  const Tensor* t = input_tensor(i);
+  if (t == nullptr) return std::nullopt;
+  return IndexValues(*t);
 }
 
 const PartialShape& InferenceContext::input_as_shape(int i) const {

@@ -133,6 +133,9 @@ class InferenceContext {
   std::vector<std::vector<PartialShape>> output_handle_shapes_;
 };
 
+// The values of an int32 or int64 tensor, flattened; nullopt for other types.
+std::optional<std::vector<int64_t>> IndexValues(const Tensor& t);
+
 namespace shape_fns {
 // Every output: unknown shape.
 absl::Status Unknown(InferenceContext* c);

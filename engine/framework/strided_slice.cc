@@ -2,7 +2,6 @@
 #include "engine/framework/strided_slice.h"
 
 #include <algorithm>
-#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/node_def_util.h"
@@ -15,15 +14,12 @@ bool Bit(uint64_t mask, int i) { return (mask >> i) & 1; }
 }  // namespace
 
 absl::Status StridedSliceMasks::Read(const NodeDef& def) {
-  for (auto [name, field] : {std::pair<const char*, uint64_t*>{"begin_mask", &begin_mask},
-                             {"end_mask", &end_mask},
-                             {"ellipsis_mask", &ellipsis_mask},
-                             {"new_axis_mask", &new_axis_mask},
-                             {"shrink_axis_mask", &shrink_axis_mask}}) {
+  uint64_t* fields[] = {&begin_mask, &end_mask, &ellipsis_mask, &new_axis_mask, &shrink_axis_mask};
+  for (int i = 0; i < 5; ++i) {
     int64_t v = 0;
-    absl::Status s = GetNodeAttr(def, name, &v);
+    absl::Status s = GetNodeAttr(def, kStridedSliceMaskNames[i], &v);
     if (!s.ok()) return s;
-    *field = static_cast<uint64_t>(v);
+    *fields[i] = static_cast<uint64_t>(v);
   }
   return absl::OkStatus();
 }

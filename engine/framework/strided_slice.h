@@ -16,6 +16,11 @@
 
 namespace sluice {
 
+// The attrs of StridedSlice and StridedSliceGrad that hold the masks, in
+// StridedSliceMasks' field order.
+inline constexpr const char* kStridedSliceMaskNames[] = {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
+                                                          "shrink_axis_mask"};
+
 // The masks as bit patterns (unsigned: a negative attr is just a pattern with
 // high bits set, and no mask arithmetic can overflow).
 struct StridedSliceMasks {

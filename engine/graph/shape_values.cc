@@ -108,12 +108,10 @@ PartialShape KnownValue::AsShape() const {
 }
 
 std::optional<KnownValue> KnownValueOfTensor(const Tensor& t) {
-  if (!IsIndexType(t.dtype()) || t.dims() > 1 || t.NumElements() > kMaxTensorRank) return std::nullopt;
-  std::vector<int64_t> v(t.NumElements());
-  for (int64_t i = 0; i < t.NumElements(); ++i) {
-    v[i] = t.dtype() == DT_INT32 ? t.data<int32_t>()[i] : t.data<int64_t>()[i];
-  }
-  return KnownValue{t.dims() == 0, std::move(v)};
+  if (t.dims() > 1 || t.NumElements() > kMaxTensorRank) return std::nullopt;
+  std::optional<std::vector<int64_t>> v = IndexValues(t);
+  if (!v) return std::nullopt;
+  return KnownValue{t.dims() == 0, *std::move(v)};
 }
 
 std::optional<Tensor> TensorOfKnownValue(const KnownValue& value, DataType dtype) {

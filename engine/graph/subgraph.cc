@@ -43,24 +43,32 @@ std::string SafeName(const std::string& tensor) { return absl::StrReplaceAll(ten
 // the loop stops first): the step cannot feed or fetch it. (Without this
 // check, a fetch's _Send ran once per iteration into a rendezvous read once,
 // and the Run timed out waiting.)
-absl::Status CheckOutsideLoops(const Graph& graph, const std::vector<std::string>& names,
-                               const std::vector<std::pair<Node*, int>>& tensors, const char* what) {
+absl::Status CheckOutsideLoops(const Graph& graph, const std::vector<std::string>& feeds,
+                               const std::vector<std::pair<Node*, int>>& feed_tensors,
+                               const std::vector<std::string>& fetches,
+                               const std::vector<std::pair<Node*, int>>& fetch_tensors) {
   bool has_loops = false;
   for (Node* n : graph.nodes()) has_loops |= n->IsEnter();
-  if (!has_loops || tensors.empty()) return absl::OkStatus();
+  if (!has_loops) return absl::OkStatus();
   std::vector<ControlFlowInfo> info;
   if (!BuildControlFlowInfo(graph, &info).ok()) return absl::OkStatus();  // validation reports the graph
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Node* n = tensors[i].first;
-    // The frame of the node's outputs: an Exit's leave the loop, an Enter's enter it.
-    std::string frame = n->IsExit() ? info[n->id()].parent_frame : info[n->id()].frame_name;
-    if (n->IsEnter() && !GetNodeAttr(n->def(), "frame_name", &frame).ok()) continue;
-    if (frame.empty()) continue;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot ", what, " '", names[i], "': it is inside the while loop '", frame,
-        "', where it has a value per iteration; ", what, " a tensor outside the loop (an Exit's output) instead"));
-  }
-  return absl::OkStatus();
+  auto check = [&](const char* what, const std::vector<std::string>& names,
+                   const std::vector<std::pair<Node*, int>>& tensors) {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const Node* n = tensors[i].first;
+      // The frame of the node's outputs: an Exit's leave the loop, an Enter's enter it.
+      std::string frame = n->IsExit() ? info[n->id()].parent_frame : info[n->id()].frame_name;
+      if (n->IsEnter() && !GetNodeAttr(n->def(), "frame_name", &frame).ok()) continue;
+      if (frame.empty()) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot ", what, " '", names[i], "': it is inside the while loop '", frame,
+          "', where it has a value per iteration; ", what, " a tensor outside the loop (an Exit's output) instead"));
+    }
+    return absl::OkStatus();
+  };
+  absl::Status s = check("feed", feeds, feed_tensors);
+  if (!s.ok()) return s;
+  return check("fetch", fetches, fetch_tensors);
 }
 
 }  // namespace
@@ -92,9 +100,8 @@ absl::Status RewriteGraphForExecution(const RewriteOptions& options, const std::
     if (!t.ok()) return t.status();
     fetch_tensors.push_back(*t);
   }
-  absl::Status s = CheckOutsideLoops(*graph, feeds, feed_tensors, "feed");
-  if (s.ok()) s = CheckOutsideLoops(*graph, fetches, fetch_tensors, "fetch");
-  if (!s.ok()) return s;
+  absl::Status loops = CheckOutsideLoops(*graph, feeds, feed_tensors, fetches, fetch_tensors);
+  if (!loops.ok()) return loops;
   std::vector<Node*> target_nodes;
   for (const std::string& name : targets) {
     Node* n = graph->FindNode(name);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/framework/device.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/framework/shape_inference.h"
 #include "engine/kernels/array_kernel_util.h"
 #include "engine/kernels/resource_variable_util.h"
 #include "engine/kernels/variable_util.h"
@@ -25,11 +26,13 @@ class VarHandleOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("container", &handle_.container));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("shared_name", &handle_.name));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("dtype", &handle_.dtype));
-    TensorShapeProto shape;
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("shape", &shape));
-    if (!shape.unknown_rank()) {
-      handle_.declared_rank = shape.dim_size();
-      for (const auto& d : shape.dim()) handle_.declared_dims.push_back(d.size() < 0 ? -1 : d.size());
+    TensorShapeProto proto;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("shape", &proto));
+    auto declared = PartialShape::FromProto(proto);
+    OP_REQUIRES_OK(ctx, declared.status());
+    if (declared->rank_known()) {
+      handle_.declared_rank = declared->rank();
+      handle_.declared_dims.assign(declared->dims().begin(), declared->dims().end());
     }
     if (handle_.container.empty()) handle_.container = ResourceMgr::kDefaultContainer;
     if (handle_.name.empty()) handle_.name = ctx->def().name();
@@ -58,9 +61,7 @@ class ReadVariableOp : public OpKernel {
     Tensor value;
     {
       absl::ReaderMutexLock lock((*var)->mu());
-      const ResourceHandle& handle = ctx->input(0).data<ResourceHandle>()[0];
-      OP_REQUIRES_OK(ctx, CheckInitialized(var->get(), handle));
-      OP_REQUIRES_OK(ctx, CheckDeclaredShape(handle, (*var)->tensor()->shape()));
+      OP_REQUIRES_OK(ctx, CheckReadable(var->get(), ctx->input(0).data<ResourceHandle>()[0]));
       value = *(*var)->tensor();
     }
     ctx->set_output(0, std::move(value));
@@ -160,10 +161,8 @@ class VariableShapeOp : public OpKernel {
     TensorShape shape;
     {
       absl::ReaderMutexLock lock((*var)->mu());
-      const ResourceHandle& handle = ctx->input(0).data<ResourceHandle>()[0];
-      OP_REQUIRES_OK(ctx, CheckInitialized(var->get(), handle));
+      OP_REQUIRES_OK(ctx, CheckReadable(var->get(), ctx->input(0).data<ResourceHandle>()[0]));
       shape = (*var)->tensor()->shape();
-      OP_REQUIRES_OK(ctx, CheckDeclaredShape(handle, shape));
     }
     std::vector<int64_t> dims;
     for (int d = 0; d < shape.dims(); ++d) dims.push_back(shape.dim_size(d));
@@ -194,9 +193,7 @@ class ResourceGatherOp : public OpKernel {
     Tensor params;
     {
       absl::ReaderMutexLock lock((*var)->mu());
-      const ResourceHandle& handle = ctx->input(0).data<ResourceHandle>()[0];
-      OP_REQUIRES_OK(ctx, CheckInitialized(var->get(), handle));
-      OP_REQUIRES_OK(ctx, CheckDeclaredShape(handle, (*var)->tensor()->shape()));
+      OP_REQUIRES_OK(ctx, CheckReadable(var->get(), ctx->input(0).data<ResourceHandle>()[0]));
       params = *(*var)->tensor();
     }
     OP_REQUIRES_OK(ctx, array_util::GatherToOutput(ctx, params, ctx->input(1), 0));

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/device.h"
+#include "engine/framework/shape_inference.h"
 
 namespace sluice {
 
@@ -77,20 +78,11 @@ absl::StatusOr<std::shared_ptr<ResourceVariable>> LookupOrCreateResourceVariable
 
 absl::Status CheckDeclaredShape(const ResourceHandle& handle, const TensorShape& shape) {
   if (handle.declared_rank < 0) return absl::OkStatus();
-  bool fits = shape.dims() == handle.declared_rank;
-  for (int d = 0; fits && d < shape.dims(); ++d) {
-    fits = handle.declared_dims[d] < 0 || handle.declared_dims[d] == shape.dim_size(d);
-  }
-  if (fits) return absl::OkStatus();
-  std::string declared = "[";
-  for (size_t d = 0; d < handle.declared_dims.size(); ++d) {
-    absl::StrAppend(&declared, d > 0 ? "," : "",
-                    handle.declared_dims[d] < 0 ? "?" : absl::StrCat(handle.declared_dims[d]));
-  }
-  declared += "]";
+  const PartialShape declared = PartialShape::FromDims(handle.declared_dims);
+  if (declared.IsCompatibleWith(shape)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("resource variable '", handle.name, "' in container '",
                                                  handle.container, "': a value of shape ", shape.DebugString(),
-                                                 " does not fit the shape ", declared,
+                                                 " does not fit the shape ", declared.DebugString(),
                                                  " its VarHandleOp declares"));
 }
 
@@ -101,6 +93,12 @@ absl::Status CheckInitialized(ResourceVariable* var, const ResourceHandle& handl
                                                       "': it is uninitialized"));
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckReadable(ResourceVariable* var, const ResourceHandle& handle) {
+  absl::Status s = CheckInitialized(var, handle);
+  if (!s.ok()) return s;
+  return CheckDeclaredShape(handle, var->tensor()->shape());
 }
 
 void PrepareToUpdate(Tensor* var) {

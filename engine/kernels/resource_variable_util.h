@@ -54,6 +54,10 @@ absl::Status CheckDeclaredShape(const ResourceHandle& handle, const TensorShape&
 // REQUIRES: var's mutex held.
 absl::Status CheckInitialized(ResourceVariable* var, const ResourceHandle& handle);
 
+// What a read needs: CheckInitialized, then CheckDeclaredShape of the value.
+// REQUIRES: var's mutex held.
+absl::Status CheckReadable(ResourceVariable* var, const ResourceHandle& handle);
+
 // Gives `var` a buffer of its own when a reader still shares it.
 // REQUIRES: the variable's mutex held; *var initialized.
 void PrepareToUpdate(Tensor* var);

@@ -375,11 +375,8 @@ REGISTER_OP("Slice")
     });
 
 namespace {
-const char* const kStridedSliceMasks[] = {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
-                                          "shrink_axis_mask"};
-
 absl::Status CopyMasks(GradientBuilder* g, AttrList* attrs) {
-  for (const char* name : kStridedSliceMasks) {
+  for (const char* name : kStridedSliceMaskNames) {
     int64_t v;
     absl::Status s = g->GetAttr(name, &v);
     if (!s.ok()) return s;

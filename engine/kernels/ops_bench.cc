@@ -666,6 +666,50 @@ void BM_BiasRelu(benchmark::State& state) {
   SetConvFlops(state, secs, c.flops, kConvThreads);
 }
 
+// ---- FusedBatchNormV3 and its gradient (training) ----
+
+// Case c: 0 the census resnet_bn's batch norms, [8, 28, 28, 16] NHWC; 1 a
+// ResNet's first stage at batch 32, [32, 56, 56, 64] NHWC; 2 the same in NCHW.
+// GBps counts the least traffic: x read and y written (forward); dy and x
+// read and dx written (gradient).
+struct NormCase {
+  TensorShape x;
+  bool nchw;
+};
+NormCase GetNormCase(int c) {
+  if (c == 0) return {TensorShape({8, 28, 28, 16}), false};
+  if (c == 1) return {TensorShape({32, 56, 56, 64}), false};
+  return {TensorShape({32, 64, 56, 56}), true};
+}
+
+void RunNorm(benchmark::State& state, bool gradient) {
+  const NormCase c = GetNormCase(static_cast<int>(state.range(0)));
+  const int threads = static_cast<int>(state.range(1));
+  const int64_t channels = c.x.dim_size(c.nchw ? 1 : 3);
+  std::map<std::string, AttrValue> attrs = {{"T", MakeAttr(DT_FLOAT)},
+                                            {"U", MakeAttr(DT_FLOAT)},
+                                            {"epsilon", MakeAttr(0.001f)},
+                                            {"is_training", MakeAttr(true)},
+                                            {"data_format", MakeAttr(std::string(c.nchw ? "NCHW" : "NHWC"))}};
+  const Tensor x = BenchRandom(c.x, -2, 3), scale = BenchRandom(TensorShape({channels}), 0.5, 2);
+  const Tensor empty(DT_FLOAT, TensorShape({0}));
+  std::vector<Tensor> inputs;
+  if (gradient) {
+    inputs = {BenchRandom(c.x), x, scale, BenchRandom(TensorShape({channels}), 0.4, 0.6),
+              BenchRandom(TensorShape({channels}), 2, 2.2), empty};
+  } else {
+    attrs["exponential_avg_factor"] = MakeAttr(1.0f);
+    inputs = {x, scale, BenchRandom(TensorShape({channels})), empty, empty};
+  }
+  const double ref = MemcpyGbps(threads);
+  KernelRunner r(threads, gradient ? "FusedBatchNormGradV3" : "FusedBatchNormV3", attrs, inputs);
+  const double secs = Loop(state, r);
+  if (secs < 0) return;
+  SetBandwidth(state, secs, (gradient ? 3.0 : 2.0) * c.x.num_elements() * sizeof(float), ref);
+}
+void BM_FusedBatchNorm(benchmark::State& state) { RunNorm(state, false); }
+void BM_FusedBatchNormGrad(benchmark::State& state) { RunNorm(state, true); }
+
 // The peak and memcpy references run first (registration order) and record
 // their best rate for the ratios below.
 
@@ -716,6 +760,16 @@ BENCHMARK(BM_BiasRelu)
     ->ArgNames({"case", "fused"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FusedBatchNorm)
+    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->ArgNames({"case", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FusedBatchNormGrad)
+    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->ArgNames({"case", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace sluice

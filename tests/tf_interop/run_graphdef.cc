@@ -6,6 +6,7 @@
 //                [--grad_y=NAME --grad_x=NAME... [--grad_dy=NAME]]
 //                [--iters=N] [--warmup=W] [--max_seconds=S]
 //                [--init=NODE] [--train=NODE --steps=N [--op_counts=FILE]]
+//                [--as_train]
 //
 // Files are serialized TensorProtos (TensorFlow's field numbers, so
 // tf.make_tensor_proto(...).SerializeToString() writes a feed and
@@ -22,7 +23,11 @@
 // the fetches are run, so a training graph's variables can be fetched after
 // N steps; --op_counts writes how many nodes of each op type the last of them
 // ran ("Conv2D 3" per line, sorted), which shows what the step's graph
-// passes left (the data format pass's Transposes, say).
+// passes left (the data format pass's Transposes, say). With --train, --iters
+// times training steps (NODE as a target with the feeds) instead of the
+// fetches. --as_train runs the session as `train` does in a single process:
+// nodes on the intra-op pool, oneDNN and Winograd convolutions (a plain
+// SessionOptions has neither).
 // Every failure (unreadable file, malformed proto, graph rejected, kernel
 // error) prints the status on stderr and exits 1; nothing crashes.
 #include <algorithm>
@@ -68,6 +73,7 @@ struct Args {
   std::string train;       // run `steps` times, as a target, before the fetches
   int steps = 0;
   std::string op_counts;   // the last training step's op types and node counts
+  bool as_train = false;   // SessionOptions as `train` sets them
 };
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -99,6 +105,10 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
   Args args;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--as_train") {
+      args.as_train = true;
+      continue;
+    }
     size_t eq = a.find('=');
     if (!absl::StartsWith(a, "--") || eq == std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat("expected --flag=value, got '", a, "'"));
@@ -242,7 +252,13 @@ absl::Status Main(int argc, char** argv) {
     fetches.push_back(name);
   }
 
-  auto session_or = NewSession();
+  SessionOptions options;
+  if (args.as_train) {
+    options.ops_on_intra_op_pool = true;
+    options.onednn_kernels = true;
+    options.winograd_kernels = true;
+  }
+  auto session_or = NewSession(options);
   if (!session_or.ok()) return session_or.status();
   std::unique_ptr<Session> session = *std::move(session_or);
   absl::Status s = session->Create(graph_def);
@@ -278,8 +294,13 @@ absl::Status Main(int argc, char** argv) {
   }
 
   if (args.iters > 0) {
+    // One timed unit: a training step when --train is given, else the fetches.
+    auto run_once = [&]() {
+      return args.train.empty() ? session->Run(feeds, fetches, {}, &outputs)
+                                : session->Run(feeds, {}, {args.train}, &outputs);
+    };
     for (int i = 0; i < args.warmup; ++i) {
-      s = session->Run(feeds, fetches, {}, &outputs);
+      s = run_once();
       if (!s.ok()) return s;
     }
     std::vector<double> us;
@@ -288,7 +309,7 @@ absl::Status Main(int argc, char** argv) {
     for (int i = 0; i < args.iters; ++i) {
       if (args.max_seconds > 0 && i >= 3 && total_us > args.max_seconds * 1e6) break;
       auto start = std::chrono::steady_clock::now();
-      s = session->Run(feeds, fetches, {}, &outputs);
+      s = run_once();
       auto end = std::chrono::steady_clock::now();
       if (!s.ok()) return s;
       us.push_back(std::chrono::duration<double, std::micro>(end - start).count());

@@ -20,6 +20,14 @@ struct Norm {
   // float, as the attrs hold them.
   double epsilon = static_cast<float>(1e-3);
   double factor = 1.0;
+  // x is uniform in [x_lo, x_hi).
+  double x_lo = -2, x_hi = 3;
+  // Checked by float64 finite differences (too slow for the large cases, and
+  // too noisy for x near 1000).
+  bool finite_differences = true;
+  // float64's tolerance (0: the harness's default, 1e-12). With x near 1000
+  // the reference's own sums of x are off by about 1e-12 of y's scale.
+  double double_tolerance = 0;
 };
 
 // channel of flat element k, and the count of elements per channel.
@@ -56,12 +64,16 @@ void Moments(const Norm& n, const std::vector<double>& x, int64_t channels, std:
   for (double& v : *var) v /= per;
 }
 
+std::string XRange(const Norm& n) {
+  return " x in [" + std::to_string(n.x_lo) + ", " + std::to_string(n.x_hi) + ")";
+}
+
 DataType StatType(DataType t) { return t == DT_DOUBLE ? DT_DOUBLE : DT_FLOAT; }
 
 OpCase ForwardCase(DataType dt, Rng* rng, const Norm& n) {
   const int64_t C = n.shape.dim_size(n.channels_first ? 1 : n.shape.dims() - 1);
   const DataType u = StatType(dt);
-  Tensor x = RandomTensor(dt, n.shape, rng, -2, 3);
+  Tensor x = RandomTensor(dt, n.shape, rng, n.x_lo, n.x_hi);
   Tensor scale = RandomTensor(u, TensorShape({C}), rng, 0.5, 2);
   Tensor offset = RandomTensor(u, TensorShape({C}), rng, -1, 1);
   Tensor run_mean = RandomTensor(u, TensorShape({C}), rng, -1, 1);
@@ -91,14 +103,15 @@ OpCase ForwardCase(DataType dt, Rng* rng, const Norm& n) {
   }
   OpCase c;
   c.description = n.shape.DebugString() + (n.channels_first ? " channels first" : " channels last") +
-                  (n.training ? " training" : " inference") + " factor " + std::to_string(n.factor);
+                  (n.training ? " training" : " inference") + " factor " + std::to_string(n.factor) + XRange(n);
   c.inputs = {x, scale, offset, run_mean, run_var};
   c.attrs = NormAttrs(n, true);
   c.expected = {FromDoubles(dt, n.shape, y),       FromDoubles(u, TensorShape({C}), batch_mean),
                 FromDoubles(u, TensorShape({C}), batch_var), FromDoubles(u, TensorShape({C}), mean),
                 FromDoubles(u, TensorShape({C}), var),       FromDoubles(u, TensorShape({0}), {})};
   if (dt == DT_FLOAT) c.tolerance = 1e-4;
-  c.check_gradient = dt == DT_DOUBLE;
+  c.check_gradient = dt == DT_DOUBLE && n.finite_differences;
+  if (dt == DT_DOUBLE) c.tolerance = n.double_tolerance;
   c.grad_inputs = {0, 1, 2};
   c.grad_outputs = {0};
   return c;
@@ -113,6 +126,27 @@ std::vector<Norm> Layouts() {
   Norm blended{TensorShape({2, 2, 2, 3}), false, true};
   blended.factor = static_cast<float>(0.3);
   layouts.push_back(blended);
+  // The kernels' vector loops and their tails: more channels than a vector's
+  // lanes, not a multiple of them, rows not a multiple of four; runs of 63.
+  layouts.push_back({TensorShape({3, 5, 3, 19}), false, true});
+  layouts.push_back({TensorShape({2, 3, 5, 19}), false, false});
+  layouts.push_back({TensorShape({2, 19, 7, 9}), true, true});
+  layouts.push_back({TensorShape({2, 19, 7, 9}), true, false});
+  // A mean far from zero against the deviations: x - mean must keep them.
+  for (bool channels_first : {false, true}) {
+    Norm offset{channels_first ? TensorShape({4, 12, 6, 6}) : TensorShape({4, 6, 6, 12}), channels_first, true};
+    offset.x_lo = 1000;
+    offset.x_hi = 1001;
+    offset.finite_differences = false;
+    offset.double_tolerance = 1e-10;
+    layouts.push_back(offset);
+  }
+  // Several blocks (the last one short), run on the intra-op pool.
+  for (bool channels_first : {false, true}) {
+    Norm large{channels_first ? TensorShape({5, 20, 48, 48}) : TensorShape({8, 32, 32, 20}), channels_first, true};
+    large.finite_differences = false;
+    layouts.push_back(large);
+  }
   return layouts;
 }
 
@@ -152,7 +186,7 @@ std::vector<OpCase> GradCases(DataType dt, Rng* rng) {
   for (const Norm& n : Layouts()) {
     if (n.factor != 1.0) continue;
     const int64_t C = n.shape.dim_size(n.channels_first ? 1 : n.shape.dims() - 1);
-    Tensor dy = RandomTensor(dt, n.shape, rng, -1, 1), x = RandomTensor(dt, n.shape, rng, -2, 3);
+    Tensor dy = RandomTensor(dt, n.shape, rng, -1, 1), x = RandomTensor(dt, n.shape, rng, n.x_lo, n.x_hi);
     Tensor scale = RandomTensor(u, TensorShape({C}), rng, 0.5, 2);
     std::vector<double> xv = ToDoubles(x), g = ToDoubles(dy), sv = ToDoubles(scale), mean, var;
     Moments(n, xv, C, &mean, &var);
@@ -160,6 +194,10 @@ std::vector<OpCase> GradCases(DataType dt, Rng* rng) {
       mean = ToDoubles(RandomTensor(u, TensorShape({C}), rng, -1, 1));
       var = ToDoubles(RandomTensor(u, TensorShape({C}), rng, 0.5, 2));
     }
+    // The reference uses the statistics as the kernel gets them (float for
+    // float tensors): a mean near 1000 rounds by up to 3e-5.
+    mean = ToDoubles(FromDoubles(u, TensorShape({C}), mean));
+    var = ToDoubles(FromDoubles(u, TensorShape({C}), var));
     std::vector<double> sum_dy(C, 0.0), sum_dy_xhat(C, 0.0), dx(xv.size());
     int64_t per = 1;
     for (size_t k = 0; k < xv.size(); ++k) {
@@ -174,7 +212,7 @@ std::vector<OpCase> GradCases(DataType dt, Rng* rng) {
     }
     OpCase c;
     c.description = n.shape.DebugString() + (n.channels_first ? " channels first" : " channels last") +
-                    (n.training ? " training" : " inference");
+                    (n.training ? " training" : " inference") + XRange(n);
     c.inputs = {dy, x, scale, FromDoubles(u, TensorShape({C}), mean), FromDoubles(u, TensorShape({C}), var),
                 FromDoubles(u, TensorShape({0}), {})};
     c.attrs = NormAttrs(n, false);
@@ -182,6 +220,7 @@ std::vector<OpCase> GradCases(DataType dt, Rng* rng) {
                   FromDoubles(u, TensorShape({C}), sum_dy), FromDoubles(u, TensorShape({0}), {}),
                   FromDoubles(u, TensorShape({0}), {})};
     if (dt == DT_FLOAT) c.tolerance = 1e-4;
+    if (dt == DT_DOUBLE) c.tolerance = n.double_tolerance;
     cases.push_back(std::move(c));
   }
   Tensor v3 = RandomTensor(u, TensorShape({3}), rng, 0.5, 1);

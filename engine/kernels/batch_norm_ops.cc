@@ -93,7 +93,11 @@ Blocks MakeBlocks(const Layout& l) {
   if (l.outer == 0) return b;
   const int64_t row = std::max<int64_t>(l.channels * l.inner, 1);
   b.per = std::max<int64_t>(1, kBlockElements / row);
-  b.per = std::max(b.per, (l.outer + kMaxBlocks - 1) / kMaxBlocks);
+  // Each block keeps two doubles per channel: at most one block per 64
+  // elements of a channel keeps them under a sixteenth of a float tensor's
+  // bytes (x = [128, 1, 1, 10^6] would otherwise take 128 blocks, 2 GB).
+  const int64_t max_blocks = std::min(kMaxBlocks, std::max<int64_t>(1, l.count() / 64));
+  b.per = std::max(b.per, (l.outer + max_blocks - 1) / max_blocks);
   b.count = (l.outer + b.per - 1) / b.per;
   return b;
 }

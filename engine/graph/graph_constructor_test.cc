@@ -665,5 +665,87 @@ TEST_F(ShapeRefinerTest, ALoopThatChangesARankGetsAnUnknownShape) {
   EXPECT_EQ(Shape("i_m"), "[]");  // the other loop variable still settles
 }
 
+
+// ---- Stacks: a pop takes the shapes pushed onto its stack ----
+
+std::string Stack(GraphDefBuilder* b, const std::string& name) {
+  b->Const(name + "_size", Tensor::Scalar<int32_t>(-1));
+  return b->Node(name, "StackV2", {name + "_size"}, {{"elem_type", MakeAttr(DT_FLOAT)}});
+}
+std::string Push(GraphDefBuilder* b, const std::string& name, const std::string& handle, const std::string& value) {
+  return b->Node(name, "StackPushV2", {handle, value}, {{"T", MakeAttr(DT_FLOAT)}});
+}
+std::string Pop(GraphDefBuilder* b, const std::string& name, const std::string& handle) {
+  return b->Node(name, "StackPopV2", {handle}, {{"elem_type", MakeAttr(DT_FLOAT)}});
+}
+
+// A while loop pushes its variable (a [2,3] each iteration) onto a stack
+// made outside it, as TensorFlow's loop gradients do; pops after the loop,
+// straight from the StackV2 and through an Identity, get [2,3]. The first
+// pop depends on nothing else, so it waits for the push.
+TEST_F(ShapeRefinerTest, APopTakesTheShapeOfThePushesOntoItsStack) {
+  GraphDefBuilder b;
+  std::string limit = b.Const("limit", Tensor::Scalar<int32_t>(3));
+  SumLoop(&b, "", limit, "loop");
+  std::string stack = Stack(&b, "stack");
+  std::string handle = b.Enter("stack_e", stack, DT_RESOURCE, "loop", true);
+  LoopVariable(&b, Zeros(DT_FLOAT, TensorShape{2, 3}), [&](const std::string& x) {
+    Push(&b, "push", handle, b.Binary("Mul", "x_sq", x, x, DT_FLOAT));
+    return b.Identity("x_new", x, DT_FLOAT);
+  });
+  Pop(&b, "pop", stack);
+  Pop(&b, "pop_through_identity", b.Identity("stack_id", stack, DT_RESOURCE));
+  Infer(b.graph());
+  EXPECT_EQ(Shape("pop"), "[2,3]");
+  EXPECT_EQ(Shape("pop_through_identity"), "[2,3]");
+}
+
+// Two pushes of different shapes onto one stack: a pop may return either.
+TEST_F(ShapeRefinerTest, APopWidensThePushedShapes) {
+  GraphDefBuilder b;
+  std::string stack = Stack(&b, "stack");
+  ShapedPlaceholder(&b, "a", {2, 3});
+  ShapedPlaceholder(&b, "c", {4, 3});
+  Push(&b, "push_a", stack, "a");
+  Push(&b, "push_c", stack, "c");
+  Pop(&b, "pop", stack);
+  Infer(b.graph());
+  EXPECT_EQ(Shape("pop"), "[?,3]");
+}
+
+// A push whose handle comes through a Merge (either of two stacks) could
+// push onto any stack: no pop gets a shape, not even one of a third stack.
+TEST_F(ShapeRefinerTest, APushOfAnUnknownStackLeavesEveryPopUnknown) {
+  GraphDefBuilder b;
+  std::string s1 = Stack(&b, "s1"), s2 = Stack(&b, "s2"), s3 = Stack(&b, "s3");
+  std::string either = b.Merge("either", {s1, s2}, DT_RESOURCE);
+  ShapedPlaceholder(&b, "a", {2, 3});
+  ShapedPlaceholder(&b, "c", {5});
+  Push(&b, "push_either", either, "c");
+  Push(&b, "push_s1", s1, "a");
+  Push(&b, "push_s3", s3, "a");
+  Pop(&b, "pop_s1", s1);
+  Pop(&b, "pop_s3", s3);
+  Infer(b.graph());
+  EXPECT_EQ(Shape("pop_s1"), "<unknown>");
+  EXPECT_EQ(Shape("pop_s3"), "<unknown>");
+}
+
+// A pop whose value is pushed back onto its own stack cannot wait for that
+// push: it goes on with an unknown shape, and the nodes after it still get
+// their shapes.
+TEST_F(ShapeRefinerTest, APopPushedBackOntoItsStackIsUnknownAndInferenceGoesOn) {
+  GraphDefBuilder b;
+  std::string stack = Stack(&b, "stack");
+  ShapedPlaceholder(&b, "a", {2, 3});
+  Push(&b, "push_a", stack, "a");
+  std::string pop = Pop(&b, "pop", stack);
+  Push(&b, "push_back", stack, pop);
+  b.Identity("after", "a", DT_FLOAT, {"push_back"});  // reached only once the push is
+  Infer(b.graph());
+  EXPECT_EQ(Shape("pop"), "<unknown>");
+  EXPECT_EQ(Shape("after"), "[2,3]");
+}
+
 }  // namespace
 }  // namespace sluice

@@ -27,12 +27,13 @@ absl::Status ShapeRefiner::InferShapes(const Graph& graph) {
   constexpr int kMaxLoopPasses = 8;
   bool has_loops = false;
   for (Node* n : graph.nodes()) has_loops |= n->IsNextIteration();
-  if (!has_loops) return InferOnce(graph, nullptr);
+  StackShapes stacks(graph);
+  if (!has_loops) return InferOnce(graph, nullptr, &stacks);
   std::vector<std::optional<PartialShape>> assumed(graph.num_edge_ids());
   for (int pass = 0; pass < kMaxLoopPasses; ++pass) {
     // A failed pass may fail on a narrow assumption (a loop's result used
     // as its first iteration's shape): widen what it reached, and try again.
-    absl::Status s = InferOnce(graph, &assumed);
+    absl::Status s = InferOnce(graph, &assumed, &stacks);
     bool settled = true;
     for (Node* n : graph.nodes()) {
       if (!n->IsMerge()) continue;
@@ -50,10 +51,12 @@ absl::Status ShapeRefiner::InferShapes(const Graph& graph) {
       break;
     }
   }
-  return InferOnce(graph, nullptr);
+  return InferOnce(graph, nullptr, &stacks);
 }
 
-absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::optional<PartialShape>>* assumed) {
+absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::optional<PartialShape>>* assumed,
+                                     StackShapes* stacks) {
+  stacks->StartPass();
   shapes_.assign(graph.num_node_ids(), {});
   handle_shapes_.assign(graph.num_node_ids(), {});
   std::vector<std::vector<std::optional<KnownValue>>> values(graph.num_node_ids());  // per node and output
@@ -61,6 +64,8 @@ absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::
   tensors.clear();
   tensors.resize(graph.num_node_ids());
   std::vector<int> pending(graph.num_node_ids(), 0);
+  // Of a pop's pending count, the pushes onto its stack not yet seen.
+  std::vector<int> pushes_pending(graph.num_node_ids(), 0);
   std::deque<Node*> ready;
   absl::Status first_error;
   for (Node* n : graph.nodes()) {
@@ -71,9 +76,22 @@ absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::
     for (const Edge* e : n->in_edges()) {
       if (!e->src->IsNextIteration()) ++pending[n->id()];
     }
+    pushes_pending[n->id()] = static_cast<int>(stacks->PushesBefore(n).size());
+    pending[n->id()] += pushes_pending[n->id()];
     if (pending[n->id()] == 0) ready.push_back(n);
   }
-  while (!ready.empty()) {
+  for (;;) {
+    if (ready.empty()) {
+      // Pops still waiting only for pushes that wait for them in turn (a
+      // push of a popped value): they go on, with unknown shapes.
+      for (Node* n : graph.nodes()) {
+        if (pending[n->id()] > 0 && pending[n->id()] == pushes_pending[n->id()]) {
+          pending[n->id()] = pushes_pending[n->id()] = 0;
+          ready.push_back(n);
+        }
+      }
+      if (ready.empty()) break;
+    }
     Node* n = ready.front();
     ready.pop_front();
     const int num_inputs = n->num_inputs();
@@ -137,6 +155,13 @@ absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::
         shapes_[n->id()][i] = ctx.output(i);
         handle_shapes_[n->id()][i] = ctx.output_handle_shapes(i);
       }
+      if (!stacks->PushesBefore(n).empty()) shapes_[n->id()][0] = stacks->PopShape(n);
+    }
+    if (!stacks->PopsAfter(n).empty()) stacks->Pushed(n, inputs[1]);
+    for (const Node* pop : stacks->PopsAfter(n)) {
+      if (pushes_pending[pop->id()] == 0) continue;  // released early, with an unknown shape
+      --pushes_pending[pop->id()];
+      if (--pending[pop->id()] == 0) ready.push_back(graph.FindNodeId(pop->id()));
     }
     if (n->type_string() == "Const") {
       TensorProto proto;

@@ -5,8 +5,9 @@
 // shape functions read besides shapes: the element shapes a handle's shape
 // function declares (InferenceContext::set_output_handle_shapes: a
 // VarHandleOp's `shape`, a queue's `shapes`, a TensorArray's element shape)
-// and the known values of small integer tensors (shape_values.h). Errors
-// name the node.
+// and the known values of small integer tensors (shape_values.h). A stack's
+// pops come after every push onto it and take the pushed shapes
+// (shape_stacks.h). Errors name the node.
 // Thread safety: one refiner per thread.
 #ifndef SLUICE_ENGINE_GRAPH_SHAPE_REFINER_H_
 #define SLUICE_ENGINE_GRAPH_SHAPE_REFINER_H_
@@ -18,6 +19,7 @@
 #include "absl/status/status.h"
 #include "engine/framework/shape_inference.h"
 #include "engine/graph/graph.h"
+#include "engine/graph/shape_stacks.h"
 
 namespace sluice {
 
@@ -38,7 +40,8 @@ class ShapeRefiner {
   // One pass in topological order. `assumed[e]` is the shape assumed for back
   // edge e into a Merge (none: its entering value's); null: back edges are
   // unknown.
-  absl::Status InferOnce(const Graph& graph, const std::vector<std::optional<PartialShape>>* assumed);
+  absl::Status InferOnce(const Graph& graph, const std::vector<std::optional<PartialShape>>* assumed,
+                         StackShapes* stacks);
   std::vector<std::vector<PartialShape>> shapes_;
   std::vector<std::vector<std::unique_ptr<Tensor>>> values_as_tensors_;  // per node and output
   std::vector<std::vector<std::vector<PartialShape>>> handle_shapes_;  // per node and output

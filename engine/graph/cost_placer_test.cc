@@ -133,16 +133,18 @@ TEST_F(CostPlacerTest, UnknownDimensionsCountAsTheGivenSize) {
 }
 
 TEST_F(CostPlacerTest, ShapesComeFromTheGraphAsRunWhenGiven) {
-  // A Reshape to a computed shape (Shape(x) * [1, 1]) is unknown until
-  // constant folding, which the session runs before a step, makes the shape
-  // a Const; a gradient's shapes (a Mean's Reshape and Tile) are built so.
+  // A Reshape to a computed shape (Shape(x) * [1, 1], through float, which
+  // static shape inference does not follow) is unknown until constant
+  // folding, which the session runs before a step, makes the shape a Const.
   TensorShapeProto shape_8x16;
   shape_8x16.add_dim()->set_size(8);
   shape_8x16.add_dim()->set_size(16);
   b_.Node("x", "Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}, {"shape", MakeAttr(shape_8x16)}});
   b_.Node("shape", "Shape", {"x"}, {{"T", MakeAttr(DT_FLOAT)}, {"out_type", MakeAttr(DT_INT32)}});
-  b_.Const("ones", Tensor::FromVector<int32_t>({1, 1}));
-  b_.Node("computed", "Mul", {"shape", "ones"}, {{"T", MakeAttr(DT_INT32)}});
+  b_.Node("shape_f", "Cast", {"shape"}, {{"SrcT", MakeAttr(DT_INT32)}, {"DstT", MakeAttr(DT_FLOAT)}});
+  b_.Const("ones", Tensor::FromVector<float>({1, 1}));
+  b_.Node("product", "Mul", {"shape_f", "ones"}, {{"T", MakeAttr(DT_FLOAT)}});
+  b_.Node("computed", "Cast", {"product"}, {{"SrcT", MakeAttr(DT_FLOAT)}, {"DstT", MakeAttr(DT_INT32)}});
   b_.Node("r", "Reshape", {"x", "computed"}, {{"T", MakeAttr(DT_FLOAT)}, {"Tshape", MakeAttr(DT_INT32)}});
   MatMul("mm", "r", Matrix("w", 8, 4), /*transpose_a=*/true);
   ASSERT_TRUE(Build().ok());

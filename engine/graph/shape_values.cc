@@ -1,6 +1,9 @@
 // See shape_values.h.
 #include "engine/graph/shape_values.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <utility>
 
 #include "engine/framework/node_def_util.h"
@@ -91,6 +94,72 @@ std::optional<KnownValue> ConcatOfVectors(absl::Span<const std::optional<KnownVa
   return Vector(std::move(out));
 }
 
+// Elementwise integer arithmetic of two values (a scalar broadcasts over a
+// vector): Add, AddV2, Sub, Mul, Maximum, Minimum, FloorDiv. An unknown
+// element, an overflow or a division by zero gives an unknown element.
+std::optional<KnownValue> Arithmetic(const std::string& op, absl::Span<const std::optional<KnownValue>> in) {
+  if (!in[0] || !in[1]) return std::nullopt;
+  const KnownValue &x = *in[0], &y = *in[1];
+  const size_t n = std::max(x.elements.size(), y.elements.size());
+  if (!x.scalar && !y.scalar && x.elements.size() != y.elements.size()) return std::nullopt;
+  KnownValue out{x.scalar && y.scalar, std::vector<int64_t>(n, kUnknown)};
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t a = x.elements[x.scalar ? 0 : i], b = y.elements[y.scalar ? 0 : i];
+    if (a == kUnknown || b == kUnknown) continue;
+    int64_t r = kUnknown;
+    bool overflow = false;
+    if (op == "Add" || op == "AddV2") {
+      overflow = __builtin_add_overflow(a, b, &r);
+    } else if (op == "Sub") {
+      overflow = __builtin_sub_overflow(a, b, &r);
+    } else if (op == "Mul") {
+      overflow = __builtin_mul_overflow(a, b, &r);
+    } else if (op == "Maximum") {
+      r = std::max(a, b);
+    } else if (op == "Minimum") {
+      r = std::min(a, b);
+    } else if (op == "FloorDiv") {
+      if (b == 0 || (a == INT64_MIN && b == -1)) continue;
+      r = a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
+    } else {
+      return std::nullopt;
+    }
+    if (!overflow && r != kUnknown) out.elements[i] = r;
+  }
+  return out;
+}
+
+// The inverse of a permutation of [0, n): a gradient's Transpose back.
+std::optional<KnownValue> InversePermutation(const std::optional<KnownValue>& in) {
+  auto perm = FullyKnown(in);
+  if (!perm) return std::nullopt;
+  const int64_t n = static_cast<int64_t>(perm->size());
+  std::vector<int64_t> out(n, -1);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t p = (*perm)[i];
+    if (p < 0 || p >= n || out[p] != -1) return std::nullopt;  // not a permutation: the kernel's error
+    out[p] = i;
+  }
+  return Vector(std::move(out));
+}
+
+// Range(start, limit, delta) of known scalars, when short enough to be a
+// shape or a list of axes (a reduction's Range(0, Rank(x))).
+std::optional<KnownValue> RangeOfScalars(absl::Span<const std::optional<KnownValue>> in) {
+  for (const auto& v : in) {
+    if (!v || !v->scalar || v->elements[0] == kUnknown) return std::nullopt;
+  }
+  const int64_t start = in[0]->elements[0], limit = in[1]->elements[0], delta = in[2]->elements[0];
+  int64_t span = 0;
+  if (delta == 0 || delta == INT64_MIN || __builtin_sub_overflow(limit, start, &span) || span == INT64_MIN ||
+      std::abs(span) / std::abs(delta) > kMaxTensorRank || (span != 0 && (span > 0) != (delta > 0))) {
+    return std::nullopt;  // too long, or the kernel's error for a range that runs the wrong way
+  }
+  std::vector<int64_t> out;
+  for (int64_t v = start; delta > 0 ? v < limit : v > limit; v += delta) out.push_back(v);
+  return Vector(std::move(out));
+}
+
 std::optional<KnownValue> DimsOf(const PartialShape& shape) {
   if (!shape.rank_known()) return std::nullopt;
   std::vector<int64_t> out;
@@ -146,6 +215,12 @@ std::optional<KnownValue> Evaluate(const Node& n, int output, absl::Span<const s
   if (op == "Slice" && n.num_inputs() == 3) return SliceOfVector(inputs);
   if (op == "Pack") return PackOfScalars(n, inputs, input_shapes);
   if (op == "ConcatV2" && n.num_inputs() >= 2) return ConcatOfVectors(inputs, input_shapes);
+  if (n.num_inputs() == 2 && (op == "Add" || op == "AddV2" || op == "Sub" || op == "Mul" || op == "Maximum" ||
+                              op == "Minimum" || op == "FloorDiv")) {
+    return Arithmetic(op, inputs);
+  }
+  if (op == "InvertPermutation" && n.num_inputs() == 1) return InversePermutation(inputs[0]);
+  if (op == "Range" && n.num_inputs() == 3) return RangeOfScalars(inputs);
   return std::nullopt;
 }
 

@@ -2,8 +2,10 @@
 // integer tensor's value before the graph runs. TensorFlow graphs compute
 // shapes at run time (Reshape(x, Pack([StridedSlice(Shape(x), 0, 1), 784])),
 // a gradient's Shape(x)); following such values through Shape, Pack,
-// ConcatV2, slices and casts lets a shape function (Reshape's, Fill's,
-// Conv2DBackpropInput's) know its output as well as TensorFlow does.
+// ConcatV2, slices, casts, integer arithmetic (Sub(Rank(x), 1)), Range and
+// InvertPermutation lets a shape function (Reshape's, Fill's,
+// Conv2DBackpropInput's, a gradient's Transpose) know its output as well as
+// TensorFlow does.
 // Pure functions; safe to call from any thread.
 #ifndef SLUICE_ENGINE_GRAPH_SHAPE_VALUES_H_
 #define SLUICE_ENGINE_GRAPH_SHAPE_VALUES_H_

@@ -285,5 +285,32 @@ TEST_F(ArrayShapeTest, RangeOfKnownValues) {
   EXPECT_EQ(Shape(b_.Op("rows", "Range", {Int("a3", 0), size, Int("d3", 7)})), "[18]");
 }
 
+
+// Integer arithmetic, Range and InvertPermutation of known values reach
+// shape functions: softmax_cross_entropy_with_logits' reshape to [-1, the
+// last dim], a reduction over Range(0, Rank(x)), a gradient's Transpose back.
+TEST_F(ArrayShapeTest, ShapeValuesThroughArithmeticRangeAndInvertPermutation) {
+  Output x = Input("x", {8, 12, 65});
+  Output rank = b_.Op("rank", "Rank", {x});
+  Output last_at = b_.Op("last_at", "Pack", {b_.Op("rank_1", "Sub", {rank, Int("one", 1)})});
+  Output last = b_.Op("last", "Slice", {b_.Op("shape", "Shape", {x}), last_at, Ints("len", {1})});
+  Output dims = b_.Op("dims", "ConcatV2", {Ints("minus_one", {-1}), last, Int("axis", 0)});
+  EXPECT_EQ(Shape(b_.Op("rows", "Reshape", {x, dims})), "[96,65]");
+  Output all = b_.Op("all", "Range", {Int("zero", 0), rank, Int("step", 1)});
+  EXPECT_EQ(Shape(b_.Op("sum", "Sum", {x, all})), "[]");
+  Output half = b_.Op("half", "FloorDiv", {b_.Op("n", "Mul", {Int("eight", 8), Int("twelve", 12)}), Int("two", 2)});
+  Output cols = b_.Op("cols", "Maximum", {Int("m", -1), Int("k", -7)});
+  EXPECT_EQ(Shape(b_.Op("halves", "Reshape", {x, b_.Op("hdims", "Pack", {half, cols})})), "[48,130]");
+  Output y = Input("y", {12, 8, 32});
+  Output inverse = b_.Op("inverse", "InvertPermutation", {Ints("perm", {1, 2, 0})});
+  EXPECT_EQ(Shape(b_.Op("back", "Transpose", {y, inverse})), "[32,12,8]");
+  // Not a permutation: the kernel's error at run time, no value here.
+  Output bad = b_.Op("bad", "InvertPermutation", {Ints("twice", {0, 0, 1})});
+  EXPECT_EQ(Shape(b_.Op("bad_t", "Transpose", {y, bad})), "[?,?,?]");
+  // A product past int32 is not a value of the int32 result.
+  Output big = b_.Op("big", "Mul", {Int("g1", 1 << 20), Int("g2", 1 << 20)});
+  EXPECT_EQ(Shape(b_.Op("fill", "Fill", {b_.Op("fdims", "Pack", {big}), b_.Scalar<float>("z", 0)})), "[?]");
+}
+
 }  // namespace
 }  // namespace sluice

@@ -2,11 +2,11 @@
 #include "engine/graph/shape_values.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <utility>
 
 #include "engine/framework/node_def_util.h"
+#include "engine/framework/range_count.h"
 #include "engine/framework/strided_slice.h"
 
 namespace sluice {
@@ -144,19 +144,17 @@ std::optional<KnownValue> InversePermutation(const std::optional<KnownValue>& in
 }
 
 // Range(start, limit, delta) of known scalars, when short enough to be a
-// shape or a list of axes (a reduction's Range(0, Rank(x))).
+// shape or a list of axes (a reduction's Range(0, Rank(x))): the kernel's
+// elements (range_count.h).
 std::optional<KnownValue> RangeOfScalars(absl::Span<const std::optional<KnownValue>> in) {
   for (const auto& v : in) {
     if (!v || !v->scalar || v->elements[0] == kUnknown) return std::nullopt;
   }
-  const int64_t start = in[0]->elements[0], limit = in[1]->elements[0], delta = in[2]->elements[0];
-  int64_t span = 0;
-  if (delta == 0 || delta == INT64_MIN || __builtin_sub_overflow(limit, start, &span) || span == INT64_MIN ||
-      std::abs(span) / std::abs(delta) > kMaxTensorRank || (span != 0 && (span > 0) != (delta > 0))) {
-    return std::nullopt;  // too long, or the kernel's error for a range that runs the wrong way
-  }
+  const int64_t start = in[0]->elements[0], delta = in[2]->elements[0];
+  std::optional<uint64_t> count = IntegerRangeCount(start, in[1]->elements[0], delta);
+  if (!count || *count > static_cast<uint64_t>(kMaxTensorRank)) return std::nullopt;  // the kernel's error, or long
   std::vector<int64_t> out;
-  for (int64_t v = start; delta > 0 ? v < limit : v > limit; v += delta) out.push_back(v);
+  for (uint64_t i = 0; i < *count; ++i) out.push_back(IntegerRangeElement(start, delta, i));
   return Vector(std::move(out));
 }
 

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/framework/range_count.h"
 #include "engine/kernels/array_kernel_util.h"
 #include "engine/kernels/reshape_util.h"
 
@@ -258,9 +259,7 @@ class RangeOp : public OpKernel {
     }
     double count;
     if constexpr (std::is_integral_v<T>) {
-      const double span = std::abs(static_cast<double>(limit) - static_cast<double>(start));
-      const double step = std::abs(static_cast<double>(delta));
-      count = std::ceil(span / step);
+      count = static_cast<double>(*IntegerRangeCount(start, limit, delta));  // exact up to kMaxTensorElements
     } else {
       count = std::ceil(std::abs((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta)));
     }
@@ -272,7 +271,13 @@ class RangeOp : public OpKernel {
     OP_REQUIRES_OK(ctx, shape.status());
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     T* o = out->data<T>();
-    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (std::is_integral_v<T>) {
+        o[i] = static_cast<T>(IntegerRangeElement(start, delta, static_cast<uint64_t>(i)));  // no overflow on the way
+      } else {
+        o[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+      }
+    }
   }
   bool IsExpensive() const override { return false; }
 };

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_def.h"
+#include "engine/framework/range_count.h"
 #include "engine/framework/shape_inference.h"
 #include "engine/graph/gradients.h"
 #include "engine/ops/array_grad_util.h"
@@ -474,13 +475,11 @@ REGISTER_OP("Range")
       if (!start || !limit || !delta || start->size() != 1 || limit->size() != 1 || delta->size() != 1) {
         return absl::OkStatus();  // unknown, or not integers
       }
-      const int64_t a = (*start)[0], b = (*limit)[0], d = (*delta)[0];
-      if (d == 0 || (d > 0 ? a > b : a < b)) return absl::OkStatus();  // the kernel reports it
-      // The kernel's count, computed the kernel's way (engine/kernels/shape_ops.cc).
-      const double count = std::ceil(std::abs(static_cast<double>(b) - static_cast<double>(a)) /
-                                     std::abs(static_cast<double>(d)));
-      if (count <= static_cast<double>(kMaxTensorElements)) {
-        c->set_output(0, PartialShape::FromDims({static_cast<int64_t>(count)}));
+      // The kernel's count (engine/kernels/shape_ops.cc); none where the
+      // kernel reports an error.
+      std::optional<uint64_t> count = IntegerRangeCount((*start)[0], (*limit)[0], (*delta)[0]);
+      if (count && *count <= static_cast<uint64_t>(kMaxTensorElements)) {
+        c->set_output(0, PartialShape::FromDims({static_cast<int64_t>(*count)}));
       }
       return absl::OkStatus();
     })

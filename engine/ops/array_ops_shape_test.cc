@@ -307,6 +307,18 @@ TEST_F(ArrayShapeTest, ShapeValuesThroughArithmeticRangeAndInvertPermutation) {
   // Not a permutation: the kernel's error at run time, no value here.
   Output bad = b_.Op("bad", "InvertPermutation", {Ints("twice", {0, 0, 1})});
   EXPECT_EQ(Shape(b_.Op("bad_t", "Transpose", {y, bad})), "[?,?,?]");
+  // Near the end of int64 a Range still counts its elements right (in
+  // double, 2^63 - 5 and 2^63 - 1 are one number) and knows them: the
+  // second minus the first is the step, 4.
+  auto int64s = [&](const std::string& name, int64_t v) { return b_.Const(name, Tensor::Scalar<int64_t>(v)); };
+  auto int64v = [&](const std::string& name, int64_t v) { return b_.Const(name, Tensor::FromVector<int64_t>({v})); };
+  Output tail = b_.Op("tail", "Range", {int64s("s", INT64_MAX - 5), int64s("l", INT64_MAX), int64s("d", 4)},
+                      {{"Tidx", MakeAttr(DT_INT64)}});
+  EXPECT_EQ(Shape(tail), "[2]");
+  Output second = StridedSlice(b_, "second", tail, int64v("b1", 1), int64v("e1", 2), int64v("s1", 1));
+  Output first = StridedSlice(b_, "first", tail, int64v("b0", 0), int64v("e0", 1), int64v("s0", 1));
+  EXPECT_EQ(Shape(b_.Op("step_fill", "Fill", {b_.Op("step", "Sub", {second, first}), b_.Scalar<float>("z2", 0)})),
+            "[4]");
   // A product past int32 is not a value of the int32 result.
   Output big = b_.Op("big", "Mul", {Int("g1", 1 << 20), Int("g2", 1 << 20)});
   EXPECT_EQ(Shape(b_.Op("fill", "Fill", {b_.Op("fdims", "Pack", {big}), b_.Scalar<float>("z", 0)})), "[?]");

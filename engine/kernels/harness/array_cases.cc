@@ -324,6 +324,26 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Range", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_I
   if (dt == DT_FLOAT || dt == DT_DOUBLE) {
     cases.push_back(Case("fractional", {sc(1.5), sc(3), sc(0.5)}, {}, {vec({1.5, 2, 2.5})}, false));
   }
+  // At the ends of the integer types: the count is exact (in double, the
+  // int64 span below is 1024, not 1000) and no element overflows on the way.
+  if (dt == DT_INT64) {
+    const int64_t top = std::numeric_limits<int64_t>::max(), bottom = std::numeric_limits<int64_t>::min();
+    std::vector<int64_t> up(1000);
+    for (int64_t i = 0; i < 1000; ++i) up[i] = top - 1000 + i;
+    const std::vector<int64_t> down = {bottom + 10, bottom + 6, bottom + 2};
+    cases.push_back(Case("the last 1000 int64s", {Tensor::Scalar<int64_t>(top - 1000), Tensor::Scalar<int64_t>(top),
+                                                  Tensor::Scalar<int64_t>(1)},
+                         {}, {Tensor::FromVector<int64_t>(up)}, false));
+    cases.push_back(Case("down to the smallest int64", {Tensor::Scalar<int64_t>(bottom + 10),
+                                                        Tensor::Scalar<int64_t>(bottom), Tensor::Scalar<int64_t>(-4)},
+                         {}, {Tensor::FromVector<int64_t>(down)}, false));
+  }
+  if (dt == DT_INT32) {
+    const int32_t top = std::numeric_limits<int32_t>::max();
+    cases.push_back(Case("the last int32s by 4", {Tensor::Scalar<int32_t>(top - 5), Tensor::Scalar<int32_t>(top),
+                                                  Tensor::Scalar<int32_t>(4)},
+                         {}, {Tensor::FromVector<int32_t>({top - 5, top - 1})}, false));
+  }
   return cases;
 }});
 

@@ -3,9 +3,10 @@
 // Floor, Ceil, Round)
 // and the gradient helper ops TensorFlow's gradients use (TanhGrad,
 // SigmoidGrad, SqrtGrad, RsqrtGrad: inputs y and dy of the same shape). Vectorized Eigen expressions evaluated
-// in parallel chunks. Thread safety: kernels are stateless.
+// in parallel chunks; float Erfc has its own vector loop (erfc_float.h). Thread safety: kernels are stateless.
 #include "absl/strings/str_cat.h"
 #include "engine/kernels/cwise_ops_common.h"
+#include "engine/kernels/erfc_float.h"
 
 namespace sluice {
 namespace {
@@ -56,6 +57,22 @@ class UnaryOp : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
     cwise::ApplyUnary<T, T>(ctx, x, out, F(), kCost);
+  }
+};
+
+// float Erfc: erfc_float.h's vector loop (Eigen's float erfc calls the
+// scalar erfcf per element), in parallel chunks.
+class ErfcFloatOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    const float* in = x.data<float>();
+    float* o = out->data<float>();
+    cwise::ParallelFor(ctx, x.NumElements(), 16,
+                       [&](int64_t first, int64_t last) { ErfcFloat(in + first, o + first, last - first); });
   }
 };
 
@@ -112,7 +129,6 @@ class UnaryGradOp : public OpKernel {
   SLUICE_REG_("Reciprocal", T, UnaryOp<T, ReciprocalF, 2>);        \
   SLUICE_REG_("Sin", T, UnaryOp<T, SinF<T>, 8>);                   \
   SLUICE_REG_("Cos", T, UnaryOp<T, CosF<T>, 8>);                   \
-  SLUICE_REG_("Erfc", T, UnaryOp<T, ErfcF, 16>);                   \
   SLUICE_REG_("Floor", T, UnaryOp<T, FloorF, 1>);                  \
   SLUICE_REG_("Ceil", T, UnaryOp<T, CeilF, 1>);                    \
   SLUICE_REG_("Round", T, UnaryOp<T, RintF, 1>);                   \
@@ -124,6 +140,10 @@ SLUICE_REG_FLOAT_(float);
 SLUICE_REG_FLOAT_(double);
 SLUICE_REG_FLOAT_(half);
 SLUICE_REG_FLOAT_(bfloat16);
+SLUICE_REG_("Erfc", float, ErfcFloatOp);
+SLUICE_REG_("Erfc", double, UnaryOp<double, ErfcF, 16>);
+SLUICE_REG_("Erfc", half, UnaryOp<half, ErfcF, 16>);
+SLUICE_REG_("Erfc", bfloat16, UnaryOp<bfloat16, ErfcF, 16>);
 SLUICE_REG_SIGNED_(int8_t);
 SLUICE_REG_SIGNED_(int16_t);
 SLUICE_REG_SIGNED_(int32_t);

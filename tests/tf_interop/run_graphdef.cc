@@ -5,8 +5,8 @@
 //   run_graphdef --graph=G.pb [--feed=NAME=FILE]... [--fetch=NAME=FILE]...
 //                [--grad_y=NAME --grad_x=NAME... [--grad_dy=NAME]]
 //                [--iters=N] [--warmup=W] [--max_seconds=S]
-//                [--init=NODE] [--train=NODE --steps=N [--op_counts=FILE]]
-//                [--as_train]
+//                [--init=NODE] [--train=NODE --steps=N [--op_counts=FILE]
+//                [--op_times=FILE]] [--as_train]
 //
 // Files are serialized TensorProtos (TensorFlow's field numbers, so
 // tf.make_tensor_proto(...).SerializeToString() writes a feed and
@@ -23,7 +23,10 @@
 // the fetches are run, so a training graph's variables can be fetched after
 // N steps; --op_counts writes how many nodes of each op type the last of them
 // ran ("Conv2D 3" per line, sorted), which shows what the step's graph
-// passes left (the data format pass's Transposes, say). With --train, --iters
+// passes left (the data format pass's Transposes, say); --op_times writes,
+// per op type of that step, its nodes and their summed time ("MatMul 90
+// 412.5": microseconds from each node's start to its end, sorted by time).
+// With --train, --iters
 // times training steps (NODE as a target with the feeds) instead of the
 // fetches. --as_train runs the session as `train` does in a single process:
 // nodes on the intra-op pool, oneDNN and Winograd convolutions (a plain
@@ -73,6 +76,7 @@ struct Args {
   std::string train;       // run `steps` times, as a target, before the fetches
   int steps = 0;
   std::string op_counts;   // the last training step's op types and node counts
+  std::string op_times;    // the same with each type's summed node time
   bool as_train = false;   // SessionOptions as `train` sets them
 };
 
@@ -139,6 +143,8 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
       args.init = value;
     } else if (flag == "op_counts") {
       args.op_counts = value;
+    } else if (flag == "op_times") {
+      args.op_times = value;
     } else if (flag == "train") {
       args.train = value;
     } else if (flag == "max_seconds") {
@@ -154,8 +160,8 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
   if (args.train.empty() != (args.steps == 0)) {
     return absl::InvalidArgumentError("--train and --steps (> 0) go together");
   }
-  if (!args.op_counts.empty() && args.train.empty()) {
-    return absl::InvalidArgumentError("--op_counts counts the last --train step: give --train and --steps");
+  if ((!args.op_counts.empty() || !args.op_times.empty()) && args.train.empty()) {
+    return absl::InvalidArgumentError("--op_counts and --op_times count the last --train step: give --train and --steps");
   }
   if (args.grad_y.empty() != args.grad_xs.empty()) {
     return absl::InvalidArgumentError("--grad_y and --grad_x go together");
@@ -272,15 +278,28 @@ absl::Status Main(int argc, char** argv) {
   for (int i = 0; i < args.steps; ++i) {
     RunOptions run;
     RunMetadata metadata;
-    run.collect_step_stats = i + 1 == args.steps && !args.op_counts.empty();
+    run.collect_step_stats = i + 1 == args.steps && (!args.op_counts.empty() || !args.op_times.empty());
     s = session->Run(run, feeds, {}, {args.train}, &outputs, &metadata);
     if (!s.ok()) return s;
     if (!run.collect_step_stats) continue;
-    std::map<std::string, int> counts;
-    for (const NodeExecStats& n : metadata.step_stats) ++counts[n.op];
-    std::ofstream out(args.op_counts);
-    for (const auto& [op, count] : counts) out << op << " " << count << "\n";
-    if (!out.flush()) return absl::UnavailableError(absl::StrCat("cannot write --op_counts file ", args.op_counts));
+    std::map<std::string, std::pair<int, double>> per_op;  // nodes, microseconds
+    for (const NodeExecStats& n : metadata.step_stats) {
+      ++per_op[n.op].first;
+      per_op[n.op].second += (n.end_ns - n.start_ns) / 1e3;
+    }
+    if (!args.op_counts.empty()) {
+      std::ofstream out(args.op_counts);
+      for (const auto& [op, stats] : per_op) out << op << " " << stats.first << "\n";
+      if (!out.flush()) return absl::UnavailableError(absl::StrCat("cannot write --op_counts file ", args.op_counts));
+    }
+    if (!args.op_times.empty()) {
+      std::vector<std::pair<std::string, std::pair<int, double>>> by_time(per_op.begin(), per_op.end());
+      std::sort(by_time.begin(), by_time.end(),
+                [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+      std::ofstream out(args.op_times);
+      for (const auto& [op, stats] : by_time) out << op << " " << stats.first << " " << stats.second << "\n";
+      if (!out.flush()) return absl::UnavailableError(absl::StrCat("cannot write --op_times file ", args.op_times));
+    }
   }
   s = session->Run(feeds, fetches, {}, &outputs);
   if (!s.ok()) return s;

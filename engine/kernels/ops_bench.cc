@@ -710,6 +710,27 @@ void RunNorm(benchmark::State& state, bool gradient) {
 void BM_FusedBatchNorm(benchmark::State& state) { RunNorm(state, false); }
 void BM_FusedBatchNormGrad(benchmark::State& state) { RunNorm(state, true); }
 
+// ---- Small batched products (BatchMatMulV2) ----
+
+// The census attention block's (8 sequences, 4 heads, 16 positions, 8 dims
+// per head): case 0 the scores q k^T, [32,16,8] x [32,16,8]^T; case 1 the
+// context, [32,16,16] x [32,16,8]; case 2 a gradient, [32,16,16]^T x
+// [32,16,8]. GFLOPs counts 2 m n k per batch.
+void BM_BatchMatMulSmall(benchmark::State& state) {
+  const int c = static_cast<int>(state.range(0));
+  const int threads = static_cast<int>(state.range(1));
+  const TensorShape x[] = {TensorShape({32, 16, 8}), TensorShape({32, 16, 16}), TensorShape({32, 16, 16})};
+  const TensorShape y[] = {TensorShape({32, 16, 8}), TensorShape({32, 16, 8}), TensorShape({32, 16, 8})};
+  const bool adj_x[] = {false, false, true}, adj_y[] = {true, false, false};
+  const int64_t m = 16, n = c == 0 ? 16 : 8, k = c == 0 ? 8 : 16;
+  KernelRunner r(threads, "BatchMatMulV2",
+                 {{"T", MakeAttr(DT_FLOAT)}, {"adj_x", MakeAttr(adj_x[c])}, {"adj_y", MakeAttr(adj_y[c])}},
+                 {BenchRandom(x[c]), BenchRandom(y[c])});
+  const double secs = Loop(state, r);
+  if (secs < 0) return;
+  state.counters["GFLOPs"] = state.iterations() * 2.0 * 32 * m * n * k / secs / 1e9;
+}
+
 // The peak and memcpy references run first (registration order) and record
 // their best rate for the ratios below.
 
@@ -760,6 +781,11 @@ BENCHMARK(BM_BiasRelu)
     ->ArgNames({"case", "fused"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BatchMatMulSmall)
+    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->ArgNames({"case", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FusedBatchNorm)
     ->ArgsProduct({{0, 1, 2}, {1, 2}})
     ->ArgNames({"case", "threads"})

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "engine/platform/logging.h"
+#include "engine/kernels/cpu_gemm_small.h"
 #include "engine/kernels/run_tasks.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -682,6 +683,7 @@ void CpuGemm(const GemmArgs& g, Eigen::ThreadPoolInterface* pool, int max_thread
     }
     return;
   }
+  if (cpu_gemm_internal::SmallGemm(g)) return;
   const View a = g.transpose_a ? View{g.a, 1, g.lda} : View{g.a, g.lda, 1};
   const View b = g.transpose_b ? View{g.b, 1, g.ldb} : View{g.b, g.ldb, 1};
   const int64_t m_tiles = CeilDiv(g.m, kMr);

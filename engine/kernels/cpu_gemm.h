@@ -57,6 +57,9 @@ struct GemmArgs {
   // bitwise what the plain product followed by BiasAdd and Relu gives.
   const float* bias = nullptr;
   bool relu = false;
+  // Small products (cpu_gemm_small.h) skip packing, with bitwise the same
+  // results; false forces the packed path (tests compare the two).
+  bool small_path = true;
 };
 
 // The micro-kernel's tile of C: products whose m and n are not multiples of

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -288,6 +289,52 @@ TEST(CpuGemmTest, BiasReluEpilogueMatchesSeparatePasses) {
       }
     }
   }
+}
+
+// Small products skip packing (cpu_gemm_small.h) and must give bitwise what
+// the packed path gives: every transpose, accumulation, bias and Relu,
+// padded strides, C from one lane to four vectors wide, a NaN in A.
+TEST(CpuGemmTest, SmallProductsAreBitwiseThePackedPath) {
+  std::mt19937 rng(77);
+  std::uniform_int_distribution<int64_t> m_dist(1, 20), n_dist(1, 70), k_dist(1, 60), pad(0, 3);
+  int compared = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    Problem p{m_dist(rng), n_dist(rng), k_dist(rng), (trial & 1) != 0, (trial & 2) != 0, pad(rng), pad(rng), pad(rng)};
+    if (trial % 50 == 0) p = {2, 3, 256, (trial & 1) != 0, false};  // the deepest k the small path takes
+    if (p.m * p.n * p.k > 16384) continue;
+    Operands o = MakeOperands(p, 1000 + trial);
+    if (trial % 7 == 0) o.a[0] = std::nanf("");
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> bias(p.n), initial(p.m * o.ldc);
+    for (float& x : bias) x = u(rng);
+    for (float& x : initial) x = u(rng);
+    const bool accumulate = (trial & 4) != 0, relu = (trial & 8) != 0, with_bias = (trial & 16) != 0;
+    std::vector<float> results[2];
+    for (int packed = 0; packed < 2; ++packed) {
+      results[packed] = initial;
+      GemmArgs g;
+      g.m = p.m;
+      g.n = p.n;
+      g.k = p.k;
+      g.a = o.a.data();
+      g.lda = o.lda;
+      g.transpose_a = p.ta;
+      g.b = o.b.data();
+      g.ldb = o.ldb;
+      g.transpose_b = p.tb;
+      g.c = results[packed].data();
+      g.ldc = o.ldc;
+      g.accumulate = accumulate;
+      g.bias = with_bias ? bias.data() : nullptr;
+      g.relu = relu;
+      g.small_path = packed == 0;
+      CpuGemm(g, nullptr, 1);
+    }
+    ASSERT_EQ(std::memcmp(results[0].data(), results[1].data(), results[0].size() * sizeof(float)), 0)
+        << Describe(p) << " accumulate=" << accumulate << " relu=" << relu << " bias=" << with_bias;
+    ++compared;
+  }
+  EXPECT_GT(compared, 100);
 }
 
 TEST(CpuGemmTest, CallsFromInsideThePoolFinish) {

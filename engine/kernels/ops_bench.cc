@@ -45,6 +45,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -731,6 +732,32 @@ void BM_BatchMatMulSmall(benchmark::State& state) {
   state.counters["GFLOPs"] = state.iterations() * 2.0 * 32 * m * n * k / secs / 1e9;
 }
 
+// ---- Erfc (GELU's) ----
+
+// Erfc of the census attention block's GELU input, [8, 16, 128] (case 0), and
+// of 1M floats (case 1), against libm's erfcf in a plain loop over the same
+// values (`libm` 1), both uniform in [-4, 4).
+void BM_Erfc(benchmark::State& state) {
+  const int64_t n = state.range(0) == 0 ? 8 * 16 * 128 : int64_t{1} << 20;
+  const Tensor x = BenchRandom(TensorShape({n}), -4, 4);
+  double secs = -1;
+  if (state.range(1) != 0) {
+    std::vector<float> out(n);
+    const float* in = x.data<float>();
+    auto t0 = std::chrono::steady_clock::now();
+    for (auto _ : state) {
+      for (int64_t i = 0; i < n; ++i) out[i] = erfcf(in[i]);
+      benchmark::DoNotOptimize(out.data());
+    }
+    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } else {
+    KernelRunner r(1, "Erfc", {{"T", MakeAttr(DT_FLOAT)}}, {x});
+    secs = Loop(state, r);
+  }
+  if (secs < 0) return;
+  state.counters["ns_per_value"] = secs * 1e9 / (state.iterations() * static_cast<double>(n));
+}
+
 // The peak and memcpy references run first (registration order) and record
 // their best rate for the ratios below.
 
@@ -786,6 +813,7 @@ BENCHMARK(BM_BatchMatMulSmall)
     ->ArgNames({"case", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Erfc)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"case", "libm"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FusedBatchNorm)
     ->ArgsProduct({{0, 1, 2}, {1, 2}})
     ->ArgNames({"case", "threads"})

@@ -29,7 +29,8 @@ inline bool AllowedStateful(const std::string& op) {
       "VariableV2", "Variable", "Assign", "AssignAdd", "AssignSub", "RandomUniform", "RandomUniformInt",
       "RandomStandardNormal", "TruncatedNormal", "RandomShuffle", "RandomFlipLeftRight", "RandomCrop",
       "VarHandleOp", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
-      "ResourceGather", "VariableShape", "VarIsInitializedOp", "DestroyResourceOp"};
+      "ResourceGather", "VariableShape", "VarIsInitializedOp", "DestroyResourceOp", "StackV2", "StackPushV2",
+      "StackPopV2", "StackCloseV2"};
   return ops->count(op) > 0;
 }
 

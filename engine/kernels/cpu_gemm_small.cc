@@ -59,9 +59,13 @@ void RowBlock(const GemmArgs& g, const float* b, int64_t i) {
   }
 }
 
+// Four rows at a time up to two vectors (with eight rows of one vector GCC
+// kept an accumulator on the stack: 9.6 against 6.9 us for an attention
+// head's 32 products of 16 x 16 x 8, ops_bench BM_BatchMatMulSmall), two for
+// wider rows.
 template <int V>
 void Rows(const GemmArgs& g, const float* b) {
-  constexpr int R = V == 1 ? 8 : V == 2 ? 4 : 2;
+  constexpr int R = V <= 2 ? 4 : 2;
   int64_t i = 0;
   for (; i + R <= g.m; i += R) RowBlock<V, R>(g, b, i);
   for (; i < g.m; ++i) RowBlock<V, 1>(g, b, i);

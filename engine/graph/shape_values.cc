@@ -100,8 +100,10 @@ std::optional<KnownValue> ConcatOfVectors(absl::Span<const std::optional<KnownVa
 std::optional<KnownValue> Arithmetic(const std::string& op, absl::Span<const std::optional<KnownValue>> in) {
   if (!in[0] || !in[1]) return std::nullopt;
   const KnownValue &x = *in[0], &y = *in[1];
-  const size_t n = std::max(x.elements.size(), y.elements.size());
   if (!x.scalar && !y.scalar && x.elements.size() != y.elements.size()) return std::nullopt;
+  // A scalar broadcasts over the other's elements, none included (Shape of a
+  // scalar times 2 is an empty vector).
+  const size_t n = x.scalar ? y.elements.size() : x.elements.size();
   KnownValue out{x.scalar && y.scalar, std::vector<int64_t>(n, kUnknown)};
   for (size_t i = 0; i < n; ++i) {
     const int64_t a = x.elements[x.scalar ? 0 : i], b = y.elements[y.scalar ? 0 : i];

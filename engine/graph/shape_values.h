@@ -47,8 +47,11 @@ std::optional<Tensor> TensorOfKnownValue(const KnownValue& value, DataType dtype
 // their values (`inputs`, nullopt where nothing is known), their shapes and,
 // for resource inputs, the shapes their handles declare (`handle_shapes`).
 // Follows Shape, ShapeN, VariableShape, Size, Rank, Identity, integer Casts,
-// StridedSlice and Slice of a vector by known indices, Pack of scalars and
-// ConcatV2 of vectors. nullopt for anything else.
+// StridedSlice and Slice of a vector by known indices, Pack of scalars,
+// ConcatV2 of vectors, Add, AddV2, Sub, Mul, Maximum, Minimum and FloorDiv
+// (elementwise, a scalar broadcasting; overflow and division by zero give
+// unknown elements), Range of known scalars (range_count.h) and
+// InvertPermutation of a permutation. nullopt for anything else.
 // REQUIRES: 0 <= output < n.num_outputs().
 std::optional<KnownValue> KnownValueOfNode(const Node& n, int output,
                                            absl::Span<const std::optional<KnownValue>> inputs,

@@ -7,11 +7,12 @@
 // reserve_space_3/4/5 are empty.
 //
 // How: the statistics accumulate in double, in blocks of whole outer indices
-// (about 32K elements each; the count depends only on the shape). A block
+// (about 32K elements each where the shape allows: at least one outer index,
+// at most 128 blocks, and their count depends only on the shape). A block
 // takes its own mean and sum of squared deviations in two passes over its
-// cache-resident elements, and the blocks combine in order (Chan, Golub and
-// LeVeque's pairwise update), so the result does not depend on the threads
-// and a large mean costs no precision. y = (x - mean) * scale / sqrt(var + eps)
+// elements (cache-resident for blocks of that size), and the blocks combine
+// in order (Chan, Golub and LeVeque's pairwise update), so the result does
+// not depend on the threads and a large mean costs no precision. y = (x - mean) * scale / sqrt(var + eps)
 // + offset, and dx, are then computed per element in float (double for
 // double tensors) from per-channel factors, with the mean split in two
 // (Centers) so that x - mean keeps its precision. Blocks run on the intra-op pool
@@ -311,7 +312,8 @@ struct Centers {
   explicit Centers(const std::vector<double>& mean) : hi(mean.size()), lo(mean.size()) {
     for (size_t c = 0; c < mean.size(); ++c) {
       hi[c] = static_cast<Arith<T>>(mean[c]);
-      lo[c] = static_cast<Arith<T>>(mean[c] - static_cast<double>(hi[c]));
+      // An infinite mean (a running one) keeps lo 0, not inf - inf.
+      lo[c] = std::isfinite(hi[c]) ? static_cast<Arith<T>>(mean[c] - static_cast<double>(hi[c])) : Arith<T>(0);
     }
   }
 };
@@ -507,6 +509,11 @@ class FusedBatchNormOp : public OpKernel {
       const int64_t first = t * blocks.per, last = std::min(l.outer, (t + 1) * blocks.per);
       const double n_b = static_cast<double>((last - first) * inner), n = n_a + n_b;
       for (int64_t c = 0; c < C; ++c) {
+        if (t == 0) {  // taken as it is: d * d * 0 is NaN for a mean past 1e154
+          (*mean)[c] = block_mean[c];
+          (*var)[c] = block_squares[c];
+          continue;
+        }
         const double d = block_mean[c] - (*mean)[c];
         (*mean)[c] += d * n_b / n;
         (*var)[c] += block_squares[c] + d * d * n_a * n_b / n;

@@ -683,6 +683,10 @@ void CpuGemm(const GemmArgs& g, Eigen::ThreadPoolInterface* pool, int max_thread
     }
     return;
   }
+  // The small path sums each element in one chain over k, as the packed
+  // path does only with a single block of k.
+  static_assert(cpu_gemm_internal::kSmallMaxK <= kKc && (kDeepK == 0 || cpu_gemm_internal::kSmallMaxK < kDeepK),
+                "the small path's k must fit in one block of k");
   if (cpu_gemm_internal::SmallGemm(g)) return;
   const View a = g.transpose_a ? View{g.a, 1, g.lda} : View{g.a, g.lda, 1};
   const View b = g.transpose_b ? View{g.b, 1, g.ldb} : View{g.b, g.ldb, 1};

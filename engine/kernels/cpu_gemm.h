@@ -12,6 +12,10 @@
 // with a single block of A and shallow blocks of k, the AVX-512 and portable kernels read it in
 // place instead (cpu_gemm.cc, GemmBlock).
 //
+// Small products (at most 16,384 multiply-adds, k <= 256, C at most four
+// vectors wide) skip the packing and run on the calling thread, with bitwise
+// the same results (cpu_gemm_small.h).
+//
 // Threads: the caller's thread plus up to max_threads - 1 tasks on `pool`;
 // C is split into disjoint blocks of whole tiles, one per thread, so no two
 // threads write the same element and the result does not depend on the

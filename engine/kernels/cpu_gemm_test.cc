@@ -7,6 +7,8 @@
 // micro-kernel (AVX-512 on a machine that has it) and as cpu_gemm_avx2_test
 // with CpuGemm compiled without AVX-512 (the AVX2 + FMA kernel).
 #include "engine/kernels/cpu_gemm.h"
+#include "engine/kernels/cpu_gemm_small.h"
+#include "engine/kernels/float_vec.h"
 
 #include <algorithm>
 #include <cmath>
@@ -301,7 +303,7 @@ TEST(CpuGemmTest, SmallProductsAreBitwiseThePackedPath) {
   for (int trial = 0; trial < 400; ++trial) {
     Problem p{m_dist(rng), n_dist(rng), k_dist(rng), (trial & 1) != 0, (trial & 2) != 0, pad(rng), pad(rng), pad(rng)};
     if (trial % 50 == 0) p = {2, 3, 256, (trial & 1) != 0, false};  // the deepest k the small path takes
-    if (p.m * p.n * p.k > 16384) continue;
+    if (p.m * p.n * p.k > 16384 || p.n > 4 * simd::kLanes) continue;
     Operands o = MakeOperands(p, 1000 + trial);
     if (trial % 7 == 0) o.a[0] = std::nanf("");
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -328,7 +330,12 @@ TEST(CpuGemmTest, SmallProductsAreBitwiseThePackedPath) {
       g.bias = with_bias ? bias.data() : nullptr;
       g.relu = relu;
       g.small_path = packed == 0;
-      CpuGemm(g, nullptr, 1);
+      if (packed == 0) {
+        // Small enough for the small path, which must take it.
+        ASSERT_TRUE(cpu_gemm_internal::SmallGemm(g)) << Describe(p);
+      } else {
+        CpuGemm(g, nullptr, 1);
+      }
     }
     ASSERT_EQ(std::memcmp(results[0].data(), results[1].data(), results[0].size() * sizeof(float)), 0)
         << Describe(p) << " accumulate=" << accumulate << " relu=" << relu << " bias=" << with_bias;

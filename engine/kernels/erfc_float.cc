@@ -7,7 +7,7 @@ namespace sluice {
 namespace {
 
 typedef double D4 __attribute__((vector_size(32)));
-typedef int64_t I4 __attribute__((vector_size(32)));
+typedef uint64_t I4 __attribute__((vector_size(32)));  // bits; unsigned, so shifts are defined
 typedef float F4 __attribute__((vector_size(16)));
 
 inline D4 Splat(double v) { return D4{v, v, v, v}; }
@@ -52,7 +52,9 @@ inline void Exp(Block& y) {
   }
   #pragma GCC unroll 4
   for (int w = 0; w < kWays; ++w) {
-    const I4 k = Bits(kd[w]) - Bits(shifter);  // n as an integer
+    // n as an integer (mod 2^64): adding n << 52 to the bits of p adds n to
+    // its exponent, wrapping as two's complement would.
+    const I4 k = Bits(kd[w]) - Bits(shifter);
     y[w] = FromBits(Bits(p[w]) + (k << 52));
   }
 }

@@ -1,4 +1,4 @@
-// erfc over float tensors, four values at a time in double precision: the
+// erfc over float tensors, in vectors of four doubles: the
 // scalar libm erfcf took most of a transformer block's step (GELU is
 // 0.5 x erfc(-x / sqrt(2)); 117 us of a 660 us census attention step).
 // For x >= 0, erfc(x) = t exp(P(t) - x^2) with t = 1 / (1 + x / 2) and P a
@@ -7,7 +7,8 @@
 // 2e-10 before rounding to float); erfc(-x) = 2 - erfc(x). exp is our own
 // (a Cody-Waite reduction by ln 2 and a degree-11 Taylor polynomial), so the
 // loop vectorizes. Results are within one float ulp of the correctly
-// rounded value; NaN stays NaN, erfc(+inf) = 0, erfc(-inf) = 2.
+// rounded value; NaN stays NaN, erfc(+inf) = 0, erfc(-inf) = 2. Sixteen
+// values (four vectors) go through each step together.
 // Thread safety: a function of its arguments.
 #ifndef SLUICE_ENGINE_KERNELS_ERFC_FLOAT_H_
 #define SLUICE_ENGINE_KERNELS_ERFC_FLOAT_H_

@@ -86,9 +86,9 @@ TEST(ErfcFloat, SpecialValues) {
 }
 
 TEST(ErfcFloat, EveryTailLengthAndInPlace) {
-  for (int n = 0; n <= 9; ++n) {
+  for (int n = 0; n <= 33; ++n) {  // blocks of 16: every tail, and blocks plus tails
     std::vector<float> xs(n), out(n + 1, -7.0f);  // a guard element after the output
-    for (int i = 0; i < n; ++i) xs[i] = -2.0f + 0.5f * i;
+    for (int i = 0; i < n; ++i) xs[i] = -2.0f + 0.25f * i;
     ErfcFloat(xs.data(), out.data(), n);
     for (int i = 0; i < n; ++i) {
       EXPECT_LE(std::abs(Ordered(out[i]) - Ordered(static_cast<float>(std::erfc(static_cast<double>(xs[i]))))), 1)

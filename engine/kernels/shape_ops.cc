@@ -257,15 +257,19 @@ class RangeOp : public OpKernel {
       OP_REQUIRES(ctx, start >= limit,
                   absl::InvalidArgumentError(absl::StrCat("requires start >= limit when delta < 0: ", start, "/", limit)));
     }
-    double count;
+    int64_t n = 0;
     if constexpr (std::is_integral_v<T>) {
-      count = static_cast<double>(*IntegerRangeCount(start, limit, delta));  // exact up to kMaxTensorElements
+      const uint64_t exact = *IntegerRangeCount(start, limit, delta);  // start, limit and delta checked above
+      OP_REQUIRES(ctx, exact <= static_cast<uint64_t>(kMaxTensorElements),
+                  absl::InvalidArgumentError("requires the range size to fit in a tensor"));
+      n = static_cast<int64_t>(exact);
     } else {
-      count = std::ceil(std::abs((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta)));
+      const double count =
+          std::ceil(std::abs((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta)));
+      OP_REQUIRES(ctx, std::isfinite(count) && count <= static_cast<double>(kMaxTensorElements),
+                  absl::InvalidArgumentError("requires the range size to fit in a tensor"));
+      n = static_cast<int64_t>(count);
     }
-    OP_REQUIRES(ctx, std::isfinite(count) && count <= static_cast<double>(kMaxTensorElements),
-                absl::InvalidArgumentError("requires the range size to fit in a tensor"));
-    const int64_t n = static_cast<int64_t>(count);
     Tensor* out = nullptr;
     auto shape = TensorShape::Build({n});
     OP_REQUIRES_OK(ctx, shape.status());

@@ -319,6 +319,13 @@ TEST_F(ArrayShapeTest, ShapeValuesThroughArithmeticRangeAndInvertPermutation) {
   Output first = StridedSlice(b_, "first", tail, int64v("b0", 0), int64v("e0", 1), int64v("s0", 1));
   EXPECT_EQ(Shape(b_.Op("step_fill", "Fill", {b_.Op("step", "Sub", {second, first}), b_.Scalar<float>("z2", 0)})),
             "[4]");
+  // A scalar broadcasts over an empty vector: Shape of a scalar, times 2, is
+  // still empty (a Fill of it is a scalar); FloorDiv rounds toward -inf.
+  Output empty_dims = b_.Op("empty_dims", "Mul", {b_.Op("scalar_shape", "Shape", {Input("s0", {})}), Int("two2", 2)});
+  EXPECT_EQ(Shape(b_.Op("scalar_fill", "Fill", {empty_dims, b_.Scalar<float>("z3", 0)})), "[]");
+  Output floor = b_.Op("floor", "FloorDiv", {Ints("num", {-7, 7}), Int("den", 2)});  // [-4, 3]
+  Output shifted = b_.Op("shifted", "Add", {floor, Ints("shift", {6, 0})});            // [2, 3]
+  EXPECT_EQ(Shape(b_.Op("floor_fill", "Fill", {shifted, b_.Scalar<float>("z4", 0)})), "[2,3]");
   // A product past int32 is not a value of the int32 result.
   Output big = b_.Op("big", "Mul", {Int("g1", 1 << 20), Int("g2", 1 << 20)});
   EXPECT_EQ(Shape(b_.Op("fill", "Fill", {b_.Op("fdims", "Pack", {big}), b_.Scalar<float>("z", 0)})), "[?]");

@@ -141,7 +141,7 @@ std::vector<Norm> Layouts() {
     offset.double_tolerance = 1e-10;
     layouts.push_back(offset);
   }
-  // Several blocks (the last one short), run on the intra-op pool.
+  // Several blocks (in NHWC the last one short), run on the intra-op pool.
   for (bool channels_first : {false, true}) {
     Norm large{channels_first ? TensorShape({5, 20, 48, 48}) : TensorShape({8, 32, 32, 20}), channels_first, true};
     large.finite_differences = false;

@@ -377,7 +377,7 @@ std::vector<OpCase> BatchMatMulCases(DataType dtype, Rng* rng, bool v2) {
   if (dtype == DT_FLOAT) {
     layouts.push_back({{2}, {2}, 100, 80, 90});
     layouts.push_back({{64}, {64}, 8, 9, 7});
-    // Small products (batch_gemm.h's SmallGemm): row blocks and a short last
+    // Small products (CpuGemm's small path, cpu_gemm_small.h): row blocks and a short last
     // one, partial and whole vectors of C (8 or 16 lanes), an attention head.
     layouts.push_back({{3}, {3}, 17, 5, 33});
     layouts.push_back({{2}, {2}, 9, 20, 64});

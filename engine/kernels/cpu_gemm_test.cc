@@ -50,10 +50,10 @@ Operands MakeOperands(const Problem& p, uint32_t seed) {
   return o;
 }
 
-// Runs CpuGemm on `c` (m x ldc, prefilled by the caller); with `packed_b`,
-// op(B) as PackGemmB laid it out instead of o.b.
-void RunGemm(const Problem& p, const Operands& o, std::vector<float>* c, bool accumulate,
-             Eigen::ThreadPoolInterface* pool, int threads, const float* packed_b = nullptr) {
+// The product `p` on operands `o` into `c` (m x ldc); with `packed_b`, op(B)
+// as PackGemmB laid it out instead of o.b.
+GemmArgs ArgsFor(const Problem& p, const Operands& o, std::vector<float>* c, bool accumulate,
+                 const float* packed_b = nullptr) {
   GemmArgs g;
   g.m = p.m;
   g.n = p.n;
@@ -68,7 +68,13 @@ void RunGemm(const Problem& p, const Operands& o, std::vector<float>* c, bool ac
   g.ldc = o.ldc;
   g.accumulate = accumulate;
   g.packed_b = packed_b;
-  CpuGemm(g, pool, threads);
+  return g;
+}
+
+// Runs CpuGemm on `c` (m x ldc, prefilled by the caller).
+void RunGemm(const Problem& p, const Operands& o, std::vector<float>* c, bool accumulate,
+             Eigen::ThreadPoolInterface* pool, int threads, const float* packed_b = nullptr) {
+  CpuGemm(ArgsFor(p, o, c, accumulate, packed_b), pool, threads);
 }
 
 // Checks c against initial + op(A) op(B) in float64; every element within
@@ -261,20 +267,7 @@ TEST(CpuGemmTest, BiasReluEpilogueMatchesSeparatePasses) {
                 }
               }
               std::vector<float> got = initial;
-              GemmArgs g;
-              g.m = p.m;
-              g.n = p.n;
-              g.k = p.k;
-              g.a = o.a.data();
-              g.lda = o.lda;
-              g.transpose_a = p.ta;
-              g.b = prepacked ? nullptr : o.b.data();
-              g.ldb = o.ldb;
-              g.transpose_b = p.tb;
-              g.packed_b = pb;
-              g.c = got.data();
-              g.ldc = o.ldc;
-              g.accumulate = accumulate;
+              GemmArgs g = ArgsFor(p, o, &got, accumulate, pb);
               g.bias = with_bias ? bias.data() : nullptr;
               g.relu = relu;
               CpuGemm(g, &pool, threads);
@@ -314,19 +307,7 @@ TEST(CpuGemmTest, SmallProductsAreBitwiseThePackedPath) {
     std::vector<float> results[2];
     for (int packed = 0; packed < 2; ++packed) {
       results[packed] = initial;
-      GemmArgs g;
-      g.m = p.m;
-      g.n = p.n;
-      g.k = p.k;
-      g.a = o.a.data();
-      g.lda = o.lda;
-      g.transpose_a = p.ta;
-      g.b = o.b.data();
-      g.ldb = o.ldb;
-      g.transpose_b = p.tb;
-      g.c = results[packed].data();
-      g.ldc = o.ldc;
-      g.accumulate = accumulate;
+      GemmArgs g = ArgsFor(p, o, &results[packed], accumulate);
       g.bias = with_bias ? bias.data() : nullptr;
       g.relu = relu;
       g.small_path = packed == 0;

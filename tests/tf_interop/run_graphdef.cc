@@ -26,9 +26,9 @@
 // passes left (the data format pass's Transposes, say); --op_times writes,
 // per op type of that step, its nodes and their summed time ("MatMul 90
 // 412.5": microseconds from each node's start to its end, sorted by time).
-// With --train, --iters
-// times training steps (NODE as a target with the feeds) instead of the
-// fetches. --as_train runs the session as `train` does in a single process:
+// With --train, --iters times training steps (NODE as a target with the
+// feeds) instead of the fetches. --as_train runs the session as `train`
+// does in a single process:
 // nodes on the intra-op pool, oneDNN and Winograd convolutions (a plain
 // SessionOptions has neither).
 // Every failure (unreadable file, malformed proto, graph rejected, kernel

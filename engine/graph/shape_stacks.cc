@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 namespace sluice {
 namespace {
@@ -32,14 +33,10 @@ const std::vector<const Node*> kNone;
 
 }  // namespace
 
-StackShapes::StackShapes(const Graph& graph)
-    : stack_of_(graph.num_node_ids(), -1),
-      pushes_(graph.num_node_ids()),
-      pops_(graph.num_node_ids()),
-      seen_(graph.num_node_ids(), 0),
-      widened_(graph.num_node_ids()),
-      total_(graph.num_node_ids(), 0) {
-  std::vector<const Node*> pushes, pops;
+StackShapes::StackShapes(const Graph& graph) {
+  // Most graphs have no stack: then nothing is allocated, and every lookup
+  // below finds no entry.
+  std::vector<std::pair<const Node*, const Node*>> pushes, pops;  // (node, its StackV2)
   for (const Node* n : graph.nodes()) {
     const std::string& op = n->type_string();
     if (op != "StackPushV2" && op != "StackPopV2") continue;
@@ -48,16 +45,25 @@ StackShapes::StackShapes(const Graph& graph)
       if (op == "StackPushV2") return;  // it might push onto any stack: no pop gets a shape
       continue;
     }
-    stack_of_[n->id()] = stack->id();
-    (op == "StackPushV2" ? pushes : pops).push_back(n);
+    (op == "StackPushV2" ? pushes : pops).emplace_back(n, stack);
   }
-  std::vector<std::vector<const Node*>> pushes_of_stack(graph.num_node_ids());
-  for (const Node* push : pushes) {
-    pushes_of_stack[stack_of_[push->id()]].push_back(push);
-    ++total_[stack_of_[push->id()]];
+  if (pushes.empty() || pops.empty()) return;
+  const size_t ids = static_cast<size_t>(graph.num_node_ids());
+  stack_of_.assign(ids, -1);
+  pushes_.resize(ids);
+  pops_.resize(ids);
+  seen_.assign(ids, 0);
+  widened_.resize(ids);
+  total_.assign(ids, 0);
+  for (const auto& [n, stack] : pushes) stack_of_[n->id()] = stack->id();
+  for (const auto& [n, stack] : pops) stack_of_[n->id()] = stack->id();
+  std::vector<std::vector<const Node*>> pushes_of_stack(ids);
+  for (const auto& [push, stack] : pushes) {
+    pushes_of_stack[stack->id()].push_back(push);
+    ++total_[stack->id()];
   }
-  for (const Node* pop : pops) {
-    pushes_[pop->id()] = pushes_of_stack[stack_of_[pop->id()]];
+  for (const auto& [pop, stack] : pops) {
+    pushes_[pop->id()] = pushes_of_stack[stack->id()];
     for (const Node* push : pushes_[pop->id()]) pops_[push->id()].push_back(pop);
   }
 }
@@ -76,8 +82,8 @@ void StackShapes::StartPass() {
 }
 
 void StackShapes::Pushed(const Node* push, const PartialShape& elem) {
+  if (PopsAfter(push).empty()) return;  // also every node of a graph without pops
   const int stack = stack_of_[push->id()];
-  if (stack < 0 || PopsAfter(push).empty()) return;
   widened_[stack] = seen_[stack] == 0 ? elem : widened_[stack].Widen(elem);
   ++seen_[stack];
 }

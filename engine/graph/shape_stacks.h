@@ -38,6 +38,8 @@ class StackShapes {
   PartialShape PopShape(const Node* pop) const;
 
  private:
+  // All empty when no pop can get a shape (no stack, no push, no pop, or an
+  // unresolved push), so a graph without stacks allocates nothing.
   std::vector<int> stack_of_;                     // per node id: StackV2 node id, -1 for none
   std::vector<std::vector<const Node*>> pushes_;  // per pop node id
   std::vector<std::vector<const Node*>> pops_;    // per push node id

@@ -12,12 +12,13 @@
 // takes its own mean and sum of squared deviations in two passes over its
 // elements (cache-resident for blocks of that size), and the blocks combine
 // in order (Chan, Golub and LeVeque's pairwise update), so the result does
-// not depend on the threads and a large mean costs no precision. y = (x - mean) * scale / sqrt(var + eps)
-// + offset, and dx, are then computed per element in float (double for
-// double tensors) from per-channel factors, with the mean split in two
-// (Centers) so that x - mean keeps its precision. Blocks run on the intra-op pool
-// when the tensor is large. Inner loops use 4-lane double and 8-lane float
-// GCC vectors (AVX2 where the target has it).
+// not depend on the threads and a large mean costs no precision.
+// y = (x - mean) * scale / sqrt(var + eps) + offset, and dx, are then
+// computed per element in float (double for double tensors) from
+// per-channel factors, with the mean split in two (Centers) so that x - mean
+// keeps its precision. Blocks run on the intra-op pool when the tensor is
+// large. Inner loops use 4-lane double (simd::Double4) and 8-lane float GCC
+// vectors (AVX2 where the target has it).
 // Thread safety: kernels are stateless.
 #include <algorithm>
 #include <cmath>
@@ -28,13 +29,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/kernels/float_vec.h"
 #include "engine/kernels/run_tasks.h"
 
 namespace sluice {
 namespace {
 
-typedef double D4 __attribute__((vector_size(32)));
-typedef float F4 __attribute__((vector_size(16)));
+using D4 = simd::Double4;
 typedef float F8 __attribute__((vector_size(32)));
 
 struct Layout {
@@ -115,27 +116,18 @@ void ForBlocks(OpKernelContext* ctx, const Layout& l, const Blocks& b, const Fn&
 
 // ---- Vectors ----
 
+// Four elements of x as doubles.
 template <typename T>
 inline D4 Load4(const T* p) {
-  if constexpr (std::is_same_v<T, float>) {
-    F4 f;
-    std::memcpy(&f, p, sizeof f);
-    return __builtin_convertvector(f, D4);
-  } else if constexpr (std::is_same_v<T, double>) {
-    D4 d;
-    std::memcpy(&d, p, sizeof d);
-    return d;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    return simd::Load4(p);
   } else {
     return D4{static_cast<double>(p[0]), static_cast<double>(p[1]), static_cast<double>(p[2]),
               static_cast<double>(p[3])};
   }
 }
-inline D4 LoadD4(const double* p) {
-  D4 d;
-  std::memcpy(&d, p, sizeof d);
-  return d;
-}
-inline void StoreD4(double* p, D4 v) { std::memcpy(p, &v, sizeof v); }
+inline D4 LoadD4(const double* p) { return simd::Load4(p); }
+inline void StoreD4(double* p, D4 v) { simd::Store4(p, v); }
 inline double Sum4(D4 v) { return (v[0] + v[1]) + (v[2] + v[3]); }
 
 // ---- Statistics: rows of C channels (inner == 1) and runs of one channel ----

@@ -3,14 +3,15 @@
 
 #include <cstring>
 
+#include "engine/kernels/float_vec.h"
+
 namespace sluice {
 namespace {
 
-typedef double D4 __attribute__((vector_size(32)));
+using D4 = simd::Double4;
+using simd::Splat4;
 typedef uint64_t I4 __attribute__((vector_size(32)));  // bits; unsigned, so shifts are defined
-typedef float F4 __attribute__((vector_size(16)));
 
-inline D4 Splat(double v) { return D4{v, v, v, v}; }
 inline I4 Bits(D4 v) {
   I4 i;
   std::memcpy(&i, &v, sizeof i);
@@ -36,19 +37,19 @@ inline void Exp(Block& y) {
   constexpr double kInverseFactorials[12] = {1.0,        1.0,         0.5,          1.0 / 6,      1.0 / 24,
                                              1.0 / 120,  1.0 / 720,   1.0 / 5040,   1.0 / 40320,  1.0 / 362880,
                                              1.0 / 3628800, 1.0 / 39916800};
-  const D4 shifter = Splat(6755399441055744.0);  // 1.5 * 2^52: adding it rounds to an integer
+  const D4 shifter = Splat4(6755399441055744.0);  // 1.5 * 2^52: adding it rounds to an integer
   Block kd, r, p;
   #pragma GCC unroll 4
   for (int w = 0; w < kWays; ++w) {
-    kd[w] = y[w] * Splat(1.4426950408889634) + shifter;
+    kd[w] = y[w] * Splat4(1.4426950408889634) + shifter;
     const D4 n = kd[w] - shifter;
     // ln 2 split so that n * ln2_hi is exact for |n| < 2^11.
-    r[w] = (y[w] - n * Splat(6.93147180369123816490e-01)) - n * Splat(1.90821492927058770002e-10);
-    p[w] = Splat(kInverseFactorials[11]);
+    r[w] = (y[w] - n * Splat4(6.93147180369123816490e-01)) - n * Splat4(1.90821492927058770002e-10);
+    p[w] = Splat4(kInverseFactorials[11]);
   }
   for (int i = 10; i >= 0; --i) {
     #pragma GCC unroll 4
-    for (int w = 0; w < kWays; ++w) p[w] = p[w] * r[w] + Splat(kInverseFactorials[i]);
+    for (int w = 0; w < kWays; ++w) p[w] = p[w] * r[w] + Splat4(kInverseFactorials[i]);
   }
   #pragma GCC unroll 4
   for (int w = 0; w < kWays; ++w) {
@@ -68,7 +69,7 @@ constexpr double kP[13] = {
 
 // x[w] = erfc(x[w]).
 inline void Erfc(Block& x) {
-  const D4 zero = Splat(0.0);
+  const D4 zero = Splat4(0.0);
   Block a, t, p;
   #pragma GCC unroll 4
   for (int w = 0; w < kWays; ++w) {
@@ -76,13 +77,13 @@ inline void Erfc(Block& x) {
     // erfc(11) is 1.4e-54, 0 in float; clamping keeps exp's argument in
     // range (an infinite x included). A NaN compares false and is put back
     // below.
-    a[w] = ax < Splat(11.0) ? ax : Splat(11.0);
-    t[w] = Splat(1.0) / (Splat(1.0) + Splat(0.5) * a[w]);
-    p[w] = Splat(kP[12]);
+    a[w] = ax < Splat4(11.0) ? ax : Splat4(11.0);
+    t[w] = Splat4(1.0) / (Splat4(1.0) + Splat4(0.5) * a[w]);
+    p[w] = Splat4(kP[12]);
   }
   for (int i = 11; i >= 0; --i) {
     #pragma GCC unroll 4
-    for (int w = 0; w < kWays; ++w) p[w] = p[w] * t[w] + Splat(kP[i]);
+    for (int w = 0; w < kWays; ++w) p[w] = p[w] * t[w] + Splat4(kP[i]);
   }
   #pragma GCC unroll 4
   for (int w = 0; w < kWays; ++w) p[w] = p[w] - a[w] * a[w];
@@ -90,29 +91,19 @@ inline void Erfc(Block& x) {
   #pragma GCC unroll 4
   for (int w = 0; w < kWays; ++w) {
     const D4 e = t[w] * p[w];
-    const D4 r = x[w] < zero ? Splat(2.0) - e : e;
+    const D4 r = x[w] < zero ? Splat4(2.0) - e : e;
     x[w] = x[w] != x[w] ? x[w] : r;
   }
-}
-
-inline D4 Load(const float* p) {
-  F4 f;
-  std::memcpy(&f, p, sizeof f);
-  return __builtin_convertvector(f, D4);
-}
-inline void Store(float* p, D4 v) {
-  const F4 f = __builtin_convertvector(v, F4);
-  std::memcpy(p, &f, sizeof f);
 }
 
 // out[0, 4 * kWays) = erfc(in[0, 4 * kWays)).
 inline void ErfcBlock(const float* in, float* out) {
   Block x;
   #pragma GCC unroll 4
-  for (int w = 0; w < kWays; ++w) x[w] = Load(in + 4 * w);
+  for (int w = 0; w < kWays; ++w) x[w] = simd::Load4(in + 4 * w);
   Erfc(x);
   #pragma GCC unroll 4
-  for (int w = 0; w < kWays; ++w) Store(out + 4 * w, x[w]);
+  for (int w = 0; w < kWays; ++w) simd::Store4(out + 4 * w, x[w]);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The widest float vector this build's target has, for kernels written with
-// explicit vectors (winograd_conv.cc, single_channel_conv.cc): __m512 with
-// AVX-512, __m256 with AVX2 + FMA, else a 4-lane GCC vector. Loads and stores
-// are unaligned; FMA is fused where the target has it.
+// explicit vectors (winograd_conv.cc, single_channel_conv.cc, CpuGemm's small
+// path): __m512 with AVX-512, __m256 with AVX2 + FMA, else a 4-lane GCC
+// vector; and four doubles (Double4). Loads and stores are unaligned; FMA is
+// fused where the target has it.
 // Thread safety: functions of their arguments.
 #ifndef SLUICE_ENGINE_KERNELS_FLOAT_VEC_H_
 #define SLUICE_ENGINE_KERNELS_FLOAT_VEC_H_
@@ -68,6 +69,31 @@ inline void StorePartial(float* p, Vec v, int64_t lanes) {
 // allocation are fine: a prefetch never faults).
 inline void PrefetchRun(const float* p, int64_t floats) {
   for (int64_t i = 0; i < floats; i += 64 / sizeof(float)) __builtin_prefetch(p + i, /*rw=*/0, /*locality=*/3);
+}
+
+// Four doubles (a GCC vector: AVX2's width, two SSE registers without it),
+// for kernels that work on floats in double precision (batch_norm_ops.cc's
+// sums, erfc_float.cc).
+typedef double Double4 __attribute__((vector_size(32)));
+inline Double4 Splat4(double x) { return Double4{x, x, x, x}; }
+inline Double4 Load4(const double* p) {
+  Double4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void Store4(double* p, Double4 v) { std::memcpy(p, &v, sizeof v); }
+// Four floats, widened.
+inline Double4 Load4(const float* p) {
+  typedef float Float4 __attribute__((vector_size(16)));
+  Float4 f;
+  std::memcpy(&f, p, sizeof f);
+  return __builtin_convertvector(f, Double4);
+}
+// Rounded to four floats.
+inline void Store4(float* p, Double4 v) {
+  typedef float Float4 __attribute__((vector_size(16)));
+  const Float4 f = __builtin_convertvector(v, Float4);
+  std::memcpy(p, &f, sizeof f);
 }
 
 }  // namespace simd

@@ -381,6 +381,74 @@ TEST(Cond, AFailedStepLeavesNoCountForTheNextWithoutMerge) {
   }
 }
 
+// Loop frames reuse iteration states: within a step (a done iteration's
+// state serves a later one) and across steps (a deleted frame's states serve
+// the next step's frame). A loop whose body holds a cond, with steps that fail
+// inside the body after the cond's false branch reached its Merge, between
+// steps that take the other branch: each good step sums exactly what it must.
+TEST(Loop, ReusedIterationStatesCarryNothingBetweenIterationsOrSteps) {
+  for (int parallel : {1, 10}) {
+    GraphDefBuilder b;
+    std::string limit = b.Placeholder("limit", DT_INT32);
+    std::string p = b.Placeholder("p", DT_BOOL);
+    std::string ok = b.Placeholder("ok", DT_BOOL);
+    std::string one = b.Const("one", Tensor::Scalar<int32_t>(1));
+    std::string three = b.Const("three", Tensor::Scalar<int32_t>(3));
+    std::string zero = b.Const("zero", Tensor::Scalar<int32_t>(0));
+    const std::string frame = "loop";
+    std::string limit_e = b.Enter("limit_e", limit, DT_INT32, frame, true, parallel);
+    std::string p_e = b.Enter("p_e", p, DT_BOOL, frame, true, parallel);
+    std::string ok_e = b.Enter("ok_e", ok, DT_BOOL, frame, true, parallel);
+    std::string one_e = b.Enter("one_e", one, DT_INT32, frame, true, parallel);
+    std::string three_e = b.Enter("three_e", three, DT_INT32, frame, true, parallel);
+    std::string i_e = b.Enter("i_e", one, DT_INT32, frame, false, parallel);
+    std::string s_e = b.Enter("s_e", zero, DT_INT32, frame, false, parallel);
+    std::string i_m = b.Merge("i_m", {i_e, "i_next"}, DT_INT32);
+    std::string s_m = b.Merge("s_m", {s_e, "s_next"}, DT_INT32);
+    std::string cond = b.LoopCond("cond", b.Binary("Less", "less", i_m, limit_e, DT_INT32));
+    std::string i_sw = b.Switch("i_sw", i_m, cond, DT_INT32);
+    std::string s_sw = b.Switch("s_sw", s_m, cond, DT_INT32);
+    std::string s_exit = b.Exit("s_exit", s_sw + ":0", DT_INT32);
+    b.Exit("i_exit", i_sw + ":0", DT_INT32);
+    std::string i_body = b.Identity("i_body", i_sw + ":1", DT_INT32);
+    std::string s_body = b.Identity("s_body", s_sw + ":1", DT_INT32);
+    // The body's cond: p ? 3 * i : i + 1.
+    std::string branch = b.Switch("branch", i_body, p_e, DT_INT32);
+    std::string f = b.Binary("Add", "f", branch + ":0", one_e, DT_INT32);
+    std::string t = b.Binary("Mul", "t", branch + ":1", three_e, DT_INT32);
+    // After f (dead with it); fails the step when `ok` is false.
+    std::string check =
+        b.Node("check", "Assert", {ok_e, i_body, "^" + f}, {{"T", MakeAttr(std::vector<DataType>{DT_INT32})}});
+    std::string m = b.Merge("m", {f, t}, DT_INT32);
+    b.FindNode(m)->add_input("^" + check);
+    std::string i_new = b.Binary("Add", "i_new", i_body, one_e, DT_INT32);
+    std::string s_new = b.Binary("Add", "s_new", s_body, m, DT_INT32);
+    b.NextIteration("i_next", i_new, DT_INT32);
+    b.NextIteration("s_next", s_new, DT_INT32);
+    auto session = NewSession();
+    ASSERT_TRUE(session.ok());
+    ASSERT_TRUE((*session)->Create(b.graph()).ok());
+    for (int step = 0; step < 6; ++step) {
+      const int n = 3 + 7 * step;  // i = 1..n
+      std::vector<Tensor> out;
+      absl::Status s =
+          (*session)->Run({{limit, Tensor::Scalar<int32_t>(n + 1)}, {p, Tensor::Scalar<bool>(false)},
+                           {ok, Tensor::Scalar<bool>(false)}},
+                          {s_exit}, {}, &out);
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+      for (bool take_true : {true, false}) {
+        s = (*session)->Run({{limit, Tensor::Scalar<int32_t>(n + 1)}, {p, Tensor::Scalar<bool>(take_true)},
+                             {ok, Tensor::Scalar<bool>(true)}},
+                            {s_exit}, {}, &out);
+        ASSERT_TRUE(s.ok()) << s;
+        const int sum = n * (n + 1) / 2;
+        EXPECT_EQ(out[0].scalar<int32_t>(), take_true ? 3 * sum : sum + n)
+            << "parallel_iterations " << parallel << ", step " << step << ", p " << take_true;
+      }
+    }
+  }
+}
+
 // Assert: a true condition lets the step finish; a false one fails it with
 // InvalidArgument naming the node and summarizing the data tensors.
 TEST(Assert, FailsTheStepWithTheDataSummaries) {

@@ -186,13 +186,17 @@ class ExecutorState {
 // running it. Chains of scalar shape arithmetic (a Mean's gradient: ~25 ops)
 // then stay on one thread.
 constexpr int64_t kInlineBelowNs = 20 * 1000;
+// A loop's expensive kernels are timed (for the rule above) in one iteration
+// of this many: 0, 8, 16, ...; the root frame's every step.
+constexpr int64_t kTimedIterationEvery = 8;
 
 class ExecutorImpl : public Executor {
  public:
   ExecutorImpl(const ExecutorParams& params, ExecutorGraph graph)
       : params_(params),
         graph_(std::move(graph)),
-        last_compute_ns_(new std::atomic<int64_t>[graph_.items.size()]) {
+        last_compute_ns_(new std::atomic<int64_t>[graph_.items.size()]),
+        frame_cache_(graph_.frames.size()) {
     for (size_t i = 0; i < graph_.items.size(); ++i) last_compute_ns_[i].store(-1, std::memory_order_relaxed);
   }
 
@@ -231,14 +235,45 @@ class ExecutorImpl : public Executor {
     if (root_cache_.size() < kMaxCachedRootIterations) root_cache_.push_back(std::move(state));
   }
 
+  // Reset iteration states of loop frame `frame_index` (of graph_.frames)
+  // that earlier frames gave back, for a new frame of it: up to its
+  // parallel_iterations + 1, the most it has at once.
+  std::vector<std::unique_ptr<IterationState>> TakeFrameIterations(size_t frame_index) const {
+    std::vector<std::unique_ptr<IterationState>> states;
+    absl::MutexLock lock(&frame_cache_mu_);
+    std::vector<std::unique_ptr<IterationState>>& cached = frame_cache_[frame_index];
+    const size_t n = std::min(cached.size(), static_cast<size_t>(graph_.frames[frame_index].parallel_iterations) + 1);
+    states.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      states.push_back(std::move(cached.back()));
+      cached.pop_back();
+    }
+    return states;
+  }
+  // Takes back a deleted frame's reset iteration states, keeping at most
+  // kMaxCachedFrameIterations per frame (a loop nested in a loop has a frame
+  // per running outer iteration).
+  void ReturnFrameIterations(size_t frame_index, std::vector<std::unique_ptr<IterationState>> states) const {
+    absl::MutexLock lock(&frame_cache_mu_);
+    std::vector<std::unique_ptr<IterationState>>& cached = frame_cache_[frame_index];
+    for (auto& state : states) {
+      if (cached.size() >= kMaxCachedFrameIterations) break;
+      cached.push_back(std::move(state));
+    }
+  }
+
  private:
   static constexpr size_t kMaxCachedRootIterations = 4;
+  static constexpr size_t kMaxCachedFrameIterations = 64;
 
   ExecutorParams params_;
   ExecutorGraph graph_;
   std::unique_ptr<std::atomic<int64_t>[]> last_compute_ns_;
   mutable absl::Mutex root_cache_mu_;
   mutable std::vector<std::unique_ptr<IterationState>> root_cache_ ABSL_GUARDED_BY(root_cache_mu_);
+  mutable absl::Mutex frame_cache_mu_;
+  // By frame index; [0] (the root's) unused.
+  mutable std::vector<std::vector<std::unique_ptr<IterationState>>> frame_cache_ ABSL_GUARDED_BY(frame_cache_mu_);
 };
 
 ExecutorState::ExecutorState(const ExecutorImpl* impl, const Executor::Args& args, Executor::DoneCallback done)
@@ -451,7 +486,10 @@ absl::Status ExecutorState::RunSync(const TaggedNode& tagged, Entry* inputs, OpK
   params->is_input_dead = tagged.is_dead;
   // The outputs stay in `ctx` until they are propagated.
   OpKernelContext ctx(params);
-  if (item.is_expensive) {
+  // Timed for ScheduleReady's inline rule; in a loop, one iteration in
+  // kTimedIterationEvery is enough (two clock reads were ~3% of a step of
+  // small loop-body kernels).
+  if (item.is_expensive && tagged.iter % kTimedIterationEvery == 0) {
     const int64_t compute_start = NowNanos();
     item.kernel->Compute(&ctx);
     impl_->last_compute_ns(item.node->id()).store(NowNanos() - compute_start, std::memory_order_relaxed);
@@ -680,7 +718,7 @@ void ExecutorState::ActivateRootNodesLockFree(const NodeItem& item, bool is_dead
 void ExecutorState::IncrementIteration(FrameState* frame, TaggedNodeVector* ready) {
   ++frame->iteration_count;
   const int64_t next = frame->iteration_count;
-  frame->SetIteration(next, std::make_unique<IterationState>(*frame->info));
+  frame->SetIteration(next, frame->NewIteration());
   ++frame->num_outstanding_iterations;
   std::vector<std::pair<const NodeItem*, Entry>> deferred;
   deferred.swap(frame->deferred_next);
@@ -699,7 +737,7 @@ void ExecutorState::IncrementIteration(FrameState* frame, TaggedNodeVector* read
 bool ExecutorState::CleanupIterations(FrameState* frame, int64_t iter, TaggedNodeVector* ready) {
   int64_t cur = iter;
   while (cur <= frame->iteration_count && frame->GetIteration(cur) != nullptr && frame->IsIterationDone(cur)) {
-    frame->SetIteration(cur, nullptr);
+    frame->ReleaseIteration(cur);
     --frame->num_outstanding_iterations;
     ++cur;
     if (!frame->deferred_next.empty()) IncrementIteration(frame, ready);
@@ -722,8 +760,18 @@ FrameState* ExecutorState::FindOrCreateChildFrame(FrameState* parent, int64_t pa
     auto it = outstanding_frames_.find(name);
     if (it != outstanding_frames_.end()) return it->second;
   }
+  std::vector<std::unique_ptr<IterationState>> states = impl_->TakeFrameIterations(enter.enter_frame);
+  std::unique_ptr<IterationState> first;
+  if (!states.empty()) {
+    first = std::move(states.back());
+    states.pop_back();
+  }
   auto* frame = new FrameState(&info, name, static_cast<int64_t>(absl::Hash<std::string>()(name) & 0x7fffffffffffffff),
-                               parent, parent_iter, info.parallel_iterations);
+                               parent, parent_iter, info.parallel_iterations, std::move(first));
+  {
+    absl::MutexLock lock(&frame->mu);
+    frame->free_iterations = std::move(states);
+  }
   {
     absl::MutexLock lock(&mu_);
     auto [it, inserted] = outstanding_frames_.emplace(name, frame);
@@ -743,8 +791,10 @@ bool ExecutorState::DeleteFrame(FrameState* frame, TaggedNodeVector* ready) {
   FrameState* parent = frame->parent_frame;
   const int64_t parent_iter = frame->parent_iter;
   std::vector<const NodeItem*> dead_exits;
+  std::vector<std::unique_ptr<IterationState>> free_iterations;
   {
     absl::MutexLock lock(&frame->mu);
+    free_iterations = std::move(frame->free_iterations);
     // Exits that never produced a value send a dead value to the parent, so
     // what waits on them (a Merge of a cond around the loop) can proceed.
     for (int id : frame->info->exit_nodes) {
@@ -769,6 +819,7 @@ bool ExecutorState::DeleteFrame(FrameState* frame, TaggedNodeVector* ready) {
     absl::MutexLock lock(&mu_);
     outstanding_frames_.erase(frame->instance_name);
   }
+  impl_->ReturnFrameIterations(static_cast<size_t>(frame->info - graph_.frames.data()), std::move(free_iterations));
   delete frame;
   return parent_done;
 }

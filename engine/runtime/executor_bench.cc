@@ -21,6 +21,8 @@
 // its spin: fan-out, threads x wall / node - spin; ladder, wall per layer minus
 // the spin it must contain (1 spin on 2 threads, 2 on 1 thread) - i.e. the
 // per-layer latency of the hand-off.
+// BM_Loop1k is a while loop of 1,000 iterations of a few trivial nodes:
+// its per_iteration counter is what frames and iterations cost.
 // The pool cases run twice: shared_pool:0 on a session's own inter-op pool
 // (Eigen's), shared_pool:1 on the CPU device's intra-op pool
 // (SessionOptions::ops_on_intra_op_pool with a device of inter_op_threads
@@ -38,6 +40,8 @@
 #include "engine/framework/op_def.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/framework/shape_inference.h"
+#include "engine/graph/control_flow_builders.h"
+#include "engine/graph/graph_builder.h"
 #include "engine/graph/graph_def_builder.h"
 #include "engine/runtime/session.h"
 
@@ -120,6 +124,34 @@ GraphDef LockedChain() {
   return b.graph();
 }
 
+// A while loop of kLoopIterations iterations (parallel_iterations 10) whose
+// body forwards a float through a chain of kLoopBodyIdentities Identity nodes
+// and adds 1 (the counter and the condition are the builder's own): what a
+// recurrent model's loop pays per iteration in frames, besides its kernels.
+constexpr int kLoopIterations = 1000;
+constexpr int kLoopBodyIdentities = 4;
+
+GraphDef Loop() {
+  Graph graph;
+  GraphBuilder b(&graph);
+  Output limit = b.Scalar<float>("limit", static_cast<float>(kLoopIterations));
+  Output one = b.Scalar<float>("one", 1);
+  auto loop = BuildWhileLoop(
+      &b, {b.Scalar<float>("x0", 0)},
+      [&](GraphBuilder& g, const std::vector<Output>& v) { return g.Op("less", "Less", {v[0], limit}); },
+      [&](GraphBuilder& g, const std::vector<Output>& v) {
+        Output x = v[0];
+        for (int i = 0; i < kLoopBodyIdentities; ++i) x = g.Op("copy", "Identity", {x});
+        return WhileBody{{g.Op("next", "AddV2", {x, one})}, {}};
+      });
+  CHECK(loop.ok()) << loop.status();
+  b.Op("result", "Identity", {loop->outputs[0]});
+  CHECK(b.ok()) << b.status();
+  GraphDef def;
+  graph.ToGraphDef(&def);
+  return def;
+}
+
 GraphDef FanOut() {
   GraphDefBuilder b;
   std::string root = b.Const("root", Tensor::Scalar<float>(1));
@@ -194,6 +226,13 @@ void BM_FanOut10k(benchmark::State& state) {
   RunSteps(state, *graph, "sink");
 }
 
+// Counter per_iteration: wall time per loop iteration (seconds, SI prefix).
+void BM_Loop1k(benchmark::State& state) {
+  static const GraphDef* graph = new GraphDef(Loop());
+  const double step = RunSteps(state, *graph, "result");
+  if (step > 0) state.counters["per_iteration"] = step / kLoopIterations;
+}
+
 void BM_PoolFanOut(benchmark::State& state) {
   static const GraphDef* graph = new GraphDef(PoolFanOut());
   const double step = RunSteps(state, *graph, "sink", state.range(1) != 0);
@@ -212,6 +251,7 @@ void BM_PoolLadder(benchmark::State& state) {
 BENCHMARK(BM_Chain10k)->Arg(1)->Arg(2)->ArgName("inter_op_threads")->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_LockedChain10k)->Arg(1)->Arg(2)->ArgName("inter_op_threads")->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_FanOut10k)->Arg(1)->Arg(2)->ArgName("inter_op_threads")->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Loop1k)->Arg(1)->Arg(2)->ArgName("inter_op_threads")->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_PoolFanOut)
     ->ArgsProduct({{1, 2}, {0, 1}})
     ->ArgNames({"inter_op_threads", "shared_pool"})

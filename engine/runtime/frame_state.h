@@ -147,6 +147,28 @@ struct FrameState {
   // NextIteration outputs waiting for a free iteration slot.
   std::vector<std::pair<const NodeItem*, Entry>> deferred_next ABSL_GUARDED_BY(mu);
   std::vector<bool> exit_fired ABSL_GUARDED_BY(mu);
+  // Done iterations' states, reset (ResetIterationState), for the next
+  // iterations to reuse: a loop's iteration state is an input slot per input
+  // of its body (120 bytes each), allocated, zeroed and freed per iteration
+  // otherwise, and reused it stays in cache. Seeded from, and handed back
+  // to, the executor's cache when the frame is made and deleted.
+  std::vector<std::unique_ptr<IterationState>> free_iterations ABSL_GUARDED_BY(mu);
+
+  // A state for a new iteration: a reused one, else a new one.
+  std::unique_ptr<IterationState> NewIteration() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (free_iterations.empty()) return std::make_unique<IterationState>(*info);
+    std::unique_ptr<IterationState> state = std::move(free_iterations.back());
+    free_iterations.pop_back();
+    return state;
+  }
+  // Takes back the state of done iteration `iter`, reset for reuse.
+  void ReleaseIteration(int64_t iter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    std::unique_ptr<IterationState>& slot = iterations[SlotOf(iter)];
+    // A done iteration's slots are clear unless the step was aborted; the
+    // scan (one byte of each slot) keeps that from being assumed.
+    ResetIterationState(*info, slot.get());
+    free_iterations.push_back(std::move(slot));
+  }
 
   IterationState* GetIteration(int64_t iter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return iterations[SlotOf(iter)].get();

@@ -102,10 +102,10 @@ class CpuAllocatorImpl : public Allocator {
     const bool cached_class = kCacheBlocks && alignment <= CacheGranule(num_bytes);
     if (cached_class && alignment <= 64) {
       absl::MutexLock lock(&cache_mu_);
-      auto it = cache_.find(cls);
-      if (it != cache_.end() && !it->second.empty()) {
-        ptr = it->second.back();
-        it->second.pop_back();
+      std::vector<void*>* blocks = FindCachedBlocks(cls);
+      if (blocks != nullptr && !blocks->empty()) {
+        ptr = blocks->back();
+        blocks->pop_back();
         cached_bytes_ -= cls;
       }
     }
@@ -139,7 +139,7 @@ class CpuAllocatorImpl : public Allocator {
     if (kCacheBlocks) {
       absl::MutexLock lock(&cache_mu_);
       if (cached_bytes_ + cls <= CacheMaxBytes()) {
-        cache_[cls].push_back(ptr);
+        CachedBlocks(cls).push_back(ptr);
         cached_bytes_ += cls;
         return;
       }
@@ -151,6 +151,10 @@ class CpuAllocatorImpl : public Allocator {
   bool ReleaseCache() {
     absl::MutexLock lock(&cache_mu_);
     if (cached_bytes_ == 0) return false;
+    for (std::vector<void*>& blocks : small_cache_) {
+      for (void* block : blocks) std::free(block);
+      blocks.clear();
+    }
     for (auto& [cls, blocks] : cache_) {
       for (void* block : blocks) std::free(block);
     }
@@ -169,11 +173,26 @@ class CpuAllocatorImpl : public Allocator {
   }
 
  private:
+  // The free list of class `cls` (a CacheClass), made if missing. Classes
+  // below kLargeBlock are an array index (a step allocates mostly small
+  // tensors: no hashing for them), larger ones a hash map's entry.
+  std::vector<void*>& CachedBlocks(size_t cls) ABSL_EXCLUSIVE_LOCKS_REQUIRED(cache_mu_) {
+    if (cls < kLargeBlock) return small_cache_[cls / kSmallGranule];
+    return cache_[cls];
+  }
+  // The same, or null for a large class with no list yet.
+  std::vector<void*>* FindCachedBlocks(size_t cls) ABSL_EXCLUSIVE_LOCKS_REQUIRED(cache_mu_) {
+    if (cls < kLargeBlock) return &small_cache_[cls / kSmallGranule];
+    auto it = cache_.find(cls);
+    return it == cache_.end() ? nullptr : &it->second;
+  }
+
   std::atomic<int64_t> num_allocs_{0};
   std::atomic<int64_t> bytes_in_use_{0};
   std::atomic<int64_t> peak_bytes_{0};
   std::atomic<int64_t> largest_{0};
   absl::Mutex cache_mu_;
+  std::vector<void*> small_cache_[kLargeBlock / kSmallGranule] ABSL_GUARDED_BY(cache_mu_);
   std::unordered_map<size_t, std::vector<void*>> cache_ ABSL_GUARDED_BY(cache_mu_);
   size_t cached_bytes_ ABSL_GUARDED_BY(cache_mu_) = 0;
 };

@@ -8,7 +8,7 @@ PACKAGES=(
   bazel-bootstrap protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc
   libabsl-dev libeigen3-dev librocksdb-dev rocksdb-tools prometheus-cpp-dev libgtest-dev
   libgmock-dev libbenchmark-dev libdnnl-dev dataset-fashion-mnist zlib1g-dev libpng-dev python3-venv
-  ca-certificates prometheus prometheus-pushgateway curl openssl slurm-wlm munge fortunes
+  libtcmalloc-minimal4 ca-certificates prometheus prometheus-pushgateway curl openssl slurm-wlm munge fortunes
 )
 
 # One dpkg-query for all: prints "ii <name>" for each installed package.

@@ -1,6 +1,9 @@
 // The CPU allocator: aligned_alloc with atomic statistics, glibc tuned to keep
-// large freed blocks, and a cache of freed large blocks by size (a training step
-// frees and allocates the same sizes every step).
+// large freed blocks, and a cache of freed blocks by size (a training step
+// frees and allocates the same sizes every step). The binaries that train
+// (cmd/train, run_graphdef) link tcmalloc as the process's malloc
+// (//third_party:tcmalloc); the glibc settings then do nothing, and the cache
+// still keeps tensors' blocks from going back to it.
 #include "engine/framework/allocator.h"
 
 #include <malloc.h>
@@ -84,7 +87,8 @@ class CpuAllocatorImpl : public Allocator {
     // reused. So large blocks come from the arenas (glibc still falls back to
     // mmap when an arena cannot grow) and freed memory is not trimmed back
     // eagerly, as a caching allocator would keep it. Sanitizer builds
-    // replace malloc, and these calls then do nothing.
+    // replace malloc, and so does tcmalloc where linked: these calls then do
+    // nothing.
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
   }

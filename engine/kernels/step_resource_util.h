@@ -43,9 +43,10 @@ inline absl::Status OutputStepHandle(OpKernelContext* ctx, int i, const std::str
   return absl::OkStatus();
 }
 
-// The handle input `i` holds: InvalidArgument unless a scalar DT_RESOURCE
-// tensor naming a resource of `type_name`.
-inline absl::StatusOr<ResourceHandle> StepHandleFromInput(OpKernelContext* ctx, int i, const char* type_name) {
+// The handle input `i` holds (in the input tensor: valid while the kernel
+// runs; a copy would be four strings): InvalidArgument unless a scalar
+// DT_RESOURCE tensor naming a resource of `type_name`.
+inline absl::StatusOr<const ResourceHandle*> StepHandleFromInput(OpKernelContext* ctx, int i, const char* type_name) {
   const Tensor& t = ctx->input(i);
   if (t.dtype() != DT_RESOURCE || t.dims() != 0) {
     return absl::InvalidArgumentError(absl::StrCat("input ", i, " must be a scalar resource handle, got a ",
@@ -57,7 +58,7 @@ inline absl::StatusOr<ResourceHandle> StepHandleFromInput(OpKernelContext* ctx, 
     return absl::InvalidArgumentError(
         absl::StrCat("input ", i, " is a handle to ", h.DebugString(), ", not to a ", type_name));
   }
-  return h;
+  return &h;
 }
 
 // The resource of type T behind handle input `i`. NotFound (saying that it
@@ -66,11 +67,12 @@ template <typename T>
 absl::StatusOr<std::shared_ptr<T>> LookupStepResource(OpKernelContext* ctx, int i) {
   auto h = StepHandleFromInput(ctx, i, T::kTypeName);
   if (!h.ok()) return h.status();
-  auto r = ctx->resource_manager()->Lookup<T>(h->container, h->name);
+  const ResourceHandle& handle = **h;
+  auto r = ctx->resource_manager()->Lookup<T>(handle.container, handle.name);
   if (!r.ok()) {
     return absl::NotFoundError(absl::StrCat(
-        T::kTypeName, " ", h->name, " does not exist on ", ctx->device()->name(),
-        " (it lives for the step that made it, on the device of the node that made it: ", h->DebugString(), ")"));
+        T::kTypeName, " ", handle.name, " does not exist on ", ctx->device()->name(),
+        " (it lives for the step that made it, on the device of the node that made it: ", handle.DebugString(), ")"));
   }
   return r;
 }

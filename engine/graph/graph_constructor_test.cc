@@ -747,5 +747,137 @@ TEST_F(ShapeRefinerTest, APopPushedBackOntoItsStackIsUnknownAndInferenceGoesOn) 
   EXPECT_EQ(Shape("after"), "[2,3]");
 }
 
+// ---- TensorArrays: a read or gather takes the shapes written into its array ----
+
+// An array of floats; `element_shape` declared, or an unknown rank when
+// null.
+std::string Array(GraphDefBuilder* b, const std::string& name, const std::vector<int64_t>* element_shape = nullptr) {
+  b->Const(name + "_size", Tensor::Scalar<int32_t>(10));
+  AttrValue shape;
+  if (element_shape != nullptr) {
+    shape = ShapeAttr(*element_shape);
+  } else {
+    shape.mutable_shape()->set_unknown_rank(true);
+  }
+  return b->Node(name, "TensorArrayV3", {name + "_size"}, {{"dtype", MakeAttr(DT_FLOAT)}, {"element_shape", shape}});
+}
+std::string Index(GraphDefBuilder* b, const std::string& name) {
+  return b->Const(name, Tensor::Scalar<int32_t>(0));
+}
+// `index`: a scalar int32 tensor, or "" for a new constant 0.
+std::string Write(GraphDefBuilder* b, const std::string& name, const std::string& handle, const std::string& value,
+                  const std::string& flow, const std::string& index = "") {
+  return b->Node(name, "TensorArrayWriteV3", {handle, index.empty() ? Index(b, name + "_i") : index, value, flow},
+                 {{"T", MakeAttr(DT_FLOAT)}});
+}
+std::string Scatter(GraphDefBuilder* b, const std::string& name, const std::string& handle, const std::string& value,
+                    const std::string& flow) {
+  b->Const(name + "_i", Tensor::FromVector<int32_t>({0, 1, 2}));
+  return b->Node(name, "TensorArrayScatterV3", {handle, name + "_i", value, flow}, {{"T", MakeAttr(DT_FLOAT)}});
+}
+std::string Read(GraphDefBuilder* b, const std::string& name, const std::string& handle, const std::string& flow) {
+  return b->Node(name, "TensorArrayReadV3", {handle, Index(b, name + "_i"), flow}, {{"dtype", MakeAttr(DT_FLOAT)}});
+}
+std::string Gather(GraphDefBuilder* b, const std::string& name, const std::string& handle, const std::string& flow) {
+  b->Const(name + "_i", Tensor::FromVector<int32_t>({0, 1, 2, 3}));
+  return b->Node(name, "TensorArrayGatherV3", {handle, name + "_i", flow}, {{"dtype", MakeAttr(DT_FLOAT)}});
+}
+std::string GradArray(GraphDefBuilder* b, const std::string& name, const std::string& handle,
+                      const std::string& flow, const std::string& source) {
+  return b->Node(name, "TensorArrayGradV3", {handle, flow}, {{"source", MakeAttr(source)}});
+}
+
+// A while loop writes its variable (a [2,3] each iteration) into an array
+// made outside it, as tf.TensorArray.write in a loop does; after the loop a
+// read gets [2,3] and a gather of 4 indices [4,2,3]. A scatter of [3,5] rows
+// into another array gives its reads [5].
+TEST_F(ShapeRefinerTest, AReadTakesTheShapeWrittenIntoItsArray) {
+  GraphDefBuilder b;
+  std::string limit = b.Const("limit", Tensor::Scalar<int32_t>(3));
+  SumLoop(&b, "", limit, "loop");
+  std::string ta = Array(&b, "ta");
+  std::string handle = b.Enter("ta_e", ta, DT_RESOURCE, "loop", true);
+  std::string flow_in = b.Enter("flow_e", ta + ":1", DT_FLOAT, "loop", true);
+  LoopVariable(&b, Zeros(DT_FLOAT, TensorShape{2, 3}), [&](const std::string& x) {
+    Write(&b, "write", handle, b.Binary("Mul", "x_sq", x, x, DT_FLOAT), flow_in, "i_body");
+    return b.Identity("x_new", x, DT_FLOAT);
+  });
+  Read(&b, "read", ta, ta + ":1");
+  Gather(&b, "gather", b.Identity("ta_id", ta, DT_RESOURCE), ta + ":1");
+  std::string rows = Array(&b, "rows");
+  ShapedPlaceholder(&b, "m", {3, 5});
+  std::string scattered = Scatter(&b, "scatter", rows, "m", rows + ":1");
+  Read(&b, "row", rows, scattered);
+  Infer(b.graph());
+  EXPECT_EQ(Shape("read"), "[2,3]");
+  EXPECT_EQ(Shape("gather"), "[4,2,3]");
+  EXPECT_EQ(Shape("row"), "[5]");
+}
+
+// The element shape an array declares and the shapes written into it merge:
+// a declared [?,4] with writes of [2,?] and [2,4] reads as [2,4]; writes of
+// two shapes widen ([2,3] and [5,3] read as [?,3]).
+TEST_F(ShapeRefinerTest, AReadMergesTheDeclaredAndTheWrittenShapes) {
+  GraphDefBuilder b;
+  const std::vector<int64_t> partial = {-1, 4};
+  std::string declared = Array(&b, "declared", &partial);
+  ShapedPlaceholder(&b, "p", {2, -1});
+  ShapedPlaceholder(&b, "q", {2, 4});
+  std::string f1 = Write(&b, "w1", declared, "p", declared + ":1");
+  std::string f2 = Write(&b, "w2", declared, "q", f1);
+  Read(&b, "read_declared", declared, f2);
+  std::string mixed = Array(&b, "mixed");
+  ShapedPlaceholder(&b, "a", {2, 3});
+  ShapedPlaceholder(&b, "c", {5, 3});
+  Write(&b, "wa", mixed, "a", mixed + ":1");
+  Write(&b, "wc", mixed, "c", mixed + ":1");
+  Read(&b, "read_mixed", mixed, mixed + ":1");
+  Infer(b.graph());
+  EXPECT_EQ(Shape("read_declared"), "[2,4]");
+  EXPECT_EQ(Shape("read_mixed"), "[?,3]");
+}
+
+// Gradient arrays: every TensorArrayGradV3 of one array with one source is
+// the same array at run time (a gradient's scatter after the loop, its reads
+// in the gradient loop, through their own grad nodes). A grad array of
+// another source, and the forward array itself, are other arrays.
+TEST_F(ShapeRefinerTest, GradientArraysOfOneSourceAreOneArray) {
+  GraphDefBuilder b;
+  std::string ta = Array(&b, "ta");
+  ShapedPlaceholder(&b, "fwd", {7});
+  std::string fwd_flow = Write(&b, "fwd_write", ta, "fwd", ta + ":1");
+  std::string g1 = GradArray(&b, "grad1", ta, fwd_flow, "gradients");
+  ShapedPlaceholder(&b, "dy", {3, 8, 2});
+  std::string scattered = Scatter(&b, "grad_scatter", g1, "dy", g1 + ":1");
+  std::string g2 = GradArray(&b, "grad2", b.Identity("ta_id", ta, DT_RESOURCE), scattered, "gradients");
+  Read(&b, "grad_read", g2, g2 + ":1");
+  std::string other = GradArray(&b, "other", ta, fwd_flow, "gradients_1");
+  Read(&b, "other_read", other, other + ":1");
+  Read(&b, "fwd_read", ta, fwd_flow);
+  Infer(b.graph());
+  EXPECT_EQ(Shape("grad_read"), "[8,2]");
+  EXPECT_EQ(Shape("other_read"), "<unknown>");  // nothing written into it
+  EXPECT_EQ(Shape("fwd_read"), "[7]");
+}
+
+// A write whose handle comes through a Merge could write into any array:
+// no read of any array gets a shape. Stacks are containers of another kind
+// and keep theirs.
+TEST_F(ShapeRefinerTest, AWriteIntoAnUnknownArrayLeavesEveryReadUnknown) {
+  GraphDefBuilder b;
+  std::string t1 = Array(&b, "t1"), t2 = Array(&b, "t2");
+  std::string either = b.Merge("either", {t1, t2}, DT_RESOURCE);
+  ShapedPlaceholder(&b, "a", {2, 3});
+  Write(&b, "write_either", either, "a", t1 + ":1");
+  Write(&b, "write_t2", t2, "a", t2 + ":1");
+  Read(&b, "read_t2", t2, t2 + ":1");
+  std::string stack = Stack(&b, "stack");
+  Push(&b, "push", stack, "a");
+  Pop(&b, "pop", stack);
+  Infer(b.graph());
+  EXPECT_EQ(Shape("read_t2"), "<unknown>");
+  EXPECT_EQ(Shape("pop"), "[2,3]");
+}
+
 }  // namespace
 }  // namespace sluice

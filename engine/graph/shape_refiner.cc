@@ -27,13 +27,13 @@ absl::Status ShapeRefiner::InferShapes(const Graph& graph) {
   constexpr int kMaxLoopPasses = 8;
   bool has_loops = false;
   for (Node* n : graph.nodes()) has_loops |= n->IsNextIteration();
-  StackShapes stacks(graph);
-  if (!has_loops) return InferOnce(graph, nullptr, &stacks);
+  ContainerShapes containers(graph);
+  if (!has_loops) return InferOnce(graph, nullptr, &containers);
   std::vector<std::optional<PartialShape>> assumed(graph.num_edge_ids());
   for (int pass = 0; pass < kMaxLoopPasses; ++pass) {
     // A failed pass may fail on a narrow assumption (a loop's result used
     // as its first iteration's shape): widen what it reached, and try again.
-    absl::Status s = InferOnce(graph, &assumed, &stacks);
+    absl::Status s = InferOnce(graph, &assumed, &containers);
     bool settled = true;
     for (Node* n : graph.nodes()) {
       if (!n->IsMerge()) continue;
@@ -51,12 +51,12 @@ absl::Status ShapeRefiner::InferShapes(const Graph& graph) {
       break;
     }
   }
-  return InferOnce(graph, nullptr, &stacks);
+  return InferOnce(graph, nullptr, &containers);
 }
 
 absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::optional<PartialShape>>* assumed,
-                                     StackShapes* stacks) {
-  stacks->StartPass();
+                                     ContainerShapes* containers) {
+  containers->StartPass();
   shapes_.assign(graph.num_node_ids(), {});
   handle_shapes_.assign(graph.num_node_ids(), {});
   std::vector<std::vector<std::optional<KnownValue>>> values(graph.num_node_ids());  // per node and output
@@ -64,8 +64,9 @@ absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::
   tensors.clear();
   tensors.resize(graph.num_node_ids());
   std::vector<int> pending(graph.num_node_ids(), 0);
-  // Of a pop's pending count, the pushes onto its stack not yet seen.
-  std::vector<int> pushes_pending(graph.num_node_ids(), 0);
+  // Of a container reader's pending count (a stack's pop, a TensorArray's
+  // read), the writers into its container not yet seen.
+  std::vector<int> writers_pending(graph.num_node_ids(), 0);
   std::deque<Node*> ready;
   absl::Status first_error;
   for (Node* n : graph.nodes()) {
@@ -76,17 +77,17 @@ absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::
     for (const Edge* e : n->in_edges()) {
       if (!e->src->IsNextIteration()) ++pending[n->id()];
     }
-    pushes_pending[n->id()] = static_cast<int>(stacks->PushesBefore(n).size());
-    pending[n->id()] += pushes_pending[n->id()];
+    writers_pending[n->id()] = static_cast<int>(containers->WritersBefore(n).size());
+    pending[n->id()] += writers_pending[n->id()];
     if (pending[n->id()] == 0) ready.push_back(n);
   }
   for (;;) {
     if (ready.empty()) {
-      // Pops still waiting only for pushes that wait for them in turn (a
-      // push of a popped value): they go on, with unknown shapes.
+      // Readers still waiting only for writers that wait for them in turn
+      // (a push of a popped value): they go on, with unknown shapes.
       for (Node* n : graph.nodes()) {
-        if (pending[n->id()] > 0 && pending[n->id()] == pushes_pending[n->id()]) {
-          pending[n->id()] = pushes_pending[n->id()] = 0;
+        if (pending[n->id()] > 0 && pending[n->id()] == writers_pending[n->id()]) {
+          pending[n->id()] = writers_pending[n->id()] = 0;
           ready.push_back(n);
         }
       }
@@ -130,6 +131,20 @@ absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::
         inputs[e->dst_input] = a ? *a : entering;
       }
     }
+    const bool container_reader = !containers->WritersBefore(n).empty();
+    const bool stack_pop = container_reader && n->type_string() == "StackPopV2";
+    if (container_reader && !stack_pop && num_inputs > 0) {
+      // A TensorArray's read or gather: the element shape its handle
+      // declares, refined by what was written into the array.
+      const PartialShape written = containers->ElementShape(n);
+      std::vector<PartialShape>& declared = handle_shapes[0];
+      if (declared.empty()) {
+        declared = {written};
+      } else {
+        auto merged = declared[0].Merge(written);
+        if (merged.ok()) declared[0] = *std::move(merged);
+      }
+    }
     InferenceContext ctx(&n->def(), &n->op_def(), inputs, std::move(input_tensors), n->num_outputs());
     ctx.set_inputs_as_shapes(std::move(inputs_as_shapes));
     ctx.set_input_handle_shapes(handle_shapes);
@@ -155,13 +170,13 @@ absl::Status ShapeRefiner::InferOnce(const Graph& graph, const std::vector<std::
         shapes_[n->id()][i] = ctx.output(i);
         handle_shapes_[n->id()][i] = ctx.output_handle_shapes(i);
       }
-      if (!stacks->PushesBefore(n).empty()) shapes_[n->id()][0] = stacks->PopShape(n);
+      if (stack_pop) shapes_[n->id()][0] = containers->ElementShape(n);
     }
-    if (!stacks->PopsAfter(n).empty()) stacks->Pushed(n, inputs[1]);
-    for (const Node* pop : stacks->PopsAfter(n)) {
-      if (pushes_pending[pop->id()] == 0) continue;  // released early, with an unknown shape
-      --pushes_pending[pop->id()];
-      if (--pending[pop->id()] == 0) ready.push_back(graph.FindNodeId(pop->id()));
+    if (!containers->ReadersAfter(n).empty()) containers->Written(n, inputs);
+    for (const Node* reader : containers->ReadersAfter(n)) {
+      if (writers_pending[reader->id()] == 0) continue;  // released early, with an unknown shape
+      --writers_pending[reader->id()];
+      if (--pending[reader->id()] == 0) ready.push_back(graph.FindNodeId(reader->id()));
     }
     if (n->type_string() == "Const") {
       TensorProto proto;

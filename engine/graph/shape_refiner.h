@@ -6,8 +6,8 @@
 // function declares (InferenceContext::set_output_handle_shapes: a
 // VarHandleOp's `shape`, a queue's `shapes`, a TensorArray's element shape)
 // and the known values of small integer tensors (shape_values.h). A stack's
-// pops come after every push onto it and take the pushed shapes
-// (shape_stacks.h). Errors name the node.
+// pops and a TensorArray's reads come after every push or write into it and
+// take the shapes written there (shape_containers.h). Errors name the node.
 // Thread safety: one refiner per thread.
 #ifndef SLUICE_ENGINE_GRAPH_SHAPE_REFINER_H_
 #define SLUICE_ENGINE_GRAPH_SHAPE_REFINER_H_
@@ -19,7 +19,7 @@
 #include "absl/status/status.h"
 #include "engine/framework/shape_inference.h"
 #include "engine/graph/graph.h"
-#include "engine/graph/shape_stacks.h"
+#include "engine/graph/shape_containers.h"
 
 namespace sluice {
 
@@ -41,7 +41,7 @@ class ShapeRefiner {
   // edge e into a Merge (none: its entering value's); null: back edges are
   // unknown.
   absl::Status InferOnce(const Graph& graph, const std::vector<std::optional<PartialShape>>* assumed,
-                         StackShapes* stacks);
+                         ContainerShapes* containers);
   std::vector<std::vector<PartialShape>> shapes_;
   std::vector<std::vector<std::unique_ptr<Tensor>>> values_as_tensors_;  // per node and output
   std::vector<std::vector<std::vector<PartialShape>>> handle_shapes_;  // per node and output

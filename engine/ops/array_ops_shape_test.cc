@@ -331,5 +331,47 @@ TEST_F(ArrayShapeTest, ShapeValuesThroughArithmeticRangeAndInvertPermutation) {
   EXPECT_EQ(Shape(b_.Op("fill", "Fill", {b_.Op("fdims", "Pack", {big}), b_.Scalar<float>("z", 0)})), "[?]");
 }
 
+// Small matrices of known values reach Pad: a slice's gradient pads its
+// input back by Concat([Reshape(begin, [r, 1]), Reshape(after, [r, 1])], 1)
+// (TensorFlow's _SliceGrad). ExpandDims makes vectors and one-row or
+// one-column matrices. To any op but Reshape, ConcatV2, Identity and Cast a
+// matrix value is unknown.
+TEST_F(ArrayShapeTest, MatrixValuesThroughReshapeConcatAndExpandDims) {
+  Output x = Input("x", {10, 6});
+  Output sliced = b_.Op("sliced", "Slice", {x, Ints("begin", {2, 1}), Ints("size", {5, 4})});
+  Output rank = b_.Op("rank", "Rank", {x});
+  Output column = b_.Op("column", "Pack", {rank, Int("one", 1)});
+  Output before = b_.Op("before", "Reshape", {Ints("begin2", {2, 1}), column});
+  Output after = b_.Op("after", "Reshape",
+                       {b_.Op("rest", "Sub", {b_.Op("sub", "Sub", {b_.Op("shape", "Shape", {x}),
+                                                                   b_.Op("sshape", "Shape", {sliced})}),
+                                              Ints("begin3", {2, 1})}),
+                        column});
+  Output paddings = b_.Op("paddings", "ConcatV2", {before, after, Int("axis1", 1)});  // [[2, 3], [1, 1]]
+  EXPECT_EQ(Shape(b_.Op("pad", "Pad", {sliced, paddings})), "[10,6]");
+  // Stacked the other way: Concat along axis 0 of two one-row matrices.
+  Output rows = b_.Op("rows", "ConcatV2",
+                      {b_.Op("r0", "ExpandDims", {Ints("p0", {1, 2}), Int("a0", 0)}),
+                       b_.Op("r1", "ExpandDims", {Ints("p1", {0, 3}), Int("a1", -2)}), Int("axis0", 0)});
+  EXPECT_EQ(Shape(b_.Op("pad_rows", "Pad", {sliced, rows})), "[8,7]");
+  // A matrix with an unknown element: Pad knows the rank only.
+  Output unknown_after = b_.Op("unknown_after", "Reshape", {Input("u", {2}, DT_INT32), column});
+  Output partial = b_.Op("partial", "ConcatV2", {before, unknown_after, Int("axis2", -1)});
+  EXPECT_EQ(Shape(b_.Op("pad_partial", "Pad", {sliced, partial})), "[?,?]");
+  // ExpandDims of a scalar is a vector: a shape.
+  Output dims = b_.Op("dims", "ConcatV2",
+                      {b_.Op("e", "ExpandDims", {Int("seven", 7), Int("a3", 0)}), Ints("three", {3}), Int("axis3", 0)});
+  EXPECT_EQ(Shape(b_.Op("fill", "Fill", {dims, b_.Scalar<float>("z", 0)})), "[7,3]");
+  // A matrix is no shape: a Fill of [[2, 3]] reshaped from a matrix, and an
+  // Add of a matrix, know no value.
+  Output one_row = b_.Op("one_row", "ExpandDims", {Ints("p2", {2, 3}), Int("a4", 0)});
+  EXPECT_EQ(Shape(b_.Op("fill_matrix", "Fill", {b_.Op("plus", "Add", {one_row, Int("zero", 0)}),
+                                                b_.Scalar<float>("z2", 0)})),
+            "<unknown>");
+  EXPECT_EQ(Shape(b_.Op("fill_flat", "Fill", {b_.Op("flat", "Reshape", {one_row, Ints("m1", {-1})}),
+                                              b_.Scalar<float>("z3", 0)})),
+            "[2,3]");
+}
+
 }  // namespace
 }  // namespace sluice

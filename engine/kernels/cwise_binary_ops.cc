@@ -1,5 +1,6 @@
 // CPU kernels for the broadcasting arithmetic ops: Add, AddV2, Sub, Mul, Div,
-// RealDiv, DivNoNan, FloorDiv, FloorMod, Maximum, Minimum, Pow, SquaredDifference.
+// RealDiv, DivNoNan, FloorDiv, FloorMod, Maximum, Minimum, Pow, SquaredDifference,
+// Atan2 and Polygamma.
 // Integer division by zero (and negative integer powers) fail with
 // InvalidArgument before anything is computed; INT_MIN / -1 wraps instead of
 // trapping.
@@ -29,6 +30,7 @@ SLUICE_EXPR_FUNCTOR_(FloorDivFloatF, (a / b).floor());
 SLUICE_EXPR_FUNCTOR_(MaxF, a.cwiseMax(b));
 SLUICE_EXPR_FUNCTOR_(MinF, a.cwiseMin(b));
 SLUICE_EXPR_FUNCTOR_(SquaredDifferenceF, (a - b).square());
+SLUICE_EXPR_FUNCTOR_(PolygammaF, a.polygamma(b));
 #undef SLUICE_EXPR_FUNCTOR_
 
 // Truncating integer division without the INT_MIN / -1 trap.
@@ -99,6 +101,15 @@ struct PowScalar {
     } else {
       return static_cast<T>(std::pow(static_cast<float>(a), static_cast<float>(b)));
     }
+  }
+};
+
+// atan2(y, x) in float (double for double).
+template <typename T>
+struct Atan2Scalar {
+  T operator()(const T& y, const T& x) const {
+    using C = typename std::conditional<std::is_same<T, double>::value, double, float>::type;
+    return static_cast<T>(std::atan2(static_cast<C>(y), static_cast<C>(x)));
   }
 };
 
@@ -187,6 +198,12 @@ SLUICE_REG_FLOAT_(double);
 SLUICE_REG_FLOAT_(half);
 SLUICE_REG_FLOAT_(bfloat16);
 #undef SLUICE_REG_FLOAT_
+SLUICE_REG_("Atan2", float, (BinaryOp<float, WrapScalarFunctor<Atan2Scalar<float>>>));
+SLUICE_REG_("Atan2", double, (BinaryOp<double, WrapScalarFunctor<Atan2Scalar<double>>>));
+SLUICE_REG_("Atan2", half, (BinaryOp<half, WrapScalarFunctor<Atan2Scalar<half>>>));
+SLUICE_REG_("Atan2", bfloat16, (BinaryOp<bfloat16, WrapScalarFunctor<Atan2Scalar<bfloat16>>>));
+SLUICE_REG_("Polygamma", float, (BinaryOp<float, PolygammaF>));
+SLUICE_REG_("Polygamma", double, (BinaryOp<double, PolygammaF>));
 
 #define SLUICE_REG_INT_DIV_(T)                                 \
   SLUICE_REG_("Div", T, (IntDivOp<T, SafeIntDiv<T>>));         \

@@ -1,6 +1,6 @@
 // CPU kernels for the elementwise unary math ops (Neg, Abs, Sign, Square,
 // Sqrt, Rsqrt, Exp, Log, Log1p, Tanh, Sigmoid, Reciprocal, Sin, Cos, Erfc,
-// Floor, Ceil, Round)
+// Erf, Lgamma, Digamma, Floor, Ceil, Round)
 // and the gradient helper ops TensorFlow's gradients use (TanhGrad,
 // SigmoidGrad, SqrtGrad, RsqrtGrad: inputs y and dy of the same shape). Vectorized Eigen expressions evaluated
 // in parallel chunks; float Erfc has its own vector loop (erfc_float.h). Thread safety: kernels are stateless.
@@ -30,6 +30,9 @@ SLUICE_UNARY_FUNCTOR_(SigmoidF, a.sigmoid());
 SLUICE_UNARY_FUNCTOR_(ReciprocalF, a.inverse());
 SLUICE_UNARY_FUNCTOR_(SignF, a.sign());
 SLUICE_UNARY_FUNCTOR_(ErfcF, a.erfc());
+SLUICE_UNARY_FUNCTOR_(ErfF, a.erf());
+SLUICE_UNARY_FUNCTOR_(LgammaF, a.lgamma());
+SLUICE_UNARY_FUNCTOR_(DigammaF, a.digamma());
 SLUICE_UNARY_FUNCTOR_(FloorF, a.floor());
 SLUICE_UNARY_FUNCTOR_(CeilF, a.ceil());
 SLUICE_UNARY_FUNCTOR_(RintF, a.rint());  // half to even, as TensorFlow's Round
@@ -132,6 +135,9 @@ class UnaryGradOp : public OpKernel {
   SLUICE_REG_("Floor", T, UnaryOp<T, FloorF, 1>);                  \
   SLUICE_REG_("Ceil", T, UnaryOp<T, CeilF, 1>);                    \
   SLUICE_REG_("Round", T, UnaryOp<T, RintF, 1>);                   \
+  SLUICE_REG_("Erf", T, UnaryOp<T, ErfF, 16>);                     \
+  SLUICE_REG_("Lgamma", T, UnaryOp<T, LgammaF, 32>);               \
+  SLUICE_REG_("Digamma", T, UnaryOp<T, DigammaF, 32>);             \
   SLUICE_REG_("TanhGrad", T, UnaryGradOp<T, TanhGradF<T>>);        \
   SLUICE_REG_("SigmoidGrad", T, UnaryGradOp<T, SigmoidGradF<T>>);  \
   SLUICE_REG_("SqrtGrad", T, UnaryGradOp<T, SqrtGradF<T>>);        \

@@ -1,6 +1,6 @@
-// CPU kernels for the activations Relu, Relu6, LeakyRelu, Elu, Selu and
-// Softplus and their gradient helpers (ReluGrad, Relu6Grad, LeakyReluGrad,
-// EluGrad, SeluGrad, SoftplusGrad): Eigen expressions evaluated in chunks by
+// CPU kernels for the activations Relu, Relu6, LeakyRelu, Elu, Selu,
+// Softplus and Softsign and their gradient helpers (ReluGrad, Relu6Grad,
+// LeakyReluGrad, EluGrad, SeluGrad, SoftplusGrad, SoftsignGrad): Eigen expressions evaluated in chunks by
 // the cwise loops (inline below a million elements; above, ranges on the
 // intra-op pool that never wait for a busy pool thread). Eigen's own
 // ThreadPoolDevice split waited for the other inter-op thread's GEMM blocks:
@@ -205,6 +205,26 @@ class SoftplusGradOp : public OpKernel {
   }
 };
 
+// features / (1 + |features|).
+template <typename T>
+class SoftsignOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    UnaryCompute<T>(ctx, [](const auto& x) { return x / (x.abs() + static_cast<T>(1)); }, 4);
+  }
+};
+
+// gradients / (1 + |features|)^2.
+template <typename T>
+class SoftsignGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    GradCompute<T>(ctx, [](const auto& dy, const auto& x) { return dy / (x.abs() + static_cast<T>(1)).square(); });
+  }
+};
+
 #define SLUICE_REGISTER_RELU_(T)                                                                  \
   REGISTER_KERNEL_BUILDER(Name("Relu").Device(kDeviceCpu).TypeConstraint<T>("T"), ReluOp<T>);       \
   REGISTER_KERNEL_BUILDER(Name("ReluGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), ReluGradOp<T>); \
@@ -230,7 +250,9 @@ SLUICE_REGISTER_RELU_(uint16_t);
   REGISTER_KERNEL_BUILDER(Name("Selu").Device(kDeviceCpu).TypeConstraint<T>("T"), SeluOp<T>);               \
   REGISTER_KERNEL_BUILDER(Name("SeluGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), SeluGradOp<T>);       \
   REGISTER_KERNEL_BUILDER(Name("Softplus").Device(kDeviceCpu).TypeConstraint<T>("T"), SoftplusOp<T>);       \
-  REGISTER_KERNEL_BUILDER(Name("SoftplusGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), SoftplusGradOp<T>)
+  REGISTER_KERNEL_BUILDER(Name("SoftplusGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), SoftplusGradOp<T>); \
+  REGISTER_KERNEL_BUILDER(Name("Softsign").Device(kDeviceCpu).TypeConstraint<T>("T"), SoftsignOp<T>);       \
+  REGISTER_KERNEL_BUILDER(Name("SoftsignGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), SoftsignGradOp<T>)
 SLUICE_REGISTER_ELU_(float);
 SLUICE_REGISTER_ELU_(double);
 SLUICE_REGISTER_ELU_(half);

@@ -280,6 +280,37 @@ SLUICE_BINARY_OP_("SquaredDifference", "{bfloat16, half, float, double, int32, i
       return absl::OkStatus();
     });
 
+// atan2(y, x) (inputs named x and y as TensorFlow's are): the angle of the
+// point (x = input 1, y = input 0). d/dy = x / (x^2 + y^2), d/dx = -y / (x^2 +
+// y^2) (TensorFlow's _Atan2Grad).
+REGISTER_OP("Atan2")
+    .Input("y: T")
+    .Input("x: T")
+    .Output("z: T")
+    .Attr("T: {bfloat16, half, float, double}")
+    .SetShapeFn(shape_fns::BroadcastBinary)
+    .SetGradient([](GradientBuilder* g) {
+      Output y = g->input(0), x = g->input(1), dz = g->grad(0);
+      Output scale = Bin(g, "RealDiv", dz, Bin(g, "AddV2", Un(g, "Square", x), Un(g, "Square", y)));
+      SetBroadcastGrads(g, Bin(g, "Mul", x, scale), Un(g, "Neg", Bin(g, "Mul", y, scale)));
+      return absl::OkStatus();
+    });
+// polygamma(a, x), the a-th derivative of digamma at x, for whole a >= 0 (NaN
+// otherwise). Differentiable in x only: d/dx = polygamma(a + 1, x)
+// (TensorFlow's _PolygammaGrad).
+REGISTER_OP("Polygamma")
+    .Input("a: T")
+    .Input("x: T")
+    .Output("z: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(shape_fns::BroadcastBinary)
+    .SetGradient([](GradientBuilder* g) {
+      Output a = g->input(0), x = g->input(1);
+      Output next = Bin(g, "Polygamma", Bin(g, "AddV2", a, One(g, a.dtype())), x);
+      SetBroadcastGrads(g, Output(), Bin(g, "Mul", g->grad(0), next));
+      return absl::OkStatus();
+    });
+
 SLUICE_BINARY_OP_("Less", SLUICE_REAL_TYPES_, "bool").SetNotDifferentiable();
 SLUICE_BINARY_OP_("LessEqual", SLUICE_REAL_TYPES_, "bool").SetNotDifferentiable();
 SLUICE_BINARY_OP_("Greater", SLUICE_REAL_TYPES_, "bool").SetNotDifferentiable();
@@ -391,6 +422,24 @@ SLUICE_UNARY_OP_("Erfc", "{bfloat16, half, float, double}").SetGradient([](Gradi
   Output x = g->input(0);
   Output scale = One(g, x.dtype(), -1.1283791670955126);  // -2 / sqrt(pi)
   g->SetInputGrad(0, Bin(g, "Mul", Bin(g, "Mul", g->grad(0), scale), Un(g, "Exp", Un(g, "Neg", Un(g, "Square", x)))));
+  return absl::OkStatus();
+});
+// d erf(x)/dx = 2 / sqrt(pi) * exp(-x^2).
+SLUICE_UNARY_OP_("Erf", "{bfloat16, half, float, double}").SetGradient([](GradientBuilder* g) {
+  Output x = g->input(0);
+  Output scale = One(g, x.dtype(), 1.1283791670955126);  // 2 / sqrt(pi)
+  g->SetInputGrad(0, Bin(g, "Mul", Bin(g, "Mul", g->grad(0), scale), Un(g, "Exp", Un(g, "Neg", Un(g, "Square", x)))));
+  return absl::OkStatus();
+});
+// log|Gamma(x)|; its derivative is digamma(x) (TensorFlow's _LgammaGrad).
+SLUICE_UNARY_OP_("Lgamma", "{bfloat16, half, float, double}").SetGradient([](GradientBuilder* g) {
+  g->SetInputGrad(0, Bin(g, "Mul", g->grad(0), Un(g, "Digamma", g->input(0))));
+  return absl::OkStatus();
+});
+// d digamma(x)/dx = polygamma(1, x) (TensorFlow's _DigammaGrad).
+SLUICE_UNARY_OP_("Digamma", "{bfloat16, half, float, double}").SetGradient([](GradientBuilder* g) {
+  Output x = g->input(0);
+  g->SetInputGrad(0, Bin(g, "Mul", g->grad(0), Bin(g, "Polygamma", One(g, x.dtype()), x)));
   return absl::OkStatus();
 });
 SLUICE_UNARY_OP_("Reciprocal", SLUICE_FLOAT_TYPES_).SetGradient([](GradientBuilder* g) {

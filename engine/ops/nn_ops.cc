@@ -494,6 +494,39 @@ REGISTER_OP("SoftplusGrad")
       return absl::OkStatus();
     });
 
+// features / (1 + |features|).
+REGISTER_OP("Softsign")
+    .Input("features: T")
+    .Output("activations: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(shape_fns::Unchanged)
+    .SetGradient([](GradientBuilder* g) {
+      g->SetInputGrad(0, g->b().Op("softsign_grad", "SoftsignGrad", {g->grad(0), g->input(0)}));
+      return absl::OkStatus();
+    });
+
+// backprops = gradients / (1 + |features|)^2.
+REGISTER_OP("SoftsignGrad")
+    .Input("gradients: T")
+    .Input("features: T")
+    .Output("backprops: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(SameShapeBinary)
+    .SetGradient([](GradientBuilder* g) {
+      // d/d(gradients) = 1 / (1 + |x|)^2: SoftsignGrad again; d/dx =
+      // -2 gradients sign(x) / (1 + |x|)^3.
+      GraphBuilder& b = g->b();
+      Output dy = g->input(0), x = g->input(1), grad = g->grad(0);
+      g->SetInputGrad(0, b.Op("softsign_grad", "SoftsignGrad", {grad, x}));
+      Output denom = b.Op("denom", "AddV2", {b.ScalarOfType("one", x.dtype(), 1), b.Op("abs", "Abs", {x})});
+      Output cube = b.Op("cube", "Mul", {denom, b.Op("square", "Square", {denom})});
+      Output numer = b.Op("numer", "Mul", {b.Op("mul", "Mul", {grad, dy}),
+                                           b.Op("scaled_sign", "Mul", {b.ScalarOfType("minus_two", x.dtype(), -2),
+                                                                       b.Op("sign", "Sign", {x})})});
+      g->SetInputGrad(1, b.Op("d2x", "RealDiv", {numer, cube}));
+      return absl::OkStatus();
+    });
+
 // ---- Softmax family ----
 
 REGISTER_OP("Softmax")

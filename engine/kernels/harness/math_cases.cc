@@ -89,6 +89,37 @@ BinarySpec Arith(std::function<double(double, double)> fn, bool differentiable =
 
 double TruncDiv(double a, double b) { return std::trunc(a / b); }
 
+// digamma(x) for x > 0: the recurrence up to x >= 20, then the asymptotic
+// series ln y - 1 / 2y - sum B_2k / (2k y^2k).
+double DigammaRef(double x) {
+  double shift = 0;
+  for (; x < 20; x += 1) shift -= 1 / x;
+  const double r = 1 / (x * x);
+  return shift + std::log(x) - 0.5 / x -
+         r * (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (1.0 / 132)))));
+}
+
+// polygamma(n, x) for whole n >= 1 and x > 0: (-1)^(n+1) n! zeta(n + 1, x),
+// the Hurwitz zeta by 20 terms and the Euler-Maclaurin tail. n = 0: digamma.
+double PolygammaRef(double n, double x) {
+  if (n == 0) return DigammaRef(x);
+  const double s = n + 1;
+  constexpr int kTerms = 20;
+  double zeta = 0;
+  for (int k = 0; k < kTerms; ++k) zeta += std::pow(x + k, -s);
+  const double y = x + kTerms;
+  zeta += std::pow(y, 1 - s) / (s - 1) + 0.5 * std::pow(y, -s);
+  // sum_j B_2j / (2j)! * s (s + 1) ... (s + 2j - 2) y^(-s - 2j + 1).
+  const double bernoulli[] = {1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66};
+  double rising = s, factorial = 2;
+  for (int j = 1; j <= 5; ++j) {
+    zeta += bernoulli[j - 1] / factorial * rising * std::pow(y, -s - 2 * j + 1);
+    rising *= (s + 2 * j - 1) * (s + 2 * j);
+    factorial *= (2 * j + 1) * (2 * j + 2);
+  }
+  return (static_cast<int>(n) % 2 == 1 ? 1 : -1) * std::tgamma(n + 1) * zeta;
+}
+
 struct UnarySpec {
   std::function<double(double)> fn;
   bool differentiable = true;
@@ -592,6 +623,40 @@ struct Registrations {
       if (IsLowPrecision(t)) s.tolerance = 5e-2;
       return s;
     });
+    RegisterBinary("Atan2", FloatTypes(), [](DataType t) {
+      BinarySpec s = Arith([](double y, double x) { return std::atan2(y, x); });
+      // Away from the origin, where the angle jumps.
+      s.y_min_abs = 0.3;
+      if (IsLowPrecision(t)) s.tolerance = 2e-2;
+      return s;
+    });
+    // Whole orders 0-3 against x in [0.3, 5]; the gradient in x only (the
+    // order has none).
+    Entries().push_back(OpHarnessEntry{"Polygamma", {DT_FLOAT, DT_DOUBLE}, [](DataType dtype, Rng* rng) {
+                                         std::vector<OpCase> cases;
+                                         auto orders = [&](const TensorShape& shape) {
+                                           Tensor a = RandomTensor(DT_DOUBLE, shape, rng, 0, 3);  // whole numbers
+                                           std::vector<double> v = ToDoubles(a);
+                                           for (double& e : v) e = std::round(std::abs(e));
+                                           return FromDoubles(dtype, shape, v);
+                                         };
+                                         for (const auto& [sa, sx] : std::vector<std::pair<TensorShape, TensorShape>>{
+                                                  {TensorShape({}), TensorShape({5})},
+                                                  {TensorShape({2, 3}), TensorShape({2, 3})},
+                                                  {TensorShape({3, 1}), TensorShape({4})},
+                                                  {TensorShape({0, 2}), TensorShape({2})}}) {
+                                           OpCase c;
+                                           c.description = sa.DebugString() + " orders, x " + sx.DebugString();
+                                           c.inputs = {orders(sa), RandomTensor(dtype, sx, rng, 0.3, 5)};
+                                           c.expected = {BroadcastBinaryReference(dtype, c.inputs[0], c.inputs[1],
+                                                                                  PolygammaRef)};
+                                           c.tolerance = dtype == DT_FLOAT ? 1e-4 : 1e-10;
+                                           c.check_gradient = dtype == DT_DOUBLE;
+                                           c.grad_inputs = {1};
+                                           cases.push_back(std::move(c));
+                                         }
+                                         return cases;
+                                       }});
     auto cmp = [](std::function<double(double, double)> fn) {
       return [fn](DataType) {
         BinarySpec s;
@@ -656,6 +721,11 @@ struct Registrations {
     RegisterUnary("Sin", FloatTypes(), fl([](double v) { return std::sin(v); }, -4, 4));
     RegisterUnary("Cos", FloatTypes(), fl([](double v) { return std::cos(v); }, -4, 4));
     RegisterUnary("Erfc", FloatTypes(), fl([](double v) { return std::erfc(v); }, -3, 3));
+    RegisterUnary("Erf", FloatTypes(), fl([](double v) { return std::erf(v); }, -3, 3));
+    // Away from the poles at 0, -1, -2, ...: positive arguments, and
+    // negative ones between the poles.
+    RegisterUnary("Lgamma", FloatTypes(), fl([](double v) { return std::lgamma(v); }, 0.1, 6));
+    RegisterUnary("Digamma", FloatTypes(), fl(DigammaRef, 0.3, 6));
     // Integers in [-3, 3] include 0; the float64 gradient check (zero) stays
     // away from the jump at 0.
     RegisterUnary("Sign", kSignedTypes, UnarySpec{[](double v) { return double((v > 0) - (v < 0)); }, true, -3, 3, 0.01, 0});

@@ -140,6 +140,17 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"SoftplusGrad", FloatTypes(), [](DataType dty
                                          dtype, rng, -3, [](double g, double x) { return g / (1 + std::exp(-x)); }, {});
                                    }});
 
+REGISTER_OP_HARNESS(OpHarnessEntry{"Softsign", FloatTypes(), [](DataType dtype, Rng* rng) {
+                                     return UnaryCases(dtype, rng, [](double x) { return x / (1 + std::abs(x)); },
+                                                       true);
+                                   }});
+REGISTER_OP_HARNESS(OpHarnessEntry{"SoftsignGrad", FloatTypes(), [](DataType dtype, Rng* rng) {
+                                     return GradHelperCases(
+                                         dtype, rng, -3,
+                                         [](double g, double x) { return g / ((1 + std::abs(x)) * (1 + std::abs(x))); },
+                                         {});
+                                   }});
+
 // ---- TopKV2 ----
 
 // Per row: indices ordered by value (descending), then index (ascending).

@@ -1,5 +1,6 @@
-// CPU kernel for Unique: one pass with a hash map from value to its index
-// among the distinct values (first appearance order). Floating keys hash
+// CPU kernels for Unique and ListDiff. Unique: one pass with a hash map from
+// value to its index among the distinct values (first appearance order).
+// ListDiff: a hash set of y, then the elements of x not in it. Floating keys hash
 // -0 and +0 alike (they compare equal); NaN never equals itself, so every NaN
 // is its own value, as in TensorFlow. Every dtype, strings included.
 // Stateless; Compute is safe to run concurrently.
@@ -9,6 +10,7 @@
 #include <limits>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -64,8 +66,44 @@ class UniqueOp : public OpKernel {
   }
 };
 
-#define SLUICE_REG_UNIQUE_(T) \
-  REGISTER_KERNEL_BUILDER(Name("Unique").Device(kDeviceCpu).TypeConstraint<T>("T"), UniqueOp<T>)
+template <typename T>
+class ListDiffOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& y = ctx->input(1);
+    OP_REQUIRES(ctx, x.dims() == 1 && y.dims() == 1,
+                absl::InvalidArgumentError(absl::StrCat("x and y must be vectors, got shapes ", x.shape().DebugString(),
+                                                        " and ", y.shape().DebugString())));
+    const bool idx32 = output_type(1) == DT_INT32;
+    OP_REQUIRES(ctx, !idx32 || x.NumElements() <= std::numeric_limits<int32_t>::max(),
+                absl::InvalidArgumentError(absl::StrCat("x has ", x.NumElements(), " elements: too many for out_idx int32")));
+    const T* xs = x.data<T>();
+    const T* ys = y.data<T>();
+    std::unordered_set<T, ValueHash<T>> exclude(ys, ys + y.NumElements());
+    std::vector<int64_t> kept;
+    for (int64_t i = 0; i < x.NumElements(); ++i) {
+      if (exclude.count(xs[i]) == 0) kept.push_back(i);
+    }
+    const TensorShape shape({static_cast<int64_t>(kept.size())});
+    Tensor *out, *idx;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, shape, &idx));
+    for (size_t j = 0; j < kept.size(); ++j) {
+      out->data<T>()[j] = xs[kept[j]];
+      if (idx32) {
+        idx->data<int32_t>()[j] = static_cast<int32_t>(kept[j]);
+      } else {
+        idx->data<int64_t>()[j] = kept[j];
+      }
+    }
+  }
+};
+
+#define SLUICE_REG_UNIQUE_(T)                                                                    \
+  REGISTER_KERNEL_BUILDER(Name("Unique").Device(kDeviceCpu).TypeConstraint<T>("T"), UniqueOp<T>); \
+  REGISTER_KERNEL_BUILDER(Name("ListDiff").Device(kDeviceCpu).TypeConstraint<T>("T"), ListDiffOp<T>)
 SLUICE_REG_UNIQUE_(float);
 SLUICE_REG_UNIQUE_(double);
 SLUICE_REG_UNIQUE_(half);

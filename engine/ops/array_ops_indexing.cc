@@ -274,6 +274,40 @@ REGISTER_OP("Unique")
     })
     .SetNotDifferentiable();
 
+// The elements of vector x not in vector y, in x's order, and their
+// positions in x (tf.compat.v1.setdiff1d). No gradient, as in TensorFlow.
+REGISTER_OP("ListDiff")
+    .Input("x: T")
+    .Input("y: T")
+    .Output("out: T")
+    .Output("idx: out_idx")
+    .Attr("T: type")
+    .Attr("out_idx: {int32, int64} = DT_INT32")
+    .SetShapeFn([](InferenceContext* c) {
+      PartialShape v;
+      absl::Status s = c->WithRank(0, 1, &v);
+      if (!s.ok()) return s;
+      s = c->WithRank(1, 1, &v);
+      if (!s.ok()) return s;
+      c->set_output(0, PartialShape::UnknownOfRank(1));
+      c->set_output(1, PartialShape::UnknownOfRank(1));
+      return absl::OkStatus();
+    })
+    .SetNotDifferentiable();
+
+// The coordinates of the true (nonzero) elements of `input`, in row-major
+// order: [count, rank] int64 (tf.where with one argument).
+REGISTER_OP("Where")
+    .Input("input: T")
+    .Output("index: int64")
+    .Attr("T: {bool, float, double, half, bfloat16, int8, int16, int32, int64, uint8, uint16} = DT_BOOL")
+    .SetShapeFn([](InferenceContext* c) {
+      const PartialShape& in = c->input(0);
+      c->set_output(0, PartialShape::FromDims({kUnknownDim, in.rank_known() ? in.rank() : kUnknownDim}));
+      return absl::OkStatus();
+    })
+    .SetNotDifferentiable();
+
 REGISTER_OP("_IndexedSlicesToDense")
     .Input("values: T")
     .Input("indices: Tindices")

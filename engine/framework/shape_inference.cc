@@ -249,6 +249,32 @@ absl::Status BroadcastBinary(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+absl::Status ShapeFromInput(InferenceContext* c, int input) {
+  auto v = c->input_index_values(input);
+  if (v) {
+    for (size_t i = 0; i < v->size(); ++i) {
+      if ((*v)[i] < -1) return c->Error(absl::StrCat("dimension ", i, " is negative (", (*v)[i], ")"));
+    }
+    c->set_output(0, PartialShape::FromDims(*v));
+    return absl::OkStatus();
+  }
+  if (c->input_as_shape(input).rank_known()) {  // a Shape(x) computed at run time: x's partial shape
+    c->set_output(0, c->input_as_shape(input));
+    return absl::OkStatus();
+  }
+  const PartialShape& s = c->input(input);
+  if (s.rank_known() && s.rank() == 1 && s.dim(0) >= 0) {
+    // The length of the shape vector is the output's rank: a vector of 2^31
+    // (a Placeholder's declared dim) names no shape a tensor can have.
+    auto out = PartialShape::WithUnknownDims(s.dim(0));
+    if (!out.ok()) return c->Error(absl::StrCat("input ", input, " of shape ", s.DebugString(), " gives ", out.status().message()));
+    c->set_output(0, *out);
+  } else {
+    c->set_output(0, PartialShape::Unknown());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FromShapeAttr(InferenceContext* c) {
   TensorShapeProto proto;
   absl::Status s = c->GetAttr("shape", &proto);

@@ -147,6 +147,10 @@ absl::Status Scalar(InferenceContext* c);
 absl::Status BroadcastBinary(InferenceContext* c);
 // Output 0: from the "shape" attr (partial shapes allowed).
 absl::Status FromShapeAttr(InferenceContext* c);
+// Output 0: the shape whose dims are the values of input `input` (a vector;
+// -1 is unknown), or what is known of them (a Shape(x) computed at run time
+// gives x's partial shape; a vector of known length, the rank).
+absl::Status ShapeFromInput(InferenceContext* c, int input);
 // Output 0: the numpy broadcast of two partial shapes, or InvalidArgument.
 absl::StatusOr<PartialShape> Broadcast(const PartialShape& a, const PartialShape& b);
 }  // namespace shape_fns

@@ -90,34 +90,6 @@ REGISTER_OP("NoOp").SetShapeFn(shape_fns::Unknown);
 
 namespace {
 
-// Output 0 has the shape whose dims are the values of input `input` (a
-// vector), with -1 as unknown.
-absl::Status ShapeFromInput(InferenceContext* c, int input) {
-  auto v = c->input_index_values(input);
-  if (v) {
-    for (size_t i = 0; i < v->size(); ++i) {
-      if ((*v)[i] < -1) return c->Error(absl::StrCat("dimension ", i, " is negative (", (*v)[i], ")"));
-    }
-    c->set_output(0, PartialShape::FromDims(*v));
-    return absl::OkStatus();
-  }
-  if (c->input_as_shape(input).rank_known()) {  // a Shape(x) computed at run time: x's partial shape
-    c->set_output(0, c->input_as_shape(input));
-    return absl::OkStatus();
-  }
-  const PartialShape& s = c->input(input);
-  if (s.rank_known() && s.rank() == 1 && s.dim(0) >= 0) {
-    // The length of the shape vector is the output's rank: a vector of 2^31
-    // (a Placeholder's declared dim) names no shape a tensor can have.
-    auto out = PartialShape::WithUnknownDims(s.dim(0));
-    if (!out.ok()) return c->Error(absl::StrCat("input ", input, " of shape ", s.DebugString(), " gives ", out.status().message()));
-    c->set_output(0, *out);
-  } else {
-    c->set_output(0, PartialShape::Unknown());
-  }
-  return absl::OkStatus();
-}
-
 // Reshapes the incoming gradient to the shape of input 0 (Reshape, Squeeze,
 // ExpandDims).
 absl::Status ReshapeToInputGrad(GradientBuilder* g) {
@@ -134,7 +106,7 @@ REGISTER_OP("Fill")
     .Output("output: T")
     .Attr("T: type")
     .Attr("index_type: {int32, int64} = DT_INT32")
-    .SetShapeFn([](InferenceContext* c) { return ShapeFromInput(c, 0); })
+    .SetShapeFn([](InferenceContext* c) { return shape_fns::ShapeFromInput(c, 0); })
     .SetNotDifferentiable();
 
 // Broadcasts `input` to `shape` by numpy's rules: trailing dims line up, and
@@ -150,7 +122,7 @@ REGISTER_OP("BroadcastTo")
       if (shape_vec.rank_known() && shape_vec.rank() != 1) {
         return c->Error(absl::StrCat("'shape' must be a vector, got shape ", shape_vec.DebugString()));
       }
-      absl::Status s = ShapeFromInput(c, 1);
+      absl::Status s = shape_fns::ShapeFromInput(c, 1);
       if (!s.ok()) return s;
       const PartialShape out = c->output(0);
       const PartialShape& in = c->input(0);
@@ -200,7 +172,7 @@ REGISTER_OP("SparseToDense")
     .Attr("validate_indices: bool = true")
     .Attr("T: type")
     .Attr("Tindices: {int32, int64}")
-    .SetShapeFn([](InferenceContext* c) { return ShapeFromInput(c, 1); })
+    .SetShapeFn([](InferenceContext* c) { return shape_fns::ShapeFromInput(c, 1); })
     .SetGradient([](GradientBuilder* g) {
       // TensorFlow's _SparseToDenseGrad: each value gets the gradient at its
       // index (gather_nd), the default what is left of the total. The index
@@ -301,7 +273,7 @@ REGISTER_OP("Reshape")
     .Attr("T: type")
     .Attr("Tshape: {int32, int64} = DT_INT32")
     .SetShapeFn([](InferenceContext* c) {
-      absl::Status s = ShapeFromInput(c, 1);
+      absl::Status s = shape_fns::ShapeFromInput(c, 1);
       if (!s.ok()) return s;
       // Resolve a single -1 or unknown dim when the input's element count is
       // known: whatever the shape's value there, the output must hold the

@@ -1,5 +1,6 @@
-// Array ops, part 3: Gather, GatherV2, DynamicPartition, DynamicStitch,
-// UnsortedSegmentSum, Unique and the internal _IndexedSlicesToDense (which
+// Array ops, part 3: Gather, GatherV2, GatherNd, ScatterNd, DynamicPartition,
+// DynamicStitch, UnsortedSegmentSum, Unique, ListDiff, Where and the internal
+// _IndexedSlicesToDense (which
 // engine/graph/gradients.cc DenseGradient uses to densify sparse gradients),
 // with shape functions and gradients mirroring TensorFlow's. Gather's gradient
 // is sparse (IndexedSlices), as in TensorFlow.
@@ -161,6 +162,58 @@ REGISTER_OP("GatherV2")
     .SetGradient([](GradientBuilder* g) {
       if (ConstScalar(g->input(2)) == std::optional<int64_t>(0)) return GatherAxis0Grad(g);
       return GatherAnyAxisGrad(g);
+    });
+
+// output[i...] = params[indices[i...]] for index vectors of K = the last dim
+// of indices: output shape indices.shape[:-1] + params.shape[K:].
+// Gradient: the scatter of the gradient back (TensorFlow's _GatherNdGrad).
+REGISTER_OP("GatherNd")
+    .Input("params: Tparams")
+    .Input("indices: Tindices")
+    .Output("output: Tparams")
+    .Attr("Tparams: type")
+    .Attr("Tindices: {int32, int64}")
+    .SetShapeFn([](InferenceContext* c) {
+      const PartialShape &params = c->input(0), &indices = c->input(1);
+      if (indices.rank_known() && indices.rank() < 1) return c->Error("indices must be at least a vector");
+      if (!params.rank_known() || !indices.rank_known() || indices.dim(indices.rank() - 1) == kUnknownDim) {
+        c->set_output(0, PartialShape::Unknown());
+        return absl::OkStatus();
+      }
+      const int64_t k = indices.dim(indices.rank() - 1);
+      if (k > params.rank()) {
+        return c->Error(absl::StrCat("index vectors of ", k, " entries cannot index params of rank ", params.rank()));
+      }
+      std::vector<int64_t> dims(indices.dims().begin(), indices.dims().end() - 1);
+      dims.insert(dims.end(), params.dims().begin() + k, params.dims().end());
+      c->set_output(0, PartialShape::FromDims(dims));
+      return absl::OkStatus();
+    })
+    .SetGradient([](GradientBuilder* g) {
+      GraphBuilder& b = g->b();
+      Output indices = g->input(1);
+      g->SetInputGrad(0, b.Op("scatter", "ScatterNd", {indices, g->grad(0), ShapeOf(b, g->input(0), indices.dtype())}));
+      return absl::OkStatus();
+    });
+
+// A tensor of `shape`, zeros plus updates[i...] added at indices[i...] (index
+// vectors of K = the last dim of indices; repeated indices add up).
+// Gradient: the gather of the gradient (TensorFlow's _ScatterNdGrad).
+REGISTER_OP("ScatterNd")
+    .Input("indices: Tindices")
+    .Input("updates: T")
+    .Input("shape: Tindices")
+    .Output("output: T")
+    .Attr("T: {float, double, half, bfloat16, int32, int64}")
+    .Attr("Tindices: {int32, int64}")
+    .SetShapeFn([](InferenceContext* c) {
+      const PartialShape& indices = c->input(0);
+      if (indices.rank_known() && indices.rank() < 1) return c->Error("indices must be at least a vector");
+      return shape_fns::ShapeFromInput(c, 2);
+    })
+    .SetGradient([](GradientBuilder* g) {
+      g->SetInputGrad(1, g->b().Op("gather", "GatherNd", {g->grad(0), g->input(0)}));
+      return absl::OkStatus();
     });
 
 REGISTER_OP("DynamicPartition")

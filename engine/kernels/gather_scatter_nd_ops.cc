@@ -1,0 +1,141 @@
+// CPU kernels for GatherNd (every dtype: slices copied as bytes, strings by
+// assignment) and ScatterNd (numbers: updates added into zeros). Index
+// vectors are the last dim of `indices` (K entries); each selects a slice of
+// params.shape[K:] elements. Every index is checked before anything is
+// copied: one out of range is InvalidArgument naming it.
+// Thread safety: kernels are stateless.
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/framework/op_kernel.h"
+#include "engine/kernels/array_kernel_util.h"
+
+namespace sluice {
+namespace {
+
+using array_util::IndexAt;
+
+// Where each index vector's slice starts (in slices) within a tensor whose
+// first K dims are `dims`, after checking every index.
+absl::StatusOr<std::vector<int64_t>> SliceOffsets(const Tensor& indices, const std::vector<int64_t>& dims) {
+  const int64_t k = static_cast<int64_t>(dims.size());
+  // One index vector per element of indices.shape[:-1] (with K = 0, each
+  // selects the whole tensor).
+  const int64_t n = array_util::DimProduct(indices.shape(), 0, indices.dims() - 1);
+  std::vector<int64_t> offsets(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t offset = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t v = IndexAt(indices, i * k + j);
+      if (v < 0 || v >= dims[j]) {
+        std::vector<int64_t> vec;
+        for (int64_t m = 0; m < k; ++m) vec.push_back(IndexAt(indices, i * k + m));
+        return absl::InvalidArgumentError(absl::StrCat("index vector ", i, " [", absl::StrJoin(vec, ", "),
+                                                       "] is out of range of dims [", absl::StrJoin(dims, ", "), "]"));
+      }
+      offset = offset * dims[j] + v;
+    }
+    offsets[i] = offset;
+  }
+  return offsets;
+}
+
+class GatherNdOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& params = ctx->input(0);
+    const Tensor& indices = ctx->input(1);
+    OP_REQUIRES(ctx, indices.dims() >= 1,
+                absl::InvalidArgumentError(absl::StrCat("indices must be at least a vector, got shape ",
+                                                        indices.shape().DebugString())));
+    const int64_t k = indices.dim_size(indices.dims() - 1);
+    OP_REQUIRES(ctx, k <= params.dims(),
+                absl::InvalidArgumentError(absl::StrCat("index vectors of ", k, " entries cannot index params of shape ",
+                                                        params.shape().DebugString())));
+    std::vector<int64_t> out_dims(indices.shape().dim_sizes().begin(), indices.shape().dim_sizes().end() - 1);
+    std::vector<int64_t> first(params.shape().dim_sizes().begin(), params.shape().dim_sizes().begin() + k);
+    for (int d = static_cast<int>(k); d < params.dims(); ++d) out_dims.push_back(params.dim_size(d));
+    auto out_shape = TensorShape::Build(out_dims);
+    OP_REQUIRES(ctx, out_shape.ok(), absl::InvalidArgumentError(absl::StrCat("output shape: ", out_shape.status().message())));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
+    if (out->NumElements() == 0) return;
+    auto offsets = SliceOffsets(indices, first);
+    OP_REQUIRES_OK(ctx, offsets.status());
+    const int64_t slice = array_util::DimProduct(params.shape(), static_cast<int>(k), params.dims());
+    for (size_t i = 0; i < offsets->size(); ++i) {
+      array_util::CopyElements(params, (*offsets)[i] * slice, *out, static_cast<int64_t>(i) * slice, slice);
+    }
+  }
+};
+
+// a + b; integers wrap around (no signed overflow).
+template <typename T>
+T Sum(T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  } else {
+    return static_cast<T>(a + b);
+  }
+}
+
+template <typename T>
+class ScatterNdOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& indices = ctx->input(0);
+    const Tensor& updates = ctx->input(1);
+    auto dims = array_util::IndexVector(ctx->input(2), "shape");
+    OP_REQUIRES_OK(ctx, dims.status());
+    auto shape = TensorShape::Build(*dims);
+    OP_REQUIRES(ctx, shape.ok(), absl::InvalidArgumentError(absl::StrCat("shape: ", shape.status().message())));
+    OP_REQUIRES(ctx, indices.dims() >= 1,
+                absl::InvalidArgumentError(absl::StrCat("indices must be at least a vector, got shape ",
+                                                        indices.shape().DebugString())));
+    const int64_t k = indices.dim_size(indices.dims() - 1);
+    OP_REQUIRES(ctx, k <= shape->dims(),
+                absl::InvalidArgumentError(absl::StrCat("index vectors of ", k, " entries cannot index shape ",
+                                                        shape->DebugString())));
+    std::vector<int64_t> want(indices.shape().dim_sizes().begin(), indices.shape().dim_sizes().end() - 1);
+    for (int d = static_cast<int>(k); d < shape->dims(); ++d) want.push_back(shape->dim_size(d));
+    OP_REQUIRES(ctx, updates.shape().dim_sizes() == want,
+                absl::InvalidArgumentError(absl::StrCat("updates must have shape indices.shape[:-1] + shape[", k,
+                                                        ":] = [", absl::StrJoin(want, ","), "], got ",
+                                                        updates.shape().DebugString())));
+    std::vector<int64_t> first(shape->dim_sizes().begin(), shape->dim_sizes().begin() + k);
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    array_util::SetZero(*out);
+    if (updates.NumElements() == 0) return;
+    auto offsets = SliceOffsets(indices, first);
+    OP_REQUIRES_OK(ctx, offsets.status());
+    const int64_t slice = array_util::DimProduct(*shape, static_cast<int>(k), shape->dims());
+    const T* u = updates.data<T>();
+    T* o = out->data<T>();
+    for (size_t i = 0; i < offsets->size(); ++i) {
+      T* dst = o + (*offsets)[i] * slice;
+      const T* src = u + static_cast<int64_t>(i) * slice;
+      for (int64_t j = 0; j < slice; ++j) dst[j] = Sum(dst[j], src[j]);
+    }
+  }
+};
+
+REGISTER_KERNEL_BUILDER(Name("GatherNd").Device(kDeviceCpu), GatherNdOp);
+#define SLUICE_REG_(T) \
+  REGISTER_KERNEL_BUILDER(Name("ScatterNd").Device(kDeviceCpu).TypeConstraint<T>("T"), ScatterNdOp<T>)
+SLUICE_REG_(float);
+SLUICE_REG_(double);
+SLUICE_REG_(half);
+SLUICE_REG_(bfloat16);
+SLUICE_REG_(int32_t);
+SLUICE_REG_(int64_t);
+#undef SLUICE_REG_
+
+}  // namespace
+}  // namespace sluice

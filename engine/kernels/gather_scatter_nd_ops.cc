@@ -2,7 +2,9 @@
 // assignment) and ScatterNd (numbers: updates added into zeros). Index
 // vectors are the last dim of `indices` (K entries); each selects a slice of
 // params.shape[K:] elements. Every index is checked before anything is
-// copied: one out of range is InvalidArgument naming it.
+// copied: one out of range is InvalidArgument naming it, unless the attr
+// bad_indices_policy is "IGNORE" (then GatherNd gives zeros for it and
+// ScatterNd drops its update).
 // Thread safety: kernels are stateless.
 #include <cstdint>
 #include <string>
@@ -19,9 +21,21 @@ namespace {
 
 using array_util::IndexAt;
 
+// bad_indices_policy: true for "IGNORE"; "", "DEFAULT" and "ERROR" fail.
+absl::StatusOr<bool> IgnoresBadIndices(OpKernelConstruction* ctx) {
+  std::string policy;
+  if (!ctx->GetAttr("bad_indices_policy", &policy).ok()) return false;  // a graph without the attr
+  if (policy.empty() || policy == "DEFAULT" || policy == "ERROR") return false;
+  if (policy == "IGNORE") return true;
+  return absl::InvalidArgumentError(
+      absl::StrCat("bad_indices_policy must be '', DEFAULT, ERROR or IGNORE, got '", policy, "'"));
+}
+
 // Where each index vector's slice starts (in slices) within a tensor whose
-// first K dims are `dims`, after checking every index.
-absl::StatusOr<std::vector<int64_t>> SliceOffsets(const Tensor& indices, const std::vector<int64_t>& dims) {
+// first K dims are `dims`, after checking every index; with `ignore_bad`, -1
+// for a vector out of range instead of an error.
+absl::StatusOr<std::vector<int64_t>> SliceOffsets(const Tensor& indices, const std::vector<int64_t>& dims,
+                                                  bool ignore_bad) {
   const int64_t k = static_cast<int64_t>(dims.size());
   // One index vector per element of indices.shape[:-1] (with K = 0, each
   // selects the whole tensor).
@@ -31,6 +45,10 @@ absl::StatusOr<std::vector<int64_t>> SliceOffsets(const Tensor& indices, const s
     int64_t offset = 0;
     for (int64_t j = 0; j < k; ++j) {
       const int64_t v = IndexAt(indices, i * k + j);
+      if ((v < 0 || v >= dims[j]) && ignore_bad) {
+        offset = -1;
+        break;
+      }
       if (v < 0 || v >= dims[j]) {
         std::vector<int64_t> vec;
         for (int64_t m = 0; m < k; ++m) vec.push_back(IndexAt(indices, i * k + m));
@@ -46,7 +64,11 @@ absl::StatusOr<std::vector<int64_t>> SliceOffsets(const Tensor& indices, const s
 
 class GatherNdOp : public OpKernel {
  public:
-  using OpKernel::OpKernel;
+  explicit GatherNdOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    auto ignore = IgnoresBadIndices(ctx);
+    OP_REQUIRES_OK(ctx, ignore.status());
+    ignore_bad_ = *ignore;
+  }
   void Compute(OpKernelContext* ctx) override {
     const Tensor& params = ctx->input(0);
     const Tensor& indices = ctx->input(1);
@@ -65,13 +87,18 @@ class GatherNdOp : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
     if (out->NumElements() == 0) return;
-    auto offsets = SliceOffsets(indices, first);
+    auto offsets = SliceOffsets(indices, first, ignore_bad_);
     OP_REQUIRES_OK(ctx, offsets.status());
+    if (ignore_bad_) array_util::SetZero(*out);
     const int64_t slice = array_util::DimProduct(params.shape(), static_cast<int>(k), params.dims());
     for (size_t i = 0; i < offsets->size(); ++i) {
+      if ((*offsets)[i] < 0) continue;  // ignored: zeros
       array_util::CopyElements(params, (*offsets)[i] * slice, *out, static_cast<int64_t>(i) * slice, slice);
     }
   }
+
+ private:
+  bool ignore_bad_ = false;
 };
 
 // a + b; integers wrap around (no signed overflow).
@@ -87,7 +114,11 @@ T Sum(T a, T b) {
 template <typename T>
 class ScatterNdOp : public OpKernel {
  public:
-  using OpKernel::OpKernel;
+  explicit ScatterNdOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    auto ignore = IgnoresBadIndices(ctx);
+    OP_REQUIRES_OK(ctx, ignore.status());
+    ignore_bad_ = *ignore;
+  }
   void Compute(OpKernelContext* ctx) override {
     const Tensor& indices = ctx->input(0);
     const Tensor& updates = ctx->input(1);
@@ -113,17 +144,21 @@ class ScatterNdOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     array_util::SetZero(*out);
     if (updates.NumElements() == 0) return;
-    auto offsets = SliceOffsets(indices, first);
+    auto offsets = SliceOffsets(indices, first, ignore_bad_);
     OP_REQUIRES_OK(ctx, offsets.status());
     const int64_t slice = array_util::DimProduct(*shape, static_cast<int>(k), shape->dims());
     const T* u = updates.data<T>();
     T* o = out->data<T>();
     for (size_t i = 0; i < offsets->size(); ++i) {
+      if ((*offsets)[i] < 0) continue;  // ignored
       T* dst = o + (*offsets)[i] * slice;
       const T* src = u + static_cast<int64_t>(i) * slice;
       for (int64_t j = 0; j < slice; ++j) dst[j] = Sum(dst[j], src[j]);
     }
   }
+
+ private:
+  bool ignore_bad_ = false;
 };
 
 REGISTER_KERNEL_BUILDER(Name("GatherNd").Device(kDeviceCpu), GatherNdOp);

@@ -165,7 +165,9 @@ REGISTER_OP("GatherV2")
     });
 
 // output[i...] = params[indices[i...]] for index vectors of K = the last dim
-// of indices: output shape indices.shape[:-1] + params.shape[K:].
+// of indices: output shape indices.shape[:-1] + params.shape[K:]. An index
+// out of range is an error, or with bad_indices_policy "IGNORE" selects
+// zeros (ScatterNd: its update is dropped).
 // Gradient: the scatter of the gradient back (TensorFlow's _GatherNdGrad).
 REGISTER_OP("GatherNd")
     .Input("params: Tparams")
@@ -173,6 +175,7 @@ REGISTER_OP("GatherNd")
     .Output("output: Tparams")
     .Attr("Tparams: type")
     .Attr("Tindices: {int32, int64}")
+    .Attr("bad_indices_policy: string = ''")
     .SetShapeFn([](InferenceContext* c) {
       const PartialShape &params = c->input(0), &indices = c->input(1);
       if (indices.rank_known() && indices.rank() < 1) return c->Error("indices must be at least a vector");
@@ -206,6 +209,7 @@ REGISTER_OP("ScatterNd")
     .Output("output: T")
     .Attr("T: {float, double, half, bfloat16, int32, int64}")
     .Attr("Tindices: {int32, int64}")
+    .Attr("bad_indices_policy: string = ''")
     .SetShapeFn([](InferenceContext* c) {
       const PartialShape& indices = c->input(0);
       if (indices.rank_known() && indices.rank() < 1) return c->Error("indices must be at least a vector");

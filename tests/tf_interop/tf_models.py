@@ -283,6 +283,58 @@ def check_batch_norm(run_graphdef, workdir):
     return results
 
 
+def check_more_ops(run_graphdef, workdir):
+    """Ops TensorFlow programs use beyond the census models (session 48):
+    Erf, Lgamma, Digamma, Atan2, Softsign, Cumsum and Cumprod (exclusive,
+    reverse), Roll, ReverseSequence, GatherNd, ScatterNd, Where, ListDiff,
+    ResizeBilinear and ResizeNearestNeighbor in each pixel rule; and the
+    tf.gradients TensorFlow builds for them (SoftsignGrad, Polygamma,
+    ResizeBilinearGrad, ResizeNearestNeighborGrad...), all run by Sluice
+    from TensorFlow's GraphDef: Sluice's outputs against TensorFlow's."""
+    rng = np.random.RandomState(11)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, [4, 6], name="x")
+        pos = tf1.placeholder(tf.float32, [4, 6], name="pos")
+        img = tf1.placeholder(tf.float32, [2, 5, 7, 3], name="img")
+        seq = tf1.placeholder(tf.float32, [3, 5, 2], name="seq")
+        lengths = tf.constant([5, 2, 0], tf.int64)
+        outs = {
+            "erf": tf.math.erf(x), "lgamma": tf.math.lgamma(pos), "digamma": tf.math.digamma(pos),
+            "atan2": tf.atan2(x, pos - 1.5), "softsign": tf.nn.softsign(x),
+            "cumsum": tf.cumsum(x, axis=1), "cumsum_ex_rev": tf.cumsum(x, axis=0, exclusive=True, reverse=True),
+            "cumprod": tf.math.cumprod(pos, axis=1, reverse=True),
+            "roll": tf.roll(x, shift=[1, -2], axis=[0, 1]),
+            "reverse_sequence": tf.reverse_sequence(seq, lengths, seq_axis=1, batch_axis=0),
+            "gather_nd": tf.gather_nd(x, [[0, 1], [3, 5], [2, 2]]),
+            "gather_nd_rows": tf.gather_nd(seq, [[2], [0]]),
+            "scatter_nd": tf.scatter_nd([[1], [3], [1]], x[:3], [5, 6]),
+            "where": tf.where(x > 0.5), "setdiff": tf1.setdiff1d(tf.constant([4, 1, 7, 1, 3]), tf.constant([1, 3]))[0],
+        }
+        for align, half in [(False, False), (True, False), (False, True)]:
+            for size in [(9, 4), (3, 10)]:
+                tag = "%dx%d%s%s" % (size[0], size[1], "_align" if align else "", "_half" if half else "")
+                outs["bilinear_" + tag] = tf1.image.resize_bilinear(img, size, align_corners=align,
+                                                                    half_pixel_centers=half)
+                outs["nearest_" + tag] = tf1.image.resize_nearest_neighbor(img, size, align_corners=align,
+                                                                           half_pixel_centers=half)
+        differentiable = [k for k in outs if k not in ("where", "setdiff")]
+        loss = tf.add_n([tf.reduce_sum(outs[k] * tf.constant(rng.uniform(-1, 1, outs[k].shape.as_list())
+                                                           .astype(np.float32))) for k in differentiable])
+        grads = tf.gradients(loss, [x, pos, img, seq])
+        names = list(outs) + ["d_x", "d_pos", "d_img", "d_seq"]
+        fetches = list(outs.values()) + grads
+        feeds = {x: rng.uniform(-2, 2, [4, 6]).astype(np.float32),
+                 pos: rng.uniform(0.5, 3, [4, 6]).astype(np.float32),
+                 img: rng.uniform(0, 1, [2, 5, 7, 3]).astype(np.float32),
+                 seq: rng.uniform(-1, 1, [3, 5, 2]).astype(np.float32)}
+        with tf1.Session(graph=graph) as sess:
+            want = sess.run(fetches, feeds)
+    got, _ = run_sluice(run_graphdef, workdir, "more_ops", graph.as_graph_def(),
+                        {t.name: v for t, v in feeds.items()}, [t.name for t in fetches])
+    return [("more_ops %s" % name, rel_error(g, w)) for name, g, w in zip(names, got, want)]
+
+
 # ---------------------------------------------------------------- training parity
 
 TRAIN_STEPS = 20
@@ -385,7 +437,7 @@ def main():
             ok = err <= RTOL
             failed += 0 if ok else 1
             print("%s %-50s rel_err=%.2e" % ("ok  " if ok else "FAIL", check, err))
-    for check, err in check_batch_norm(args.run_graphdef, workdir):
+    for check, err in check_batch_norm(args.run_graphdef, workdir) + check_more_ops(args.run_graphdef, workdir):
         ok = err <= RTOL
         failed += 0 if ok else 1
         print("%s %-50s rel_err=%.2e" % ("ok  " if ok else "FAIL", check, err))

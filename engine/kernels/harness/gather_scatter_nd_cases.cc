@@ -122,6 +122,29 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"GatherNd", AllSupportedTypes(), [](DataType 
                             {}, "cannot index"));
   cases.push_back(ErrorCase("scalar indices", {params, IndexTensor(DT_INT32, {0}, TensorShape({}))}, {},
                             "at least a vector"));
+  cases.push_back(ErrorCase("unknown policy", {params, IndexTensor(DT_INT32, {1}, TensorShape({1, 1}))},
+                            {{"bad_indices_policy", MakeAttr("SKIP")}}, "bad_indices_policy"));
+  // IGNORE: a row out of range reads as zeros (strings: empty).
+  {
+    Tensor want(dt, TensorShape({2, 3}));
+    Tensor zero = dt == DT_STRING ? Tensor(DT_STRING, TensorShape({3})) : FromDoubles(dt, TensorShape({3}), {0, 0, 0});
+    for (int64_t j = 0; j < 3; ++j) {
+      if (dt == DT_STRING) {
+        want.data<tstring>()[j] = params.data<tstring>()[6 + j];
+        want.data<tstring>()[3 + j] = "";
+      } else {
+        const int b = DataTypeSize(dt);
+        std::memcpy(static_cast<char*>(want.raw_data()) + j * b, static_cast<const char*>(params.raw_data()) + (6 + j) * b, b);
+        std::memcpy(static_cast<char*>(want.raw_data()) + (3 + j) * b, static_cast<const char*>(zero.raw_data()) + j * b, b);
+      }
+    }
+    OpCase c;
+    c.description = "IGNORE policy";
+    c.inputs = {params, IndexTensor(DT_INT32, {2, 9}, TensorShape({2, 1}))};
+    c.attrs = {{"bad_indices_policy", MakeAttr("IGNORE")}};
+    c.expected = {want};
+    cases.push_back(std::move(c));
+  }
   return cases;
 }});
 
@@ -160,6 +183,16 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
                                 {IndexTensor(DT_INT32, {1, 2}, TensorShape({2, 1})),
                                  RandomTensor(dt, TensorShape({2, 4}), rng), shape},
                                 {}, "updates must have shape"));
+      {
+        // IGNORE: the update of row 7 (out of range) is dropped.
+        OpCase c;
+        c.description = "IGNORE policy";
+        c.inputs = {IndexTensor(DT_INT32, {1, 7}, TensorShape({2, 1})),
+                    FromDoubles(dt, TensorShape({2, 3}), {1, 2, 3, 4, 5, 6}), shape};
+        c.attrs = {{"bad_indices_policy", MakeAttr("IGNORE")}};
+        c.expected = {FromDoubles(dt, TensorShape({4, 3}), {0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 0, 0})};
+        cases.push_back(std::move(c));
+      }
       cases.push_back(ErrorCase("negative dim",
                                 {IndexTensor(DT_INT32, {0}, TensorShape({1, 1})), RandomTensor(dt, TensorShape({1}), rng),
                                  IndexTensor(DT_INT32, {2, -1}, TensorShape({2}))},

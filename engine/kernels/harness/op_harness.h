@@ -53,6 +53,11 @@ struct OpCase {
   // The outputs whose gradients flow back (all floating outputs when empty):
   // TensorFlow's FusedBatchNorm gradient, e.g., ignores the batch statistics.
   std::vector<int> grad_outputs;
+  // The finite-difference step (0: 1e-6). A larger one lets float32 outputs
+  // of float64 inputs be checked too (ResizeBilinear returns float32 for any
+  // input): exact for outputs linear in the inputs, where the outputs'
+  // rounding would swamp a small step.
+  double gradient_epsilon = 0;
   // Custom check of the outputs (random ops); returns an error to fail.
   std::function<absl::Status(const std::vector<Tensor>& outputs)> check;
 };

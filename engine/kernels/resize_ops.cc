@@ -167,7 +167,10 @@ class ResizeBilinearGradOp : public ResizeKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, image.shape(), &out));
     using A = GradAccumulator<T>;
-    std::vector<A> sum(static_cast<size_t>(image.NumElements()), A(0));
+    Tensor sum_t;  // a tensor: an allocation failure is a status
+    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<A>::value, image.shape(), &sum_t));
+    A* sum = sum_t.data<A>();
+    std::fill(sum, sum + sum_t.NumElements(), A(0));
     if (grads.NumElements() > 0) {
       const std::vector<Interpolation> ys =
           BilinearWeights(ih, oh, ResizeScale(ih, oh, align_corners_), half_pixel_centers_);
@@ -176,8 +179,8 @@ class ResizeBilinearGradOp : public ResizeKernel {
       const float* g = grads.data<float>();
       for (int64_t b = 0; b < batch; ++b) {
         for (int64_t y = 0; y < oh; ++y) {
-          A* top = sum.data() + (b * ih + ys[y].lower) * iw * ch;
-          A* bottom = sum.data() + (b * ih + ys[y].upper) * iw * ch;
+          A* top = sum + (b * ih + ys[y].lower) * iw * ch;
+          A* bottom = sum + (b * ih + ys[y].upper) * iw * ch;
           const A ly = ys[y].lerp;
           const float* src = g + (b * oh + y) * ow * ch;
           for (int64_t x = 0; x < ow; ++x) {
@@ -195,7 +198,7 @@ class ResizeBilinearGradOp : public ResizeKernel {
       }
     }
     T* o = out->data<T>();
-    for (size_t i = 0; i < sum.size(); ++i) o[i] = static_cast<T>(sum[i]);
+    for (int64_t i = 0; i < sum_t.NumElements(); ++i) o[i] = static_cast<T>(sum[i]);
   }
 };
 
@@ -247,7 +250,10 @@ class ResizeNearestNeighborGradOp : public ResizeKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     using A = GradAccumulator<T>;
-    std::vector<A> sum(static_cast<size_t>(out->NumElements()), A(0));
+    Tensor sum_t;  // a tensor: an allocation failure is a status
+    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<A>::value, out->shape(), &sum_t));
+    A* sum = sum_t.data<A>();
+    std::fill(sum, sum + sum_t.NumElements(), A(0));
     if (grads.NumElements() > 0) {
       const std::vector<int64_t> ys =
           NearestSources(ih, oh, ResizeScale(ih, oh, align_corners_), align_corners_, half_pixel_centers_);
@@ -256,7 +262,7 @@ class ResizeNearestNeighborGradOp : public ResizeKernel {
       const T* g = grads.data<T>();
       for (int64_t b = 0; b < batch; ++b) {
         for (int64_t y = 0; y < oh; ++y) {
-          A* row = sum.data() + (b * ih + ys[y]) * iw * ch;
+          A* row = sum + (b * ih + ys[y]) * iw * ch;
           const T* src = g + (b * oh + y) * ow * ch;
           for (int64_t x = 0; x < ow; ++x) {
             for (int64_t c = 0; c < ch; ++c) row[xs[x] * ch + c] += static_cast<A>(src[x * ch + c]);
@@ -265,7 +271,7 @@ class ResizeNearestNeighborGradOp : public ResizeKernel {
       }
     }
     T* o = out->data<T>();
-    for (size_t i = 0; i < sum.size(); ++i) o[i] = static_cast<T>(sum[i]);
+    for (int64_t i = 0; i < sum_t.NumElements(); ++i) o[i] = static_cast<T>(sum[i]);
   }
 };
 

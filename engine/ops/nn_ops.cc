@@ -159,7 +159,9 @@ PartialShape Shape4(const DimIndex& d, int64_t batch, int64_t height, int64_t wi
   return PartialShape::FromDims(dims);
 }
 
-absl::Status Conv2DShape(InferenceContext* c) {
+// Conv2D's output shape, or with `depthwise` DepthwiseConv2dNative's (a
+// filter [h, w, in_channels, multiplier]: in_channels * multiplier outputs).
+absl::Status ConvShape(InferenceContext* c, bool depthwise) {
   std::vector<int64_t> strides, dilations;
   std::string padding;
   absl::Status s = FirstError({c->GetAttr("strides", &strides), c->GetAttr("padding", &padding),
@@ -190,9 +192,16 @@ absl::Status Conv2DShape(InferenceContext* c) {
   if (!s.ok()) return s;
   s = WindowedOutputSize(c, in.dim(d.width), filter.dim(1), strides[d.width], padding, &ow);
   if (!s.ok()) return s;
-  c->set_output(0, Shape4(d, in.dim(d.batch), oh, ow, filter.dim(3)));
+  int64_t out_channels = filter.dim(3);
+  if (depthwise) {
+    const int64_t multiplier = filter.dim(3), channels = depth != kUnknownDim ? depth : filter.dim(2);
+    out_channels = multiplier == kUnknownDim || channels == kUnknownDim ? kUnknownDim : channels * multiplier;
+  }
+  c->set_output(0, Shape4(d, in.dim(d.batch), oh, ow, out_channels));
   return absl::OkStatus();
 }
+
+absl::Status Conv2DShape(InferenceContext* c) { return ConvShape(c, false); }
 
 // Output: the shape held by the int32 input `shape_input` when known.
 absl::Status ShapeFromInput(InferenceContext* c, int shape_input) {
@@ -740,6 +749,76 @@ REGISTER_OP("Conv2DBackpropFilter")
       g->SetInputGrad(0, b.Op("input_grad", "Conv2DBackpropInput",
                               {IntShape(g, g->input(0)), g->grad(0), g->input(2)}, attrs));
       g->SetInputGrad(2, b.Op("out_backprop_grad", "Conv2D", {g->input(0), g->grad(0)}, attrs));
+      return absl::OkStatus();
+    });
+
+// ---- Depthwise convolution ----
+// Each input channel c convolved with its own filters [h, w, c, 0..M-1]:
+// output channel c * M + q. The same attrs as Conv2D's, less
+// use_cudnn_on_gpu; kernels take NHWC (TensorFlow's CPU kernels too). The
+// three ops are linear in both inputs, so their gradients are each other,
+// as Conv2D's are.
+
+REGISTER_OP("DepthwiseConv2dNative")
+    .Input("input: T")
+    .Input("filter: T")
+    .Output("output: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .Attr("explicit_paddings: list(int) = []")
+    .Attr("data_format: string = 'NHWC'")
+    .Attr("dilations: list(int) = [1, 1, 1, 1]")
+    .SetShapeFn([](InferenceContext* c) { return ConvShape(c, true); })
+    .SetGradient([](GradientBuilder* g) {
+      GraphBuilder& b = g->b();
+      AttrList attrs = g->ForwardAttrs(SLUICE_CONV_ATTRS);
+      g->SetInputGrad(0, b.Op("input_grad", "DepthwiseConv2dNativeBackpropInput",
+                              {IntShape(g, g->input(0)), g->input(1), g->grad(0)}, attrs));
+      g->SetInputGrad(1, b.Op("filter_grad", "DepthwiseConv2dNativeBackpropFilter",
+                              {g->input(0), IntShape(g, g->input(1)), g->grad(0)}, attrs));
+      return absl::OkStatus();
+    });
+
+REGISTER_OP("DepthwiseConv2dNativeBackpropInput")
+    .Input("input_sizes: int32")
+    .Input("filter: T")
+    .Input("out_backprop: T")
+    .Output("output: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .Attr("explicit_paddings: list(int) = []")
+    .Attr("data_format: string = 'NHWC'")
+    .Attr("dilations: list(int) = [1, 1, 1, 1]")
+    .SetShapeFn([](InferenceContext* c) { return ConvBackpropShape(c, 0); })
+    .SetGradient([](GradientBuilder* g) {
+      GraphBuilder& b = g->b();
+      AttrList attrs = g->ForwardAttrs(SLUICE_CONV_ATTRS);
+      g->SetInputGrad(1, b.Op("filter_grad", "DepthwiseConv2dNativeBackpropFilter",
+                              {g->grad(0), IntShape(g, g->input(1)), g->input(2)}, attrs));
+      g->SetInputGrad(2, b.Op("out_backprop_grad", "DepthwiseConv2dNative", {g->grad(0), g->input(1)}, attrs));
+      return absl::OkStatus();
+    });
+
+REGISTER_OP("DepthwiseConv2dNativeBackpropFilter")
+    .Input("input: T")
+    .Input("filter_sizes: int32")
+    .Input("out_backprop: T")
+    .Output("output: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .Attr("explicit_paddings: list(int) = []")
+    .Attr("data_format: string = 'NHWC'")
+    .Attr("dilations: list(int) = [1, 1, 1, 1]")
+    .SetShapeFn([](InferenceContext* c) { return ConvBackpropShape(c, 1); })
+    .SetGradient([](GradientBuilder* g) {
+      GraphBuilder& b = g->b();
+      AttrList attrs = g->ForwardAttrs(SLUICE_CONV_ATTRS);
+      g->SetInputGrad(0, b.Op("input_grad", "DepthwiseConv2dNativeBackpropInput",
+                              {IntShape(g, g->input(0)), g->grad(0), g->input(2)}, attrs));
+      g->SetInputGrad(2, b.Op("out_backprop_grad", "DepthwiseConv2dNative", {g->input(0), g->grad(0)}, attrs));
       return absl::OkStatus();
     });
 

@@ -287,9 +287,10 @@ def check_more_ops(run_graphdef, workdir):
     """Ops TensorFlow programs use beyond the census models (session 48):
     Erf, Lgamma, Digamma, Atan2, Softsign, Cumsum and Cumprod (exclusive,
     reverse), Roll, ReverseSequence, GatherNd, ScatterNd, Where, ListDiff,
-    ResizeBilinear and ResizeNearestNeighbor in each pixel rule; and the
+    ResizeBilinear and ResizeNearestNeighbor in each pixel rule,
+    DepthwiseConv2dNative (SAME and VALID, strides, multipliers); and the
     tf.gradients TensorFlow builds for them (SoftsignGrad, Polygamma,
-    ResizeBilinearGrad, ResizeNearestNeighborGrad...), all run by Sluice
+    ResizeBilinearGrad, ResizeNearestNeighborGrad, the depthwise backprops...), all run by Sluice
     from TensorFlow's GraphDef: Sluice's outputs against TensorFlow's."""
     rng = np.random.RandomState(11)
     graph = tf.Graph()
@@ -318,11 +319,17 @@ def check_more_ops(run_graphdef, workdir):
                                                                     half_pixel_centers=half)
                 outs["nearest_" + tag] = tf1.image.resize_nearest_neighbor(img, size, align_corners=align,
                                                                            half_pixel_centers=half)
+        kernels = []
+        for padding, stride, mult in [("SAME", 1, 2), ("VALID", 2, 1), ("SAME", 2, 3)]:
+            kernel = tf.constant(rng.uniform(-1, 1, [3, 3, 3, mult]).astype(np.float32))
+            kernels.append(kernel)
+            outs["depthwise_%s_%d_%d" % (padding, stride, mult)] = tf.nn.depthwise_conv2d(
+                img, kernel, [1, stride, stride, 1], padding)
         differentiable = [k for k in outs if k not in ("where", "setdiff")]
         loss = tf.add_n([tf.reduce_sum(outs[k] * tf.constant(rng.uniform(-1, 1, outs[k].shape.as_list())
                                                            .astype(np.float32))) for k in differentiable])
-        grads = tf.gradients(loss, [x, pos, img, seq])
-        names = list(outs) + ["d_x", "d_pos", "d_img", "d_seq"]
+        grads = tf.gradients(loss, [x, pos, img, seq] + kernels)
+        names = list(outs) + ["d_x", "d_pos", "d_img", "d_seq"] + ["d_depthwise_filter%d" % i for i in range(3)]
         fetches = list(outs.values()) + grads
         feeds = {x: rng.uniform(-2, 2, [4, 6]).astype(np.float32),
                  pos: rng.uniform(0.5, 3, [4, 6]).astype(np.float32),

@@ -1,0 +1,228 @@
+// CPU kernels for DepthwiseConv2dNative and its two backprops (NHWC input,
+// filter [h, w, C, M], output channel c * M + q; SAME or VALID, dilation 1,
+// TensorFlow's window rules through nn_util.h). Direct loops: per output
+// pixel, the window's taps each multiply C input values by their M filters,
+// summed in float (double for double). The forward pass runs output rows in
+// parallel chunks; the backprops sum into one buffer of their output in
+// order (the same bits on any number of threads).
+// Thread safety: kernels are stateless.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/framework/op_kernel.h"
+#include "engine/kernels/cwise_ops_common.h"
+#include "engine/kernels/nn_util.h"
+
+namespace sluice {
+namespace {
+
+// The shapes of one depthwise convolution, checked.
+struct DepthwiseGeometry {
+  int64_t batch = 0, channels = 0, multiplier = 0;
+  WindowDim rows, cols;
+  TensorShape input, filter, output;
+};
+
+absl::Status MakeGeometry(const TensorShape& input, const TensorShape& filter, const std::vector<int64_t>& strides,
+                          const std::string& padding, DepthwiseGeometry* g) {
+  if (input.dims() != 4) {
+    return absl::InvalidArgumentError(absl::StrCat("input must be 4-D (NHWC), got shape ", input.DebugString()));
+  }
+  if (filter.dims() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("filter must be 4-D [height, width, in_channels, multiplier], got shape ", filter.DebugString()));
+  }
+  if (filter.dim_size(2) != input.dim_size(3)) {
+    return absl::InvalidArgumentError(absl::StrCat("the filter's in_channels (", filter.dim_size(2),
+                                                   ") must match the input's channels (", input.dim_size(3), ")"));
+  }
+  g->batch = input.dim_size(0);
+  g->channels = input.dim_size(3);
+  g->multiplier = filter.dim_size(3);
+  absl::Status s = ComputeWindow(input.dim_size(1), filter.dim_size(0), strides[1], padding, &g->rows);
+  if (!s.ok()) return s;
+  s = ComputeWindow(input.dim_size(2), filter.dim_size(1), strides[2], padding, &g->cols);
+  if (!s.ok()) return s;
+  if (g->channels > 0 && g->multiplier > kMaxTensorElements / g->channels) {
+    return absl::InvalidArgumentError(absl::StrCat(g->channels, " channels times multiplier ", g->multiplier,
+                                                   " is more output channels than a tensor can hold"));
+  }
+  auto out = TensorShape::Build({g->batch, g->rows.out, g->cols.out, g->channels * g->multiplier});
+  if (!out.ok()) return absl::InvalidArgumentError(absl::StrCat("output shape: ", out.status().message()));
+  g->input = input;
+  g->filter = filter;
+  g->output = *out;
+  return absl::OkStatus();
+}
+
+// Calls fn(out_pixel, in_pixel, tap) for every window tap of output pixels
+// [first_row, last_row) of the flattened (batch, out row) range that falls
+// inside the input; pixels are flat NHW indexes, taps flat (ky, kx).
+template <typename F>
+void ForEachTap(const DepthwiseGeometry& g, int64_t first_row, int64_t last_row, const F& fn) {
+  const WindowDim &r = g.rows, &c = g.cols;
+  for (int64_t row = first_row; row < last_row; ++row) {
+    const int64_t b = row / r.out, oy = row % r.out;
+    for (int64_t ox = 0; ox < c.out; ++ox) {
+      const int64_t out_pixel = row * c.out + ox;
+      for (int64_t ky = 0; ky < r.k; ++ky) {
+        const int64_t iy = oy * r.stride - r.pad + ky;
+        if (iy < 0 || iy >= r.in) continue;
+        for (int64_t kx = 0; kx < c.k; ++kx) {
+          const int64_t ix = ox * c.stride - c.pad + kx;
+          if (ix < 0 || ix >= c.in) continue;
+          fn(out_pixel, (b * r.in + iy) * c.in + ix, ky * c.k + kx);
+        }
+      }
+    }
+  }
+}
+
+class DepthwiseKernel : public OpKernel {
+ public:
+  explicit DepthwiseKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ReadWindowAttrs(ctx, &strides_, nullptr, &padding_));
+  }
+
+ protected:
+  std::vector<int64_t> strides_;
+  std::string padding_;
+};
+
+template <typename T>
+class DepthwiseConv2dOp : public DepthwiseKernel {
+ public:
+  using DepthwiseKernel::DepthwiseKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const Tensor& filter = ctx->input(1);
+    DepthwiseGeometry g;
+    OP_REQUIRES_OK(ctx, MakeGeometry(input.shape(), filter.shape(), strides_, padding_, &g));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.output, &out));
+    if (out->NumElements() == 0) return;
+    using A = typename AccumulatorType<T>::type;
+    const int64_t C = g.channels, M = g.multiplier, CM = C * M;
+    const T* in = input.data<T>();
+    const T* f = filter.data<T>();
+    T* o = out->data<T>();
+    const int64_t rows = g.batch * g.rows.out;
+    cwise::ParallelFor(ctx, rows, g.cols.out * g.rows.k * g.cols.k * CM, [&](int64_t first, int64_t last) {
+      std::vector<A> sum(static_cast<size_t>(g.cols.out * CM));
+      for (int64_t row = first; row < last; ++row) {
+        std::fill(sum.begin(), sum.end(), A(0));
+        ForEachTap(g, row, row + 1, [&](int64_t out_pixel, int64_t in_pixel, int64_t tap) {
+          A* acc = sum.data() + (out_pixel - row * g.cols.out) * CM;
+          const T* x = in + in_pixel * C;
+          const T* w = f + tap * CM;
+          for (int64_t c = 0; c < C; ++c) {
+            const A v = static_cast<A>(x[c]);
+            for (int64_t q = 0; q < M; ++q) acc[c * M + q] += v * static_cast<A>(w[c * M + q]);
+          }
+        });
+        T* dst = o + row * g.cols.out * CM;
+        for (size_t i = 0; i < sum.size(); ++i) dst[i] = static_cast<T>(sum[i]);
+      }
+    });
+  }
+};
+
+template <typename T>
+class DepthwiseBackpropInputOp : public DepthwiseKernel {
+ public:
+  using DepthwiseKernel::DepthwiseKernel;
+  void Compute(OpKernelContext* ctx) override {
+    TensorShape input_shape;
+    OP_REQUIRES_OK(ctx, ShapeFromTensor(ctx->input(0), 4, &input_shape));
+    const Tensor& filter = ctx->input(1);
+    const Tensor& dout = ctx->input(2);
+    DepthwiseGeometry g;
+    OP_REQUIRES_OK(ctx, MakeGeometry(input_shape, filter.shape(), strides_, padding_, &g));
+    OP_REQUIRES(ctx, dout.shape() == g.output,
+                absl::InvalidArgumentError(absl::StrCat("out_backprop must have the output's shape ",
+                                                        g.output.DebugString(), ", got ", dout.shape().DebugString())));
+    Tensor* dx;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input_shape, &dx));
+    using A = typename AccumulatorType<T>::type;
+    const int64_t C = g.channels, M = g.multiplier, CM = C * M;
+    Tensor sum_t;  // a tensor, so a huge input_sizes fails as a status
+    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<A>::value, input_shape, &sum_t));
+    A* sum = sum_t.data<A>();
+    std::fill(sum, sum + sum_t.NumElements(), A(0));
+    const T* f = filter.data<T>();
+    const T* dy = dout.data<T>();
+    if (dout.NumElements() > 0) {
+      ForEachTap(g, 0, g.batch * g.rows.out, [&](int64_t out_pixel, int64_t in_pixel, int64_t tap) {
+        A* acc = sum + in_pixel * C;
+        const T* d = dy + out_pixel * CM;
+        const T* w = f + tap * CM;
+        for (int64_t c = 0; c < C; ++c) {
+          A v = 0;
+          for (int64_t q = 0; q < M; ++q) v += static_cast<A>(d[c * M + q]) * static_cast<A>(w[c * M + q]);
+          acc[c] += v;
+        }
+      });
+    }
+    T* o = dx->data<T>();
+    for (int64_t i = 0; i < sum_t.NumElements(); ++i) o[i] = static_cast<T>(sum[i]);
+  }
+};
+
+template <typename T>
+class DepthwiseBackpropFilterOp : public DepthwiseKernel {
+ public:
+  using DepthwiseKernel::DepthwiseKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    TensorShape filter_shape;
+    OP_REQUIRES_OK(ctx, ShapeFromTensor(ctx->input(1), 4, &filter_shape));
+    const Tensor& dout = ctx->input(2);
+    DepthwiseGeometry g;
+    OP_REQUIRES_OK(ctx, MakeGeometry(input.shape(), filter_shape, strides_, padding_, &g));
+    OP_REQUIRES(ctx, dout.shape() == g.output,
+                absl::InvalidArgumentError(absl::StrCat("out_backprop must have the output's shape ",
+                                                        g.output.DebugString(), ", got ", dout.shape().DebugString())));
+    Tensor* df;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, filter_shape, &df));
+    using A = typename AccumulatorType<T>::type;
+    const int64_t C = g.channels, M = g.multiplier, CM = C * M;
+    Tensor sum_t;  // a tensor, so a huge filter_sizes fails as a status
+    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<A>::value, filter_shape, &sum_t));
+    A* sum = sum_t.data<A>();
+    std::fill(sum, sum + sum_t.NumElements(), A(0));
+    const T* in = input.data<T>();
+    const T* dy = dout.data<T>();
+    if (dout.NumElements() > 0) {
+      ForEachTap(g, 0, g.batch * g.rows.out, [&](int64_t out_pixel, int64_t in_pixel, int64_t tap) {
+        A* acc = sum + tap * CM;
+        const T* x = in + in_pixel * C;
+        const T* d = dy + out_pixel * CM;
+        for (int64_t c = 0; c < C; ++c) {
+          const A v = static_cast<A>(x[c]);
+          for (int64_t q = 0; q < M; ++q) acc[c * M + q] += v * static_cast<A>(d[c * M + q]);
+        }
+      });
+    }
+    T* o = df->data<T>();
+    for (int64_t i = 0; i < sum_t.NumElements(); ++i) o[i] = static_cast<T>(sum[i]);
+  }
+};
+
+#define SLUICE_REG_(T)                                                                                        \
+  REGISTER_KERNEL_BUILDER(Name("DepthwiseConv2dNative").Device(kDeviceCpu).TypeConstraint<T>("T"),            \
+                          DepthwiseConv2dOp<T>);                                                             \
+  REGISTER_KERNEL_BUILDER(Name("DepthwiseConv2dNativeBackpropInput").Device(kDeviceCpu).TypeConstraint<T>("T"), \
+                          DepthwiseBackpropInputOp<T>);                                                      \
+  REGISTER_KERNEL_BUILDER(Name("DepthwiseConv2dNativeBackpropFilter").Device(kDeviceCpu).TypeConstraint<T>("T"), \
+                          DepthwiseBackpropFilterOp<T>)
+SLUICE_REG_(float);
+SLUICE_REG_(double);
+SLUICE_REG_(half);
+SLUICE_REG_(bfloat16);
+#undef SLUICE_REG_
+
+}  // namespace
+}  // namespace sluice

@@ -133,6 +133,18 @@ inline absl::StatusOr<int> CanonicalAxis(int64_t axis, int rank, const std::stri
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
+// InvalidArgument unless `prefix` (the shape of input `what`) is a prefix of
+// `shape` (the data's): segment ids and partitions cover leading dims.
+inline absl::Status CheckPrefix(const TensorShape& shape, const TensorShape& prefix, const std::string& what) {
+  bool ok = prefix.dims() <= shape.dims();
+  for (int i = 0; ok && i < prefix.dims(); ++i) ok = prefix.dim_size(i) == shape.dim_size(i);
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " shape ", prefix.DebugString(), " must be a prefix of data shape ",
+                                                   shape.DebugString()));
+  }
+  return absl::OkStatus();
+}
+
 // Product of dims [begin, end) of `shape`.
 inline int64_t DimProduct(const TensorShape& shape, int begin, int end) {
   int64_t p = 1;

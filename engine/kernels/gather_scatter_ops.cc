@@ -121,15 +121,6 @@ class OneHotOp : public OpKernel {
 REGISTER_KERNEL_BUILDER(Name("OneHot").Device(kDeviceCpu), OneHotOp);
 
 // Checks that `prefix` is a prefix of `shape`.
-absl::Status CheckPrefix(const TensorShape& shape, const TensorShape& prefix, const std::string& what) {
-  bool ok = prefix.dims() <= shape.dims();
-  for (int i = 0; ok && i < prefix.dims(); ++i) ok = prefix.dim_size(i) == shape.dim_size(i);
-  if (!ok) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " shape ", prefix.DebugString(), " must be a prefix of data shape ",
-                                                   shape.DebugString()));
-  }
-  return absl::OkStatus();
-}
 
 class DynamicPartitionOp : public OpKernel {
  public:
@@ -137,7 +128,7 @@ class DynamicPartitionOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& data = ctx->input(0);
     const Tensor& partitions = ctx->input(1);
-    OP_REQUIRES_OK(ctx, CheckPrefix(data.shape(), partitions.shape(), "partitions"));
+    OP_REQUIRES_OK(ctx, array_util::CheckPrefix(data.shape(), partitions.shape(), "partitions"));
     const int np = num_outputs();
     const int64_t n = partitions.NumElements();
     std::vector<int64_t> counts(np, 0);
@@ -182,12 +173,12 @@ class DynamicStitchOp : public OpKernel {
     }
     const Tensor& data0 = ctx->input(n);
     const TensorShape& idx0 = ctx->input(0).shape();
-    OP_REQUIRES_OK(ctx, CheckPrefix(data0.shape(), idx0, "indices[0]"));
+    OP_REQUIRES_OK(ctx, array_util::CheckPrefix(data0.shape(), idx0, "indices[0]"));
     std::vector<int64_t> row_dims(data0.shape().dim_sizes().begin() + idx0.dims(), data0.shape().dim_sizes().end());
     for (int i = 0; i < n; ++i) {
       const TensorShape& is = ctx->input(i).shape();
       const TensorShape& ds = ctx->input(n + i).shape();
-      OP_REQUIRES_OK(ctx, CheckPrefix(ds, is, absl::StrCat("indices[", i, "]")));
+      OP_REQUIRES_OK(ctx, array_util::CheckPrefix(ds, is, absl::StrCat("indices[", i, "]")));
       std::vector<int64_t> rd(ds.dim_sizes().begin() + is.dims(), ds.dim_sizes().end());
       OP_REQUIRES(ctx, rd == row_dims,
                   absl::InvalidArgumentError(absl::StrCat("data[", i, "].shape = ", ds.DebugString(),
@@ -237,7 +228,7 @@ class UnsortedSegmentSumOp : public OpKernel {
     auto num = array_util::IndexScalar(ctx->input(2), "num_segments");
     OP_REQUIRES_OK(ctx, num.status());
     OP_REQUIRES(ctx, *num >= 0, absl::InvalidArgumentError(absl::StrCat("num_segments must be non-negative, got ", *num)));
-    OP_REQUIRES_OK(ctx, CheckPrefix(data.shape(), ids.shape(), "segment_ids"));
+    OP_REQUIRES_OK(ctx, array_util::CheckPrefix(data.shape(), ids.shape(), "segment_ids"));
     const int64_t n = ids.NumElements();
     for (int64_t i = 0; i < n; ++i) {
       const int64_t v = IndexAt(ids, i);

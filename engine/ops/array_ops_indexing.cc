@@ -1,5 +1,5 @@
 // Array ops, part 3: Gather, GatherV2, GatherNd, ScatterNd, DynamicPartition,
-// DynamicStitch, UnsortedSegmentSum, Unique, ListDiff, Where and the internal
+// DynamicStitch, Unique, ListDiff, Where and the internal
 // _IndexedSlicesToDense (which
 // engine/graph/gradients.cc DenseGradient uses to densify sparse gradients),
 // with shape functions and gradients mirroring TensorFlow's. Gather's gradient
@@ -278,38 +278,6 @@ REGISTER_OP("DynamicPartition")
 SLUICE_DYNAMIC_STITCH_OP_("DynamicStitch");
 SLUICE_DYNAMIC_STITCH_OP_("ParallelDynamicStitch");
 #undef SLUICE_DYNAMIC_STITCH_OP_
-
-REGISTER_OP("UnsortedSegmentSum")
-    .Input("data: T")
-    .Input("segment_ids: Tindices")
-    .Input("num_segments: Tnumsegments")
-    .Output("output: T")
-    .Attr("T: {float, double, half, bfloat16, int32, int64, complex64}")
-    .Attr("Tindices: {int32, int64}")
-    .Attr("Tnumsegments: {int32, int64} = DT_INT32")
-    .SetShapeFn([](InferenceContext* c) {
-      const PartialShape& data = c->input(0);
-      const PartialShape& ids = c->input(1);
-      if (!data.rank_known() || !ids.rank_known()) {
-        c->set_output(0, PartialShape::Unknown());
-        return absl::OkStatus();
-      }
-      if (ids.rank() > data.rank()) return c->Error("segment_ids must not have more dims than data");
-      const Tensor* num = c->input_tensor(2);
-      std::vector<int64_t> dims{num != nullptr && num->NumElements() == 1
-                                    ? (num->dtype() == DT_INT64 ? num->data<int64_t>()[0] : num->data<int32_t>()[0])
-                                    : kUnknownDim};
-      if (dims[0] < kUnknownDim) return c->Error("num_segments must be non-negative");
-      dims.insert(dims.end(), data.dims().begin() + ids.rank(), data.dims().end());
-      c->set_output(0, PartialShape::FromDims(dims));
-      return absl::OkStatus();
-    })
-    .SetGradient([](GradientBuilder* g) {
-      // Each data row receives the gradient of its segment. (Rows with
-      // negative ids, which the forward op drops, make this Gather fail.)
-      g->SetInputGrad(0, g->b().Op("gather", "Gather", {g->grad(0), g->input(1)}));
-      return absl::OkStatus();
-    });
 
 // The distinct values of a vector in order of first appearance, and for each
 // element the index of its value among them. TensorFlow registers no

@@ -287,7 +287,8 @@ def check_more_ops(run_graphdef, workdir):
     """Ops TensorFlow programs use beyond the census models (session 48):
     Erf, Lgamma, Digamma, Atan2, Softsign, Cumsum and Cumprod (exclusive,
     reverse), Roll, ReverseSequence, GatherNd, ScatterNd, Where, ListDiff,
-    ResizeBilinear and ResizeNearestNeighbor in each pixel rule,
+    ResizeBilinear and ResizeNearestNeighbor in each pixel rule, Segment{Sum,
+    Mean,Max,Min} and UnsortedSegment{Max,Min},
     DepthwiseConv2dNative (SAME and VALID, strides, multipliers); and the
     tf.gradients TensorFlow builds for them (SoftsignGrad, Polygamma,
     ResizeBilinearGrad, ResizeNearestNeighborGrad, the depthwise backprops...), all run by Sluice
@@ -310,6 +311,10 @@ def check_more_ops(run_graphdef, workdir):
             "gather_nd": tf.gather_nd(x, [[0, 1], [3, 5], [2, 2]]),
             "gather_nd_rows": tf.gather_nd(seq, [[2], [0]]),
             "scatter_nd": tf.scatter_nd([[1], [3], [1]], x[:3], [5, 6]),
+            "segment_sum": tf.math.segment_sum(x, [0, 0, 2, 2]), "segment_mean": tf.math.segment_mean(x, [0, 1, 1, 1]),
+            "segment_max": tf.math.segment_max(x, [0, 0, 1, 3]), "segment_min": tf.math.segment_min(x, [1, 1, 1, 2]),
+            "unsorted_segment_max": tf.math.unsorted_segment_max(x, [2, 0, 2, 1], 3),
+            "unsorted_segment_min": tf.math.unsorted_segment_min(seq, [[1, 0, 1, 1, 2], [0, 0, 2, 1, 2], [2, 1, 0, 0, 1]], 3),
             "where": tf.where(x > 0.5), "setdiff": tf1.setdiff1d(tf.constant([4, 1, 7, 1, 3]), tf.constant([1, 3]))[0],
         }
         for align, half in [(False, False), (True, False), (False, True)]:
@@ -326,8 +331,11 @@ def check_more_ops(run_graphdef, workdir):
             outs["depthwise_%s_%d_%d" % (padding, stride, mult)] = tf.nn.depthwise_conv2d(
                 img, kernel, [1, stride, stride, 1], padding)
         differentiable = [k for k in outs if k not in ("where", "setdiff")]
-        loss = tf.add_n([tf.reduce_sum(outs[k] * tf.constant(rng.uniform(-1, 1, outs[k].shape.as_list())
-                                                           .astype(np.float32))) for k in differentiable])
+        def weighted(t):  # random weights where the shape is static (segment ops' rows are not): sum(w t) or sum(t^2)
+            if t.shape.is_fully_defined():
+                return tf.reduce_sum(t * tf.constant(rng.uniform(-1, 1, t.shape.as_list()).astype(np.float32)))
+            return tf.reduce_sum(t * t)
+        loss = tf.add_n([weighted(outs[k]) for k in differentiable])
         grads = tf.gradients(loss, [x, pos, img, seq] + kernels)
         names = list(outs) + ["d_x", "d_pos", "d_img", "d_seq"] + ["d_depthwise_filter%d" % i for i in range(3)]
         fetches = list(outs.values()) + grads

@@ -822,6 +822,51 @@ REGISTER_OP("DepthwiseConv2dNativeBackpropFilter")
       return absl::OkStatus();
     });
 
+// ---- Local response normalization ----
+// out = in / (bias + alpha * sum of in^2 over depth_radius channels either
+// side)^beta, over the last dim of a 4-D input (TensorFlow's LRN; double too,
+// beyond TensorFlow's types, for the gradient check). Gradient: LRNGrad
+// (input_grads, input_image, output_image), which has none itself.
+#define SLUICE_LRN_ATTRS                                   \
+  .Attr("depth_radius: int = 5")                           \
+  .Attr("bias: float = 1.0")                               \
+  .Attr("alpha: float = 1.0")                              \
+  .Attr("beta: float = 0.5")                               \
+  .Attr("T: {half, bfloat16, float, double} = DT_FLOAT")
+
+REGISTER_OP("LRN")
+    .Input("input: T")
+    .Output("output: T") SLUICE_LRN_ATTRS
+    .SetShapeFn([](InferenceContext* c) {
+      PartialShape in;
+      absl::Status s = c->WithRank(0, 4, &in);
+      if (!s.ok()) return s;
+      c->set_output(0, in);
+      return absl::OkStatus();
+    })
+    .SetGradient([](GradientBuilder* g) {
+      g->SetInputGrad(0, g->b().Op("lrn_grad", "LRNGrad", {g->grad(0), g->input(0), g->output(0)},
+                                   g->ForwardAttrs({"depth_radius", "bias", "alpha", "beta"})));
+      return absl::OkStatus();
+    });
+
+REGISTER_OP("LRNGrad")
+    .Input("input_grads: T")
+    .Input("input_image: T")
+    .Input("output_image: T")
+    .Output("output: T") SLUICE_LRN_ATTRS
+    .SetShapeFn([](InferenceContext* c) {
+      PartialShape in;
+      for (int i = 0; i < 3; ++i) {
+        absl::Status s = c->WithRank(i, 4, &in);
+        if (!s.ok()) return s;
+      }
+      c->set_output(0, c->input(1));
+      return absl::OkStatus();
+    })
+    .SetNotDifferentiable();
+#undef SLUICE_LRN_ATTRS
+
 // ---- Pooling (NHWC or NCHW; SAME or VALID) ----
 
 REGISTER_OP("MaxPool")

@@ -289,7 +289,7 @@ def check_more_ops(run_graphdef, workdir):
     reverse), Roll, ReverseSequence, GatherNd, ScatterNd, Where, ListDiff,
     ResizeBilinear and ResizeNearestNeighbor in each pixel rule, Segment{Sum,
     Mean,Max,Min} and UnsortedSegment{Max,Min},
-    DepthwiseConv2dNative (SAME and VALID, strides, multipliers); and the
+    DepthwiseConv2dNative (SAME and VALID, strides, multipliers), LRN; and the
     tf.gradients TensorFlow builds for them (SoftsignGrad, Polygamma,
     ResizeBilinearGrad, ResizeNearestNeighborGrad, the depthwise backprops...), all run by Sluice
     from TensorFlow's GraphDef: Sluice's outputs against TensorFlow's."""
@@ -324,6 +324,8 @@ def check_more_ops(run_graphdef, workdir):
                                                                     half_pixel_centers=half)
                 outs["nearest_" + tag] = tf1.image.resize_nearest_neighbor(img, size, align_corners=align,
                                                                            half_pixel_centers=half)
+        outs["lrn"] = tf.nn.lrn(img, depth_radius=1, bias=1.5, alpha=0.3, beta=0.75)
+        outs["lrn_default"] = tf.nn.lrn(img)
         kernels = []
         for padding, stride, mult in [("SAME", 1, 2), ("VALID", 2, 1), ("SAME", 2, 3)]:
             kernel = tf.constant(rng.uniform(-1, 1, [3, 3, 3, mult]).astype(np.float32))

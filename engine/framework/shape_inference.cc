@@ -250,7 +250,10 @@ absl::Status BroadcastBinary(InferenceContext* c) {
 }
 
 absl::Status ShapeFromInput(InferenceContext* c, int input) {
-  auto v = c->input_index_values(input);
+  // A known matrix (static shape values follow small ones) is no shape: the
+  // kernel rejects it, so nothing is inferred from its values.
+  const Tensor* t = c->input_tensor(input);
+  auto v = t != nullptr && t->dims() > 1 ? std::nullopt : c->input_index_values(input);
   if (v) {
     for (size_t i = 0; i < v->size(); ++i) {
       if ((*v)[i] < -1) return c->Error(absl::StrCat("dimension ", i, " is negative (", (*v)[i], ")"));

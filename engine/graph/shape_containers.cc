@@ -126,30 +126,34 @@ ContainerShapes::ContainerShapes(const Graph& graph) {
   const size_t ids = static_cast<size_t>(graph.num_node_ids());
   const size_t containers = static_cast<size_t>(index.size());
   container_of_.assign(ids, -1);
-  writers_.resize(ids);
-  readers_.resize(ids);
+  writers_.resize(containers);
+  readers_.resize(containers);
   seen_.assign(containers, 0);
   widened_.resize(containers);
   total_.assign(containers, 0);
-  for (const auto& [n, container] : writers) container_of_[n->id()] = container;
-  for (const auto& [n, container] : readers) container_of_[n->id()] = container;
-  std::vector<std::vector<const Node*>> writers_of(containers);
-  for (const auto& [writer, container] : writers) {
-    writers_of[container].push_back(writer);
+  for (const auto& [n, container] : writers) {
+    container_of_[n->id()] = container;
+    writers_[container].push_back(n);
     ++total_[container];
   }
-  for (const auto& [reader, container] : readers) {
-    writers_[reader->id()] = writers_of[container];
-    for (const Node* writer : writers_[reader->id()]) readers_[writer->id()].push_back(reader);
+  for (const auto& [n, container] : readers) {
+    container_of_[n->id()] = container;
+    readers_[container].push_back(n);
   }
+  is_reader_.assign(ids, false);
+  for (const auto& [n, container] : readers) is_reader_[n->id()] = true;
 }
 
 const std::vector<const Node*>& ContainerShapes::WritersBefore(const Node* reader) const {
-  return reader->id() < static_cast<int>(writers_.size()) ? writers_[reader->id()] : kNone;
+  const int id = reader->id();
+  if (id >= static_cast<int>(container_of_.size()) || container_of_[id] < 0 || !is_reader_[id]) return kNone;
+  return writers_[container_of_[id]];
 }
 
 const std::vector<const Node*>& ContainerShapes::ReadersAfter(const Node* writer) const {
-  return writer->id() < static_cast<int>(readers_.size()) ? readers_[writer->id()] : kNone;
+  const int id = writer->id();
+  if (id >= static_cast<int>(container_of_.size()) || container_of_[id] < 0 || is_reader_[id]) return kNone;
+  return readers_[container_of_[id]];
 }
 
 void ContainerShapes::StartPass() {

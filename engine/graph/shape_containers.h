@@ -56,9 +56,12 @@ class ContainerShapes {
   // All empty when no reader can get a shape (no container, no writer, no
   // reader, or an unresolved writer), so a graph without stacks or
   // TensorArrays allocates nothing.
-  std::vector<int> container_of_;                  // per node id: container index, -1 for none
-  std::vector<std::vector<const Node*>> writers_;  // per reader node id
-  std::vector<std::vector<const Node*>> readers_;  // per writer node id
+  std::vector<int> container_of_;  // per node id: container index, -1 for none
+  // Per container index (one list per container, not per node: a stack of
+  // 20,000 pushes and pops would otherwise hold 20,000 copies of each list).
+  std::vector<std::vector<const Node*>> writers_;
+  std::vector<std::vector<const Node*>> readers_;
+  std::vector<bool> is_reader_;  // per node id
   // Per container index, this pass: writers seen, and their widened shape.
   std::vector<int> seen_;
   std::vector<PartialShape> widened_;

@@ -204,6 +204,8 @@ SLUICE_REG_("Atan2", half, (BinaryOp<half, WrapScalarFunctor<Atan2Scalar<half>>>
 SLUICE_REG_("Atan2", bfloat16, (BinaryOp<bfloat16, WrapScalarFunctor<Atan2Scalar<bfloat16>>>));
 SLUICE_REG_("Polygamma", float, (BinaryOp<float, PolygammaF>));
 SLUICE_REG_("Polygamma", double, (BinaryOp<double, PolygammaF>));
+SLUICE_REG_("Polygamma", half, (BinaryOp<half, PolygammaF>));
+SLUICE_REG_("Polygamma", bfloat16, (BinaryOp<bfloat16, PolygammaF>));
 
 #define SLUICE_REG_INT_DIV_(T)                                 \
   SLUICE_REG_("Div", T, (IntDivOp<T, SafeIntDiv<T>>));         \

@@ -33,14 +33,19 @@ absl::StatusOr<bool> IgnoresBadIndices(OpKernelConstruction* ctx) {
 
 // Where each index vector's slice starts (in slices) within a tensor whose
 // first K dims are `dims`, after checking every index; with `ignore_bad`, -1
-// for a vector out of range instead of an error.
-absl::StatusOr<std::vector<int64_t>> SliceOffsets(const Tensor& indices, const std::vector<int64_t>& dims,
-                                                  bool ignore_bad) {
+// for a vector out of range instead of an error. A tensor (int64, one per
+// vector), so that a huge count fails as a status: with K = 0 an empty
+// indices tensor of shape [2^33, 0] names 2^33 vectors.
+absl::StatusOr<Tensor> SliceOffsets(OpKernelContext* ctx, const Tensor& indices, const std::vector<int64_t>& dims,
+                                    bool ignore_bad) {
   const int64_t k = static_cast<int64_t>(dims.size());
   // One index vector per element of indices.shape[:-1] (with K = 0, each
   // selects the whole tensor).
   const int64_t n = array_util::DimProduct(indices.shape(), 0, indices.dims() - 1);
-  std::vector<int64_t> offsets(static_cast<size_t>(n));
+  Tensor offsets_t;
+  absl::Status s = ctx->allocate_temp(DT_INT64, TensorShape({n}), &offsets_t);
+  if (!s.ok()) return s;
+  int64_t* offsets = offsets_t.data<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     int64_t offset = 0;
     for (int64_t j = 0; j < k; ++j) {
@@ -59,7 +64,7 @@ absl::StatusOr<std::vector<int64_t>> SliceOffsets(const Tensor& indices, const s
     }
     offsets[i] = offset;
   }
-  return offsets;
+  return offsets_t;
 }
 
 class GatherNdOp : public OpKernel {
@@ -87,13 +92,14 @@ class GatherNdOp : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
     if (out->NumElements() == 0) return;
-    auto offsets = SliceOffsets(indices, first, ignore_bad_);
-    OP_REQUIRES_OK(ctx, offsets.status());
+    auto offsets_t = SliceOffsets(ctx, indices, first, ignore_bad_);
+    OP_REQUIRES_OK(ctx, offsets_t.status());
+    const int64_t* offsets = offsets_t->data<int64_t>();
     if (ignore_bad_) array_util::SetZero(*out);
     const int64_t slice = array_util::DimProduct(params.shape(), static_cast<int>(k), params.dims());
-    for (size_t i = 0; i < offsets->size(); ++i) {
-      if ((*offsets)[i] < 0) continue;  // ignored: zeros
-      array_util::CopyElements(params, (*offsets)[i] * slice, *out, static_cast<int64_t>(i) * slice, slice);
+    for (int64_t i = 0; i < offsets_t->NumElements(); ++i) {
+      if (offsets[i] < 0) continue;  // ignored: zeros
+      array_util::CopyElements(params, offsets[i] * slice, *out, i * slice, slice);
     }
   }
 
@@ -144,15 +150,16 @@ class ScatterNdOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     array_util::SetZero(*out);
     if (updates.NumElements() == 0) return;
-    auto offsets = SliceOffsets(indices, first, ignore_bad_);
-    OP_REQUIRES_OK(ctx, offsets.status());
+    auto offsets_t = SliceOffsets(ctx, indices, first, ignore_bad_);
+    OP_REQUIRES_OK(ctx, offsets_t.status());
+    const int64_t* offsets = offsets_t->data<int64_t>();
     const int64_t slice = array_util::DimProduct(*shape, static_cast<int>(k), shape->dims());
     const T* u = updates.data<T>();
     T* o = out->data<T>();
-    for (size_t i = 0; i < offsets->size(); ++i) {
-      if ((*offsets)[i] < 0) continue;  // ignored
-      T* dst = o + (*offsets)[i] * slice;
-      const T* src = u + static_cast<int64_t>(i) * slice;
+    for (int64_t i = 0; i < offsets_t->NumElements(); ++i) {
+      if (offsets[i] < 0) continue;  // ignored
+      T* dst = o + offsets[i] * slice;
+      const T* src = u + i * slice;
       for (int64_t j = 0; j < slice; ++j) dst[j] = Sum(dst[j], src[j]);
     }
   }

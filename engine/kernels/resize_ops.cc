@@ -36,28 +36,26 @@ struct Interpolation {
   float lerp = 0;
 };
 
-std::vector<Interpolation> BilinearWeights(int64_t in, int64_t out, float scale, bool half_pixel) {
-  std::vector<Interpolation> w(static_cast<size_t>(out));
-  for (int64_t i = 0; i < out; ++i) {
-    const float src = half_pixel ? (static_cast<float>(i) + 0.5f) * scale - 0.5f : static_cast<float>(i) * scale;
-    const float floor_src = std::floor(src);
-    w[i].lower = std::max<int64_t>(static_cast<int64_t>(floor_src), 0);
-    w[i].upper = std::min<int64_t>(static_cast<int64_t>(std::ceil(src)), in - 1);
-    w[i].lerp = src - floor_src;
-  }
+// Computed per use, not tabled: a table per output row and column could be
+// larger than the output itself (a 1 x 2^31 resize).
+// Both rows stay in [0, in - 1]: i * scale in float can round up to `in`
+// itself (i = 2^25 - 1 of a 1-pixel image resized to 2^25).
+Interpolation BilinearWeight(int64_t i, int64_t in, float scale, bool half_pixel) {
+  const float src = half_pixel ? (static_cast<float>(i) + 0.5f) * scale - 0.5f : static_cast<float>(i) * scale;
+  const float floor_src = std::floor(src);
+  Interpolation w;
+  w.lower = std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(floor_src), 0), in - 1);
+  w.upper = std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(std::ceil(src)), 0), in - 1);
+  w.lerp = src - floor_src;
   return w;
 }
 
-std::vector<int64_t> NearestSources(int64_t in, int64_t out, float scale, bool align_corners, bool half_pixel) {
-  std::vector<int64_t> src(static_cast<size_t>(out));
-  for (int64_t i = 0; i < out; ++i) {
-    const float s = half_pixel ? (static_cast<float>(i) + 0.5f) * scale : static_cast<float>(i) * scale;
-    int64_t v = static_cast<int64_t>(align_corners ? std::round(s) : std::floor(s));
-    v = std::min(v, in - 1);
-    if (half_pixel) v = std::max<int64_t>(v, 0);
-    src[i] = v;
-  }
-  return src;
+int64_t NearestSource(int64_t i, int64_t in, float scale, bool align_corners, bool half_pixel) {
+  const float s = half_pixel ? (static_cast<float>(i) + 0.5f) * scale : static_cast<float>(i) * scale;
+  int64_t v = static_cast<int64_t>(align_corners ? std::round(s) : std::floor(s));
+  v = std::min(v, in - 1);
+  if (half_pixel) v = std::max<int64_t>(v, 0);
+  return v;
 }
 
 // The attrs and the checks every resize kernel shares.
@@ -114,22 +112,22 @@ class ResizeBilinearOp : public ResizeKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     if (out->NumElements() == 0) return;
-    const std::vector<Interpolation> ys =
-        BilinearWeights(ih, oh, ResizeScale(ih, oh, align_corners_), half_pixel_centers_);
-    const std::vector<Interpolation> xs =
-        BilinearWeights(iw, ow, ResizeScale(iw, ow, align_corners_), half_pixel_centers_);
+    const float sy = ResizeScale(ih, oh, align_corners_), sx = ResizeScale(iw, ow, align_corners_);
+    const bool half = half_pixel_centers_;
     const T* in = image.data<T>();
     float* o = out->data<float>();
     cwise::ParallelFor(ctx, batch * oh, ow * ch * 8, [&](int64_t first, int64_t last) {
       for (int64_t row = first; row < last; ++row) {
         const int64_t b = row / oh, y = row % oh;
-        const T* top = in + (b * ih + ys[y].lower) * iw * ch;
-        const T* bottom = in + (b * ih + ys[y].upper) * iw * ch;
-        const float ly = ys[y].lerp;
+        const Interpolation wy = BilinearWeight(y, ih, sy, half);
+        const T* top = in + (b * ih + wy.lower) * iw * ch;
+        const T* bottom = in + (b * ih + wy.upper) * iw * ch;
+        const float ly = wy.lerp;
         float* dst = o + row * ow * ch;
         for (int64_t x = 0; x < ow; ++x) {
-          const int64_t l = xs[x].lower * ch, r = xs[x].upper * ch;
-          const float lx = xs[x].lerp;
+          const Interpolation wx = BilinearWeight(x, iw, sx, half);
+          const int64_t l = wx.lower * ch, r = wx.upper * ch;
+          const float lx = wx.lerp;
           for (int64_t c = 0; c < ch; ++c) {
             const float tl = static_cast<float>(top[l + c]), tr = static_cast<float>(top[r + c]);
             const float bl = static_cast<float>(bottom[l + c]), br = static_cast<float>(bottom[r + c]);
@@ -172,20 +170,19 @@ class ResizeBilinearGradOp : public ResizeKernel {
     A* sum = sum_t.data<A>();
     std::fill(sum, sum + sum_t.NumElements(), A(0));
     if (grads.NumElements() > 0) {
-      const std::vector<Interpolation> ys =
-          BilinearWeights(ih, oh, ResizeScale(ih, oh, align_corners_), half_pixel_centers_);
-      const std::vector<Interpolation> xs =
-          BilinearWeights(iw, ow, ResizeScale(iw, ow, align_corners_), half_pixel_centers_);
+      const float sy = ResizeScale(ih, oh, align_corners_), sx = ResizeScale(iw, ow, align_corners_);
       const float* g = grads.data<float>();
       for (int64_t b = 0; b < batch; ++b) {
         for (int64_t y = 0; y < oh; ++y) {
-          A* top = sum + (b * ih + ys[y].lower) * iw * ch;
-          A* bottom = sum + (b * ih + ys[y].upper) * iw * ch;
-          const A ly = ys[y].lerp;
+          const Interpolation wy = BilinearWeight(y, ih, sy, half_pixel_centers_);
+          A* top = sum + (b * ih + wy.lower) * iw * ch;
+          A* bottom = sum + (b * ih + wy.upper) * iw * ch;
+          const A ly = wy.lerp;
           const float* src = g + (b * oh + y) * ow * ch;
           for (int64_t x = 0; x < ow; ++x) {
-            const int64_t l = xs[x].lower * ch, r = xs[x].upper * ch;
-            const A lx = xs[x].lerp;
+            const Interpolation wx = BilinearWeight(x, iw, sx, half_pixel_centers_);
+            const int64_t l = wx.lower * ch, r = wx.upper * ch;
+            const A lx = wx.lerp;
             for (int64_t c = 0; c < ch; ++c) {
               const A v = src[x * ch + c];
               top[l + c] += v * (1 - ly) * (1 - lx);
@@ -219,17 +216,17 @@ class ResizeNearestNeighborOp : public ResizeKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     if (out->NumElements() == 0) return;
-    const std::vector<int64_t> ys =
-        NearestSources(ih, oh, ResizeScale(ih, oh, align_corners_), align_corners_, half_pixel_centers_);
-    const std::vector<int64_t> xs =
-        NearestSources(iw, ow, ResizeScale(iw, ow, align_corners_), align_corners_, half_pixel_centers_);
+    const float sy = ResizeScale(ih, oh, align_corners_), sx = ResizeScale(iw, ow, align_corners_);
     const T* in = image.data<T>();
     T* o = out->data<T>();
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t y = 0; y < oh; ++y) {
-        const T* row = in + (b * ih + ys[y]) * iw * ch;
+        const T* row = in + (b * ih + NearestSource(y, ih, sy, align_corners_, half_pixel_centers_)) * iw * ch;
         T* dst = o + (b * oh + y) * ow * ch;
-        for (int64_t x = 0; x < ow; ++x) std::copy(row + xs[x] * ch, row + (xs[x] + 1) * ch, dst + x * ch);
+        for (int64_t x = 0; x < ow; ++x) {
+          const int64_t sx_index = NearestSource(x, iw, sx, align_corners_, half_pixel_centers_);
+          std::copy(row + sx_index * ch, row + (sx_index + 1) * ch, dst + x * ch);
+        }
       }
     }
   }
@@ -255,17 +252,15 @@ class ResizeNearestNeighborGradOp : public ResizeKernel {
     A* sum = sum_t.data<A>();
     std::fill(sum, sum + sum_t.NumElements(), A(0));
     if (grads.NumElements() > 0) {
-      const std::vector<int64_t> ys =
-          NearestSources(ih, oh, ResizeScale(ih, oh, align_corners_), align_corners_, half_pixel_centers_);
-      const std::vector<int64_t> xs =
-          NearestSources(iw, ow, ResizeScale(iw, ow, align_corners_), align_corners_, half_pixel_centers_);
+      const float sy = ResizeScale(ih, oh, align_corners_), sx = ResizeScale(iw, ow, align_corners_);
       const T* g = grads.data<T>();
       for (int64_t b = 0; b < batch; ++b) {
         for (int64_t y = 0; y < oh; ++y) {
-          A* row = sum + (b * ih + ys[y]) * iw * ch;
+          A* row = sum + (b * ih + NearestSource(y, ih, sy, align_corners_, half_pixel_centers_)) * iw * ch;
           const T* src = g + (b * oh + y) * ow * ch;
           for (int64_t x = 0; x < ow; ++x) {
-            for (int64_t c = 0; c < ch; ++c) row[xs[x] * ch + c] += static_cast<A>(src[x * ch + c]);
+            const int64_t to = NearestSource(x, iw, sx, align_corners_, half_pixel_centers_) * ch;
+            for (int64_t c = 0; c < ch; ++c) row[to + c] += static_cast<A>(src[x * ch + c]);
           }
         }
       }

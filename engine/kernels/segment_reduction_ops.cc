@@ -115,7 +115,11 @@ class SortedSegmentOp : public OpKernel {
                   absl::InvalidArgumentError(absl::StrCat("segment_ids must be sorted ascending: segment_ids[", i,
                                                           "] = ", v, " follows ", IndexAt(ids, i - 1))));
     }
-    std::vector<int64_t> dims{n == 0 ? 0 : IndexAt(ids, n - 1) + 1};
+    const int64_t last = n == 0 ? -1 : IndexAt(ids, n - 1);
+    OP_REQUIRES(ctx, last < kMaxTensorElements,
+                absl::InvalidArgumentError(absl::StrCat("segment_ids[", n - 1, "] = ", last,
+                                                        " makes more output rows than a tensor can hold")));
+    std::vector<int64_t> dims{last + 1};
     for (int d = 1; d < data.dims(); ++d) dims.push_back(data.dim_size(d));
     auto shape = TensorShape::Build(dims);
     OP_REQUIRES(ctx, shape.ok(), absl::InvalidArgumentError(absl::StrCat("output shape: ", shape.status().message())));

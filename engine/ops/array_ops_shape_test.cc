@@ -365,12 +365,25 @@ TEST_F(ArrayShapeTest, MatrixValuesThroughReshapeConcatAndExpandDims) {
   // A matrix is no shape: a Fill of [[2, 3]] reshaped from a matrix, and an
   // Add of a matrix, know no value.
   Output one_row = b_.Op("one_row", "ExpandDims", {Ints("p2", {2, 3}), Int("a4", 0)});
+  EXPECT_EQ(Shape(b_.Op("fill_of_matrix", "Fill", {one_row, b_.Scalar<float>("z1", 0)})), "<unknown>");
   EXPECT_EQ(Shape(b_.Op("fill_matrix", "Fill", {b_.Op("plus", "Add", {one_row, Int("zero", 0)}),
                                                 b_.Scalar<float>("z2", 0)})),
             "<unknown>");
   EXPECT_EQ(Shape(b_.Op("fill_flat", "Fill", {b_.Op("flat", "Reshape", {one_row, Ints("m1", {-1})}),
                                               b_.Scalar<float>("z3", 0)})),
             "[2,3]");
+}
+
+// A depthwise convolution's output channels are the input's times the
+// filter's multiplier, two shapes' dims: a product past any tensor is the
+// node's error (it overflowed int64).
+TEST_F(ArrayShapeTest, DepthwiseOutputChannelsPastAnyTensorAreAnError) {
+  Output x = Input("x", {1, 1, 1, int64_t{1} << 40});
+  Output f = Input("f", {1, 1, -1, int64_t{1} << 40});
+  const std::string s =
+      Shape(b_.Op("dw", "DepthwiseConv2dNative", {x, f},
+                  {{"strides", MakeAttr(std::vector<int64_t>{1, 1, 1, 1})}, {"padding", MakeAttr("SAME")}}));
+  EXPECT_NE(s.find("more output channels than a tensor can hold"), std::string::npos) << s;
 }
 
 }  // namespace

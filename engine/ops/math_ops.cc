@@ -297,12 +297,13 @@ REGISTER_OP("Atan2")
     });
 // polygamma(a, x), the a-th derivative of digamma at x, for whole a >= 0 (NaN
 // otherwise). Differentiable in x only: d/dx = polygamma(a + 1, x)
-// (TensorFlow's _PolygammaGrad).
+// (TensorFlow's _PolygammaGrad). half and bfloat16 beyond TensorFlow's
+// types: Digamma's gradient of those types needs them.
 REGISTER_OP("Polygamma")
     .Input("a: T")
     .Input("x: T")
     .Output("z: T")
-    .Attr("T: {float, double}")
+    .Attr("T: {bfloat16, half, float, double}")
     .SetShapeFn(shape_fns::BroadcastBinary)
     .SetGradient([](GradientBuilder* g) {
       Output a = g->input(0), x = g->input(1);

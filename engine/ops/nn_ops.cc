@@ -195,6 +195,10 @@ absl::Status ConvShape(InferenceContext* c, bool depthwise) {
   int64_t out_channels = filter.dim(3);
   if (depthwise) {
     const int64_t multiplier = filter.dim(3), channels = depth != kUnknownDim ? depth : filter.dim(2);
+    if (multiplier > 0 && channels > kMaxTensorElements / multiplier) {
+      return c->Error(absl::StrCat(channels, " channels times multiplier ", multiplier,
+                                   " is more output channels than a tensor can hold"));
+    }
     out_channels = multiplier == kUnknownDim || channels == kUnknownDim ? kUnknownDim : channels * multiplier;
   }
   c->set_output(0, Shape4(d, in.dim(d.batch), oh, ow, out_channels));

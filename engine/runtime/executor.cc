@@ -252,12 +252,14 @@ class ExecutorImpl : public Executor {
   }
   // Takes back a deleted frame's reset iteration states, keeping at most
   // kMaxCachedFrameIterations per frame (a loop nested in a loop has a frame
-  // per running outer iteration).
+  // per running outer iteration) and kMaxCachedFrameBytes of input slots.
   void ReturnFrameIterations(size_t frame_index, std::vector<std::unique_ptr<IterationState>> states) const {
+    const size_t slot_bytes = sizeof(Entry) * static_cast<size_t>(graph_.frames[frame_index].total_inputs) + 1;
+    const size_t most = std::max<size_t>(1, std::min(kMaxCachedFrameIterations, kMaxCachedFrameBytes / slot_bytes));
     absl::MutexLock lock(&frame_cache_mu_);
     std::vector<std::unique_ptr<IterationState>>& cached = frame_cache_[frame_index];
     for (auto& state : states) {
-      if (cached.size() >= kMaxCachedFrameIterations) break;
+      if (cached.size() >= most) break;
       cached.push_back(std::move(state));
     }
   }
@@ -265,6 +267,7 @@ class ExecutorImpl : public Executor {
  private:
   static constexpr size_t kMaxCachedRootIterations = 4;
   static constexpr size_t kMaxCachedFrameIterations = 64;
+  static constexpr size_t kMaxCachedFrameBytes = size_t{16} << 20;
 
   ExecutorParams params_;
   ExecutorGraph graph_;
@@ -489,7 +492,11 @@ absl::Status ExecutorState::RunSync(const TaggedNode& tagged, Entry* inputs, OpK
   // Timed for ScheduleReady's inline rule; in a loop, one iteration in
   // kTimedIterationEvery is enough (two clock reads were ~3% of a step of
   // small loop-body kernels).
-  if (item.is_expensive && tagged.iter % kTimedIterationEvery == 0) {
+  // A node not timed yet is timed in any iteration (one dead in iterations
+  // 0, 8, ... would otherwise never be, and always go to the pool).
+  if (item.is_expensive &&
+      (tagged.iter % kTimedIterationEvery == 0 ||
+       impl_->last_compute_ns(item.node->id()).load(std::memory_order_relaxed) < 0)) {
     const int64_t compute_start = NowNanos();
     item.kernel->Compute(&ctx);
     impl_->last_compute_ns(item.node->id()).store(NowNanos() - compute_start, std::memory_order_relaxed);

@@ -6,10 +6,12 @@
 // attrs; finite-difference gradients of the forward ops in float64.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/kernels/harness/op_harness.h"
 
 namespace sluice {
@@ -33,8 +35,8 @@ float Scale(int64_t in, int64_t out, bool align) {
 // Bilinear: (lower, upper, fraction) of output coordinate i.
 void Bilinear(int64_t i, int64_t in, float scale, bool half, int64_t* lo, int64_t* hi, double* frac) {
   const float src = half ? (static_cast<float>(i) + 0.5f) * scale - 0.5f : static_cast<float>(i) * scale;
-  *lo = std::max<int64_t>(static_cast<int64_t>(std::floor(src)), 0);
-  *hi = std::min<int64_t>(static_cast<int64_t>(std::ceil(src)), in - 1);
+  *lo = std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(std::floor(src)), 0), in - 1);
+  *hi = std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(std::ceil(src)), 0), in - 1);
   *frac = src - std::floor(src);
 }
 
@@ -106,6 +108,22 @@ std::vector<OpCase> ForwardCases(DataType dtype, Rng* rng, bool bilinear) {
       cases.push_back(std::move(c));
     }
   }
+  if (dtype == DT_FLOAT) {
+    // One pixel to 2^25: the source of the last column, (2^25 - 1) / 2^25
+    // in float, rounds to 1.0 itself, past the image; every output must be
+    // the pixel (the gradient op's case below writes that column's sum).
+    OpCase c;
+    c.description = "1 pixel to 1x2^25";
+    c.inputs = {FromDoubles(dtype, TensorShape({1, 1, 1, 1}), {7}), SizeTensor(1, int64_t{1} << 25)};
+    c.check = [](const std::vector<Tensor>& out) {
+      const auto* v = out[0].data<float>();
+      for (int64_t i = 0; i < out[0].NumElements(); ++i) {
+        if (v[i] != 7) return absl::InternalError(absl::StrCat("output ", i, " is ", v[i], ", not the pixel's 7"));
+      }
+      return absl::OkStatus();
+    };
+    cases.push_back(std::move(c));
+  }
   Tensor image = RandomTensor(dtype, in_shape, rng, 0, 9);
   cases.push_back(ErrorCase("both pixel rules", {image, SizeTensor(3, 3)},
                             {{"align_corners", MakeAttr(true)}, {"half_pixel_centers", MakeAttr(true)}},
@@ -144,6 +162,26 @@ std::vector<OpCase> GradCases(DataType dtype, Rng* rng, bool bilinear) {
       if (dtype == DT_HALF || dtype == DT_BFLOAT16) c.tolerance = 3e-2;
       cases.push_back(std::move(c));
     }
+  }
+  if (dtype == DT_FLOAT) {
+    // 2^25 columns of ones back to one pixel: the last one's source rounds to
+    // the column past the image (see ForwardCases); all of them land on it.
+    OpCase c;
+    c.description = "1x2^25 back to 1 pixel";
+    const int64_t wide = int64_t{1} << 25;
+    Tensor ones(DT_FLOAT, TensorShape({1, 1, wide, 1}));
+    std::fill(ones.data<float>(), ones.data<float>() + wide, 1.0f);
+    c.inputs = {ones, bilinear ? FromDoubles(dtype, TensorShape({1, 1, 1, 1}), {0}) : SizeTensor(1, 1)};
+    // A float sum of 2^25 ones stops growing at 2^24: the check is that
+    // they all landed on the one pixel (and, under ASan, nowhere else).
+    c.check = [](const std::vector<Tensor>& out) {
+      const float v = out[0].data<float>()[0];
+      if (out[0].NumElements() != 1 || !(v >= 16777216.0f && v <= 33554432.0f)) {
+        return absl::InternalError(absl::StrCat("the pixel's gradient is ", v, ", not in [2^24, 2^25]"));
+      }
+      return absl::OkStatus();
+    };
+    cases.push_back(std::move(c));
   }
   Tensor grads = RandomTensor(bilinear ? DT_FLOAT : dtype, TensorShape({2, 3, 3, 3}), rng);
   cases.push_back(ErrorCase("both pixel rules",

@@ -132,6 +132,11 @@ std::vector<OpCase> SortedCases(DataType dtype, Rng* rng, Kind kind) {
   cases.push_back(ErrorCase("unsorted ids", {data, Ids(DT_INT32, {1, 0, 2}, TensorShape({3}))}, {}, "sorted ascending"));
   cases.push_back(ErrorCase("negative id", {data, Ids(DT_INT32, {-1, 0, 0}, TensorShape({3}))}, {}, "negative"));
   cases.push_back(ErrorCase("one id short", {data, Ids(DT_INT32, {0, 1}, TensorShape({2}))}, {}, "one id per row"));
+  // The last id + 1 rows: not past int64 (it overflowed).
+  cases.push_back(ErrorCase("last id at the end of int64",
+                            {RandomTensor(dtype, TensorShape({1}), rng),
+                             Ids(DT_INT64, {std::numeric_limits<int64_t>::max()}, TensorShape({1}))},
+                            {}, "more output rows"));
   return cases;
 }
 

@@ -1,6 +1,7 @@
 // CPU kernels for the indexing array ops: Gather, GatherV2, OneHot,
 // DynamicPartition, DynamicStitch (dtype-generic row copies) and the summing
-// scatters UnsortedSegmentSum and _IndexedSlicesToDense (numeric types).
+// scatter _IndexedSlicesToDense (numeric types; UnsortedSegmentSum's kernel
+// is in segment_reduction_ops.cc).
 // Gather's body, array_util::GatherToOutput, also serves ResourceGather
 // (resource_variable_ops.cc).
 // Every index is range-checked before anything is written. Stateless; Compute
@@ -219,34 +220,6 @@ void SumRows(const Tensor& data, const Tensor& ids, int64_t n, int64_t inner, co
 }
 
 template <typename T>
-class UnsortedSegmentSumOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& data = ctx->input(0);
-    const Tensor& ids = ctx->input(1);
-    auto num = array_util::IndexScalar(ctx->input(2), "num_segments");
-    OP_REQUIRES_OK(ctx, num.status());
-    OP_REQUIRES(ctx, *num >= 0, absl::InvalidArgumentError(absl::StrCat("num_segments must be non-negative, got ", *num)));
-    OP_REQUIRES_OK(ctx, array_util::CheckPrefix(data.shape(), ids.shape(), "segment_ids"));
-    const int64_t n = ids.NumElements();
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t v = IndexAt(ids, i);
-      OP_REQUIRES(ctx, v < *num,
-                  absl::InvalidArgumentError(absl::StrCat("segment_ids[", i, "] = ", v, " is out of range [0, ", *num, ")")));
-    }
-    std::vector<int64_t> dims{*num};
-    for (int d = ids.dims(); d < data.dims(); ++d) dims.push_back(data.dim_size(d));
-    auto shape = TensorShape::Build(dims);
-    OP_REQUIRES(ctx, shape.ok(), absl::InvalidArgumentError(absl::StrCat("output shape: ", shape.status().message())));
-    Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
-    array_util::SetZero(*out);
-    SumRows<T>(data, ids, n, DimProduct(data.shape(), ids.dims(), data.dims()), *out);
-  }
-};
-
-template <typename T>
 class IndexedSlicesToDenseOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -279,8 +252,6 @@ class IndexedSlicesToDenseOp : public OpKernel {
 };
 
 #define SLUICE_REGISTER_SUMS_(T)                                                                         \
-  REGISTER_KERNEL_BUILDER(Name("UnsortedSegmentSum").Device(kDeviceCpu).TypeConstraint<T>("T"),         \
-                          UnsortedSegmentSumOp<T>);                                                     \
   REGISTER_KERNEL_BUILDER(Name("_IndexedSlicesToDense").Device(kDeviceCpu).TypeConstraint<T>("T"),      \
                           IndexedSlicesToDenseOp<T>)
 SLUICE_REGISTER_SUMS_(float);

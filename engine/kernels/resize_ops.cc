@@ -83,6 +83,23 @@ class ResizeKernel : public OpKernel {
     }
     return absl::OkStatus();
   }
+  // The forward ops' checks of input 0 (the images) and input 1 (the size),
+  // and their output allocated: [batch, size[0], size[1], channels].
+  static absl::Status AllocateResized(OpKernelContext* ctx, Tensor** out) {
+    const Tensor& image = ctx->input(0);
+    absl::Status s = Check4D(image, "images");
+    if (!s.ok()) return s;
+    int64_t oh, ow;
+    s = ReadSize(ctx, 1, &oh, &ow);
+    if (!s.ok()) return s;
+    const int64_t batch = image.dim_size(0), ih = image.dim_size(1), iw = image.dim_size(2), ch = image.dim_size(3);
+    if ((ih == 0 || iw == 0) && batch * ch != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot resize an image of shape ", image.shape().DebugString()));
+    }
+    auto shape = TensorShape::Build({batch, oh, ow, ch});
+    if (!shape.ok()) return absl::InvalidArgumentError(absl::StrCat("output shape: ", shape.status().message()));
+    return ctx->allocate_output(0, *shape, out);
+  }
   static absl::Status Check4D(const Tensor& t, const char* what) {
     if (t.dims() != 4) {
       return absl::InvalidArgumentError(
@@ -101,17 +118,11 @@ class ResizeBilinearOp : public ResizeKernel {
   using ResizeKernel::ResizeKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& image = ctx->input(0);
-    OP_REQUIRES_OK(ctx, Check4D(image, "images"));
-    int64_t oh, ow;
-    OP_REQUIRES_OK(ctx, ReadSize(ctx, 1, &oh, &ow));
-    const int64_t batch = image.dim_size(0), ih = image.dim_size(1), iw = image.dim_size(2), ch = image.dim_size(3);
-    OP_REQUIRES(ctx, (ih > 0 && iw > 0) || batch * ch == 0,
-                absl::InvalidArgumentError(absl::StrCat("cannot resize an image of shape ", image.shape().DebugString())));
-    auto shape = TensorShape::Build({batch, oh, ow, ch});
-    OP_REQUIRES(ctx, shape.ok(), absl::InvalidArgumentError(absl::StrCat("output shape: ", shape.status().message())));
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, AllocateResized(ctx, &out));
     if (out->NumElements() == 0) return;
+    const int64_t batch = image.dim_size(0), ih = image.dim_size(1), iw = image.dim_size(2), ch = image.dim_size(3);
+    const int64_t oh = out->dim_size(1), ow = out->dim_size(2);
     const float sy = ResizeScale(ih, oh, align_corners_), sx = ResizeScale(iw, ow, align_corners_);
     const bool half = half_pixel_centers_;
     const T* in = image.data<T>();
@@ -205,17 +216,11 @@ class ResizeNearestNeighborOp : public ResizeKernel {
   using ResizeKernel::ResizeKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& image = ctx->input(0);
-    OP_REQUIRES_OK(ctx, Check4D(image, "images"));
-    int64_t oh, ow;
-    OP_REQUIRES_OK(ctx, ReadSize(ctx, 1, &oh, &ow));
-    const int64_t batch = image.dim_size(0), ih = image.dim_size(1), iw = image.dim_size(2), ch = image.dim_size(3);
-    OP_REQUIRES(ctx, (ih > 0 && iw > 0) || batch * ch == 0,
-                absl::InvalidArgumentError(absl::StrCat("cannot resize an image of shape ", image.shape().DebugString())));
-    auto shape = TensorShape::Build({batch, oh, ow, ch});
-    OP_REQUIRES(ctx, shape.ok(), absl::InvalidArgumentError(absl::StrCat("output shape: ", shape.status().message())));
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, AllocateResized(ctx, &out));
     if (out->NumElements() == 0) return;
+    const int64_t batch = image.dim_size(0), ih = image.dim_size(1), iw = image.dim_size(2), ch = image.dim_size(3);
+    const int64_t oh = out->dim_size(1), ow = out->dim_size(2);
     const float sy = ResizeScale(ih, oh, align_corners_), sx = ResizeScale(iw, ow, align_corners_);
     const T* in = image.data<T>();
     T* o = out->data<T>();

@@ -1,6 +1,5 @@
 // CPU kernels for SegmentSum, SegmentMean, SegmentMax, SegmentMin,
-// UnsortedSegmentMax and UnsortedSegmentMin (UnsortedSegmentSum's is in
-// gather_scatter_ops.cc). One pass over the rows of data in order, each
+// UnsortedSegmentSum, UnsortedSegmentMax and UnsortedSegmentMin. One pass over the rows of data in order, each
 // combined into its segment's output row in the accumulation type (float
 // for half and bfloat16); every id is checked first (sorted ids ascending
 // and non-negative; unsorted ids below num_segments, negative ones dropped).
@@ -28,24 +27,23 @@ enum class Reduce { kSum, kMean, kMax, kMin };
 
 // The value an empty unsorted segment keeps: 0 for sums, the type's lowest
 // for Max and highest for Min (TensorFlow's rule).
-template <typename T>
-T EmptyUnsorted(Reduce r) {
-  if (r == Reduce::kMax) return Eigen::NumTraits<T>::lowest();
-  if (r == Reduce::kMin) return Eigen::NumTraits<T>::highest();
+template <typename T, Reduce R>
+T EmptyUnsorted() {
+  if constexpr (R == Reduce::kMax) return Eigen::NumTraits<T>::lowest();
+  if constexpr (R == Reduce::kMin) return Eigen::NumTraits<T>::highest();
   return T(0);
 }
 
-template <typename A>
-A Combine(Reduce r, A a, A b) {
-  switch (r) {
-    case Reduce::kMax: return std::max(a, b);
-    case Reduce::kMin: return std::min(a, b);
-    default:
-      if constexpr (std::is_integral<A>::value) {  // wraps, no signed overflow
-        return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-      } else {
-        return a + b;
-      }
+template <typename A, Reduce R>
+A Combine(A a, A b) {
+  if constexpr (R == Reduce::kMax) {
+    return std::max(a, b);
+  } else if constexpr (R == Reduce::kMin) {
+    return std::min(a, b);
+  } else if constexpr (std::is_integral<A>::value) {  // wraps, no signed overflow
+    return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  } else {
+    return a + b;
   }
 }
 
@@ -53,9 +51,9 @@ A Combine(Reduce r, A a, A b) {
 // inner]); rows with a negative id are skipped. Segments no row reaches keep
 // `empty`. The buffers are tensors: an output too large to sum into fails
 // as a status. REQUIRES: every id < rows.
-template <typename T>
-absl::Status ReduceRows(OpKernelContext* ctx, const Tensor& data, const Tensor& ids, int64_t n, int64_t inner,
-                        Reduce r, T empty, Tensor* out) {
+template <typename T, Reduce R>
+absl::Status ReduceRows(OpKernelContext* ctx, const Tensor& data, const Tensor& ids, int64_t n, int64_t inner, T empty,
+                        Tensor* out) {
   using A = Acc<T>;
   const int64_t rows = out->dim_size(0);
   Tensor acc_t, count_t;
@@ -75,7 +73,7 @@ absl::Status ReduceRows(OpKernelContext* ctx, const Tensor& data, const Tensor& 
     if (count[s]++ == 0) {
       for (int64_t j = 0; j < inner; ++j) dst[j] = static_cast<A>(src[j]);
     } else {
-      for (int64_t j = 0; j < inner; ++j) dst[j] = Combine<A>(r, dst[j], static_cast<A>(src[j]));
+      for (int64_t j = 0; j < inner; ++j) dst[j] = Combine<A, R>(dst[j], static_cast<A>(src[j]));
     }
   }
   T* o = out->data<T>();
@@ -84,7 +82,9 @@ absl::Status ReduceRows(OpKernelContext* ctx, const Tensor& data, const Tensor& 
       T& v = o[s * inner + j];
       if (count[s] == 0) {
         v = empty;
-      } else if (r == Reduce::kMean) {
+        continue;
+      }
+      if constexpr (R == Reduce::kMean) {
         v = static_cast<T>(acc[s * inner + j] / static_cast<A>(count[s]));
       } else {
         v = static_cast<T>(acc[s * inner + j]);
@@ -125,8 +125,9 @@ class SortedSegmentOp : public OpKernel {
     OP_REQUIRES(ctx, shape.ok(), absl::InvalidArgumentError(absl::StrCat("output shape: ", shape.status().message())));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
-    OP_REQUIRES_OK(ctx, ReduceRows<T>(ctx, data, ids, n, array_util::DimProduct(data.shape(), 1, data.dims()), R, T(0),
-                                      out));
+    const int64_t inner = array_util::DimProduct(data.shape(), 1, data.dims());
+    const absl::Status s = ReduceRows<T, R>(ctx, data, ids, n, inner, T(0), out);
+    OP_REQUIRES_OK(ctx, s);
   }
 };
 
@@ -153,8 +154,9 @@ class UnsortedSegmentOp : public OpKernel {
     OP_REQUIRES(ctx, shape.ok(), absl::InvalidArgumentError(absl::StrCat("output shape: ", shape.status().message())));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
-    OP_REQUIRES_OK(ctx, ReduceRows<T>(ctx, data, ids, n, array_util::DimProduct(data.shape(), ids.dims(), data.dims()),
-                                      R, EmptyUnsorted<T>(R), out));
+    const int64_t inner = array_util::DimProduct(data.shape(), ids.dims(), data.dims());
+    const absl::Status s = ReduceRows<T, R>(ctx, data, ids, n, inner, EmptyUnsorted<T, R>(), out);
+    OP_REQUIRES_OK(ctx, s);
   }
 };
 
@@ -177,6 +179,17 @@ SLUICE_REG_(half);
 SLUICE_REG_(bfloat16);
 SLUICE_REG_(int32_t);
 SLUICE_REG_(int64_t);
+#undef SLUICE_REG_
+#define SLUICE_REG_(T)                                                                        \
+  REGISTER_KERNEL_BUILDER(Name("UnsortedSegmentSum").Device(kDeviceCpu).TypeConstraint<T>("T"), \
+                          (UnsortedSegmentOp<T, Reduce::kSum>))
+SLUICE_REG_(float);
+SLUICE_REG_(double);
+SLUICE_REG_(half);
+SLUICE_REG_(bfloat16);
+SLUICE_REG_(int32_t);
+SLUICE_REG_(int64_t);
+SLUICE_REG_(complex64);
 #undef SLUICE_REG_
 
 }  // namespace

@@ -115,7 +115,9 @@ std::vector<int64_t> BroadcastStrides(const TensorShape& in, const TensorShape& 
 // SelectV2: output = condition ? t : e with numpy broadcasting of all three.
 // A scalar condition forwards t or e without a copy when it has the output's
 // shape; same-shape inputs take one vectorized select; anything else walks
-// the output row by row with per-input strides (0 where broadcast).
+// the output row by row with per-input strides (0 where broadcast), over
+// dims merged where every input walks them alike, each row one vectorized
+// select when all three are contiguous along it.
 template <typename T>
 class SelectV2Op : public OpKernel {
  public:
@@ -162,31 +164,55 @@ class SelectV2Op : public OpKernel {
       o[0] = c[0] ? a[0] : b[0];
       return;
     }
-    const int rank = out_shape.dims();
-    const std::vector<int64_t> cs = BroadcastStrides(cond.shape(), out_shape);
-    const std::vector<int64_t> as = BroadcastStrides(t.shape(), out_shape);
-    const std::vector<int64_t> bs = BroadcastStrides(e.shape(), out_shape);
-    const int64_t inner = out_shape.dim_size(rank - 1);
+    // Per output dim, each input's stride (0 where broadcast); adjacent dims
+    // that every input walks alike (contiguously, or not at all) merge, so
+    // a mask [16, 16] over scores [8, 4, 16, 16] is rows of 256.
+    std::vector<int64_t> dims(out_shape.dim_sizes().begin(), out_shape.dim_sizes().end());
+    std::vector<int64_t> cs = BroadcastStrides(cond.shape(), out_shape);
+    std::vector<int64_t> as = BroadcastStrides(t.shape(), out_shape);
+    std::vector<int64_t> bs = BroadcastStrides(e.shape(), out_shape);
+    for (int d = static_cast<int>(dims.size()) - 2; d >= 0; --d) {
+      auto walks_alike = [&](const std::vector<int64_t>& st) {
+        return st[d] == st[d + 1] * dims[d + 1] || (st[d] == 0 && st[d + 1] == 0);
+      };
+      if (!walks_alike(cs) || !walks_alike(as) || !walks_alike(bs)) continue;
+      dims[d] *= dims[d + 1];
+      for (auto* st : {&cs, &as, &bs}) {
+        (*st)[d] = (*st)[d + 1];
+        st->erase(st->begin() + d + 1);
+      }
+      dims.erase(dims.begin() + d + 1);
+    }
+    const int rank = static_cast<int>(dims.size());
+    const int64_t inner = dims[rank - 1];
     const int64_t ci = cs[rank - 1], ai = as[rank - 1], bi = bs[rank - 1];
     cwise::ParallelFor(ctx, n / inner, inner, [&](int64_t lo, int64_t hi) {
       // The index of row `lo` over the outer dims, and each input's offset.
       std::vector<int64_t> index(rank - 1, 0);
       int64_t co = 0, ao = 0, bo = 0, r = lo;
       for (int d = rank - 2; d >= 0; --d) {
-        index[d] = r % out_shape.dim_size(d);
-        r /= out_shape.dim_size(d);
+        index[d] = r % dims[d];
+        r /= dims[d];
         co += index[d] * cs[d];
         ao += index[d] * as[d];
         bo += index[d] * bs[d];
       }
       for (int64_t row = lo; row < hi; ++row) {
         T* dst = o + row * inner;
-        for (int64_t j = 0; j < inner; ++j) dst[j] = c[co + j * ci] ? a[ao + j * ai] : b[bo + j * bi];
+        if constexpr (!std::is_same<T, tstring>::value) {
+          if (ci == 1 && ai == 1 && bi == 1) {  // contiguous: one vectorized select
+            Vec<T>(dst, inner) = CVec<bool>(c + co, inner).select(CVec<T>(a + ao, inner), CVec<T>(b + bo, inner));
+          } else {
+            for (int64_t j = 0; j < inner; ++j) dst[j] = c[co + j * ci] ? a[ao + j * ai] : b[bo + j * bi];
+          }
+        } else {
+          for (int64_t j = 0; j < inner; ++j) dst[j] = c[co + j * ci] ? a[ao + j * ai] : b[bo + j * bi];
+        }
         for (int d = rank - 2; d >= 0; --d) {
           co += cs[d];
           ao += as[d];
           bo += bs[d];
-          if (++index[d] < out_shape.dim_size(d)) break;
+          if (++index[d] < dims[d]) break;
           co -= cs[d] * index[d];
           ao -= as[d] * index[d];
           bo -= bs[d] * index[d];

@@ -195,7 +195,10 @@ REGISTER_OP("GatherNd")
     .SetGradient([](GradientBuilder* g) {
       GraphBuilder& b = g->b();
       Output indices = g->input(1);
-      g->SetInputGrad(0, b.Op("scatter", "ScatterNd", {indices, g->grad(0), ShapeOf(b, g->input(0), indices.dtype())}));
+      // Under bad_indices_policy IGNORE, an ignored index read zeros: its
+      // gradient is dropped by the same policy.
+      g->SetInputGrad(0, b.Op("scatter", "ScatterNd", {indices, g->grad(0), ShapeOf(b, g->input(0), indices.dtype())},
+                              g->ForwardAttrs({"bad_indices_policy"})));
       return absl::OkStatus();
     });
 
@@ -216,7 +219,8 @@ REGISTER_OP("ScatterNd")
       return shape_fns::ShapeFromInput(c, 2);
     })
     .SetGradient([](GradientBuilder* g) {
-      g->SetInputGrad(1, g->b().Op("gather", "GatherNd", {g->grad(0), g->input(0)}));
+      // IGNORE: a dropped update's gradient gathers zeros.
+      g->SetInputGrad(1, g->b().Op("gather", "GatherNd", {g->grad(0), g->input(0)}, g->ForwardAttrs({"bad_indices_policy"})));
       return absl::OkStatus();
     });
 

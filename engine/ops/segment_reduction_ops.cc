@@ -10,9 +10,9 @@
 // Gradients as TensorFlow's _SegmentSumGrad, _SegmentMeanGrad and
 // _SegmentMinOrMaxGrad: the gradient of a row's segment goes back to it
 // (divided by the segment's size for Mean); for Max and Min only to the rows
-// equal to their segment's result, shared equally among ties. (The
-// unsorted gradients gather by id: rows with negative ids, which the forward
-// op drops, make that gather fail.)
+// equal to their segment's result, shared equally among ties. Rows with a
+// negative id, which the unsorted ops drop, get zeros (TensorFlow's
+// _GatherDropNegatives).
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_def.h"
 #include "engine/framework/shape_inference.h"
@@ -59,9 +59,31 @@ absl::Status UnsortedSegmentShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// Gather(params, ids) with the rows of negative ids zero instead of an
+// error: the ids clamped at 0 gathered, then a select by (id >= 0) shaped
+// ids.shape + [1] * (rank(params) - 1), so it broadcasts over each row.
+Output GatherDropNegatives(GraphBuilder& b, Output params, Output ids) {
+  Output zero = b.Op("zero", "ZerosLike", {ids});
+  Output gathered = b.Op("gathered", "Gather", {params, b.Op("clamped", "Maximum", {ids, zero})});
+  Output kept = b.Op("kept", "GreaterEqual", {ids, zero});
+  Output extra = b.Op("extra_rank", "Sub", {b.Op("rank", "Rank", {gathered}), b.Op("ids_rank", "Rank", {ids})});
+  Output ones = b.Op("ones", "Fill", {b.Op("extra", "ExpandDims", {extra, b.Scalar<int32_t>("axis0", 0)}),
+                                      b.Scalar<int32_t>("one", 1)});
+  Output mask_shape = b.Op("mask_shape", "ConcatV2", {b.Op("ids_shape", "Shape", {ids}), ones,
+                                                      b.Scalar<int32_t>("axis", 0)});
+  Output mask = b.Op("mask", "Reshape", {kept, mask_shape});
+  return b.Op("dropped", "SelectV2", {mask, gathered, b.Op("zeros", "ZerosLike", {gathered})});
+}
+
 // Each row gets the gradient of its segment: Gather(grad, ids).
 absl::Status GatherBackGrad(GradientBuilder* g) {
   g->SetInputGrad(0, g->b().Op("gather", "Gather", {g->grad(0), g->input(1)}));
+  return absl::OkStatus();
+}
+
+// The same for the unsorted ops, whose negative ids drop rows.
+absl::Status GatherBackDropNegativesGrad(GradientBuilder* g) {
+  g->SetInputGrad(0, GatherDropNegatives(g->b(), g->grad(0), g->input(1)));
   return absl::OkStatus();
 }
 
@@ -71,11 +93,18 @@ absl::Status GatherBackGrad(GradientBuilder* g) {
 absl::Status MinOrMaxGrad(GradientBuilder* g, bool unsorted) {
   GraphBuilder& b = g->b();
   Output data = g->input(0), ids = g->input(1), grad = g->grad(0);
-  Output selected = b.Op("is_selected", "Equal", {data, b.Op("gathered", "Gather", {g->output(0), ids})});
+  auto gather = [&](const char* name, Output params) -> Output {
+    if (!unsorted) return b.Op(name, "Gather", {params, ids});
+    GraphBuilder sub = b.WithSubPrefix(name);
+    return GatherDropNegatives(sub, params, ids);
+  };
+  // A dropped row (negative id) gathers zeros: it is selected only if it
+  // equals 0, and then its share is 0 too.
+  Output selected = b.Op("is_selected", "Equal", {data, gather("gathered", g->output(0))});
   Output ones = b.Op("selected_as_t", "Cast", {selected}, {{"DstT", MakeAttr(data.dtype())}});
   Output count = unsorted ? b.Op("count", "UnsortedSegmentSum", {ones, ids, g->input(2)})
                           : b.Op("count", "SegmentSum", {ones, ids});
-  Output shared = b.Op("shared", "Gather", {b.Op("weighted", "RealDiv", {grad, count}), ids});
+  Output shared = gather("shared", b.Op("weighted", "RealDiv", {grad, count}));
   g->SetInputGrad(0, b.Op("grad", "SelectV2", {selected, shared, b.Op("zeros", "ZerosLike", {data})}));
   return absl::OkStatus();
 }
@@ -122,7 +151,7 @@ SLUICE_SORTED_SEGMENT_OP_("SegmentMin").SetGradient([](GradientBuilder* g) { ret
       .SetShapeFn(UnsortedSegmentShape)
 
 SLUICE_UNSORTED_SEGMENT_OP_("UnsortedSegmentSum", "{float, double, half, bfloat16, int32, int64, complex64}")
-    .SetGradient(GatherBackGrad);
+    .SetGradient(GatherBackDropNegativesGrad);
 SLUICE_UNSORTED_SEGMENT_OP_("UnsortedSegmentMax", "{float, double, half, bfloat16, int32, int64}")
     .SetGradient([](GradientBuilder* g) { return MinOrMaxGrad(g, true); });
 SLUICE_UNSORTED_SEGMENT_OP_("UnsortedSegmentMin", "{float, double, half, bfloat16, int32, int64}")

@@ -313,7 +313,8 @@ def check_more_ops(run_graphdef, workdir):
             "scatter_nd": tf.scatter_nd([[1], [3], [1]], x[:3], [5, 6]),
             "segment_sum": tf.math.segment_sum(x, [0, 0, 2, 2]), "segment_mean": tf.math.segment_mean(x, [0, 1, 1, 1]),
             "segment_max": tf.math.segment_max(x, [0, 0, 1, 3]), "segment_min": tf.math.segment_min(x, [1, 1, 1, 2]),
-            "unsorted_segment_max": tf.math.unsorted_segment_max(x, [2, 0, 2, 1], 3),
+            "unsorted_segment_max": tf.math.unsorted_segment_max(x, [2, -1, 2, 1], 3),
+            "unsorted_segment_sum": tf.math.unsorted_segment_sum(x, [1, -1, 0, 1], 2),
             "unsorted_segment_min": tf.math.unsorted_segment_min(seq, [[1, 0, 1, 1, 2], [0, 0, 2, 1, 2], [2, 1, 0, 0, 1]], 3),
             "where": tf.where(x > 0.5), "setdiff": tf1.setdiff1d(tf.constant([4, 1, 7, 1, 3]), tf.constant([1, 3]))[0],
         }

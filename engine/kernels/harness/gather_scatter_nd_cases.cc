@@ -143,6 +143,8 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"GatherNd", AllSupportedTypes(), [](DataType 
     c.inputs = {params, IndexTensor(DT_INT32, {2, 9}, TensorShape({2, 1}))};
     c.attrs = {{"bad_indices_policy", MakeAttr("IGNORE")}};
     c.expected = {want};
+    c.check_gradient = dt == DT_DOUBLE;  // the ignored row's gradient is dropped
+    c.grad_inputs = {0};
     cases.push_back(std::move(c));
   }
   return cases;
@@ -191,6 +193,8 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
                     FromDoubles(dt, TensorShape({2, 3}), {1, 2, 3, 4, 5, 6}), shape};
         c.attrs = {{"bad_indices_policy", MakeAttr("IGNORE")}};
         c.expected = {FromDoubles(dt, TensorShape({4, 3}), {0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 0, 0})};
+        c.check_gradient = dt == DT_DOUBLE;  // the dropped update's gradient gathers zeros
+        c.grad_inputs = {1};
         cases.push_back(std::move(c));
       }
       cases.push_back(ErrorCase("negative dim",

@@ -2,7 +2,8 @@
 // filter [h, w, C, M], output channel c * M + q; SAME or VALID, dilation 1,
 // TensorFlow's window rules through nn_util.h). Direct loops: per output
 // pixel, the window's taps each multiply C input values by their M filters,
-// summed in float (double for double). The forward pass runs output rows in
+// summed in float (double for double); with M = 1 (MobileNet's) a tap is one
+// contiguous run over the channels, which the compiler vectorizes. The forward pass runs output rows in
 // parallel chunks; the backprops sum into one buffer of their output in
 // order (the same bits on any number of threads).
 // Thread safety: kernels are stateless.
@@ -118,6 +119,10 @@ class DepthwiseConv2dOp : public DepthwiseKernel {
           A* acc = sum.data() + (out_pixel - row * g.cols.out) * CM;
           const T* x = in + in_pixel * C;
           const T* w = f + tap * CM;
+          if (M == 1) {  // the common case (MobileNet's): one contiguous, vectorizable run
+            for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<A>(x[c]) * static_cast<A>(w[c]);
+            return;
+          }
           for (int64_t c = 0; c < C; ++c) {
             const A v = static_cast<A>(x[c]);
             for (int64_t q = 0; q < M; ++q) acc[c * M + q] += v * static_cast<A>(w[c * M + q]);
@@ -159,6 +164,10 @@ class DepthwiseBackpropInputOp : public DepthwiseKernel {
         A* acc = sum + in_pixel * C;
         const T* d = dy + out_pixel * CM;
         const T* w = f + tap * CM;
+        if (M == 1) {
+          for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<A>(d[c]) * static_cast<A>(w[c]);
+          return;
+        }
         for (int64_t c = 0; c < C; ++c) {
           A v = 0;
           for (int64_t q = 0; q < M; ++q) v += static_cast<A>(d[c * M + q]) * static_cast<A>(w[c * M + q]);
@@ -200,6 +209,10 @@ class DepthwiseBackpropFilterOp : public DepthwiseKernel {
         A* acc = sum + tap * CM;
         const T* x = in + in_pixel * C;
         const T* d = dy + out_pixel * CM;
+        if (M == 1) {
+          for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<A>(x[c]) * static_cast<A>(d[c]);
+          return;
+        }
         for (int64_t c = 0; c < C; ++c) {
           const A v = static_cast<A>(x[c]);
           for (int64_t q = 0; q < M; ++q) acc[c * M + q] += v * static_cast<A>(d[c * M + q]);

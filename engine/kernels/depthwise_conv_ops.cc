@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -89,6 +90,30 @@ class DepthwiseKernel : public OpKernel {
   }
 
  protected:
+  // The backprops' common frame: out_backprop (input 2) checked against the
+  // output of `g`, output 0 of shape `result` allocated, and
+  // `accumulate(sum)` run (when there is a gradient) over a zeroed buffer of
+  // that shape in the accumulation type, which is then cast into output 0.
+  // The buffer is a tensor: a huge size read from an input fails as a
+  // status.
+  template <typename T, typename F>
+  static void Backprop(OpKernelContext* ctx, const DepthwiseGeometry& g, const TensorShape& result, const F& accumulate) {
+    const Tensor& dout = ctx->input(2);
+    OP_REQUIRES(ctx, dout.shape() == g.output,
+                absl::InvalidArgumentError(absl::StrCat("out_backprop must have the output's shape ",
+                                                        g.output.DebugString(), ", got ", dout.shape().DebugString())));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, result, &out));
+    using A = typename AccumulatorType<T>::type;
+    Tensor sum_t;
+    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<A>::value, result, &sum_t));
+    A* sum = sum_t.data<A>();
+    std::fill(sum, sum + sum_t.NumElements(), A(0));
+    if (dout.NumElements() > 0) accumulate(sum);
+    T* o = out->data<T>();
+    for (int64_t i = 0; i < sum_t.NumElements(); ++i) o[i] = static_cast<T>(sum[i]);
+  }
+
   std::vector<int64_t> strides_;
   std::string padding_;
 };
@@ -143,23 +168,13 @@ class DepthwiseBackpropInputOp : public DepthwiseKernel {
     TensorShape input_shape;
     OP_REQUIRES_OK(ctx, ShapeFromTensor(ctx->input(0), 4, &input_shape));
     const Tensor& filter = ctx->input(1);
-    const Tensor& dout = ctx->input(2);
     DepthwiseGeometry g;
     OP_REQUIRES_OK(ctx, MakeGeometry(input_shape, filter.shape(), strides_, padding_, &g));
-    OP_REQUIRES(ctx, dout.shape() == g.output,
-                absl::InvalidArgumentError(absl::StrCat("out_backprop must have the output's shape ",
-                                                        g.output.DebugString(), ", got ", dout.shape().DebugString())));
-    Tensor* dx;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input_shape, &dx));
-    using A = typename AccumulatorType<T>::type;
     const int64_t C = g.channels, M = g.multiplier, CM = C * M;
-    Tensor sum_t;  // a tensor, so a huge input_sizes fails as a status
-    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<A>::value, input_shape, &sum_t));
-    A* sum = sum_t.data<A>();
-    std::fill(sum, sum + sum_t.NumElements(), A(0));
     const T* f = filter.data<T>();
-    const T* dy = dout.data<T>();
-    if (dout.NumElements() > 0) {
+    const T* dy = ctx->input(2).data<T>();
+    Backprop<T>(ctx, g, input_shape, [&](auto* sum) {
+      using A = std::remove_pointer_t<decltype(sum)>;
       ForEachTap(g, 0, g.batch * g.rows.out, [&](int64_t out_pixel, int64_t in_pixel, int64_t tap) {
         A* acc = sum + in_pixel * C;
         const T* d = dy + out_pixel * CM;
@@ -174,9 +189,7 @@ class DepthwiseBackpropInputOp : public DepthwiseKernel {
           acc[c] += v;
         }
       });
-    }
-    T* o = dx->data<T>();
-    for (int64_t i = 0; i < sum_t.NumElements(); ++i) o[i] = static_cast<T>(sum[i]);
+    });
   }
 };
 
@@ -188,23 +201,13 @@ class DepthwiseBackpropFilterOp : public DepthwiseKernel {
     const Tensor& input = ctx->input(0);
     TensorShape filter_shape;
     OP_REQUIRES_OK(ctx, ShapeFromTensor(ctx->input(1), 4, &filter_shape));
-    const Tensor& dout = ctx->input(2);
     DepthwiseGeometry g;
     OP_REQUIRES_OK(ctx, MakeGeometry(input.shape(), filter_shape, strides_, padding_, &g));
-    OP_REQUIRES(ctx, dout.shape() == g.output,
-                absl::InvalidArgumentError(absl::StrCat("out_backprop must have the output's shape ",
-                                                        g.output.DebugString(), ", got ", dout.shape().DebugString())));
-    Tensor* df;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, filter_shape, &df));
-    using A = typename AccumulatorType<T>::type;
     const int64_t C = g.channels, M = g.multiplier, CM = C * M;
-    Tensor sum_t;  // a tensor, so a huge filter_sizes fails as a status
-    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<A>::value, filter_shape, &sum_t));
-    A* sum = sum_t.data<A>();
-    std::fill(sum, sum + sum_t.NumElements(), A(0));
     const T* in = input.data<T>();
-    const T* dy = dout.data<T>();
-    if (dout.NumElements() > 0) {
+    const T* dy = ctx->input(2).data<T>();
+    Backprop<T>(ctx, g, filter_shape, [&](auto* sum) {
+      using A = std::remove_pointer_t<decltype(sum)>;
       ForEachTap(g, 0, g.batch * g.rows.out, [&](int64_t out_pixel, int64_t in_pixel, int64_t tap) {
         A* acc = sum + tap * CM;
         const T* x = in + in_pixel * C;
@@ -218,9 +221,7 @@ class DepthwiseBackpropFilterOp : public DepthwiseKernel {
           for (int64_t q = 0; q < M; ++q) acc[c * M + q] += v * static_cast<A>(d[c * M + q]);
         }
       });
-    }
-    T* o = df->data<T>();
-    for (int64_t i = 0; i < sum_t.NumElements(); ++i) o[i] = static_cast<T>(sum[i]);
+    });
   }
 };
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/kernels/accumulate.h"
 #include "engine/kernels/array_kernel_util.h"
 
 namespace sluice {
@@ -67,13 +68,22 @@ absl::StatusOr<Tensor> SliceOffsets(OpKernelContext* ctx, const Tensor& indices,
   return offsets_t;
 }
 
-class GatherNdOp : public OpKernel {
+// GatherNd's and ScatterNd's common attr.
+class NdIndexKernel : public OpKernel {
  public:
-  explicit GatherNdOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+  explicit NdIndexKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
     auto ignore = IgnoresBadIndices(ctx);
     OP_REQUIRES_OK(ctx, ignore.status());
     ignore_bad_ = *ignore;
   }
+
+ protected:
+  bool ignore_bad_ = false;
+};
+
+class GatherNdOp : public NdIndexKernel {
+ public:
+  using NdIndexKernel::NdIndexKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& params = ctx->input(0);
     const Tensor& indices = ctx->input(1);
@@ -102,29 +112,12 @@ class GatherNdOp : public OpKernel {
       array_util::CopyElements(params, offsets[i] * slice, *out, i * slice, slice);
     }
   }
-
- private:
-  bool ignore_bad_ = false;
 };
 
-// a + b; integers wrap around (no signed overflow).
 template <typename T>
-T Sum(T a, T b) {
-  if constexpr (std::is_integral<T>::value) {
-    return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-  } else {
-    return static_cast<T>(a + b);
-  }
-}
-
-template <typename T>
-class ScatterNdOp : public OpKernel {
+class ScatterNdOp : public NdIndexKernel {
  public:
-  explicit ScatterNdOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    auto ignore = IgnoresBadIndices(ctx);
-    OP_REQUIRES_OK(ctx, ignore.status());
-    ignore_bad_ = *ignore;
-  }
+  using NdIndexKernel::NdIndexKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& indices = ctx->input(0);
     const Tensor& updates = ctx->input(1);
@@ -160,12 +153,9 @@ class ScatterNdOp : public OpKernel {
       if (offsets[i] < 0) continue;  // ignored
       T* dst = o + offsets[i] * slice;
       const T* src = u + i * slice;
-      for (int64_t j = 0; j < slice; ++j) dst[j] = Sum(dst[j], src[j]);
+      for (int64_t j = 0; j < slice; ++j) dst[j] = WrappingAdd(dst[j], src[j]);
     }
   }
-
- private:
-  bool ignore_bad_ = false;
 };
 
 REGISTER_KERNEL_BUILDER(Name("GatherNd").Device(kDeviceCpu), GatherNdOp);

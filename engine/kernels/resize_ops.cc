@@ -21,6 +21,7 @@
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/array_kernel_util.h"
 #include "engine/kernels/cwise_ops_common.h"
+#include "engine/kernels/nn_util.h"
 
 namespace sluice {
 namespace {
@@ -153,9 +154,6 @@ class ResizeBilinearOp : public ResizeKernel {
 };
 
 template <typename T>
-using GradAccumulator = typename std::conditional<std::is_same<T, double>::value, double, float>::type;
-
-template <typename T>
 class ResizeBilinearGradOp : public ResizeKernel {
  public:
   using ResizeKernel::ResizeKernel;
@@ -175,7 +173,7 @@ class ResizeBilinearGradOp : public ResizeKernel {
                                                         " has no pixel to send gradients to")));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, image.shape(), &out));
-    using A = GradAccumulator<T>;
+    using A = typename AccumulatorType<T>::type;
     Tensor sum_t;  // a tensor: an allocation failure is a status
     OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<A>::value, image.shape(), &sum_t));
     A* sum = sum_t.data<A>();
@@ -251,7 +249,7 @@ class ResizeNearestNeighborGradOp : public ResizeKernel {
     OP_REQUIRES(ctx, shape.ok(), absl::InvalidArgumentError(absl::StrCat("output shape: ", shape.status().message())));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
-    using A = GradAccumulator<T>;
+    using A = typename AccumulatorType<T>::type;
     Tensor sum_t;  // a tensor: an allocation failure is a status
     OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<A>::value, out->shape(), &sum_t));
     A* sum = sum_t.data<A>();

@@ -10,41 +10,25 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/kernels/accumulate.h"
 #include "engine/kernels/array_kernel_util.h"
 #include "engine/kernels/cwise_ops_common.h"
 
 namespace sluice {
 namespace {
 
-template <typename T>
-using Accumulator = typename std::conditional<std::is_same<T, half>::value || std::is_same<T, bfloat16>::value,
-                                              float, T>::type;
-
-// Integers wrap around (in uint64_t: no signed overflow, and no promotion
-// of uint16 to int), as TensorFlow's Eigen scans do in practice.
+// Integers wrap around (accumulate.h).
 struct SumOp {
   template <typename A>
   static A Identity() { return A(0); }
   template <typename A>
-  static A Apply(A a, A b) {
-    if constexpr (std::is_integral<A>::value) {
-      return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-    } else {
-      return a + b;
-    }
-  }
+  static A Apply(A a, A b) { return WrappingAdd(a, b); }
 };
 struct ProdOp {
   template <typename A>
   static A Identity() { return A(1); }
   template <typename A>
-  static A Apply(A a, A b) {
-    if constexpr (std::is_integral<A>::value) {
-      return static_cast<A>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-    } else {
-      return a * b;
-    }
-  }
+  static A Apply(A a, A b) { return WrappingMul(a, b); }
 };
 
 template <typename T, typename Op>
@@ -75,7 +59,7 @@ class ScanOp : public OpKernel {
     const T* in = x.data<T>();
     T* o = out->data<T>();
     const bool exclusive = exclusive_, reverse = reverse_;
-    using A = Accumulator<T>;
+    using A = RunningType<T>;
     // One outer row (n * inner elements) per unit of work; its inner lines
     // are scanned together, a row of `inner` running values at a time.
     cwise::ParallelFor(ctx, outer, n * inner, [&](int64_t first, int64_t last) {

@@ -13,15 +13,13 @@
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/kernels/accumulate.h"
 #include "engine/kernels/array_kernel_util.h"
 
 namespace sluice {
 namespace {
 
 using array_util::IndexAt;
-
-template <typename T>
-using Acc = typename std::conditional<std::is_same<T, half>::value || std::is_same<T, bfloat16>::value, float, T>::type;
 
 enum class Reduce { kSum, kMean, kMax, kMin };
 
@@ -40,10 +38,8 @@ A Combine(A a, A b) {
     return std::max(a, b);
   } else if constexpr (R == Reduce::kMin) {
     return std::min(a, b);
-  } else if constexpr (std::is_integral<A>::value) {  // wraps, no signed overflow
-    return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
   } else {
-    return a + b;
+    return WrappingAdd(a, b);
   }
 }
 
@@ -54,7 +50,7 @@ A Combine(A a, A b) {
 template <typename T, Reduce R>
 absl::Status ReduceRows(OpKernelContext* ctx, const Tensor& data, const Tensor& ids, int64_t n, int64_t inner, T empty,
                         Tensor* out) {
-  using A = Acc<T>;
+  using A = RunningType<T>;
   const int64_t rows = out->dim_size(0);
   Tensor acc_t, count_t;
   absl::Status st = ctx->allocate_temp(DataTypeToEnum<A>::value, out->shape(), &acc_t);

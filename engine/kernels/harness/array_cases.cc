@@ -31,15 +31,6 @@ const std::vector<DataType>& NumericTypes() {
 
 TensorShape S(std::initializer_list<int64_t> dims) { return TensorShape(dims); }
 
-// Random values of any dtype (strings: short random words).
-Tensor Rand(DataType dtype, const TensorShape& shape, Rng* rng) {
-  if (dtype == DT_STRING) {
-    Tensor t(DT_STRING, shape);
-    for (int64_t i = 0; i < t.NumElements(); ++i) t.data<tstring>()[i] = "s" + std::to_string((*rng)() % 1000);
-    return t;
-  }
-  return RandomTensor(dtype, shape, rng, -5, 5);
-}
 
 Tensor Ints(DataType dtype, const Index& values, std::optional<TensorShape> shape = std::nullopt) {
   TensorShape s = shape ? *shape : TensorShape({static_cast<int64_t>(values.size())});
@@ -72,26 +63,12 @@ void CopyOne(const Tensor& src, int64_t si, const Tensor& dst, int64_t di) {
   std::memcpy(static_cast<char*>(dst.raw_data()) + di * b, static_cast<const char*>(src.raw_data()) + si * b, b);
 }
 
-Index Unravel(int64_t flat, const TensorShape& s) {
-  Index idx(s.dims());
-  for (int d = s.dims() - 1; d >= 0; --d) {
-    idx[d] = flat % s.dim_size(d);
-    flat /= s.dim_size(d);
-  }
-  return idx;
-}
-
-int64_t Ravel(const Index& idx, const TensorShape& s) {
-  int64_t flat = 0;
-  for (int d = 0; d < s.dims(); ++d) flat = flat * s.dim_size(d) + idx[d];
-  return flat;
-}
 
 // out[i] = in[src_of(index of i)], or zero when src_of returns -1.
 Tensor Remap(const Tensor& in, const TensorShape& out_shape, const std::function<int64_t(const Index&)>& src_of) {
   Tensor out = Zeros(in.dtype(), out_shape);
   for (int64_t i = 0; i < out_shape.num_elements(); ++i) {
-    const int64_t s = src_of(Unravel(i, out_shape));
+    const int64_t s = src_of(UnravelIndex(i, out_shape));
     if (s >= 0) CopyOne(in, s, out, i);
   }
   return out;
@@ -105,10 +82,10 @@ Tensor ConcatRef(const std::vector<Tensor>& inputs, int axis) {
   TensorShape out_shape(dims);
   Tensor out = Zeros(inputs[0].dtype(), out_shape);
   for (int64_t i = 0; i < out_shape.num_elements(); ++i) {
-    Index idx = Unravel(i, out_shape);
+    Index idx = UnravelIndex(i, out_shape);
     size_t k = 0;
     while (idx[axis] >= inputs[k].dim_size(axis)) idx[axis] -= inputs[k++].dim_size(axis);
-    CopyOne(inputs[k], Ravel(idx, inputs[k].shape()), out, i);
+    CopyOne(inputs[k], RavelIndex(idx, inputs[k].shape()), out, i);
   }
   return out;
 }
@@ -120,7 +97,7 @@ Tensor StridedRef(const Tensor& in, const Index& begin, const Index& stride, con
   Tensor out = Remap(in, space, [&](const Index& idx) {
     Index src(idx.size());
     for (size_t d = 0; d < idx.size(); ++d) src[d] = begin[d] + idx[d] * stride[d];
-    return Ravel(src, in.shape());
+    return RavelIndex(src, in.shape());
   });
   return *out.Reshaped(out_shape);
 }
@@ -139,7 +116,7 @@ OpCase Case(std::string description, std::vector<Tensor> inputs, AttrList attrs,
 // ---------------------------------------------------------------- shape ops
 
 REGISTER_OP_HARNESS(OpHarnessEntry{"Fill", AllTypes(), [](DataType dt, Rng* rng) {
-  Tensor v = Rand(dt, TensorShape(), rng);
+  Tensor v = RandomValues(dt, TensorShape(), rng);
   auto fill = [&](const TensorShape& s) { return Remap(v, s, [](const Index&) { return 0; }); };
   return std::vector<OpCase>{
       Case("[2,3]", {I32({2, 3}), v}, {}, {fill(S({2, 3}))}, false),
@@ -147,14 +124,14 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Fill", AllTypes(), [](DataType dt, Rng* rng)
       Case("scalar", {I32({}), v}, {}, {fill(TensorShape())}, false),
       ErrorCase("negative dim", {I32({2, -3}), v}, {}, "is negative"),
       ErrorCase("overflow", {I64({int64_t{1} << 40, int64_t{1} << 40}), v}, {}, "overflows"),
-      ErrorCase("non-scalar value", {I32({2}), Rand(dt, S({2}), rng)}, {}, "must be a scalar"),
+      ErrorCase("non-scalar value", {I32({2}), RandomValues(dt, S({2}), rng)}, {}, "must be a scalar"),
   };
 }});
 
 REGISTER_OP_HARNESS(OpHarnessEntry{"ZerosLike", AllTypes(), [](DataType dt, Rng* rng) {
   std::vector<OpCase> cases;
   for (TensorShape s : {S({2, 3}), S({}), S({0, 2})}) {
-    cases.push_back(Case(s.DebugString(), {Rand(dt, s, rng)}, {}, {Zeros(dt, s)}, false));
+    cases.push_back(Case(s.DebugString(), {RandomValues(dt, s, rng)}, {}, {Zeros(dt, s)}, false));
   }
   return cases;
 }});
@@ -166,7 +143,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
     [](DataType dt, Rng* rng) {
       std::vector<OpCase> cases;
       for (TensorShape s : {S({2, 3}), S({}), S({0, 2})}) {
-        cases.push_back(Case(s.DebugString(), {Rand(dt, s, rng)}, {},
+        cases.push_back(Case(s.DebugString(), {RandomValues(dt, s, rng)}, {},
                              {FromDoubles(dt, s, std::vector<double>(s.num_elements(), 1.0))}, false));
       }
       return cases;
@@ -176,8 +153,8 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Shape", AllTypes(), [](DataType dt, Rng* rng
   std::vector<OpCase> cases;
   for (TensorShape s : {S({2, 3}), S({}), S({0, 2, 1}), RandomShape(rng, 4, 0, 3)}) {
     Index dims(s.dim_sizes().begin(), s.dim_sizes().end());
-    cases.push_back(Case(s.DebugString(), {Rand(dt, s, rng)}, {}, {I32(dims)}, false));
-    cases.push_back(Case(s.DebugString() + " int64", {Rand(dt, s, rng)}, {{"out_type", MakeAttr(DT_INT64)}},
+    cases.push_back(Case(s.DebugString(), {RandomValues(dt, s, rng)}, {}, {I32(dims)}, false));
+    cases.push_back(Case(s.DebugString() + " int64", {RandomValues(dt, s, rng)}, {{"out_type", MakeAttr(DT_INT64)}},
                          {I64(dims)}, false));
   }
   return cases;
@@ -192,7 +169,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"ShapeN", AllTypes(), [](DataType dt, Rng* rn
     std::string description;
     for (const TensorShape& s : shapes) {
       Index dims(s.dim_sizes().begin(), s.dim_sizes().end());
-      inputs.push_back(Rand(dt, s, rng));
+      inputs.push_back(RandomValues(dt, s, rng));
       want32.push_back(I32(dims));
       want64.push_back(I64(dims));
       description += s.DebugString();
@@ -206,7 +183,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"ShapeN", AllTypes(), [](DataType dt, Rng* rn
 REGISTER_OP_HARNESS(OpHarnessEntry{"Rank", AllTypes(), [](DataType dt, Rng* rng) {
   std::vector<OpCase> cases;
   for (TensorShape s : {S({2, 3}), S({}), S({0, 2, 1})}) {
-    cases.push_back(Case(s.DebugString(), {Rand(dt, s, rng)}, {}, {I32Scalar(s.dims())}, false));
+    cases.push_back(Case(s.DebugString(), {RandomValues(dt, s, rng)}, {}, {I32Scalar(s.dims())}, false));
   }
   return cases;
 }});
@@ -214,8 +191,8 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Rank", AllTypes(), [](DataType dt, Rng* rng)
 REGISTER_OP_HARNESS(OpHarnessEntry{"Size", AllTypes(), [](DataType dt, Rng* rng) {
   std::vector<OpCase> cases;
   for (TensorShape s : {S({2, 3}), S({}), S({0, 2, 1})}) {
-    cases.push_back(Case(s.DebugString(), {Rand(dt, s, rng)}, {}, {I32Scalar(s.num_elements())}, false));
-    cases.push_back(Case(s.DebugString() + " int64", {Rand(dt, s, rng)}, {{"out_type", MakeAttr(DT_INT64)}},
+    cases.push_back(Case(s.DebugString(), {RandomValues(dt, s, rng)}, {}, {I32Scalar(s.num_elements())}, false));
+    cases.push_back(Case(s.DebugString() + " int64", {RandomValues(dt, s, rng)}, {{"out_type", MakeAttr(DT_INT64)}},
                          {Ints(DT_INT64, {s.num_elements()}, TensorShape())}, false));
   }
   return cases;
@@ -225,9 +202,9 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Size", AllTypes(), [](DataType dt, Rng* rng)
 Tensor Reshaped(const Tensor& t, const TensorShape& s) { return *t.Clone().Reshaped(s); }
 
 REGISTER_OP_HARNESS(OpHarnessEntry{"Reshape", AllTypes(), [](DataType dt, Rng* rng) {
-  Tensor x = Rand(dt, S({2, 3, 4}), rng);
-  Tensor e = Rand(dt, S({0, 3}), rng);
-  Tensor s = Rand(dt, S({}), rng);
+  Tensor x = RandomValues(dt, S({2, 3, 4}), rng);
+  Tensor e = RandomValues(dt, S({0, 3}), rng);
+  Tensor s = RandomValues(dt, S({}), rng);
   return std::vector<OpCase>{
       Case("[2,3,4] -> [4,-1]", {x, I32({4, -1})}, {}, {Reshaped(x, S({4, 6}))}, true),
       Case("[2,3,4] -> [24] int64", {x, I64({24})}, {}, {Reshaped(x, S({24}))}, true),
@@ -243,8 +220,8 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Reshape", AllTypes(), [](DataType dt, Rng* r
 }});
 
 REGISTER_OP_HARNESS(OpHarnessEntry{"Squeeze", AllTypes(), [](DataType dt, Rng* rng) {
-  Tensor x = Rand(dt, S({1, 3, 1, 2}), rng);
-  Tensor x0 = Rand(dt, S({}), rng);
+  Tensor x = RandomValues(dt, S({1, 3, 1, 2}), rng);
+  Tensor x0 = RandomValues(dt, S({}), rng);
   auto dims = [](Index v) { return AttrList{{"squeeze_dims", MakeAttr(v)}}; };
   return std::vector<OpCase>{
       Case("all", {x}, {}, {Reshaped(x, S({3, 2}))}, true),
@@ -257,8 +234,8 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Squeeze", AllTypes(), [](DataType dt, Rng* r
 }});
 
 REGISTER_OP_HARNESS(OpHarnessEntry{"ExpandDims", AllTypes(), [](DataType dt, Rng* rng) {
-  Tensor x = Rand(dt, S({2, 3}), rng);
-  Tensor x0 = Rand(dt, S({}), rng);
+  Tensor x = RandomValues(dt, S({2, 3}), rng);
+  Tensor x0 = RandomValues(dt, S({}), rng);
   return std::vector<OpCase>{
       Case("0", {x, I32Scalar(0)}, {}, {Reshaped(x, S({1, 2, 3}))}, true),
       Case("-1", {x, I32Scalar(-1)}, {}, {Reshaped(x, S({2, 3, 1}))}, true),
@@ -266,7 +243,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"ExpandDims", AllTypes(), [](DataType dt, Rng
       Case("scalar", {x0, I32Scalar(0)}, {}, {Reshaped(x0, S({1}))}, false),
       ErrorCase("out of range", {x, I32Scalar(3)}, {}, "dim 3 is out of range"),
       // Issue 22: a rank-254 input has no room for another dim.
-      ErrorCase("rank 255", {Rand(dt, TensorShape(Index(kMaxTensorRank, 1)), rng), I32Scalar(0)}, {}, "254"),
+      ErrorCase("rank 255", {RandomValues(dt, TensorShape(Index(kMaxTensorRank, 1)), rng), I32Scalar(0)}, {}, "254"),
   };
 }});
 
@@ -276,7 +253,7 @@ Tensor TransposeRef(const Tensor& x, const Index& perm) {
   return Remap(x, TensorShape(dims), [&](const Index& out) {
     Index in(out.size());
     for (size_t i = 0; i < perm.size(); ++i) in[perm[i]] = out[i];
-    return Ravel(in, x.shape());
+    return RavelIndex(in, x.shape());
   });
 }
 
@@ -290,23 +267,23 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Transpose", AllTypes(), [](DataType dt, Rng*
       {S({2, 3, 4}), {2, 1, 0}}, {S({2, 3, 4, 5}), {1, 3, 0, 2}}, {S({2, 3, 4, 5}), {0, 3, 1, 2}},
       {S({2, 5, 3, 4}), {0, 2, 3, 1}}};
   for (const auto& [shape, perm] : specs) {
-    Tensor x = Rand(dt, shape, rng);
+    Tensor x = RandomValues(dt, shape, rng);
     cases.push_back(Case(shape.DebugString(), {x, I32(perm)}, {}, {TransposeRef(x, perm)}, shape.num_elements() > 0));
   }
-  Tensor x = Rand(dt, S({2, 3, 4}), rng);
+  Tensor x = RandomValues(dt, S({2, 3, 4}), rng);
   cases.push_back(Case("int64 perm", {x, I64({1, 2, 0})}, {}, {TransposeRef(x, {1, 2, 0})}, true));
   cases.push_back(ErrorCase("duplicate", {x, I32({0, 0, 1})}, {}, "duplicated"));
   cases.push_back(ErrorCase("size", {x, I32({0, 1})}, {}, "transpose expects a vector of size 3"));
   cases.push_back(ErrorCase("range", {x, I32({0, 1, 3})}, {}, "3 is out of range [0 .. 3)"));
   // Issue 22, class 1: an empty tensor with a 2^62 dim transposes (its
   // row-major strides stay within int64).
-  Tensor e = Rand(dt, S({0, int64_t{1} << 62}), rng);
+  Tensor e = RandomValues(dt, S({0, int64_t{1} << 62}), rng);
   cases.push_back(Case("[0,2^62]", {e, I32({1, 0})}, {}, {Zeros(dt, S({int64_t{1} << 62, 0}))}, false));
   return cases;
 }});
 
 REGISTER_OP_HARNESS(OpHarnessEntry{"StopGradient", AllTypes(), [](DataType dt, Rng* rng) {
-  Tensor x = Rand(dt, S({2, 3}), rng);
+  Tensor x = RandomValues(dt, S({2, 3}), rng);
   return std::vector<OpCase>{Case("[2,3]", {x}, {}, {x}, false)};
 }});
 
@@ -350,7 +327,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Range", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_I
 REGISTER_OP_HARNESS(OpHarnessEntry{
     "OneHot", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL, DT_HALF, DT_UINT8, DT_STRING},
     [](DataType dt, Rng* rng) {
-      Tensor on_off = Rand(dt, S({2}), rng);  // [off, on]
+      Tensor on_off = RandomValues(dt, S({2}), rng);  // [off, on]
       if (dt == DT_BOOL) on_off = FromDoubles(DT_BOOL, S({2}), {0, 1});
       Tensor off = Remap(on_off, TensorShape(), [](const Index&) { return 0; });
       Tensor on = Remap(on_off, TensorShape(), [](const Index&) { return 1; });
@@ -362,7 +339,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{
         return Remap(on_off, TensorShape(dims), [&](const Index& out) {
           Index in = out;
           in.erase(in.begin() + a);
-          return iv[Ravel(in, indices.shape())] == out[a] ? 1 : 0;
+          return iv[RavelIndex(in, indices.shape())] == out[a] ? 1 : 0;
         });
       };
       Tensor i1 = Ints(DT_INT64, {0, 3, 1});
@@ -394,37 +371,37 @@ std::vector<OpCase> ConcatCases(DataType dt, Rng* rng, bool v2) {
   };
   std::vector<OpCase> cases;
   {
-    std::vector<Tensor> xs = {Rand(dt, S({2, 3}), rng), Rand(dt, S({2, 1}), rng), Rand(dt, S({2, 0}), rng)};
+    std::vector<Tensor> xs = {RandomValues(dt, S({2, 3}), rng), RandomValues(dt, S({2, 1}), rng), RandomValues(dt, S({2, 0}), rng)};
     cases.push_back(Case("axis 1", make(xs, I32Scalar(1)), {}, {ConcatRef(xs, 1)}, false));
     std::vector<Tensor> ys = {xs[0], xs[1]};
     cases.push_back(Case("axis -1", make(ys, I32Scalar(-1)), {}, {ConcatRef(ys, 1)}, false));
   }
   {
-    std::vector<Tensor> xs = {Rand(dt, S({1, 3}), rng), Rand(dt, S({2, 3}), rng)};
+    std::vector<Tensor> xs = {RandomValues(dt, S({1, 3}), rng), RandomValues(dt, S({2, 3}), rng)};
     cases.push_back(Case("axis 0", make(xs, I32Scalar(0)), {}, {ConcatRef(xs, 0)}, false));
   }
   {
-    std::vector<Tensor> xs = {Rand(dt, S({2, 1, 3}), rng), Rand(dt, S({2, 2, 3}), rng), Rand(dt, S({2, 3, 3}), rng)};
+    std::vector<Tensor> xs = {RandomValues(dt, S({2, 1, 3}), rng), RandomValues(dt, S({2, 2, 3}), rng), RandomValues(dt, S({2, 3, 3}), rng)};
     Tensor axis = v2 ? Ints(DT_INT64, {1}, TensorShape()) : I32Scalar(1);
     cases.push_back(Case("rank 3 axis 1", make(xs, axis), {}, {ConcatRef(xs, 1)}, false));
   }
   if (dt == DT_DOUBLE) {
     for (OpCase& c : cases) c.check_gradient = c.description != "axis 1";  // axis 1 has an empty input
-    std::vector<Tensor> xs = {Rand(dt, S({2, 3}), rng), Rand(dt, S({2, 1}), rng), Rand(dt, S({2, 0}), rng)};
+    std::vector<Tensor> xs = {RandomValues(dt, S({2, 3}), rng), RandomValues(dt, S({2, 1}), rng), RandomValues(dt, S({2, 0}), rng)};
     OpCase c = Case("axis 1 with empty, gradient", make(xs, I32Scalar(1)), {}, {ConcatRef(xs, 1)}, true);
     cases.push_back(c);
   }
-  Tensor a = Rand(dt, S({2, 3}), rng);
-  cases.push_back(ErrorCase("mismatched dims", make({a, Rand(dt, S({3, 3}), rng)}, I32Scalar(1)), {},
+  Tensor a = RandomValues(dt, S({2, 3}), rng);
+  cases.push_back(ErrorCase("mismatched dims", make({a, RandomValues(dt, S({3, 3}), rng)}, I32Scalar(1)), {},
                             "dimensions of inputs should match"));
-  cases.push_back(ErrorCase("mismatched ranks", make({a, Rand(dt, S({2, 3, 1}), rng)}, I32Scalar(0)), {},
+  cases.push_back(ErrorCase("mismatched ranks", make({a, RandomValues(dt, S({2, 3, 1}), rng)}, I32Scalar(0)), {},
                             "ranks of all input tensors should match"));
   cases.push_back(ErrorCase("axis out of range", make({a, a}, I32Scalar(2)), {}, "concat axis 2 is out of range"));
-  cases.push_back(ErrorCase("scalars", make({Rand(dt, S({}), rng), Rand(dt, S({}), rng)}, I32Scalar(0)), {},
+  cases.push_back(ErrorCase("scalars", make({RandomValues(dt, S({}), rng), RandomValues(dt, S({}), rng)}, I32Scalar(0)), {},
                             "can't concatenate scalars"));
   // Issue 22, class 1: empty inputs whose concatenated dim (2 * 2^62) would
   // overflow int64.
-  Tensor huge = Rand(dt, S({0, int64_t{1} << 62}), rng);
+  Tensor huge = RandomValues(dt, S({0, int64_t{1} << 62}), rng);
   cases.push_back(ErrorCase("empty, summed dim overflows", make({huge, huge}, I32Scalar(1)), {}, "exceeds 2^62"));
   return cases;
 }
@@ -442,7 +419,7 @@ std::vector<Tensor> SplitRef(const Tensor& x, int axis, const Index& sizes) {
     out.push_back(Remap(x, TensorShape(dims), [&](const Index& idx) {
       Index in = idx;
       in[axis] += offset;
-      return Ravel(in, x.shape());
+      return RavelIndex(in, x.shape());
     }));
     offset += size;
   }
@@ -450,8 +427,8 @@ std::vector<Tensor> SplitRef(const Tensor& x, int axis, const Index& sizes) {
 }
 
 REGISTER_OP_HARNESS(OpHarnessEntry{"Split", AllTypes(), [](DataType dt, Rng* rng) {
-  Tensor x = Rand(dt, S({4, 6}), rng);
-  Tensor e = Rand(dt, S({0, 4}), rng);
+  Tensor x = RandomValues(dt, S({4, 6}), rng);
+  Tensor e = RandomValues(dt, S({0, 4}), rng);
   auto n = [](int64_t v) { return AttrList{{"num_split", MakeAttr(v)}}; };
   return std::vector<OpCase>{
       Case("axis 1 in 3", {I32Scalar(1), x}, n(3), SplitRef(x, 1, {2, 2, 2}), true),
@@ -464,7 +441,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Split", AllTypes(), [](DataType dt, Rng* rng
 }});
 
 REGISTER_OP_HARNESS(OpHarnessEntry{"SplitV", AllTypes(), [](DataType dt, Rng* rng) {
-  Tensor x = Rand(dt, S({4, 6}), rng);
+  Tensor x = RandomValues(dt, S({4, 6}), rng);
   auto n = [](int64_t v) { return AttrList{{"num_split", MakeAttr(v)}}; };
   return std::vector<OpCase>{
       Case("axis 1 [1,-1,2]", {x, I64({1, -1, 2}), I32Scalar(1)}, n(3), SplitRef(x, 1, {1, 3, 2}), true),
@@ -487,9 +464,9 @@ Tensor PackRef(const std::vector<Tensor>& xs, int axis) {
 }
 
 REGISTER_OP_HARNESS(OpHarnessEntry{"Pack", AllTypes(), [](DataType dt, Rng* rng) {
-  std::vector<Tensor> xs = {Rand(dt, S({2, 3}), rng), Rand(dt, S({2, 3}), rng), Rand(dt, S({2, 3}), rng)};
-  std::vector<Tensor> ss = {Rand(dt, S({}), rng), Rand(dt, S({}), rng)};
-  std::vector<Tensor> es = {Rand(dt, S({0, 2}), rng), Rand(dt, S({0, 2}), rng)};
+  std::vector<Tensor> xs = {RandomValues(dt, S({2, 3}), rng), RandomValues(dt, S({2, 3}), rng), RandomValues(dt, S({2, 3}), rng)};
+  std::vector<Tensor> ss = {RandomValues(dt, S({}), rng), RandomValues(dt, S({}), rng)};
+  std::vector<Tensor> es = {RandomValues(dt, S({0, 2}), rng), RandomValues(dt, S({0, 2}), rng)};
   auto axis = [](int64_t a) { return AttrList{{"axis", MakeAttr(a)}}; };
   return std::vector<OpCase>{
       Case("axis 0", xs, {}, {PackRef(xs, 0)}, true),
@@ -498,10 +475,10 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Pack", AllTypes(), [](DataType dt, Rng* rng)
       Case("scalars", ss, {}, {PackRef(ss, 0)}, true),
       Case("one input", {xs[0]}, axis(1), {PackRef({xs[0]}, 1)}, true),
       Case("empty", es, axis(1), {PackRef(es, 1)}, false),
-      ErrorCase("mismatched", {xs[0], Rand(dt, S({3, 2}), rng)}, {}, "shapes of all inputs must match"),
+      ErrorCase("mismatched", {xs[0], RandomValues(dt, S({3, 2}), rng)}, {}, "shapes of all inputs must match"),
       ErrorCase("axis", xs, axis(3), "axis 3 is out of range"),
       // Issue 22: packing rank-254 tensors would make a rank-255 one.
-      ErrorCase("rank 255", {Rand(dt, TensorShape(Index(kMaxTensorRank, 1)), rng)}, {}, "254"),
+      ErrorCase("rank 255", {RandomValues(dt, TensorShape(Index(kMaxTensorRank, 1)), rng)}, {}, "254"),
   };
 }});
 
@@ -514,13 +491,13 @@ std::vector<Tensor> UnpackRef(const Tensor& x, int axis) {
 }
 
 REGISTER_OP_HARNESS(OpHarnessEntry{"Unpack", AllTypes(), [](DataType dt, Rng* rng) {
-  Tensor x = Rand(dt, S({3, 2, 4}), rng);
+  Tensor x = RandomValues(dt, S({3, 2, 4}), rng);
   auto a = [](int64_t num, int64_t axis) { return AttrList{{"num", MakeAttr(num)}, {"axis", MakeAttr(axis)}}; };
   return std::vector<OpCase>{
       Case("axis 0", {x}, a(3, 0), UnpackRef(x, 0), true),
       Case("axis 1", {x}, a(2, 1), UnpackRef(x, 1), true),
       Case("axis -1", {x}, a(4, -1), UnpackRef(x, 2), true),
-      Case("empty", {Rand(dt, S({2, 0}), rng)}, a(2, 0), UnpackRef(Rand(dt, S({2, 0}), rng), 0), false),
+      Case("empty", {RandomValues(dt, S({2, 0}), rng)}, a(2, 0), UnpackRef(RandomValues(dt, S({2, 0}), rng), 0), false),
       ErrorCase("num", {x}, a(2, 0), "but num is 2"),
       ErrorCase("axis", {x}, a(3, 3), "axis 3 is out of range"),
   };
@@ -529,8 +506,8 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Unpack", AllTypes(), [](DataType dt, Rng* rn
 // ------------------------------------------------------------------ slicing
 
 REGISTER_OP_HARNESS(OpHarnessEntry{"Slice", AllTypes(), [](DataType dt, Rng* rng) {
-  Tensor x = Rand(dt, S({4, 5, 6}), rng);
-  Tensor x0 = Rand(dt, S({}), rng);
+  Tensor x = RandomValues(dt, S({4, 5, 6}), rng);
+  Tensor x0 = RandomValues(dt, S({}), rng);
   return std::vector<OpCase>{
       Case("[1:3, :, 2:5]", {x, I32({1, 0, 2}), I32({2, -1, 3})}, {},
            {StridedRef(x, {1, 0, 2}, {1, 1, 1}, {2, 5, 3}, S({2, 5, 3}))}, true),
@@ -604,7 +581,7 @@ AttrList MaskAttrs(const SliceSpec& s) {
 REGISTER_OP_HARNESS(OpHarnessEntry{"StridedSlice", AllTypes(), [](DataType dt, Rng* rng) {
   std::vector<OpCase> cases;
   for (const SliceSpec& s : SliceSpecs()) {
-    Tensor x = Rand(dt, s.input, rng);
+    Tensor x = RandomValues(dt, s.input, rng);
     bool wide = false;  // a value that needs int64 (the 2^62 stride)
     for (const Index* v : {&s.begin, &s.end, &s.strides}) {
       for (int64_t x : *v) wide |= x != static_cast<int32_t>(x);
@@ -613,7 +590,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"StridedSlice", AllTypes(), [](DataType dt, R
     cases.push_back(Case(s.name, {x, Ints(it, s.begin), Ints(it, s.end), Ints(it, s.strides)}, MaskAttrs(s),
                          {StridedRef(x, s.ref_begin, s.ref_stride, s.ref_sizes, s.out)}, s.out.num_elements() > 0));
   }
-  Tensor x = Rand(dt, S({5, 6}), rng);
+  Tensor x = RandomValues(dt, S({5, 6}), rng);
   cases.push_back(ErrorCase("stride 0", {x, I32({0}), I32({2}), I32({0})}, {}, "must be non-zero"));
   cases.push_back(ErrorCase("shrink out of bounds", {x, I32({5}), I32({6}), I32({1})},
                             {{"shrink_axis_mask", MakeAttr(int64_t{1})}}, "out of bounds"));
@@ -628,16 +605,16 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"StridedSlice", AllTypes(), [](DataType dt, R
 REGISTER_OP_HARNESS(OpHarnessEntry{"StridedSliceGrad", AllTypes(), [](DataType dt, Rng* rng) {
   std::vector<OpCase> cases;
   for (const SliceSpec& s : SliceSpecs()) {
-    Tensor dy = Rand(dt, s.out, rng);
+    Tensor dy = RandomValues(dt, s.out, rng);
     // Expected: zeros with dy at the sliced positions.
     TensorShape space(s.ref_sizes);
     std::vector<int64_t> target(s.input.num_elements(), -1);
     for (int64_t i = 0; i < space.num_elements(); ++i) {
-      Index idx = Unravel(i, space);
+      Index idx = UnravelIndex(i, space);
       for (size_t d = 0; d < idx.size(); ++d) idx[d] = s.ref_begin[d] + idx[d] * s.ref_stride[d];
-      target[Ravel(idx, s.input)] = i;
+      target[RavelIndex(idx, s.input)] = i;
     }
-    Tensor expected = Remap(dy, s.input, [&](const Index& idx) { return target[Ravel(idx, s.input)]; });
+    Tensor expected = Remap(dy, s.input, [&](const Index& idx) { return target[RavelIndex(idx, s.input)]; });
     Index shape(s.input.dim_sizes().begin(), s.input.dim_sizes().end());
     // int32 index inputs unless a value needs int64 (the 2^62 stride).
     bool wide = false;
@@ -652,10 +629,10 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"StridedSliceGrad", AllTypes(), [](DataType d
     cases.push_back(c);
   }
   const SliceSpec& s = SliceSpecs()[0];
-  cases.push_back(ErrorCase("dy shape", {I32({5, 6}), I32(s.begin), I32(s.end), I32(s.strides), Rand(dt, S({2, 3}), rng)},
+  cases.push_back(ErrorCase("dy shape", {I32({5, 6}), I32(s.begin), I32(s.end), I32(s.strides), RandomValues(dt, S({2, 3}), rng)},
                             MaskAttrs(s), "shape of dy was [2,3] instead of [3,3]"));
   cases.push_back(ErrorCase("negative shape", {I32({-5, 6}), I32(s.begin), I32(s.end), I32(s.strides),
-                                               Rand(dt, S({3, 3}), rng)},
+                                               RandomValues(dt, S({3, 3}), rng)},
                             MaskAttrs(s), "is negative"));
   return cases;
 }});
@@ -666,7 +643,7 @@ Tensor TileRef(const Tensor& x, const Index& multiples) {
   return Remap(x, TensorShape(dims), [&](const Index& out) {
     Index in(out.size());
     for (size_t d = 0; d < out.size(); ++d) in[d] = out[d] % x.dim_size(static_cast<int>(d));
-    return Ravel(in, x.shape());
+    return RavelIndex(in, x.shape());
   });
 }
 
@@ -676,11 +653,11 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Tile", AllTypes(), [](DataType dt, Rng* rng)
                                                             {S({3}), {0}},       {S({}), {}},
                                                             {S({2, 1, 3}), {2, 3, 2}}, {S({0, 2}), {3, 2}}};
   for (const auto& [shape, m] : specs) {
-    Tensor x = Rand(dt, shape, rng);
+    Tensor x = RandomValues(dt, shape, rng);
     cases.push_back(Case(shape.DebugString() + " x " + std::to_string(m.size()), {x, I32(m)}, {}, {TileRef(x, m)},
                          shape.num_elements() > 0 && shape.dims() > 0 && m[0] > 0));
   }
-  Tensor x = Rand(dt, S({2, 2}), rng);
+  Tensor x = RandomValues(dt, S({2, 2}), rng);
   cases.push_back(Case("int64 multiples", {x, I64({2, 2})}, {}, {TileRef(x, {2, 2})}, true));
   cases.push_back(ErrorCase("negative", {x, I32({-1, 2})}, {}, "multiples[0] >= 0"));
   cases.push_back(ErrorCase("overflow", {x, I64({int64_t{1} << 40, int64_t{1} << 40})}, {}, "overflows"));
@@ -697,15 +674,15 @@ Tensor PadRef(const Tensor& x, const Index& before, const Index& after) {
       in[d] = out[d] - before[d];
       if (in[d] < 0 || in[d] >= x.dim_size(static_cast<int>(d))) return -1;
     }
-    return Ravel(in, x.shape());
+    return RavelIndex(in, x.shape());
   });
 }
 
 REGISTER_OP_HARNESS(OpHarnessEntry{"Pad", AllTypes(), [](DataType dt, Rng* rng) {
-  Tensor x = Rand(dt, S({2, 3}), rng);
-  Tensor y = Rand(dt, S({2, 0, 2}), rng);
-  Tensor z = Rand(dt, S({3, 1, 2}), rng);
-  Tensor x0 = Rand(dt, S({}), rng);
+  Tensor x = RandomValues(dt, S({2, 3}), rng);
+  Tensor y = RandomValues(dt, S({2, 0, 2}), rng);
+  Tensor z = RandomValues(dt, S({3, 1, 2}), rng);
+  Tensor x0 = RandomValues(dt, S({}), rng);
   return std::vector<OpCase>{
       Case("[2,3]", {x, Ints(DT_INT32, {1, 0, 2, 1}, S({2, 2}))}, {}, {PadRef(x, {1, 2}, {0, 1})}, true),
       Case("int64 rank 3", {z, Ints(DT_INT64, {0, 1, 2, 0, 1, 1}, S({3, 2}))}, {}, {PadRef(z, {0, 2, 1}, {1, 0, 1})},
@@ -729,9 +706,9 @@ Tensor GatherRef(const Tensor& params, const Tensor& indices, int axis) {
   return Remap(params, TensorShape(dims), [&](const Index& out) {
     Index in(out.begin(), out.begin() + axis);
     Index ii(out.begin() + axis, out.begin() + axis + indices.dims());
-    in.push_back(static_cast<int64_t>(iv[Ravel(ii, indices.shape())]));
+    in.push_back(static_cast<int64_t>(iv[RavelIndex(ii, indices.shape())]));
     in.insert(in.end(), out.begin() + axis + indices.dims(), out.end());
-    return Ravel(in, params.shape());
+    return RavelIndex(in, params.shape());
   });
 }
 
@@ -743,13 +720,13 @@ std::vector<OpCase> GatherCases(DataType dt, Rng* rng, bool v2) {
     const int a = static_cast<int>(axis < 0 ? axis + p.dims() : axis);
     cases.push_back(Case(name, in, {}, {GatherRef(p, i, a)}, grad));
   };
-  Tensor p = Rand(dt, S({5, 3}), rng);
+  Tensor p = RandomValues(dt, S({5, 3}), rng);
   add("[5,3] by [4] with repeats", p, I32({1, 4, 1, 0}), 0, true);
   add("[5,3] by [2,2] int64", p, Ints(DT_INT64, {3, 3, 0, 2}, S({2, 2})), 0, true);
-  add("[5] by scalar", Rand(dt, S({5}), rng), I32Scalar(2), 0, true);
+  add("[5] by scalar", RandomValues(dt, S({5}), rng), I32Scalar(2), 0, true);
   add("empty indices", p, I32({}), 0, false);
   if (v2) {
-    Tensor q = Rand(dt, S({3, 4, 2}), rng);
+    Tensor q = RandomValues(dt, S({3, 4, 2}), rng);
     add("axis 1", q, I32({3, 0, 3}), 1, true);
     add("axis -1 by [2,2]", q, Ints(DT_INT32, {1, 0, 1, 1}, S({2, 2})), -1, true);
     add("axis 2 int64", q, I64({0}), 2, true);
@@ -778,18 +755,18 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"DynamicPartition", AllTypes(), [](DataType d
       std::vector<int64_t> dims{static_cast<int64_t>(rows.size())};
       for (int d = pshape.dims(); d < data.dims(); ++d) dims.push_back(data.dim_size(d));
       out.push_back(Remap(data, TensorShape(dims), [&](const Index& idx) {
-        return rows[idx[0]] * inner + (inner == 1 ? 0 : Ravel(Index(idx.begin() + 1, idx.end()),
+        return rows[idx[0]] * inner + (inner == 1 ? 0 : RavelIndex(Index(idx.begin() + 1, idx.end()),
                                                               TensorShape(Index(dims.begin() + 1, dims.end()))));
       }));
     }
     return out;
   };
   auto np = [](int64_t n) { return AttrList{{"num_partitions", MakeAttr(n)}}; };
-  Tensor a = Rand(dt, S({6, 2}), rng);
+  Tensor a = RandomValues(dt, S({6, 2}), rng);
   Index pa = {0, 2, 1, 0, 2, 2};
-  Tensor b = Rand(dt, S({2, 3}), rng);
+  Tensor b = RandomValues(dt, S({2, 3}), rng);
   Index pb = {1, 1, 0, 1, 0, 1};
-  Tensor e = Rand(dt, S({0, 2}), rng);
+  Tensor e = RandomValues(dt, S({0, 2}), rng);
   return std::vector<OpCase>{
       Case("rows", {a, I32(pa)}, np(3), ref(a, pa, S({6}), 3), true),
       Case("elements", {b, Ints(DT_INT32, pb, S({2, 3}))}, np(2), ref(b, pb, S({2, 3}), 2), true),
@@ -818,9 +795,9 @@ std::vector<OpCase> DynamicStitchCases(DataType dt, Rng* rng) {
     return out;
   };
   auto n = [](int64_t v) { return AttrList{{"N", MakeAttr(v)}}; };
-  Tensor d0 = Rand(dt, S({2, 3}), rng), d1 = Rand(dt, S({3, 3}), rng);
-  Tensor s0 = Rand(dt, S({2}), rng), s1 = Rand(dt, S({1}), rng);
-  Tensor m0 = Rand(dt, S({2, 2}), rng);
+  Tensor d0 = RandomValues(dt, S({2, 3}), rng), d1 = RandomValues(dt, S({3, 3}), rng);
+  Tensor s0 = RandomValues(dt, S({2}), rng), s1 = RandomValues(dt, S({1}), rng);
+  Tensor m0 = RandomValues(dt, S({2, 2}), rng);
   return std::vector<OpCase>{
       Case("rows", {I32({0, 2}), I32({1, 4, 3}), d0, d1}, n(2), {ref({{0, 2}, {1, 4, 3}}, {d0, d1}, {3})}, true),
       Case("overlap: later wins", {I32({0, 1}), I32({1}), s0, s1}, n(2), {ref({{0, 1}, {1}}, {s0, s1}, {})}, false),
@@ -830,7 +807,7 @@ std::vector<OpCase> DynamicStitchCases(DataType dt, Rng* rng) {
       ErrorCase("shape", {I32({0, 1}), I32({2}), d0, s1}, n(2), "does not match"),
       // Issue 22, class 1: no indices and empty data with a 2^62 row dim:
       // an empty [0, 2^62] result (the row size is formed without CHECKs).
-      Case("empty rows of 2^62", {I32({}), Rand(dt, S({0, int64_t{1} << 62}), rng)}, n(1),
+      Case("empty rows of 2^62", {I32({}), RandomValues(dt, S({0, int64_t{1} << 62}), rng)}, n(1),
            {Zeros(dt, S({0, int64_t{1} << 62}))}, false),
   };
 }
@@ -856,7 +833,7 @@ Tensor SparseSegmentRef(const Tensor& in, const Index& indices, const Index& ids
 }
 
 std::vector<OpCase> SparseSegmentCases(DataType dt, Rng* rng, bool mean) {
-  Tensor a = Rand(dt, S({5, 3}), rng), b = Rand(dt, S({4}), rng), c = Rand(dt, S({3, 2, 2}), rng);
+  Tensor a = RandomValues(dt, S({5, 3}), rng), b = RandomValues(dt, S({4}), rng), c = RandomValues(dt, S({3, 2, 2}), rng);
   const Index ia = {0, 4, 1, 1, 3}, sa = {0, 0, 1, 3, 3};
   return {
       Case("rows, a gap segment", {a, I32(ia), I32(sa)}, {}, {SparseSegmentRef(a, ia, sa, 4, mean, false)}, true),
@@ -864,7 +841,7 @@ std::vector<OpCase> SparseSegmentCases(DataType dt, Rng* rng, bool mean) {
            {SparseSegmentRef(b, {3, 2, 3}, {0, 1, 1}, 2, mean, false)}, true),
       Case("3-d data", {c, I32({2, 0}), I32({1, 1})}, {}, {SparseSegmentRef(c, {2, 0}, {1, 1}, 2, mean, false)}, true),
       Case("no rows", {a, I32({}), I32({})}, {}, {Zeros(dt, S({0, 3}))}, false),
-      Case("empty rows, an id of 2^40", {Rand(dt, S({2, 0}), rng), I32({1}), I64({int64_t{1} << 40})}, {},
+      Case("empty rows, an id of 2^40", {RandomValues(dt, S({2, 0}), rng), I32({1}), I64({int64_t{1} << 40})}, {},
            {Zeros(dt, S({(int64_t{1} << 40) + 1, 0}))}, false),
       ErrorCase("unsorted ids", {a, I32({0, 1}), I32({1, 0})}, {}, "sorted"),
       ErrorCase("negative id", {a, I32({0}), I32({-1})}, {}, "sorted and non-negative"),
@@ -874,7 +851,7 @@ std::vector<OpCase> SparseSegmentCases(DataType dt, Rng* rng, bool mean) {
 }
 
 std::vector<OpCase> SparseSegmentGradCases(DataType dt, Rng* rng, bool mean) {
-  Tensor g = Rand(dt, S({4, 3}), rng);
+  Tensor g = RandomValues(dt, S({4, 3}), rng);
   const Index ia = {0, 4, 1, 1, 3}, sa = {0, 0, 1, 3, 3};
   return {
       Case("rows", {g, I32(ia), I32(sa), I32Scalar(6)}, {}, {SparseSegmentRef(g, ia, sa, 6, mean, true)}, false),
@@ -907,15 +884,15 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"UnsortedSegmentSum", NumericTypes(), [](Data
     }
     return FromDoubles(dt, TensorShape(dims), out);
   };
-  Tensor a = Rand(dt, S({5, 3}), rng);
-  Tensor b = Rand(dt, S({2, 2, 3}), rng);
+  Tensor a = RandomValues(dt, S({5, 3}), rng);
+  Tensor b = RandomValues(dt, S({2, 2, 3}), rng);
   return std::vector<OpCase>{
       Case("rows", {a, I32({0, 2, 0, 3, 2}), I32Scalar(4)}, {}, {ref(a, {0, 2, 0, 3, 2}, 1, 4)}, true),
       Case("matrix ids int64", {b, Ints(DT_INT64, {1, 1, 0, 2}, S({2, 2})), Ints(DT_INT64, {3}, TensorShape())}, {},
            {ref(b, {1, 1, 0, 2}, 2, 3)}, true),
       Case("negative ids dropped", {a, I32({0, -1, 1, -1, 1}), I32Scalar(2)}, {}, {ref(a, {0, -1, 1, -1, 1}, 1, 2)},
            true),
-      Case("no segments", {Rand(dt, S({0, 3}), rng), I32({}), I32Scalar(0)}, {}, {Zeros(dt, S({0, 3}))}, false),
+      Case("no segments", {RandomValues(dt, S({0, 3}), rng), I32({}), I32Scalar(0)}, {}, {Zeros(dt, S({0, 3}))}, false),
       ErrorCase("id too large", {a, I32({0, 4, 0, 0, 0}), I32Scalar(4)}, {}, "segment_ids[1] = 4 is out of range"),
       ErrorCase("shape", {a, I32({0, 1}), I32Scalar(4)}, {}, "must be a prefix of data shape"),
       ErrorCase("negative count", {a, I32({0, 0, 0, 0, 0}), I32Scalar(-1)}, {}, "must be non-negative"),
@@ -931,12 +908,12 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"_IndexedSlicesToDense", NumericTypes(), [](D
     }
     return FromDoubles(dt, TensorShape(shape), out);
   };
-  Tensor v = Rand(dt, S({4, 3}), rng);
-  Tensor w = Rand(dt, S({3}), rng);
+  Tensor v = RandomValues(dt, S({4, 3}), rng);
+  Tensor w = RandomValues(dt, S({3}), rng);
   return std::vector<OpCase>{
       Case("rows with repeats", {v, I32({1, 5, 1, 0}), I32({6, 3})}, {}, {ref(v, {1, 5, 1, 0}, {6, 3})}, true),
       Case("vector int64", {w, I64({2, 0, 2}), I64({4})}, {}, {ref(w, {2, 0, 2}, {4})}, true),
-      Case("no rows", {Rand(dt, S({0, 2}), rng), I32({}), I32({3, 2})}, {}, {ref(Rand(dt, S({0, 2}), rng), {}, {3, 2})},
+      Case("no rows", {RandomValues(dt, S({0, 2}), rng), I32({}), I32({3, 2})}, {}, {ref(RandomValues(dt, S({0, 2}), rng), {}, {3, 2})},
            false),
       ErrorCase("index out of range", {v, I32({1, 6, 1, 0}), I32({6, 3})}, {}, "indices[1] = 6 is not in [0, 6)"),
       ErrorCase("shape mismatch", {v, I32({1, 5, 1, 0}), I32({6, 2})}, {}, "do not match dense_shape"),
@@ -952,7 +929,7 @@ Tensor BroadcastToRef(const Tensor& x, const Index& dims) {
   return Remap(x, TensorShape(dims), [&](const Index& out) {
     Index in(x.dims());
     for (int d = 0; d < x.dims(); ++d) in[d] = x.dim_size(d) == 1 ? 0 : out[lead + d];
-    return Ravel(in, x.shape());
+    return RavelIndex(in, x.shape());
   });
 }
 
@@ -964,17 +941,17 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"BroadcastTo", AllTypes(), [](DataType dt, Rn
       {S({}), {}},            {S({2, 1, 1}), {3, 2, 2, 1}}};
   int k = 0;
   for (const auto& [shape, dims] : specs) {
-    Tensor x = Rand(dt, shape, rng);
+    Tensor x = RandomValues(dt, shape, rng);
     const bool int64 = (k++ % 2) == 1;
     cases.push_back(Case(shape.DebugString() + " to " + TensorShape(dims).DebugString() + (int64 ? " int64" : ""),
                          {x, int64 ? I64(dims) : I32(dims)}, {}, {BroadcastToRef(x, dims)},
                          TensorShape(dims).num_elements() > 0));
   }
-  Tensor x = Rand(dt, S({2, 3}), rng);
-  cases.push_back(ErrorCase("dim differs", {Rand(dt, S({2}), rng), I32({3})}, {}, "unable to broadcast"));
+  Tensor x = RandomValues(dt, S({2, 3}), rng);
+  cases.push_back(ErrorCase("dim differs", {RandomValues(dt, S({2}), rng), I32({3})}, {}, "unable to broadcast"));
   cases.push_back(ErrorCase("inner dim differs", {x, I32({4, 2, 2})}, {}, "unable to broadcast"));
   cases.push_back(ErrorCase("rank too small", {x, I32({3})}, {}, "unable to broadcast"));
-  cases.push_back(ErrorCase("negative", {Rand(dt, S({1}), rng), I32({-1, 1})}, {}, "negative"));
+  cases.push_back(ErrorCase("negative", {RandomValues(dt, S({1}), rng), I32({-1, 1})}, {}, "negative"));
   cases.push_back(ErrorCase("shape matrix", {x, Ints(DT_INT32, {2, 3}, S({1, 2}))}, {}, "must be a vector"));
   return cases;
 }});
@@ -1005,7 +982,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"ReverseV2", AllTypes(), [](DataType dt, Rng*
         const int d = static_cast<int>(a < 0 ? a + x.dims() : a);
         src[d] = x.dim_size(d) - 1 - idx[d];
       }
-      return Ravel(src, x.shape());
+      return RavelIndex(src, x.shape());
     });
   };
   const std::vector<std::pair<TensorShape, Index>> layouts = {
@@ -1014,14 +991,14 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"ReverseV2", AllTypes(), [](DataType dt, Rng*
       {S({2, 1, 3, 2}), {1, 3}}};
   int k = 0;
   for (const auto& [shape, axes] : layouts) {
-    Tensor x = Rand(dt, shape, rng);
+    Tensor x = RandomValues(dt, shape, rng);
     const bool int64 = k++ % 2 == 1;
     cases.push_back(Case(shape.DebugString() + " axes " + std::to_string(axes.size()) + (int64 ? " int64" : ""),
                          {x, Ints(int64 ? DT_INT64 : DT_INT32, axes)}, {}, {reverse(x, axes)}, true));
   }
-  cases.push_back(ErrorCase("axis out of range", {Rand(dt, S({2, 3}), rng), I32({2})}, {}, "out of range"));
-  cases.push_back(ErrorCase("repeated axis", {Rand(dt, S({2, 3}), rng), I32({1, -1})}, {}, "more than once"));
-  cases.push_back(ErrorCase("scalar axis", {Rand(dt, S({2, 3}), rng), I32Scalar(0)}, {}, "vector"));
+  cases.push_back(ErrorCase("axis out of range", {RandomValues(dt, S({2, 3}), rng), I32({2})}, {}, "out of range"));
+  cases.push_back(ErrorCase("repeated axis", {RandomValues(dt, S({2, 3}), rng), I32({1, -1})}, {}, "more than once"));
+  cases.push_back(ErrorCase("scalar axis", {RandomValues(dt, S({2, 3}), rng), I32Scalar(0)}, {}, "vector"));
   return cases;
 }});
 
@@ -1031,7 +1008,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"MatrixBandPart", AllTypes(), [](DataType dt,
     return Remap(x, x.shape(), [&](const Index& idx) -> int64_t {
       const int64_t i = idx[idx.size() - 2], j = idx[idx.size() - 1];
       const bool in = (lower < 0 || i - j <= lower) && (upper < 0 || j - i <= upper);
-      return in ? Ravel(idx, x.shape()) : -1;
+      return in ? RavelIndex(idx, x.shape()) : -1;
     });
   };
   const std::vector<std::tuple<TensorShape, int64_t, int64_t>> layouts = {
@@ -1039,16 +1016,16 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"MatrixBandPart", AllTypes(), [](DataType dt,
       {S({2, 3, 4}), -1, -1}, {S({2, 4, 3}), 2, 0}, {S({0, 3}), 0, 1}, {S({2, 2, 3, 3}), 1, 1}};
   int k = 0;
   for (const auto& [shape, lower, upper] : layouts) {
-    Tensor x = Rand(dt, shape, rng);
+    Tensor x = RandomValues(dt, shape, rng);
     const DataType index_type = k++ % 2 == 1 ? DT_INT64 : DT_INT32;
     cases.push_back(Case(shape.DebugString() + " lower " + std::to_string(lower) + " upper " + std::to_string(upper),
                          {x, Ints(index_type, {lower}, TensorShape()), Ints(index_type, {upper}, TensorShape())}, {},
                          {band(x, lower, upper)}, true));
   }
-  cases.push_back(ErrorCase("vector input", {Rand(dt, S({3}), rng), I32Scalar(0), I32Scalar(0)}, {}, "at least a matrix"));
-  cases.push_back(ErrorCase("num_lower too big", {Rand(dt, S({2, 3}), rng), I32Scalar(3), I32Scalar(0)}, {}, "num_lower"));
-  cases.push_back(ErrorCase("num_upper too big", {Rand(dt, S({2, 3}), rng), I32Scalar(0), I32Scalar(4)}, {}, "num_upper"));
-  cases.push_back(ErrorCase("vector bound", {Rand(dt, S({2, 3}), rng), I32({0, 1}), I32Scalar(0)}, {}, "scalar"));
+  cases.push_back(ErrorCase("vector input", {RandomValues(dt, S({3}), rng), I32Scalar(0), I32Scalar(0)}, {}, "at least a matrix"));
+  cases.push_back(ErrorCase("num_lower too big", {RandomValues(dt, S({2, 3}), rng), I32Scalar(3), I32Scalar(0)}, {}, "num_lower"));
+  cases.push_back(ErrorCase("num_upper too big", {RandomValues(dt, S({2, 3}), rng), I32Scalar(0), I32Scalar(4)}, {}, "num_upper"));
+  cases.push_back(ErrorCase("vector bound", {RandomValues(dt, S({2, 3}), rng), I32({0, 1}), I32Scalar(0)}, {}, "scalar"));
   return cases;
 }});
 
@@ -1119,7 +1096,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Unique", AllTypes(), [](DataType dt, Rng* rn
     // -0 and 0 are one value; each NaN is its own.
     cases.push_back(ref_case("signed zeros and NaNs", FromDoubles(dt, S({5}), {0.0, -0.0, NAN, 1, NAN}), DT_INT32));
   }
-  cases.push_back(ErrorCase("matrix", {Rand(dt, S({2, 2}), rng)}, {}, "vector"));
+  cases.push_back(ErrorCase("matrix", {RandomValues(dt, S({2, 2}), rng)}, {}, "vector"));
   return cases;
 }});
 
@@ -1133,12 +1110,12 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"SparseToDense", AllTypes(), [](DataType dt, 
     const int64_t n = ndims == 0 ? 0 : static_cast<int64_t>(rows.size()) / ndims;
     for (int64_t i = 0; i < n; ++i) {
       Index at(rows.begin() + i * ndims, rows.begin() + (i + 1) * ndims);
-      CopyOne(values, values.dims() == 0 ? 0 : i, out, Ravel(at, TensorShape(shape)));
+      CopyOne(values, values.dims() == 0 ? 0 : i, out, RavelIndex(at, TensorShape(shape)));
     }
     return out;
   };
-  const Tensor def = Rand(dt, S({}), rng);
-  const Tensor v3 = Rand(dt, S({3}), rng), v1 = Rand(dt, S({}), rng), v0 = Rand(dt, S({0}), rng);
+  const Tensor def = RandomValues(dt, S({}), rng);
+  const Tensor v3 = RandomValues(dt, S({3}), rng), v1 = RandomValues(dt, S({}), rng), v0 = RandomValues(dt, S({0}), rng);
   auto validate = [](bool v) { return AttrList{{"validate_indices", MakeAttr(v)}}; };
   std::vector<OpCase> cases = {
       Case("matrix indices", {idx(false, {0, 1, 1, 0, 2, 3}, S({3, 2})), idx(false, {3, 4}), v3, def}, {},
@@ -1152,15 +1129,15 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"SparseToDense", AllTypes(), [](DataType dt, 
            true),
       Case("unordered, not validated", {idx(false, {2, 0, 1}), idx(false, {4}), v3, def}, validate(false),
            {ref({2, 0, 1}, 1, {4}, v3, def)}, true),
-      ErrorCase("out of bounds", {idx(false, {0, 1, 1, 4}, S({2, 2})), idx(false, {3, 4}), Rand(dt, S({2}), rng), def},
+      ErrorCase("out of bounds", {idx(false, {0, 1, 1, 4}, S({2, 2})), idx(false, {3, 4}), RandomValues(dt, S({2}), rng), def},
                 {}, "sparse_indices[1] = [1,4] is out of bounds: need 0 <= index < [3,4]"),
       ErrorCase("negative index", {idx(true, {-1}), idx(true, {4}), v1, def}, validate(false), "out of bounds"),
-      ErrorCase("repeated", {idx(false, {1, 1}), idx(false, {4}), Rand(dt, S({2}), rng), def}, {}, "is repeated"),
-      ErrorCase("out of order", {idx(false, {2, 1}), idx(false, {4}), Rand(dt, S({2}), rng), def}, {}, "is out of order"),
+      ErrorCase("repeated", {idx(false, {1, 1}), idx(false, {4}), RandomValues(dt, S({2}), rng), def}, {}, "is repeated"),
+      ErrorCase("out of order", {idx(false, {2, 1}), idx(false, {4}), RandomValues(dt, S({2}), rng), def}, {}, "is out of order"),
       ErrorCase("values length", {idx(false, {0, 1}), idx(false, {4}), v3, def}, {}, "must be a scalar or a vector of 2"),
       ErrorCase("output_shape length", {idx(false, {0, 1}, S({1, 2})), idx(false, {4}), v1, def}, {},
                 "output_shape has 1 elements but sparse_indices has 2 columns"),
-      ErrorCase("default not scalar", {idx(false, {0}), idx(false, {4}), v1, Rand(dt, S({1}), rng)}, {},
+      ErrorCase("default not scalar", {idx(false, {0}), idx(false, {4}), v1, RandomValues(dt, S({1}), rng)}, {},
                 "default_value must be a scalar"),
   };
   for (OpCase& c : cases) c.grad_inputs = {2, 3};

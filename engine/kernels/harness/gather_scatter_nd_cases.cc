@@ -15,27 +15,6 @@ namespace {
 
 using Index = std::vector<int64_t>;
 
-Tensor IndexTensor(DataType dtype, const Index& values, const TensorShape& shape) {
-  Tensor t(dtype, shape);
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (dtype == DT_INT64) {
-      t.data<int64_t>()[i] = values[i];
-    } else {
-      t.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
-    }
-  }
-  return t;
-}
-
-Tensor Values(DataType dtype, const TensorShape& shape, Rng* rng) {
-  if (dtype == DT_STRING) {
-    Tensor t(DT_STRING, shape);
-    for (int64_t i = 0; i < t.NumElements(); ++i) t.data<tstring>()[i] = "s" + std::to_string((*rng)() % 1000);
-    return t;
-  }
-  return RandomTensor(dtype, shape, rng, -5, 5);
-}
-
 // The slice offset (in elements) of index vector i, K = indices' last dim.
 int64_t SliceStart(const Index& flat_indices, int64_t i, int64_t k, const TensorShape& shape) {
   int64_t offset = 0;
@@ -88,7 +67,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"GatherNd", AllSupportedTypes(), [](DataType 
   int n = 0;
   for (const NdLayout& l : Layouts()) {
     const DataType index_type = n++ % 2 == 1 ? DT_INT64 : DT_INT32;
-    Tensor params = Values(dt, l.shape, rng);
+    Tensor params = RandomValues(dt, l.shape, rng);
     const TensorShape out_shape = ResultShape(l);
     Tensor expected(dt, out_shape);
     const int64_t k = l.indices_shape.dim_size(l.indices_shape.dims() - 1);
@@ -113,7 +92,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"GatherNd", AllSupportedTypes(), [](DataType 
     c.grad_inputs = {0};
     cases.push_back(std::move(c));
   }
-  Tensor params = Values(dt, TensorShape({4, 3}), rng);
+  Tensor params = RandomValues(dt, TensorShape({4, 3}), rng);
   cases.push_back(ErrorCase("index out of range", {params, IndexTensor(DT_INT32, {1, 4}, TensorShape({2, 1}))}, {},
                             "out of range"));
   cases.push_back(ErrorCase("negative index", {params, IndexTensor(DT_INT64, {0, -1}, TensorShape({1, 2}))}, {},

@@ -44,6 +44,42 @@ void CopyAsDoubles(const Tensor& t, std::vector<double>* out) {
 }
 }  // namespace
 
+Tensor RandomValues(DataType dtype, const TensorShape& shape, Rng* rng) {
+  if (dtype == DT_STRING) {
+    Tensor t(DT_STRING, shape);
+    for (int64_t i = 0; i < t.NumElements(); ++i) t.data<tstring>()[i] = "s" + std::to_string((*rng)() % 1000);
+    return t;
+  }
+  return RandomTensor(dtype, shape, rng, -5, 5);
+}
+
+std::vector<int64_t> UnravelIndex(int64_t flat, const TensorShape& shape) {
+  std::vector<int64_t> index(shape.dims());
+  for (int d = shape.dims() - 1; d >= 0; --d) {
+    index[d] = flat % shape.dim_size(d);
+    flat /= shape.dim_size(d);
+  }
+  return index;
+}
+
+int64_t RavelIndex(const std::vector<int64_t>& index, const TensorShape& shape) {
+  int64_t flat = 0;
+  for (int d = 0; d < shape.dims(); ++d) flat = flat * shape.dim_size(d) + index[d];
+  return flat;
+}
+
+Tensor IndexTensor(DataType dtype, const std::vector<int64_t>& values, const TensorShape& shape) {
+  Tensor t(dtype, shape);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DT_INT64) {
+      t.data<int64_t>()[i] = values[i];
+    } else {
+      t.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
+    }
+  }
+  return t;
+}
+
 std::vector<double> ToDoubles(const Tensor& t) {
   std::vector<double> out(t.NumElements());
   switch (t.dtype()) {

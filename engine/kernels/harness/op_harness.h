@@ -88,6 +88,15 @@ struct Registrar {
 Tensor RandomTensor(DataType dtype, const TensorShape& shape, Rng* rng, double lo = -2, double hi = 2);
 // A random shape of `rank` with dims in [min_dim, max_dim].
 TensorShape RandomShape(Rng* rng, int rank, int64_t min_dim = 1, int64_t max_dim = 4);
+// RandomTensor in [-5, 5] for numbers; for strings, short random words
+// ("s" and a number below 1000): values of any dtype, for ops that move
+// elements (array ops).
+Tensor RandomValues(DataType dtype, const TensorShape& shape, Rng* rng);
+// The multi-index of flat element `flat` of `shape`, and back.
+std::vector<int64_t> UnravelIndex(int64_t flat, const TensorShape& shape);
+int64_t RavelIndex(const std::vector<int64_t>& index, const TensorShape& shape);
+// An int32 or int64 tensor of `shape` holding `values` (row-major).
+Tensor IndexTensor(DataType dtype, const std::vector<int64_t>& values, const TensorShape& shape);
 // Every element as double (complex: the real part).
 std::vector<double> ToDoubles(const Tensor& t);
 // A tensor of `dtype` from doubles (rounded for integers, cast otherwise).

@@ -15,35 +15,11 @@ namespace {
 
 using Index = std::vector<int64_t>;
 
-Index Unravel(int64_t flat, const TensorShape& s) {
-  Index idx(s.dims());
-  for (int d = s.dims() - 1; d >= 0; --d) {
-    idx[d] = flat % s.dim_size(d);
-    flat /= s.dim_size(d);
-  }
-  return idx;
-}
-
-int64_t Ravel(const Index& idx, const TensorShape& s) {
-  int64_t flat = 0;
-  for (int d = 0; d < s.dims(); ++d) flat = flat * s.dim_size(d) + idx[d];
-  return flat;
-}
-
-Tensor Values(DataType dtype, const TensorShape& shape, Rng* rng) {
-  if (dtype == DT_STRING) {
-    Tensor t(DT_STRING, shape);
-    for (int64_t i = 0; i < t.NumElements(); ++i) t.data<tstring>()[i] = "s" + std::to_string((*rng)() % 1000);
-    return t;
-  }
-  return RandomTensor(dtype, shape, rng, -5, 5);
-}
-
 // out[i] = in[src_of(index of i)].
 Tensor Remap(const Tensor& in, const std::function<int64_t(const Index&)>& src_of) {
   Tensor out(in.dtype(), in.shape());
   for (int64_t i = 0; i < in.NumElements(); ++i) {
-    const int64_t s = src_of(Unravel(i, in.shape()));
+    const int64_t s = src_of(UnravelIndex(i, in.shape()));
     if (in.dtype() == DT_STRING) {
       out.data<tstring>()[i] = in.data<tstring>()[s];
     } else {
@@ -54,17 +30,10 @@ Tensor Remap(const Tensor& in, const std::function<int64_t(const Index&)>& src_o
   return out;
 }
 
-Tensor IndexTensor(DataType dtype, const Index& values, bool scalar = false) {
-  TensorShape shape = scalar ? TensorShape({}) : TensorShape({static_cast<int64_t>(values.size())});
-  Tensor t(dtype, shape);
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (dtype == DT_INT64) {
-      t.data<int64_t>()[i] = values[i];
-    } else {
-      t.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
-    }
-  }
-  return t;
+
+// A vector of `values`, or with `scalar` the one value as a scalar.
+Tensor Indices(DataType dtype, const Index& values, bool scalar = false) {
+  return IndexTensor(dtype, values, scalar ? TensorShape({}) : TensorShape({static_cast<int64_t>(values.size())}));
 }
 
 OpCase ValueCase(std::string description, std::vector<Tensor> inputs, AttrList attrs, Tensor expected) {
@@ -94,7 +63,7 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Roll", AllSupportedTypes(), [](DataType dt, 
   int k = 0;
   for (const Layout& l : layouts) {
     const DataType index_type = k++ % 2 == 1 ? DT_INT64 : DT_INT32;
-    Tensor x = Values(dt, l.shape, rng);
+    Tensor x = RandomValues(dt, l.shape, rng);
     Tensor expected = Remap(x, [&](const Index& idx) {
       Index src = idx;
       for (size_t j = 0; j < l.axis.size(); ++j) {
@@ -102,24 +71,24 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"Roll", AllSupportedTypes(), [](DataType dt, 
         const int64_t n = l.shape.dim_size(d);
         src[d] = ((src[d] - l.shift[j]) % n + n) % n;
       }
-      return Ravel(src, l.shape);
+      return RavelIndex(src, l.shape);
     });
     cases.push_back(ValueCase(l.shape.DebugString() + " shifts " + std::to_string(l.shift.size()),
-                              {x, IndexTensor(index_type, l.shift, l.scalar), IndexTensor(index_type, l.axis, l.scalar)},
+                              {x, Indices(index_type, l.shift, l.scalar), Indices(index_type, l.axis, l.scalar)},
                               {}, expected));
   }
-  Tensor x = Values(dt, TensorShape({2, 3}), rng);
-  cases.push_back(ErrorCase("axis out of range", {x, IndexTensor(DT_INT32, {1}), IndexTensor(DT_INT32, {2})}, {},
+  Tensor x = RandomValues(dt, TensorShape({2, 3}), rng);
+  cases.push_back(ErrorCase("axis out of range", {x, Indices(DT_INT32, {1}), Indices(DT_INT32, {2})}, {},
                             "out of range"));
-  cases.push_back(ErrorCase("lengths differ", {x, IndexTensor(DT_INT32, {1, 2}), IndexTensor(DT_INT32, {0})}, {},
+  cases.push_back(ErrorCase("lengths differ", {x, Indices(DT_INT32, {1, 2}), Indices(DT_INT32, {0})}, {},
                             "same length"));
   // The largest shifts reduce without overflow.
   cases.push_back(ValueCase("int64 extremes",
-                            {x, IndexTensor(DT_INT64, {INT64_MIN, INT64_MAX}), IndexTensor(DT_INT64, {0, 1})}, {},
+                            {x, Indices(DT_INT64, {INT64_MIN, INT64_MAX}), Indices(DT_INT64, {0, 1})}, {},
                             Remap(x, [&](const Index& idx) {
                               // INT64_MIN mod 2 = 0, INT64_MAX mod 3 = 1.
                               Index src = {idx[0], (idx[1] + 2) % 3};
-                              return Ravel(src, TensorShape({2, 3}));
+                              return RavelIndex(src, TensorShape({2, 3}));
                             })));
   return cases;
 }});
@@ -139,24 +108,24 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"ReverseSequence", AllSupportedTypes(), [](Da
   int k = 0;
   for (const Layout& l : layouts) {
     const DataType len_type = k++ % 2 == 1 ? DT_INT32 : DT_INT64;
-    Tensor x = Values(dt, l.shape, rng);
+    Tensor x = RandomValues(dt, l.shape, rng);
     Tensor expected = Remap(x, [&](const Index& idx) {
       Index src = idx;
       const int64_t len = l.lengths[idx[l.batch_dim]];
       if (idx[l.seq_dim] < len) src[l.seq_dim] = len - 1 - idx[l.seq_dim];
-      return Ravel(src, l.shape);
+      return RavelIndex(src, l.shape);
     });
     AttrList attrs = {{"seq_dim", MakeAttr(l.seq_dim)}, {"batch_dim", MakeAttr(l.batch_dim)}};
     cases.push_back(ValueCase(l.shape.DebugString() + " seq_dim " + std::to_string(l.seq_dim) + " batch_dim " +
                                   std::to_string(l.batch_dim),
-                              {x, IndexTensor(len_type, l.lengths)}, attrs, expected));
+                              {x, Indices(len_type, l.lengths)}, attrs, expected));
   }
-  Tensor x = Values(dt, TensorShape({2, 3}), rng);
+  Tensor x = RandomValues(dt, TensorShape({2, 3}), rng);
   AttrList attrs = {{"seq_dim", MakeAttr(int64_t{1})}, {"batch_dim", MakeAttr(int64_t{0})}};
-  cases.push_back(ErrorCase("length past the dim", {x, IndexTensor(DT_INT64, {1, 4})}, attrs, "is not in [0, 3]"));
-  cases.push_back(ErrorCase("negative length", {x, IndexTensor(DT_INT64, {-1, 2})}, attrs, "is not in [0, 3]"));
-  cases.push_back(ErrorCase("wrong count", {x, IndexTensor(DT_INT64, {1, 2, 3})}, attrs, "batch dim"));
-  cases.push_back(ErrorCase("same dims", {x, IndexTensor(DT_INT64, {1, 2})},
+  cases.push_back(ErrorCase("length past the dim", {x, Indices(DT_INT64, {1, 4})}, attrs, "is not in [0, 3]"));
+  cases.push_back(ErrorCase("negative length", {x, Indices(DT_INT64, {-1, 2})}, attrs, "is not in [0, 3]"));
+  cases.push_back(ErrorCase("wrong count", {x, Indices(DT_INT64, {1, 2, 3})}, attrs, "batch dim"));
+  cases.push_back(ErrorCase("same dims", {x, Indices(DT_INT64, {1, 2})},
                             {{"seq_dim", MakeAttr(int64_t{0})}, {"batch_dim", MakeAttr(int64_t{0})}}, "two different"));
   return cases;
 }});

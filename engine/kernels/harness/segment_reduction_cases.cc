@@ -92,15 +92,6 @@ Tensor WithExtremes(DataType dtype, const TensorShape& shape, std::vector<double
   return t;
 }
 
-Tensor Ids(DataType dtype, const std::vector<int64_t>& ids, const TensorShape& shape) {
-  Tensor t(dtype, shape);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (dtype == DT_INT64) t.data<int64_t>()[i] = ids[i];
-    else t.data<int32_t>()[i] = static_cast<int32_t>(ids[i]);
-  }
-  return t;
-}
-
 std::vector<OpCase> SortedCases(DataType dtype, Rng* rng, Kind kind) {
   struct Layout {
     TensorShape data;
@@ -121,7 +112,7 @@ std::vector<OpCase> SortedCases(DataType dtype, Rng* rng, Kind kind) {
     for (int d = 1; d < l.data.dims(); ++d) out_dims.push_back(l.data.dim_size(d));
     OpCase c;
     c.description = l.data.DebugString() + " into " + std::to_string(rows) + " segments";
-    c.inputs = {data, Ids(id_type, l.ids, TensorShape({static_cast<int64_t>(l.ids.size())}))};
+    c.inputs = {data, IndexTensor(id_type, l.ids, TensorShape({static_cast<int64_t>(l.ids.size())}))};
     c.expected = {FromDoubles(dtype, TensorShape(out_dims), SegmentRef(ToDoubles(data), l.ids, rows, width, kind, 0))};
     if (kind == Kind::kMean && DataTypeIsInteger(dtype)) c.tolerance = 1;  // integer division truncates
     c.check_gradient = dtype == DT_DOUBLE;
@@ -129,13 +120,13 @@ std::vector<OpCase> SortedCases(DataType dtype, Rng* rng, Kind kind) {
     cases.push_back(std::move(c));
   }
   Tensor data = RandomTensor(dtype, TensorShape({3, 2}), rng);
-  cases.push_back(ErrorCase("unsorted ids", {data, Ids(DT_INT32, {1, 0, 2}, TensorShape({3}))}, {}, "sorted ascending"));
-  cases.push_back(ErrorCase("negative id", {data, Ids(DT_INT32, {-1, 0, 0}, TensorShape({3}))}, {}, "negative"));
-  cases.push_back(ErrorCase("one id short", {data, Ids(DT_INT32, {0, 1}, TensorShape({2}))}, {}, "one id per row"));
+  cases.push_back(ErrorCase("unsorted ids", {data, IndexTensor(DT_INT32, {1, 0, 2}, TensorShape({3}))}, {}, "sorted ascending"));
+  cases.push_back(ErrorCase("negative id", {data, IndexTensor(DT_INT32, {-1, 0, 0}, TensorShape({3}))}, {}, "negative"));
+  cases.push_back(ErrorCase("one id short", {data, IndexTensor(DT_INT32, {0, 1}, TensorShape({2}))}, {}, "one id per row"));
   // The last id + 1 rows: not past int64 (it overflowed).
   cases.push_back(ErrorCase("last id at the end of int64",
                             {RandomTensor(dtype, TensorShape({1}), rng),
-                             Ids(DT_INT64, {std::numeric_limits<int64_t>::max()}, TensorShape({1}))},
+                             IndexTensor(DT_INT64, {std::numeric_limits<int64_t>::max()}, TensorShape({1}))},
                             {}, "more output rows"));
   return cases;
 }
@@ -166,7 +157,7 @@ std::vector<OpCase> UnsortedCases(DataType dtype, Rng* rng, Kind kind) {
     if (width == 0) want.assign(static_cast<size_t>(l.num * out_width), empty);
     OpCase c;
     c.description = l.data.DebugString() + " by ids " + l.ids_shape.DebugString() + " into " + std::to_string(l.num);
-    c.inputs = {data, Ids(id_type, l.ids, l.ids_shape), Tensor::Scalar<int32_t>(static_cast<int32_t>(l.num))};
+    c.inputs = {data, IndexTensor(id_type, l.ids, l.ids_shape), Tensor::Scalar<int32_t>(static_cast<int32_t>(l.num))};
     c.expected = {WithExtremes(dtype, TensorShape(out_dims), want, kind)};
     // Not with an empty segment's extreme value in the weighted sum (the
     // rows of negative ids get zeros).
@@ -176,10 +167,10 @@ std::vector<OpCase> UnsortedCases(DataType dtype, Rng* rng, Kind kind) {
   }
   Tensor data = RandomTensor(dtype, TensorShape({3, 2}), rng);
   cases.push_back(ErrorCase("id past num_segments",
-                            {data, Ids(DT_INT32, {0, 3, 1}, TensorShape({3})), Tensor::Scalar<int32_t>(3)}, {},
+                            {data, IndexTensor(DT_INT32, {0, 3, 1}, TensorShape({3})), Tensor::Scalar<int32_t>(3)}, {},
                             "out of range"));
   cases.push_back(ErrorCase("ids not a prefix",
-                            {data, Ids(DT_INT32, {0, 1}, TensorShape({2})), Tensor::Scalar<int32_t>(3)}, {},
+                            {data, IndexTensor(DT_INT32, {0, 1}, TensorShape({2})), Tensor::Scalar<int32_t>(3)}, {},
                             "must be a prefix"));
   return cases;
 }

@@ -153,11 +153,16 @@ Output SampledSoftmaxLoss(GraphBuilder* b, const std::vector<Output>& weights, c
   return xent == nullptr ? Output() : Output{xent, 0};
 }
 
-Output FullSoftmaxLoss(GraphBuilder* b, const std::vector<Output>& weights, const std::vector<Output>& biases,
-                       Output inputs, Output labels, int64_t num_classes) {
+Output FullSoftmaxLogits(GraphBuilder* b, const std::vector<Output>& weights, const std::vector<Output>& biases,
+                         Output inputs, int64_t num_classes) {
   Output w = StitchParts(b, weights, num_classes);
   Output bias = StitchParts(b, biases, num_classes);
-  Output logits = b->Op("logits", "Add", {b->Op("matmul", "MatMul", {inputs, w}, {{"transpose_b", MakeAttr(true)}}), bias});
+  return b->Op("logits", "Add", {b->Op("matmul", "MatMul", {inputs, w}, {{"transpose_b", MakeAttr(true)}}), bias});
+}
+
+Output FullSoftmaxLoss(GraphBuilder* b, const std::vector<Output>& weights, const std::vector<Output>& biases,
+                       Output inputs, Output labels, int64_t num_classes) {
+  Output logits = FullSoftmaxLogits(b, weights, biases, inputs, num_classes);
   Node* xent = b->AddNode("xent", "SparseSoftmaxCrossEntropyWithLogits", {logits, labels});
   return xent == nullptr ? Output() : Output{xent, 0};
 }

@@ -60,8 +60,12 @@ struct SampledSoftmaxOptions {
 Output SampledSoftmaxLoss(GraphBuilder* b, const std::vector<Output>& weights, const std::vector<Output>& biases,
                           Output inputs, Output labels, const SampledSoftmaxOptions& options);
 
-// The per-example full softmax cross-entropy [batch] over all num_classes:
-// logits = inputs . weights^T + biases.
+// The logits [batch, num_classes] over all classes: inputs . weights^T +
+// biases (the parts stitched whole).
+Output FullSoftmaxLogits(GraphBuilder* b, const std::vector<Output>& weights, const std::vector<Output>& biases,
+                         Output inputs, int64_t num_classes);
+
+// The per-example full softmax cross-entropy [batch] of FullSoftmaxLogits.
 Output FullSoftmaxLoss(GraphBuilder* b, const std::vector<Output>& weights, const std::vector<Output>& biases,
                        Output inputs, Output labels, int64_t num_classes);
 

@@ -843,7 +843,11 @@ class ModelCompiler {
       o.step = options_.global_step;
       per_example = SampledSoftmaxLoss(&b, weights, biases, x, y, o);
     } else {
-      per_example = FullSoftmaxLoss(&b, weights, biases, x, y, classes);
+      Output logits = FullSoftmaxLogits(&b, weights, biases, x, classes);
+      out_->predictions.push_back({absl::StrCat(name, "/logits"), logits, PartialShape({-1, classes}), true,
+                                   absl::StrCat("the full softmax's logits of '", name, "', a row per position")});
+      Node* xent = b.AddNode("xent", "SparseSoftmaxCrossEntropyWithLogits", {logits, y});
+      if (xent != nullptr) per_example = Output{xent, 0};
     }
     return per_example.valid() ? Scalarize(&b, per_example) : Output();
   }
@@ -859,6 +863,7 @@ class ModelCompiler {
         const Feature& logits = out_->named[x.logits()];
         const Feature& labels = out_->named[x.labels()];
         if (!CheckCrossEntropy(x, logits, labels)) continue;
+        out_->predictions.push_back({x.logits(), logits.tensor, logits.shape, true, absl::StrCat("'", x.logits(), "'")});
         label = "cross_entropy";
         // [batch, ..., classes] logits: every position is an example.
         Output logits_2d = logits.tensor, labels_flat = labels.tensor;
@@ -877,6 +882,9 @@ class ModelCompiler {
         if (!CheckSameFloatShape(m, "predictions", out_->named[m.predictions()], "targets", out_->named[m.targets()])) {
           continue;
         }
+        const Feature& predictions = out_->named[m.predictions()];
+        out_->predictions.push_back(
+            {m.predictions(), predictions.tensor, predictions.shape, false, absl::StrCat("'", m.predictions(), "'")});
         label = "mean_squared_error";
         Output d = b.Op("sqdiff", "SquaredDifference", {out_->named[m.predictions()].tensor, out_->named[m.targets()].tensor});
         Output flat = b.Op("flat", "Reshape", {d, b.Const("shape", ShapeTensor({-1}))});

@@ -47,11 +47,27 @@ struct VariableInfo {
   TensorShape logical_shape;
 };
 
+// What a loss predicts, for export (models/inference_graph.h).
+struct Prediction {
+  // The logits or predictions layer (or feature) a loss reads, or
+  // "<sampled softmax's name>/logits".
+  std::string name;
+  Output tensor;
+  PartialShape shape;
+  // Logits over classes (softmax cross-entropy, sampled softmax): their
+  // probabilities and classes are exported too.
+  bool classes = false;
+  std::string what;  // "'logits'", for the export's summary
+};
+
 struct ModelOutputs {
   std::map<std::string, Feature> named;  // features, layers and raw nodes by name
   Output total_loss;                     // scalar float
   std::vector<std::pair<std::string, Output>> losses;   // per configured loss, for summaries
   std::vector<std::pair<std::string, Output>> metrics;  // scalar float per metric ("accuracy")
+  // One per loss, in the config's order; a sampled softmax's only when not
+  // training (its full logits are built in evaluation alone).
+  std::vector<Prediction> predictions;
   std::vector<VariableInfo> variables;
   // Forward FLOPs per example (multiply-adds count 2), for the plan.
   int64_t forward_flops_per_example = 0;

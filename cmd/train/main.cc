@@ -1,10 +1,12 @@
 // `train CONFIG [--validate] [--dry-run] [--set field.path=value]...
 //  [--run_dir DIR] [--allow-drift] [--trace_steps=A-B [--trace_device_time]] [--job NAME --task N]
-//  [--local_cluster ps=N,worker=M]`: runs a Sluice experiment, or with --local_cluster the
-// whole cluster of one on this machine (cmd/train/local_cluster.h). Exit codes in
-// cmd/train/exit_codes.h.
+//  [--local_cluster ps=N,worker=M] [--export PATH [--export_outputs A,B]]`: runs a Sluice
+// experiment, or with --local_cluster the whole cluster of one on this machine
+// (cmd/train/local_cluster.h), or with --export writes the run's newest checkpoint as a
+// frozen inference graph (cmd/train/export.h). Exit codes in cmd/train/exit_codes.h.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -14,9 +16,11 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cmd/train/exit_codes.h"
+#include "cmd/train/export.h"
 #include "cmd/train/local_cluster.h"
 #include "cmd/train/trainer.h"
 
@@ -26,6 +30,7 @@ constexpr char kUsage[] =
     "usage: train CONFIG [--validate] [--dry-run] [--set field.path=value]... [--run_dir DIR] [--allow-drift]\n"
     "             [--trace_steps=A-B [--trace_device_time]] [--print_losses] [--job NAME --task N]\n"
     "             [--local_cluster ps=N,worker=M[,restarts=R]]\n"
+    "       train CONFIG --export PATH [--export_outputs A,B] [--set field.path=value]... [--run_dir DIR]\n"
     "  --validate     check the experiment (and the run directory, as a run would: a different\n"
     "                 config there needs --allow-drift) and print the plan; do no work\n"
     "  --dry-run      build everything, check the run directory and print the plan; do not train\n"
@@ -49,6 +54,11 @@ constexpr char kUsage[] =
     "                 restarts=R a task other than the chief that dies (a signal, a code >= 128)\n"
     "                 is started again, up to R times; a task that dies and is not started\n"
     "                 again stops the cluster (SIGTERM to every task)\n"
+    "  --export PATH  write the run directory's newest checkpoint as a frozen inference GraphDef\n"
+    "                 (TensorFlow's format; text if PATH ends in .pbtxt) and exit; its inputs are\n"
+    "                 the model's features (image:0, ...), its outputs each loss's predictions:\n"
+    "                 outputs/L:0, outputs/L/probabilities:0 and outputs/L/classes:0 for logits L\n"
+    "  --export_outputs A,B  export these layers (outputs/A:0, ...) instead\n"
     "exit codes: 0 done, 2 bad config or usage, 1 other permanent errors, 129 transient failure,\n"
     "            143 stopped by SIGTERM/SIGINT after a checkpoint (run again to resume; a second\n"
     "            signal a second or more after the first stops at once, without one);\n"
@@ -153,6 +163,25 @@ int main(int argc, char** argv) {
         return sluice::kExitBadConfig;
       }
       options.trace_steps = v;
+    } else if (arg.rfind("--export_outputs", 0) == 0 || arg.rfind("--export-outputs", 0) == 0) {
+      const char* v = value(arg.rfind("--export_outputs", 0) == 0 ? "--export_outputs" : "--export-outputs");
+      std::string names = v == nullptr ? "" : v;
+      for (size_t start = 0; start <= names.size();) {
+        const size_t comma = std::min(names.find(',', start), names.size());
+        if (comma > start) options.export_outputs.push_back(names.substr(start, comma - start));
+        start = comma + 1;
+      }
+      if (options.export_outputs.empty()) {
+        std::cerr << "error: --export_outputs needs layer names, e.g. fc2,logits\n" << kUsage;
+        return sluice::kExitBadConfig;
+      }
+    } else if (arg.rfind("--export", 0) == 0) {
+      const char* v = value("--export");
+      if (v == nullptr || *v == '\0') {
+        std::cerr << "error: --export needs the path of the GraphDef to write\n" << kUsage;
+        return sluice::kExitBadConfig;
+      }
+      options.export_path = v;
     } else if (arg.rfind("--job", 0) == 0) {
       const char* v = value("--job");
       if (v == nullptr || *v == '\0') {
@@ -183,6 +212,23 @@ int main(int argc, char** argv) {
   if (options.config_path.empty()) {
     std::cerr << kUsage;
     return sluice::kExitBadConfig;
+  }
+  if (!options.export_path.empty() || !options.export_outputs.empty()) {
+    std::string conflict;
+    if (options.export_path.empty()) conflict = "--export_outputs needs --export PATH";
+    const std::pair<bool, const char*> others[] = {
+        {local_cluster.has_value(), "--local_cluster"}, {options.validate_only, "--validate"},
+        {options.dry_run, "--dry-run"},                {!options.trace_steps.empty(), "--trace_steps"},
+        {options.trace_device_time, "--trace_device_time"}, {options.print_losses, "--print_losses"},
+        {options.allow_drift, "--allow-drift"},         {!options.job.empty() || options.task >= 0, "--job/--task"}};
+    for (const auto& [given, flag] : others) {
+      if (given && conflict.empty()) conflict = std::string("--export does not train; drop ") + flag;
+    }
+    if (!conflict.empty()) {
+      std::cerr << "error: " << conflict << "\n" << kUsage;
+      return sluice::kExitBadConfig;
+    }
+    return sluice::RunExport(options, std::cout, std::cerr);
   }
   if (local_cluster.has_value()) {
     absl::StatusOr<sluice::LocalClusterShape> shape = sluice::ParseLocalClusterSpec(*local_cluster);

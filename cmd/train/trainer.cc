@@ -28,6 +28,7 @@
 #include "cmd/train/cluster_task.h"
 #include "cmd/train/config_drift.h"
 #include "cmd/train/exit_codes.h"
+#include "cmd/train/run_setup.h"
 #include "cmd/train/line_diff.h"
 #include "cmd/train/plan_printer.h"
 #include "configs/load.h"
@@ -431,60 +432,18 @@ int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::
 // (models/embedding_ops.h) once, as its whole logical variable stitched from
 // its parts, so a run restores into another number of partitions.
 // `trainable` gets one flag per entry.
-std::vector<checkpoint::SaveableVariable> Saveables(const models::TrainingGraph& tg, std::vector<bool>* trainable) {
-  std::vector<checkpoint::SaveableVariable> out;
-  std::map<std::string, size_t> logical_at;
-  for (const auto& v : tg.variables) {
-    checkpoint::SaveableVariable sv;
-    sv.dtype = v.name == tg.global_step ? DT_INT64 : DT_FLOAT;
-    if (v.num_parts <= 1) {
-      sv.node = v.name;
-      sv.name = v.name;
-      sv.shape = v.shape;
-    } else {
-      auto [it, fresh] = logical_at.emplace(v.logical, out.size());
-      if (!fresh) {
-        checkpoint::SaveableVariable& whole = out[it->second];
-        if (static_cast<int>(whole.mod_parts.size()) <= v.part) whole.mod_parts.resize(v.part + 1);
-        whole.mod_parts[v.part] = v.name;
-        continue;
-      }
-      sv.name = v.logical;
-      sv.full_shape = v.logical_shape;
-      sv.mod_parts.resize(v.num_parts);
-      sv.mod_parts[v.part] = v.name;
-    }
-    out.push_back(sv);
-    trainable->push_back(v.trainable);
-  }
-  return out;
-}
-
 // RunTrainer's body. `cluster`: the task's cluster runtime, which it starts
 // in a cluster and which RunTrainer destroys after it returns (the chief then
 // tells the other tasks to stop, with its exit code).
 int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream& err,
                  std::unique_ptr<ClusterRuntime>& cluster) {
-  auto loaded_or = config::LoadExperimentFile(options.config_path);
-  if (!loaded_or.ok()) {
-    err << loaded_or.status().message() << "\n";
-    return kExitBadConfig;
-  }
-  config::LoadedExperiment& loaded = **loaded_or;
+  std::unique_ptr<config::LoadedExperiment> loaded_ptr;
+  const int load_code = LoadExperimentForRun(options, err, &loaded_ptr);
+  if (load_code != kExitDone) return load_code;
+  config::LoadedExperiment& loaded = *loaded_ptr;
   config::Experiment& e = loaded.experiment;
-  absl::Status s = config::ApplyOverrides(options.overrides, &e, &loaded.overrides);
-  if (!s.ok()) {
-    err << "error: " << s.message() << "\n";
-    return kExitBadConfig;
-  }
-  if (!options.run_dir.empty()) e.set_run_dir(options.run_dir);
-  config::ApplyDefaults(&e);
+  absl::Status s;
   config::ConfigErrors errors(options.config_path);
-  config::Validate(loaded, &errors);
-  if (!errors.empty()) {
-    for (const std::string& line : errors.lines()) err << line << "\n";
-    return kExitBadConfig;
-  }
   // Who this process is: the cluster and its task (config, flags, TF_CONFIG, Slurm).
   distributed::IdentitySources sources;
   sources.config_cluster = &e.cluster();
@@ -882,7 +841,7 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   saver_options.retention.keep_every_hours = e.checkpoint().keep_every_hours();
   saver_options.config_hash = config_hash;
   std::vector<bool> trainable;
-  const std::vector<checkpoint::SaveableVariable> saveables = Saveables(tg, &trainable);
+  const std::vector<checkpoint::SaveableVariable> saveables = SaveablesOf(tg.variables, tg.global_step, &trainable);
   std::unique_ptr<checkpoint::Saver> saver;
   if (chief) {
     auto saver_or = checkpoint::Saver::Create(saver_options, saveables);

@@ -28,6 +28,8 @@ struct TrainerOptions {
   bool print_losses = false;           // --print_losses: every step's loss, full precision
   std::string job;                     // --job NAME ("" when not given)
   int task = -1;                       // --task N (-1 when not given)
+  std::string export_path;             // --export PATH: write a frozen inference graph (export.h), no training
+  std::vector<std::string> export_outputs;  // --export_outputs A,B: layers to export instead of the defaults
 };
 
 // Set by the signal handler: finish the step, checkpoint, exit 143.

@@ -1,0 +1,178 @@
+// `train CONFIG --export PATH` (export.h).
+#include "cmd/train/export.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "checkpoint/saver.h"
+#include "cmd/train/exit_codes.h"
+#include "cmd/train/run_setup.h"
+#include "configs/config_errors.h"
+#include "engine/framework/device_set.h"
+#include "engine/platform/env.h"
+#include "engine/runtime/session.h"
+#include "google/protobuf/text_format.h"
+#include "models/inference_graph.h"
+
+namespace sluice {
+namespace {
+
+// A batch of one: unknown dims become 1.
+absl::StatusOr<Tensor> ZerosFor(const models::InferenceEndpoint& input) {
+  if (!input.shape.rank_known()) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", input.node, "' has an unknown rank"));
+  }
+  std::vector<int64_t> dims;
+  for (int64_t d : input.shape.dims()) dims.push_back(d < 0 ? 1 : d);
+  auto shape = TensorShape::Build(dims);
+  if (!shape.ok()) return shape.status();
+  Tensor t(input.dtype, *shape);
+  if (t.TotalBytes() > 0) std::memset(t.raw_data(), 0, t.TotalBytes());
+  return t;
+}
+
+}  // namespace
+
+int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<config::LoadedExperiment> loaded;
+  int code = LoadExperimentForRun(options, err, &loaded);
+  if (code != kExitDone) return code;
+  const config::Experiment& e = loaded->experiment;
+  // The export's few runs need no GPU, and its values are the same on any device.
+  absl::Status s = SetLocalDeviceTypeEnabled(kDeviceGpu, false);
+  if (!s.ok()) {
+    err << "error: " << s.message() << "\n";
+    return kExitPermanentError;
+  }
+  config::ConfigErrors errors(options.config_path);
+  models::InferenceOptions io;
+  io.outputs = options.export_outputs;
+  models::InferenceGraph ig;
+  s = models::BuildInferenceGraph(*loaded, io, &ig, &errors);
+  if (!errors.empty()) {
+    for (const std::string& line : errors.lines()) err << line << "\n";
+    return kExitBadConfig;
+  }
+  if (absl::IsInvalidArgument(s)) {
+    err << "error: --export_outputs: " << s.message() << "\n";
+    return kExitBadConfig;
+  }
+  if (!s.ok()) {
+    err << "error: building the inference graph: " << s.message() << "\n";
+    return kExitPermanentError;
+  }
+
+  // The variables' values: the trainer's restore of the newest valid checkpoint.
+  std::map<std::string, Tensor> values;
+  std::string restored_dir;
+  int64_t restored_step = 0;
+  {
+    auto session = NewSession();
+    if (session.ok()) s = (*session)->Create(ig.graph);
+    if (!session.ok() || !s.ok()) {
+      err << "error: the inference graph: " << (session.ok() ? s : session.status()).message() << "\n";
+      return kExitPermanentError;
+    }
+    checkpoint::SaverOptions so;
+    so.run_dir = e.run_dir();
+    so.background = false;
+    std::vector<checkpoint::SaveableVariable> saveables = SaveablesOf(ig.variables, "", nullptr);
+    if (saveables.empty()) {
+      err << "error: the exported outputs read no variable; there is nothing of the run to export\n";
+      return kExitBadConfig;
+    }
+    auto saver = checkpoint::Saver::Create(so, saveables);
+    if (saver.ok()) s = (*saver)->Extend(session->get());
+    if (!saver.ok() || !s.ok()) {
+      err << "error: restore nodes: " << (saver.ok() ? s : saver.status()).message() << "\n";
+      return kExitPermanentError;
+    }
+    auto step = (*saver)->RestoreLatest(session->get(), checkpoint::VerifyLevel::kFull, &restored_dir);
+    if (absl::IsNotFound(step.status())) {
+      err << "error: no checkpoint to export in " << checkpoint::CheckpointsDir(e.run_dir())
+          << "; train first, or name the run with --run_dir\n";
+      return kExitPermanentError;
+    }
+    if (!step.ok()) {
+      err << "error: " << step.status().message() << "\n";
+      return ExitCodeForStatus(step.status());
+    }
+    restored_step = *step;
+    std::vector<std::string> names;
+    for (const auto& v : ig.variables) names.push_back(v.name);
+    std::vector<Tensor> fetched;
+    s = (*session)->Run({}, names, {}, &fetched);
+    if (!s.ok()) {
+      err << "error: reading the restored variables: " << s.message() << "\n";
+      return kExitPermanentError;
+    }
+    for (size_t i = 0; i < names.size(); ++i) values[names[i]] = fetched[i];
+  }
+  s = models::FreezeVariables(values, &ig.graph);
+  if (!s.ok()) {
+    err << "error: freezing the variables: " << s.message() << "\n";
+    return kExitPermanentError;
+  }
+
+  // The frozen graph runs, or it is not written.
+  {
+    std::vector<std::pair<std::string, Tensor>> feeds;
+    for (const auto& input : ig.inputs) {
+      auto zeros = ZerosFor(input);
+      if (!zeros.ok()) {
+        err << "error: " << zeros.status().message() << "\n";
+        return kExitPermanentError;
+      }
+      feeds.push_back({input.node, *std::move(zeros)});
+    }
+    std::vector<std::string> fetches;
+    for (const auto& output : ig.outputs) fetches.push_back(output.node);
+    auto session = NewSession();
+    if (session.ok()) s = (*session)->Create(ig.graph);
+    std::vector<Tensor> fetched;
+    if (session.ok() && s.ok()) s = (*session)->Run(feeds, fetches, {}, &fetched);
+    if (!session.ok() || !s.ok()) {
+      err << "error: the frozen graph does not run on a batch of zeros, so it was not written: "
+          << (session.ok() ? s : session.status()).message() << "\n";
+      return kExitPermanentError;
+    }
+  }
+
+  std::string bytes;
+  const bool text = absl::EndsWith(options.export_path, ".pbtxt");
+  if (text) {
+    google::protobuf::TextFormat::PrintToString(ig.graph, &bytes);
+  } else if (ig.graph.ByteSizeLong() >= (size_t{1} << 31) || !ig.graph.SerializeToString(&bytes)) {
+    err << "error: the frozen graph is over protobuf's 2 GiB limit (" << ig.graph.ByteSizeLong()
+        << " bytes); export fewer outputs with --export_outputs\n";
+    return kExitPermanentError;
+  }
+  s = WriteFileAtomically(Env::Default(), options.export_path, bytes);
+  if (!s.ok()) {
+    err << "error: writing " << options.export_path << ": " << s.message() << "\n";
+    return kExitPermanentError;
+  }
+  int64_t weights = 0;
+  for (const auto& [name, t] : values) weights += t.NumElements();
+  out << "exported step " << restored_step << " (" << restored_dir << ") to " << options.export_path << ": "
+      << ig.graph.node_size() << " nodes, " << weights << " weights, "
+      << absl::StrFormat("%.1f MB", static_cast<double>(bytes.size()) / 1e6) << (text ? " of text" : "") << "\n";
+  for (const auto& input : ig.inputs) {
+    out << "  input   " << input.node << ":0  " << DataTypeString(input.dtype) << " " << input.shape.DebugString()
+        << "  (" << input.what << ")\n";
+  }
+  for (const auto& output : ig.outputs) {
+    out << "  output  " << output.node << ":0  " << DataTypeString(output.dtype) << " " << output.shape.DebugString()
+        << "  (" << output.what << ")\n";
+  }
+  return kExitDone;
+}
+
+}  // namespace sluice

@@ -1,0 +1,28 @@
+// `train CONFIG --export PATH`: the run directory's newest checkpoint as a
+// frozen inference GraphDef (models/inference_graph.h) that TensorFlow loads
+// as it is (tf.compat.v1.GraphDef, import_graph_def) and Sluice runs
+// (tests/tf_interop/run_graphdef). The steps: build the inference graph,
+// restore the newest valid checkpoint into its variables (the trainer's
+// restore, fully verified), replace each variable by a constant of its
+// value, run the result once on a batch of zeros (an export that does not
+// run is never written), and write it: binary, or text format when PATH ends
+// in ".pbtxt". A summary names the checkpoint, each input and output with
+// its dtype and shape, and the size.
+// Thread safety: called once, from main.
+#ifndef SLUICE_CMD_TRAIN_EXPORT_H_
+#define SLUICE_CMD_TRAIN_EXPORT_H_
+
+#include <ostream>
+
+#include "cmd/train/trainer.h"
+
+namespace sluice {
+
+// Returns the process exit code (exit_codes.h): 2 for a bad config or a bad
+// --export_outputs name, 1 when there is no checkpoint or the file cannot be
+// written. REQUIRES: !options.export_path.empty().
+int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace sluice
+
+#endif  // SLUICE_CMD_TRAIN_EXPORT_H_

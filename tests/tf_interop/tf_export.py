@@ -1,0 +1,143 @@
+"""A model trained by Sluice, exported with `train CONFIG --export`, runs in TensorFlow.
+
+For each model (fashion_mlp, fashion_cnn, fashion_lstm with its in-graph while loop, and
+fashion_sampled_softmax with its output weights in two parts): `train` runs a few steps and
+its final evaluation over the 10,000 test images; `train --export` writes the frozen
+inference graph; TensorFlow (graph mode) imports that GraphDef as it is and runs it on the
+same 10,000 images. Checked:
+  - TensorFlow's accuracy and mean cross-entropy over the test set equal what Sluice's own
+    evaluation wrote to eval.txt (accuracy within 2 of 10,000 examples, for near-ties that
+    summation order can flip; loss within 2e-4);
+  - Sluice running the same file (run_graphdef) gives TensorFlow's logits within 1e-5 of
+    their scale, and the exported probabilities and classes are the softmax and argmax;
+  - the summary printed by --export names the input and outputs with their shapes.
+
+Usage: python tf_export.py --train=PATH --run_graphdef=PATH --configs=DIR --workdir=DIR
+"""
+import argparse
+import gzip
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import tensorflow as tf  # noqa: E402
+
+tf1 = tf.compat.v1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tf_models import rel_error, run_sluice  # noqa: E402
+
+DATA = "/usr/share/datasets/fashion-mnist"
+
+# (config, train steps, the exported logits, the summary's line for them)
+MODELS = [
+    ("fashion_mlp", 60, "outputs/logits", "outputs/logits:0  float [?,10]"),
+    ("fashion_cnn", 30, "outputs/logits", "outputs/logits:0  float [?,10]"),
+    ("fashion_lstm", 30, "outputs/logits", "outputs/logits:0  float [?,10]"),
+    ("fashion_sampled_softmax", 60, "outputs/sampled_softmax/logits",
+     "outputs/sampled_softmax/logits:0  float [?,10]"),
+]
+
+
+def run(cmd):
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError("%s failed (exit %d):\n%s\n%s" % (" ".join(cmd), proc.returncode, proc.stdout[-3000:],
+                                                            proc.stderr[-3000:]))
+    return proc.stdout
+
+
+def read_idx(name, header):
+    with gzip.open(os.path.join(DATA, name), "rb") as f:
+        return np.frombuffer(f.read(), dtype=np.uint8, offset=header)
+
+
+def last_eval(run_dir):
+    """{name: value} of the last line of eval.txt."""
+    with open(os.path.join(run_dir, "eval.txt")) as f:
+        line = f.read().strip().splitlines()[-1]
+    m = re.match(r"eval at step \d+: (.*) \(([\d,]+) examples\)$", line)
+    if not m:
+        raise RuntimeError("unexpected eval line: " + line)
+    parts = m.group(1).split()
+    return dict((parts[i], float(parts[i + 1])) for i in range(0, len(parts), 2)), int(m.group(2).replace(",", ""))
+
+
+def tf_run(graph_pb, fetches, images):
+    graph_def = tf1.GraphDef()
+    with open(graph_pb, "rb") as f:
+        graph_def.ParseFromString(f.read())
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.import_graph_def(graph_def, name="")
+    with tf1.Session(graph=graph) as sess:
+        return sess.run([f + ":0" for f in fetches], {"image:0": images})
+
+
+def check(name, steps, logits_name, summary_line, args, images, labels):
+    run_dir = os.path.join(args.workdir, name)
+    config = os.path.join(args.configs, name + ".pbtxt")
+    common = ["--run_dir", run_dir, "--set", "devices.intra_op_threads=1", "--set", "devices.inter_op_threads=1"]
+    run([args.train, config] + common + ["--set", "train.steps=%d" % steps, "--set", "train.eval_every_steps=0",
+                                         "--set", "summaries.every_steps=0"])
+    want, examples = last_eval(run_dir)
+    if examples != len(labels):
+        raise RuntimeError("%s: Sluice evaluated %d examples, the test set has %d" % (name, examples, len(labels)))
+    graph_pb = os.path.join(args.workdir, name + ".pb")
+    summary = run([args.train, config] + common + ["--export", graph_pb])
+    for expected in ("input   image:0  float [?,28,28,1]", summary_line, "exported step %d " % steps):
+        if expected not in summary:
+            raise RuntimeError("%s: the export's summary lacks '%s':\n%s" % (name, expected, summary))
+
+    probabilities_name, classes_name = logits_name + "/probabilities", logits_name + "/classes"
+    logits, probabilities, classes = tf_run(graph_pb, [logits_name, probabilities_name, classes_name], images)
+    accuracy = float(np.mean(classes == labels))
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_softmax = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    loss = float(-np.mean(log_softmax[np.arange(len(labels)), labels]))
+    if "accuracy" in want and abs(accuracy - want["accuracy"]) * len(labels) > 2.5:
+        raise RuntimeError("%s: TensorFlow's accuracy %.4f, Sluice's evaluation %.4f" % (name, accuracy, want["accuracy"]))
+    if abs(loss - want["loss"]) > 2e-4:
+        raise RuntimeError("%s: TensorFlow's loss %.6f, Sluice's evaluation %.4f" % (name, loss, want["loss"]))
+    if not np.array_equal(classes, np.argmax(logits, axis=1)):
+        raise RuntimeError("%s: the exported classes are not the logits' argmax" % name)
+    if rel_error(probabilities, np.exp(log_softmax)) > 1e-5:
+        raise RuntimeError("%s: the exported probabilities are not the logits' softmax" % name)
+
+    graph_def = tf1.GraphDef()
+    with open(graph_pb, "rb") as f:
+        graph_def.ParseFromString(f.read())
+    (sluice_logits,), _ = run_sluice(args.run_graphdef, args.workdir, name + "_sluice", graph_def, {"image": images},
+                                     [logits_name])
+    err = rel_error(sluice_logits, logits)
+    if err > 1e-5:
+        raise RuntimeError("%s: Sluice's and TensorFlow's logits differ by %.3g of their scale" % (name, err))
+    ops = sorted(set(n.op for n in graph_def.node))
+    print("ok   %s: %d steps, exported %d nodes (%s); TensorFlow: accuracy %.4f loss %.4f, Sluice's eval %s; "
+          "logits within %.2g" % (name, steps, len(graph_def.node), " ".join(ops), accuracy, loss,
+                                  " ".join("%s %.4f" % kv for kv in sorted(want.items())), err))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--train", required=True)
+    p.add_argument("--run_graphdef", required=True)
+    p.add_argument("--configs", required=True)
+    p.add_argument("--workdir", required=True)
+    p.add_argument("--models", default=",".join(m[0] for m in MODELS))
+    args = p.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    # As the input pipeline scales them (ImageToFloat: pixel times the float 1/255).
+    images = read_idx("t10k-images-idx3-ubyte.gz", 16).reshape(-1, 28, 28, 1).astype(np.float32) * np.float32(1 / 255)
+    labels = read_idx("t10k-labels-idx1-ubyte.gz", 8).astype(np.int64)
+    wanted = args.models.split(",")
+    for name, steps, logits_name, summary_line in MODELS:
+        if name in wanted:
+            check(name, steps, logits_name, summary_line, args, images, labels)
+
+
+if __name__ == "__main__":
+    main()

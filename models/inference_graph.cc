@@ -203,7 +203,7 @@ absl::Status BuildInferenceGraph(const config::LoadedExperiment& loaded, const I
     if (!s.ok()) return s;
     if (!x.classes) continue;
     s = add_output(absl::StrCat(x.name, "/probabilities"), "Softmax", {x.tensor}, {}, x.shape,
-                   absl::StrCat("softmax of ", x.what, " over its last axis"));
+                   absl::StrCat("softmax of ", x.what));
     if (!s.ok()) return s;
     PartialShape classes_shape = PartialShape::Unknown();
     int32_t axis = -1;
@@ -213,8 +213,7 @@ absl::Status BuildInferenceGraph(const config::LoadedExperiment& loaded, const I
       classes_shape = PartialShape::FromDims(dims);
     }
     s = add_output(absl::StrCat(x.name, "/classes"), "ArgMax", {x.tensor, ob.Scalar<int32_t>("axis", axis)},
-                   {{"output_type", MakeAttr(DT_INT64)}}, classes_shape,
-                   absl::StrCat("argmax of ", x.what, " over its last axis"));
+                   {{"output_type", MakeAttr(DT_INT64)}}, classes_shape, absl::StrCat("argmax of ", x.what));
     if (!s.ok()) return s;
   }
   if (!b.ok()) return b.status();
@@ -228,6 +227,7 @@ absl::Status BuildInferenceGraph(const config::LoadedExperiment& loaded, const I
     }
     out->inputs.push_back({name, f.dtype, f.shape, what});
   }
+  out->vocabulary = input.vocabulary;
   for (const VariableInfo& v : model.variables) {
     if (graph.FindNode(v.name) == nullptr) continue;
     out->variables.push_back({v.name, v.shape, true, v.logical, v.part, v.num_parts, v.logical_shape});

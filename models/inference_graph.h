@@ -5,9 +5,10 @@
 // an Identity named "outputs/<name>" for each exported tensor. By default
 // those are each loss's predictions: a softmax cross-entropy's logits layer
 // L gives outputs/L, outputs/L/probabilities (Softmax over the last axis)
-// and outputs/L/classes (ArgMax, int64); a mean squared error's predictions
-// P gives outputs/P; a sampled softmax S gives outputs/S/logits (inputs .
-// weights^T + biases over all classes, one row per position) and its
+// and outputs/L/classes (ArgMax over it, int64); a mean squared error's
+// predictions P gives outputs/P; a sampled softmax S gives outputs/S/logits
+// (inputs . weights^T + biases over all classes, [batch, ..., classes] like
+// its inputs when their dims are known, else a row per position) and its
 // probabilities and classes. Only what the outputs need is kept, so labels
 // and losses are gone. Sluice's own LstmGates nodes are written as the
 // TensorFlow ops they stand for (Split, Sigmoid, Tanh, Mul, Add), so every
@@ -48,6 +49,9 @@ struct InferenceGraph {
   // The model variables the outputs read (checkpoint names and parts, as in
   // TrainingGraph::variables); all trainable.
   std::vector<VariableSummary> variables;
+  // A text input's words in id order (InputPipeline::vocabulary); empty for
+  // other inputs.
+  std::vector<std::string> vocabulary;
 };
 
 struct InferenceOptions {

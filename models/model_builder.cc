@@ -844,8 +844,18 @@ class ModelCompiler {
       per_example = SampledSoftmaxLoss(&b, weights, biases, x, y, o);
     } else {
       Output logits = FullSoftmaxLogits(&b, weights, biases, x, classes);
-      out_->predictions.push_back({absl::StrCat(name, "/logits"), logits, PartialShape({-1, classes}), true,
-                                   absl::StrCat("the full softmax's logits of '", name, "', a row per position")});
+      // Exported per position ([batch, ..., classes]) when those dims are known.
+      std::vector<int64_t> dims(is.dims().begin(), is.dims().end() - 1);
+      dims[0] = -1;
+      dims.push_back(classes);
+      Output per_position = logits;
+      if (is.rank() > 2 && std::all_of(dims.begin() + 1, dims.end(), [](int64_t d) { return d >= 0; })) {
+        per_position = b.Op("logits_per_position", "Reshape", {logits, b.Const("shape", ShapeTensor(dims))});
+      } else {
+        dims = {-1, classes};
+      }
+      out_->predictions.push_back({absl::StrCat(name, "/logits"), per_position, PartialShape::FromDims(dims), true,
+                                   absl::StrCat("the logits of '", name, "' over all ", classes, " classes")});
       Node* xent = b.AddNode("xent", "SparseSoftmaxCrossEntropyWithLogits", {logits, y});
       if (xent != nullptr) per_example = Output{xent, 0};
     }

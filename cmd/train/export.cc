@@ -154,6 +154,16 @@ int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& er
         << " bytes); export fewer outputs with --export_outputs\n";
     return kExitPermanentError;
   }
+  // A text input's ids mean words: the vocabulary goes beside the graph
+  // (first, so that a written graph always has it).
+  const std::string vocabulary_path = absl::StrCat(options.export_path, ".vocab.txt");
+  if (!ig.vocabulary.empty()) {
+    s = WriteFileAtomically(Env::Default(), vocabulary_path, absl::StrCat(absl::StrJoin(ig.vocabulary, "\n"), "\n"));
+    if (!s.ok()) {
+      err << "error: writing " << vocabulary_path << ": " << s.message() << "\n";
+      return kExitPermanentError;
+    }
+  }
   s = WriteFileAtomically(Env::Default(), options.export_path, bytes);
   if (!s.ok()) {
     err << "error: writing " << options.export_path << ": " << s.message() << "\n";
@@ -171,6 +181,10 @@ int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& er
   for (const auto& output : ig.outputs) {
     out << "  output  " << output.node << ":0  " << DataTypeString(output.dtype) << " " << output.shape.DebugString()
         << "  (" << output.what << ")\n";
+  }
+  if (!ig.vocabulary.empty()) {
+    out << "  vocabulary  " << vocabulary_path << "  (" << ig.vocabulary.size()
+        << " words, a line each: a word's id is its line's index from 0)\n";
   }
   return kExitDone;
 }

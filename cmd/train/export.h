@@ -6,7 +6,8 @@
 // restore, fully verified), replace each variable by a constant of its
 // value, run the result once on a batch of zeros (an export that does not
 // run is never written), and write it: binary, or text format when PATH ends
-// in ".pbtxt". A summary names the checkpoint, each input and output with
+// in ".pbtxt". A text input's vocabulary goes to PATH.vocab.txt, a word a
+// line in id order. A summary names the checkpoint, each input and output with
 // its dtype and shape, and the size.
 // Thread safety: called once, from main.
 #ifndef SLUICE_CMD_TRAIN_EXPORT_H_

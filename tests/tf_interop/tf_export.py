@@ -12,6 +12,9 @@ same 10,000 images. Checked:
     their scale, and the exported probabilities and classes are the softmax and argmax;
   - the summary printed by --export names the input and outputs with their shapes.
 
+And text_lstm (word ids in, logits per position out): TensorFlow runs its export on random
+ids to Sluice's logits within 1e-5, and its 10,000-word vocabulary is written beside it.
+
 Usage: python tf_export.py --train=PATH --run_graphdef=PATH --configs=DIR --workdir=DIR
 """
 import argparse
@@ -66,7 +69,7 @@ def last_eval(run_dir):
     return dict((parts[i], float(parts[i + 1])) for i in range(0, len(parts), 2)), int(m.group(2).replace(",", ""))
 
 
-def tf_run(graph_pb, fetches, images):
+def tf_run(graph_pb, fetches, feed, feed_name="image"):
     graph_def = tf1.GraphDef()
     with open(graph_pb, "rb") as f:
         graph_def.ParseFromString(f.read())
@@ -74,7 +77,7 @@ def tf_run(graph_pb, fetches, images):
     with graph.as_default():
         tf1.import_graph_def(graph_def, name="")
     with tf1.Session(graph=graph) as sess:
-        return sess.run([f + ":0" for f in fetches], {"image:0": images})
+        return sess.run([f + ":0" for f in fetches], {feed_name + ":0": feed})
 
 
 def check(name, steps, logits_name, summary_line, args, images, labels):
@@ -121,13 +124,48 @@ def check(name, steps, logits_name, summary_line, args, images, labels):
                                   " ".join("%s %.4f" % kv for kv in sorted(want.items())), err))
 
 
+def check_text(args):
+    """text_lstm: word ids in, per-position logits out, and the vocabulary beside the graph."""
+    name = "text_lstm"
+    run_dir = os.path.join(args.workdir, name)
+    config = os.path.join(args.configs, name + ".pbtxt")
+    common = ["--run_dir", run_dir, "--set", "devices.intra_op_threads=1", "--set", "devices.inter_op_threads=1"]
+    run([args.train, config] + common + ["--set", "train.steps=3", "--set", "train.eval_every_steps=0",
+                                         "--set", "summaries.every_steps=0"])
+    graph_pb = os.path.join(args.workdir, name + ".pb")
+    summary = run([args.train, config] + common + ["--export", graph_pb])
+    for expected in ("input   tokens:0  int64 [?,35]", "outputs/sampled_softmax/logits:0  float [?,35,10000]",
+                     "vocabulary  %s.vocab.txt  (10000 words" % graph_pb):
+        if expected not in summary:
+            raise RuntimeError("%s: the export's summary lacks '%s':\n%s" % (name, expected, summary))
+    with open(graph_pb + ".vocab.txt") as f:
+        words = f.read().split("\n")
+    if len(words) != 10001 or words[:2] != ["<unk>", "<eos>"] or words[-1] != "" or len(set(words)) != 10001:
+        raise RuntimeError("%s: the vocabulary file is not 10,000 distinct words from <unk> and <eos>" % name)
+    tokens = np.random.default_rng(5).integers(0, 10000, size=(3, 35)).astype(np.int64)
+    logits_name = "outputs/sampled_softmax/logits"
+    logits, classes = tf_run(graph_pb, [logits_name, logits_name + "/classes"], tokens, "tokens")
+    if logits.shape != (3, 35, 10000) or not np.array_equal(classes, np.argmax(logits, axis=2)):
+        raise RuntimeError("%s: TensorFlow's logits %s and classes do not fit" % (name, logits.shape))
+    graph_def = tf1.GraphDef()
+    with open(graph_pb, "rb") as f:
+        graph_def.ParseFromString(f.read())
+    (sluice_logits,), _ = run_sluice(args.run_graphdef, args.workdir, name + "_sluice", graph_def, {"tokens": tokens},
+                                     [logits_name])
+    err = rel_error(sluice_logits, logits)
+    if err > 1e-5:
+        raise RuntimeError("%s: Sluice's and TensorFlow's logits differ by %.3g of their scale" % (name, err))
+    print("ok   %s: exported %d nodes with its 10,000-word vocabulary; TensorFlow runs it on word ids, "
+          "logits [3,35,10000] within %.2g of Sluice's" % (name, len(graph_def.node), err))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--train", required=True)
     p.add_argument("--run_graphdef", required=True)
     p.add_argument("--configs", required=True)
     p.add_argument("--workdir", required=True)
-    p.add_argument("--models", default=",".join(m[0] for m in MODELS))
+    p.add_argument("--models", default=",".join([m[0] for m in MODELS] + ["text_lstm"]))
     args = p.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     # As the input pipeline scales them (ImageToFloat: pixel times the float 1/255).
@@ -137,6 +175,8 @@ def main():
     for name, steps, logits_name, summary_line in MODELS:
         if name in wanted:
             check(name, steps, logits_name, summary_line, args, images, labels)
+    if "text_lstm" in wanted:
+        check_text(args)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/framework/node_def_util.h"
@@ -37,10 +38,10 @@ absl::StatusOr<std::vector<Exported>> ChooseOutputs(const InferenceOptions& opti
       auto it = model.named.find(name);
       if (it == model.named.end() || !it->second.tensor.valid()) {
         const std::string guess = ClosestMatch(name, names);
-        return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a layer, feature or node of the model",
-                                                       guess.empty()
-                                                           ? absl::StrCat("; they are: ", absl::StrJoin(names, ", "))
-                                                           : absl::StrCat(" (did you mean '", guess, "'?)")));
+        return absl::InvalidArgumentError(
+            absl::StrCat("export output '", name, "' is not a layer, feature or node of the model",
+                         guess.empty() ? absl::StrCat("; they are: ", absl::StrJoin(names, ", "))
+                                       : absl::StrCat(" (did you mean '", guess, "'?)")));
       }
       if (!seen.insert(name).second) continue;
       chosen.push_back({name, it->second.tensor, it->second.shape, false,
@@ -49,8 +50,13 @@ absl::StatusOr<std::vector<Exported>> ChooseOutputs(const InferenceOptions& opti
     return chosen;
   }
   for (const Prediction& p : model.predictions) {
-    if (!seen.insert(p.name).second) continue;
-    chosen.push_back({p.name, p.tensor, p.shape, p.classes, p.what});
+    if (seen.insert(p.name).second) {
+      chosen.push_back({p.name, p.tensor, p.shape, p.classes, p.what});
+      continue;
+    }
+    for (Exported& x : chosen) {  // two losses read one layer: logits if either takes it as such
+      if (x.name == p.name) x.classes |= p.classes;
+    }
   }
   if (chosen.empty()) {
     return absl::InvalidArgumentError("the model's losses predict nothing to export; name the layers to export");
@@ -97,16 +103,21 @@ absl::Status ExpandLstmGates(GraphDef* graph) {
       for (auto& [key, value] : attrs) (*node->mutable_attr())[key] = std::move(value);
       return absl::OkStatus();
     };
-    const std::string wait = absl::StrCat("^", NodeOf(gates.input(0)));
+    // The constants wait on z's node, and on what the node waited on: every
+    // new node depends on them through the split.
+    std::vector<std::string> waits = {absl::StrCat("^", NodeOf(gates.input(0)))};
+    for (const std::string& in : gates.input()) {
+      if (!in.empty() && in[0] == '^') waits.push_back(in);
+    }
     Tensor bias_value =
         t == DT_DOUBLE ? Tensor::Scalar<double>(forget_bias) : Tensor::Scalar<float>(static_cast<float>(forget_bias));
     const AttrList typed = {{"T", MakeAttr(t)}};
-    absl::Status s = add("split_dim", "Const", {wait},
+    absl::Status s = add("split_dim", "Const", waits,
                          {{"dtype", MakeAttr(DT_INT32)}, {"value", MakeAttr(Tensor::Scalar<int32_t>(1))}});
     if (s.ok()) {
       s = add("split", "Split", {n + "/split_dim", gates.input(0)}, {{"T", MakeAttr(t)}, {"num_split", MakeAttr(4)}});
     }
-    if (s.ok()) s = add("forget_bias", "Const", {wait}, {{"dtype", MakeAttr(t)}, {"value", MakeAttr(bias_value)}});
+    if (s.ok()) s = add("forget_bias", "Const", waits, {{"dtype", MakeAttr(t)}, {"value", MakeAttr(bias_value)}});
     if (s.ok()) s = add("i", "Sigmoid", {n + "/split"}, typed);
     if (s.ok()) s = add("f_biased", "Add", {n + "/split:1", n + "/forget_bias"}, typed);
     if (s.ok()) s = add("f", "Sigmoid", {n + "/f_biased"}, typed);
@@ -155,7 +166,9 @@ absl::Status BuildInferenceGraph(const config::LoadedExperiment& loaded, const I
   PipelineOptions po;
   po.scope = "input/export";
   po.seed = e.train().seed();
-  po.training = false;
+  // As training builds it: the training split of a text input (whose
+  // vocabulary the ids are), and no counting of an evaluation's records.
+  po.training = true;
   absl::Status s = BuildInputPipeline(e.input().train(), po, &input_def, &input);
   if (!s.ok()) {
     errors->Add(loaded.Where(e.input(), "train"), std::string(s.message()));
@@ -189,11 +202,13 @@ absl::Status BuildInferenceGraph(const config::LoadedExperiment& loaded, const I
   std::vector<Node*> roots;
   auto add_output = [&](const std::string& name, const std::string& op, const std::vector<Output>& inputs,
                         const AttrList& attrs, const PartialShape& shape, const std::string& what) -> absl::Status {
+    const std::string full = absl::StrCat("outputs/", name);
+    if (graph.FindNode(full) != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot name an exported output '", full,
+                                                     "': the model has a node of that name (rename its layer)"));
+    }
     Node* n = ob.AddNode(name, op, inputs, attrs);
     if (n == nullptr) return ob.status();
-    if (n->name() != absl::StrCat("outputs/", name)) {
-      return absl::InvalidArgumentError(absl::StrCat("two exported outputs would be named 'outputs/", name, "'"));
-    }
     roots.push_back(n);
     out->outputs.push_back({n->name(), n->output_type(0), shape, what});
     return absl::OkStatus();
@@ -212,12 +227,25 @@ absl::Status BuildInferenceGraph(const config::LoadedExperiment& loaded, const I
       std::vector<int64_t> dims(x.shape.dims().begin(), x.shape.dims().end() - 1);
       classes_shape = PartialShape::FromDims(dims);
     }
-    s = add_output(absl::StrCat(x.name, "/classes"), "ArgMax", {x.tensor, ob.Scalar<int32_t>("axis", axis)},
+    s = add_output(absl::StrCat(x.name, "/classes"), "ArgMax",
+                   {x.tensor, ob.Scalar<int32_t>(absl::StrCat(x.name, "/classes_axis"), axis)},
                    {{"output_type", MakeAttr(DT_INT64)}}, classes_shape, absl::StrCat("argmax of ", x.what));
     if (!s.ok()) return s;
   }
   if (!b.ok()) return b.status();
   PruneForRoots(roots, &graph);
+  for (Node* n : graph.nodes()) {
+    // A variable is frozen, and TensorArrays and stacks live for one run (a
+    // loop's outputs); anything else with state (a raw node's random op, a
+    // queue) has no place in a function of the inputs.
+    const std::string& op = n->type_string();
+    const bool per_run = absl::StartsWith(op, "TensorArray") || absl::StartsWith(op, "Stack");
+    if (n->IsStateful() && op != "VariableV2" && op != "Variable" && !per_run) {
+      return absl::InvalidArgumentError(absl::StrCat("node '", n->name(), "' (", n->type_string(),
+                                                     ") of the exported outputs keeps state; an export computes "
+                                                     "its outputs from its inputs alone"));
+    }
+  }
 
   for (const auto& [name, f] : input.features) {
     if (graph.FindNode(name) == nullptr) continue;  // read only by losses and metrics
@@ -233,7 +261,9 @@ absl::Status BuildInferenceGraph(const config::LoadedExperiment& loaded, const I
     out->variables.push_back({v.name, v.shape, true, v.logical, v.part, v.num_parts, v.logical_shape});
   }
   graph.ToGraphDef(&out->graph);
-  return ExpandLstmGates(&out->graph);
+  // The graph runs wherever it is loaded: no device of this run's placement.
+  for (NodeDef& node : *out->graph.mutable_node()) node.clear_device();
+  return options.tensorflow_ops ? ExpandLstmGates(&out->graph) : absl::OkStatus();
 }
 
 absl::Status FreezeVariables(const std::map<std::string, Tensor>& values, GraphDef* graph) {

@@ -11,8 +11,9 @@
 // its inputs when their dims are known, else a row per position) and its
 // probabilities and classes. Only what the outputs need is kept, so labels
 // and losses are gone. Sluice's own LstmGates nodes are written as the
-// TensorFlow ops they stand for (Split, Sigmoid, Tanh, Mul, Add), so every
-// op is one TensorFlow has. The model's variables are still VariableV2 nodes
+// TensorFlow ops they stand for (Split, Sigmoid, Tanh, Mul, Add); the
+// layers' other ops are TensorFlow's (a raw `node {}` can still name one of
+// Sluice's own ops). The model's variables are still VariableV2 nodes
 // (FreezeVariables, below, turns them into constants).
 // Thread safety: pure construction.
 #ifndef SLUICE_MODELS_INFERENCE_GRAPH_H_
@@ -58,11 +59,16 @@ struct InferenceOptions {
   // Names of layers, features or raw nodes to export instead of the losses'
   // predictions; empty: the default outputs (above).
   std::vector<std::string> outputs;
+  // Write Sluice's LstmGates as TensorFlow's ops (ExpandLstmGates); false
+  // keeps the one-node step, for graphs that only Sluice will run.
+  bool tensorflow_ops = true;
 };
 
 // Builds the graph. Config errors go to `errors` (the result is then
-// incomplete); an unknown name in options.outputs is InvalidArgument with
-// the nearest valid name; other failures are returned.
+// incomplete). InvalidArgument for what cannot be exported as asked: an
+// unknown name in options.outputs (with the nearest valid name), outputs
+// that read a stateful node (a raw node's random op, say), a model node
+// named like an output. Nodes carry no device. Other failures are returned.
 absl::Status BuildInferenceGraph(const config::LoadedExperiment& loaded, const InferenceOptions& options,
                                  InferenceGraph* out, config::ConfigErrors* errors);
 

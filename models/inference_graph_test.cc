@@ -47,12 +47,14 @@ std::unique_ptr<config::LoadedExperiment> Load(const std::string& model) {
   return std::move(loaded).value();
 }
 
-absl::Status Build(const std::string& model, InferenceGraph* out, const std::vector<std::string>& outputs = {}) {
+absl::Status Build(const std::string& model, InferenceGraph* out, const std::vector<std::string>& outputs = {},
+                   bool tensorflow_ops = true) {
   auto loaded = Load(model);
   if (loaded == nullptr) return absl::InternalError("not loaded");
   config::ConfigErrors errors("test.pbtxt");
   InferenceOptions options;
   options.outputs = outputs;
+  options.tensorflow_ops = tensorflow_ops;
   absl::Status s = BuildInferenceGraph(*loaded, options, out, &errors);
   for (const std::string& e : errors.lines()) ADD_FAILURE() << e;
   return s;
@@ -313,36 +315,94 @@ TEST(InferenceGraphTest, ExpandedLstmGatesGiveTheFusedOpsValues) {
 }
 
 TEST(InferenceGraphTest, RecurrentModelExportsWithoutSluiceOnlyOps) {
+  constexpr char kLstm[] = R"(
+model {
+  layer { name: "rows" input: "image" reshape { shape: 28 shape: 28 } }
+  layer { name: "lstm" input: "rows" lstm { units: 4 last_only: true forget_bias: 0.5 } }
+  layer { name: "logits" input: "lstm" dense { units: 3 } }
+  loss { softmax_cross_entropy { logits: "logits" labels: "label" } }
+}
+)";
+  InferenceGraph ig, fused;
+  ASSERT_TRUE(Build(kLstm, &ig).ok());
+  ASSERT_TRUE(Build(kLstm, &fused, {}, /*tensorflow_ops=*/false).ok());
+  const std::set<std::string> ops = Ops(ig.graph);
+  EXPECT_EQ(ops.count("LstmGates"), 0u);
+  EXPECT_EQ(ops.count("Split"), 1u);
+  EXPECT_EQ(ops.count("Enter"), 1u);  // the loop is still there
+  EXPECT_EQ(Ops(fused.graph).count("LstmGates"), 1u);
+  // The loop over 28 rows gives the fused step's logits.
+  Tensor image(DT_FLOAT, TensorShape({2, 28, 28, 1}));
+  for (int64_t i = 0; i < image.NumElements(); ++i) image.data<float>()[i] = static_cast<float>(i % 13) / 13.0f;
+  std::vector<Tensor> got[2];
+  for (int k = 0; k < 2; ++k) {
+    const InferenceGraph& g = k == 0 ? ig : fused;
+    GraphDef frozen = g.graph;
+    ASSERT_TRUE(FreezeVariables(SomeValues(g), &frozen).ok());
+    auto session = NewSession();
+    ASSERT_TRUE(session.ok());
+    ASSERT_TRUE((*session)->Create(frozen).ok());
+    absl::Status s = (*session)->Run({{"image", image}}, {"outputs/logits"}, {}, &got[k]);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  ASSERT_EQ(got[0][0].shape(), TensorShape({2, 3}));
+  ASSERT_EQ(got[1][0].shape(), TensorShape({2, 3}));
+  float most = 0;
+  for (int64_t i = 0; i < 6; ++i) {
+    EXPECT_NEAR(got[0][0].data<float>()[i], got[1][0].data<float>()[i], 1e-5f) << i;
+    most = std::max(most, std::abs(got[1][0].data<float>()[i]));
+  }
+  EXPECT_GT(most, 1e-3f);
+}
+
+TEST(InferenceGraphTest, WhatCannotBeExported) {
+  // A raw node with state (a random op) on the way to the outputs.
+  InferenceGraph random;
+  absl::Status s = Build(R"(
+model {
+  layer { name: "flat" input: "image" flatten {} }
+  node { name: "noise_shape" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } } int_val: 1 int_val: 784 } } } }
+  node { name: "noise" op: "RandomUniform" input: "noise_shape" attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "T" value { type: DT_INT32 } } }
+  node { name: "noisy" op: "Add" input: "flat" input: "noise" attr { key: "T" value { type: DT_FLOAT } } }
+  layer { name: "logits" input: "flat" dense { units: 3 } }
+  loss { softmax_cross_entropy { logits: "logits" labels: "label" } }
+}
+)",
+                         &random, {"noisy"});
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("node 'noise' (RandomUniform) of the exported outputs keeps state"));
+
+  // A layer named "outputs" owns names under outputs/: its weights are
+  // outputs/kernel, so a layer named "kernel" cannot be exported.
+  constexpr char kClash[] = R"(
+model {
+  layer { name: "kernel" input: "image" flatten {} }
+  layer { name: "outputs" input: "kernel" dense { units: 3 } }
+  loss { softmax_cross_entropy { logits: "outputs" labels: "label" } }
+}
+)";
+  InferenceGraph clash;
+  s = Build(kClash, &clash);
+  EXPECT_TRUE(s.ok()) << s;  // outputs/outputs is free
+  s = Build(kClash, &clash, {"kernel"});
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("cannot name an exported output 'outputs/kernel': the model has a node"));
+}
+
+TEST(InferenceGraphTest, NodesCarryNoDevice) {
   InferenceGraph ig;
   ASSERT_TRUE(Build(R"(
 model {
-  layer { name: "rows" input: "image" reshape { shape: 28 shape: 28 } }
-  layer { name: "lstm" input: "rows" lstm { units: 4 last_only: true } }
-  layer { name: "logits" input: "lstm" dense { units: 3 } }
+  layer { name: "flat" input: "image" flatten {} }
+  layer { name: "logits" input: "flat" dense { units: 3 } device: "/device:CPU:0" }
   loss { softmax_cross_entropy { logits: "logits" labels: "label" } }
 }
 )",
                     &ig)
                   .ok());
-  const std::set<std::string> ops = Ops(ig.graph);
-  EXPECT_EQ(ops.count("LstmGates"), 0u);
-  EXPECT_EQ(ops.count("Split"), 1u);
-  EXPECT_EQ(ops.count("Enter"), 1u);  // the loop is still there
-  GraphDef frozen = ig.graph;
-  ASSERT_TRUE(FreezeVariables(SomeValues(ig), &frozen).ok());
-  auto session = NewSession();
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE((*session)->Create(frozen).ok());
-  Tensor image(DT_FLOAT, TensorShape({2, 28, 28, 1}));
-  for (int64_t i = 0; i < image.NumElements(); ++i) image.data<float>()[i] = static_cast<float>(i % 13) / 13.0f;
-  std::vector<Tensor> got;
-  absl::Status s = (*session)->Run({{"image", image}}, {"outputs/logits/probabilities"}, {}, &got);
-  ASSERT_TRUE(s.ok()) << s;
-  ASSERT_EQ(got[0].shape(), TensorShape({2, 3}));
-  for (int row = 0; row < 2; ++row) {
-    const float* p = got[0].data<float>() + row * 3;
-    EXPECT_NEAR(p[0] + p[1] + p[2], 1.0f, 1e-6f);
-  }
+  for (const NodeDef& n : ig.graph.node()) EXPECT_EQ(n.device(), "") << n.name();
 }
 
 }  // namespace

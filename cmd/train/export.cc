@@ -1,6 +1,7 @@
 // `train CONFIG --export PATH` (export.h).
 #include "cmd/train/export.h"
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "checkpoint/saver.h"
 #include "cmd/train/exit_codes.h"
+#include "cmd/train/line_diff.h"
 #include "cmd/train/run_setup.h"
 #include "configs/config_errors.h"
 #include "engine/framework/device_set.h"
@@ -33,9 +35,37 @@ absl::StatusOr<Tensor> ZerosFor(const models::InferenceEndpoint& input) {
   for (int64_t d : input.shape.dims()) dims.push_back(d < 0 ? 1 : d);
   auto shape = TensorShape::Build(dims);
   if (!shape.ok()) return shape.status();
-  Tensor t(input.dtype, *shape);
-  if (t.TotalBytes() > 0) std::memset(t.raw_data(), 0, t.TotalBytes());
+  Tensor t(input.dtype, *shape);  // strings start empty
+  if (input.dtype != DT_STRING && t.TotalBytes() > 0) std::memset(t.raw_data(), 0, t.TotalBytes());
   return t;
+}
+
+// The parts of the experiment that decide the exported graph: the model, and
+// how the input scales images.
+std::string ModelText(const config::Experiment& e) {
+  config::Experiment part;
+  *part.mutable_model() = e.model();
+  part.mutable_input()->mutable_train()->set_scale_to_unit(e.input().train().scale_to_unit());
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(part, &text);
+  return text;
+}
+
+// A checkpoint restores into any model with the same variables; the export
+// must be of the model that trained them. The run directory's config.pbtxt
+// (when there is one) is that model: a different model section is an error
+// unless `allow_drift`.
+int CheckModelMatchesRun(const config::Experiment& e, bool allow_drift, std::ostream& err) {
+  const std::string path = JoinPath(e.run_dir(), "config.pbtxt");
+  auto previous = ReadRegularFile(Env::Default(), path, 64 << 20);
+  config::Experiment trained;
+  if (!previous.ok() || !google::protobuf::TextFormat::ParseFromString(*previous, &trained)) return kExitDone;
+  const std::string then = ModelText(trained), now = ModelText(e);
+  if (then == now || allow_drift) return kExitDone;
+  err << path << ": error: the run was trained with another model; export with its config (or pass --allow-drift "
+      << "to export this one with its variables). Differences:\n"
+      << LineDiff(then, now);
+  return kExitBadConfig;
 }
 
 }  // namespace
@@ -45,6 +75,8 @@ int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& er
   int code = LoadExperimentForRun(options, err, &loaded);
   if (code != kExitDone) return code;
   const config::Experiment& e = loaded->experiment;
+  code = CheckModelMatchesRun(e, options.allow_drift, err);
+  if (code != kExitDone) return code;
   // The export's few runs need no GPU, and its values are the same on any device.
   absl::Status s = SetLocalDeviceTypeEnabled(kDeviceGpu, false);
   if (!s.ok()) {
@@ -61,7 +93,7 @@ int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& er
     return kExitBadConfig;
   }
   if (absl::IsInvalidArgument(s)) {
-    err << "error: --export_outputs: " << s.message() << "\n";
+    err << "error: " << s.message() << "\n";
     return kExitBadConfig;
   }
   if (!s.ok()) {

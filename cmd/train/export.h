@@ -19,9 +19,13 @@
 
 namespace sluice {
 
-// Returns the process exit code (exit_codes.h): 2 for a bad config or a bad
-// --export_outputs name, 1 when there is no checkpoint or the file cannot be
-// written. REQUIRES: !options.export_path.empty().
+// Returns the process exit code (exit_codes.h): 2 for a bad config, an
+// output that cannot be exported (an unknown --export_outputs name, one that
+// reads no variable or a stateful node), or a run directory whose
+// config.pbtxt has another model section (unless options.allow_drift); 1
+// when there is no checkpoint, it does not fit the model, or the file cannot
+// be written; 129 for a transient failure reading the checkpoint.
+// REQUIRES: !options.export_path.empty().
 int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace sluice

@@ -59,6 +59,8 @@ constexpr char kUsage[] =
     "                 the model's features (image:0, ...), its outputs each loss's predictions:\n"
     "                 outputs/L:0, outputs/L/probabilities:0 and outputs/L/classes:0 for logits L\n"
     "  --export_outputs A,B  export these layers (outputs/A:0, ...) instead\n"
+    "                 (with --allow-drift: export CONFIG's model even if the run directory's\n"
+    "                 config.pbtxt has another one)\n"
     "exit codes: 0 done, 2 bad config or usage, 1 other permanent errors, 129 transient failure,\n"
     "            143 stopped by SIGTERM/SIGINT after a checkpoint (run again to resume; a second\n"
     "            signal a second or more after the first stops at once, without one);\n"
@@ -220,7 +222,7 @@ int main(int argc, char** argv) {
         {local_cluster.has_value(), "--local_cluster"}, {options.validate_only, "--validate"},
         {options.dry_run, "--dry-run"},                {!options.trace_steps.empty(), "--trace_steps"},
         {options.trace_device_time, "--trace_device_time"}, {options.print_losses, "--print_losses"},
-        {options.allow_drift, "--allow-drift"},         {!options.job.empty() || options.task >= 0, "--job/--task"}};
+        {!options.job.empty() || options.task >= 0, "--job/--task"}};
     for (const auto& [given, flag] : others) {
       if (given && conflict.empty()) conflict = std::string("--export does not train; drop ") + flag;
     }

@@ -428,10 +428,6 @@ int ServeClusterTask(const ClusterTaskOptions& options, std::ostream& out, std::
   return code;
 }
 
-// What checkpoints hold: each variable by its name, and a partitioned one
-// (models/embedding_ops.h) once, as its whole logical variable stitched from
-// its parts, so a run restores into another number of partitions.
-// `trainable` gets one flag per entry.
 // RunTrainer's body. `cluster`: the task's cluster runtime, which it starts
 // in a cluster and which RunTrainer destroys after it returns (the chief then
 // tells the other tasks to stop, with its exit code).

@@ -1,7 +1,8 @@
 #!/bin/bash
 # `train CONFIG --export PATH`: bad uses are errors with the right exit code
 # (no checkpoint yet: 1; an unknown output name: 2 with a did-you-mean; a
-# missing path or --local_cluster with it: 2); then tf_export.py trains four
+# missing path or --local_cluster with it: 2; a model other than the one the
+# run trained: 2 unless --allow-drift); then tf_export.py trains five
 # models briefly, exports each, and runs the exported GraphDefs in TensorFlow
 # and in Sluice: TensorFlow's accuracy and loss over the test set are Sluice's
 # evaluation's, and the two systems' logits agree within 1e-5. Needs a python
@@ -29,6 +30,25 @@ msg=$("$TRAIN" "$CONFIGS/fashion_mlp.pbtxt" --export "$W/x.pb" --local_cluster p
 msg=$("$TRAIN" "$CONFIGS/fashion_mlp.pbtxt" --export "$W/x.pb" --dry-run 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "--export with --dry-run should exit 2, got $rc: $msg"
 echo "ok   bad uses of --export are errors with exit codes 1 and 2"
+
+# The export is of the model that trained the variables: a run of
+# fashion_logreg exported with another activation (the same variables)
+# is refused unless --allow-drift; the real one is written.
+LR="$CONFIGS/fashion_logreg.pbtxt"
+"$TRAIN" "$LR" --run_dir "$W/logreg" --set train.steps=3 --set train.eval_every_steps=0 \
+  --set summaries.every_steps=0 >"$W/logreg.log" 2>&1 || fail "training fashion_logreg: $(tail -5 "$W/logreg.log")"
+msg=$("$TRAIN" "$LR" --run_dir "$W/logreg" --export "$W/logreg.pb" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ -s "$W/logreg.pb" ] || fail "exporting fashion_logreg should work, got $rc: $msg"
+echo "$msg" | grep -q "exported step 3 " || fail "the export should name step 3: $msg"
+msg=$("$TRAIN" "$LR" --run_dir "$W/logreg" --export "$W/drift.pb" --set model.layer[1].dense.activation=TANH 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "exporting another model should exit 2, got $rc: $msg"
+echo "$msg" | grep -q "config.pbtxt: error: the run was trained with another model" || fail "drift message: $msg"
+echo "$msg" | grep -q "activation: TANH" || fail "the drift message should show the difference: $msg"
+[ ! -e "$W/drift.pb" ] || fail "a refused export wrote $W/drift.pb"
+msg=$("$TRAIN" "$LR" --run_dir "$W/logreg" --export "$W/drift.pb" --set model.layer[1].dense.activation=TANH \
+  --allow-drift 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "--allow-drift should export the changed model, got $rc: $msg"
+echo "ok   an export of another model than the run trained is refused (exit 2) unless --allow-drift"
 
 if [ -z "${SLUICE_PEERS_PYTHON:-}" ]; then
   echo "SKIP: the TensorFlow half of tf_export_test needs SLUICE_PEERS_PYTHON (bash tools/test.sh sets it)"

@@ -5,7 +5,11 @@
 // summed in float (double for double); with M = 1 (MobileNet's) a tap is one
 // contiguous run over the channels, which the compiler vectorizes. The forward pass runs output rows in
 // parallel chunks; the backprops sum into one buffer of their output in
-// order (the same bits on any number of threads).
+// order (the same bits on any number of threads). Float with M = 1 takes
+// depthwise_conv_float.h's explicit-vector loops instead: every pass in
+// parallel rows, the input gradient gathered per element, the filter
+// gradient summed per fixed group of output rows and then over the groups
+// in order (again the same bits on any number of threads).
 // Thread safety: kernels are stateless.
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
 #include "engine/kernels/cwise_ops_common.h"
+#include "engine/kernels/depthwise_conv_float.h"
 #include "engine/kernels/nn_util.h"
 
 namespace sluice {
@@ -83,6 +88,20 @@ void ForEachTap(const DepthwiseGeometry& g, int64_t first_row, int64_t last_row,
   }
 }
 
+// The float path's geometry (depthwise_conv_float.h).
+depthwise::FloatConv FloatConvOf(const DepthwiseGeometry& g) {
+  depthwise::FloatConv f;
+  f.batch = g.batch;
+  f.channels = g.channels;
+  f.rows = g.rows;
+  f.cols = g.cols;
+  return f;
+}
+
+// Output rows per group of the float filter gradient: fixed, so the sum's
+// order does not depend on the thread count.
+constexpr int64_t kFilterRowsPerGroup = 8;
+
 class DepthwiseKernel : public OpKernel {
  public:
   explicit DepthwiseKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -99,9 +118,7 @@ class DepthwiseKernel : public OpKernel {
   template <typename T, typename F>
   static void Backprop(OpKernelContext* ctx, const DepthwiseGeometry& g, const TensorShape& result, const F& accumulate) {
     const Tensor& dout = ctx->input(2);
-    OP_REQUIRES(ctx, dout.shape() == g.output,
-                absl::InvalidArgumentError(absl::StrCat("out_backprop must have the output's shape ",
-                                                        g.output.DebugString(), ", got ", dout.shape().DebugString())));
+    OP_REQUIRES_OK(ctx, CheckOutBackprop(dout, g));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, result, &out));
     using A = typename AccumulatorType<T>::type;
@@ -112,6 +129,12 @@ class DepthwiseKernel : public OpKernel {
     if (dout.NumElements() > 0) accumulate(sum);
     T* o = out->data<T>();
     for (int64_t i = 0; i < sum_t.NumElements(); ++i) o[i] = static_cast<T>(sum[i]);
+  }
+
+  static absl::Status CheckOutBackprop(const Tensor& dout, const DepthwiseGeometry& g) {
+    if (dout.shape() == g.output) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("out_backprop must have the output's shape ", g.output.DebugString(),
+                                                   ", got ", dout.shape().DebugString()));
   }
 
   std::vector<int64_t> strides_;
@@ -130,12 +153,21 @@ class DepthwiseConv2dOp : public DepthwiseKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.output, &out));
     if (out->NumElements() == 0) return;
+    const int64_t rows = g.batch * g.rows.out;
+    if constexpr (std::is_same_v<T, float>) {
+      if (g.multiplier == 1) {
+        const depthwise::FloatConv fc = FloatConvOf(g);
+        cwise::ParallelFor(ctx, rows, g.cols.out * g.rows.k * g.cols.k * g.channels, [&](int64_t first, int64_t last) {
+          depthwise::Forward(fc, input.data<float>(), filter.data<float>(), out->data<float>(), first, last);
+        });
+        return;
+      }
+    }
     using A = typename AccumulatorType<T>::type;
     const int64_t C = g.channels, M = g.multiplier, CM = C * M;
     const T* in = input.data<T>();
     const T* f = filter.data<T>();
     T* o = out->data<T>();
-    const int64_t rows = g.batch * g.rows.out;
     cwise::ParallelFor(ctx, rows, g.cols.out * g.rows.k * g.cols.k * CM, [&](int64_t first, int64_t last) {
       std::vector<A> sum(static_cast<size_t>(g.cols.out * CM));
       for (int64_t row = first; row < last; ++row) {
@@ -170,6 +202,22 @@ class DepthwiseBackpropInputOp : public DepthwiseKernel {
     const Tensor& filter = ctx->input(1);
     DepthwiseGeometry g;
     OP_REQUIRES_OK(ctx, MakeGeometry(input_shape, filter.shape(), strides_, padding_, &g));
+    if constexpr (std::is_same_v<T, float>) {
+      if (g.multiplier == 1) {
+        const Tensor& dout = ctx->input(2);
+        OP_REQUIRES_OK(ctx, CheckOutBackprop(dout, g));
+        Tensor* dx;
+        OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input_shape, &dx));
+        if (dx->NumElements() == 0) return;
+        const depthwise::FloatConv fc = FloatConvOf(g);
+        cwise::ParallelFor(ctx, g.batch * g.rows.in, g.cols.in * g.rows.k * g.cols.k * g.channels,
+                           [&](int64_t first, int64_t last) {
+                             depthwise::BackpropInput(fc, dout.data<float>(), filter.data<float>(), dx->data<float>(),
+                                                      first, last);
+                           });
+        return;
+      }
+    }
     const int64_t C = g.channels, M = g.multiplier, CM = C * M;
     const T* f = filter.data<T>();
     const T* dy = ctx->input(2).data<T>();
@@ -203,6 +251,33 @@ class DepthwiseBackpropFilterOp : public DepthwiseKernel {
     OP_REQUIRES_OK(ctx, ShapeFromTensor(ctx->input(1), 4, &filter_shape));
     DepthwiseGeometry g;
     OP_REQUIRES_OK(ctx, MakeGeometry(input.shape(), filter_shape, strides_, padding_, &g));
+    if constexpr (std::is_same_v<T, float>) {
+      if (g.multiplier == 1) {
+        const Tensor& dout = ctx->input(2);
+        OP_REQUIRES_OK(ctx, CheckOutBackprop(dout, g));
+        Tensor* df;
+        OP_REQUIRES_OK(ctx, ctx->allocate_output(0, filter_shape, &df));
+        float* sum = df->data<float>();
+        std::fill(sum, sum + df->NumElements(), 0.0f);
+        const int64_t rows = g.batch * g.rows.out, taps = g.rows.k * g.cols.k * g.channels;
+        if (rows == 0 || taps == 0) return;
+        const int64_t groups = (rows + kFilterRowsPerGroup - 1) / kFilterRowsPerGroup;
+        Tensor partial_t;
+        OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, TensorShape({groups, taps}), &partial_t));
+        float* partial = partial_t.data<float>();
+        const depthwise::FloatConv fc = FloatConvOf(g);
+        cwise::ParallelFor(ctx, groups, kFilterRowsPerGroup * g.cols.out * taps, [&](int64_t first, int64_t last) {
+          for (int64_t group = first; group < last; ++group) {
+            depthwise::BackpropFilter(fc, input.data<float>(), dout.data<float>(), partial + group * taps,
+                                      group * kFilterRowsPerGroup, std::min(rows, (group + 1) * kFilterRowsPerGroup));
+          }
+        });
+        for (int64_t group = 0; group < groups; ++group) {
+          for (int64_t i = 0; i < taps; ++i) sum[i] += partial[group * taps + i];
+        }
+        return;
+      }
+    }
     const int64_t C = g.channels, M = g.multiplier, CM = C * M;
     const T* in = input.data<T>();
     const T* dy = ctx->input(2).data<T>();

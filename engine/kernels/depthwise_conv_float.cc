@@ -24,10 +24,21 @@ inline void StoreN(float* p, Vec v, int64_t lanes) {
   }
 }
 
+// Four pixels' vectors, `C` floats apart.
+inline void Store4(float* p, int64_t C, Vec a0, Vec a1, Vec a2, Vec a3, int64_t lanes) {
+  StoreN(p, a0, lanes);
+  StoreN(p + C, a1, lanes);
+  StoreN(p + 2 * C, a2, lanes);
+  StoreN(p + 3 * C, a3, lanes);
+}
+
 // [*lo, *hi): the outputs o whose whole window (o * stride - pad + [0, k))
 // lies inside the input.
+// ceil(a / b) for a >= 0, b > 0, without a + b overflowing (any stride).
+int64_t CeilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
 void InteriorOutputs(const WindowDim& d, int64_t* lo, int64_t* hi) {
-  *lo = std::min(d.out, (d.pad + d.stride - 1) / d.stride);
+  *lo = std::min(d.out, CeilDiv(d.pad, d.stride));
   const int64_t last_start = d.in - d.k + d.pad;  // the largest o * stride
   *hi = last_start < 0 ? *lo : std::clamp(last_start / d.stride + 1, *lo, d.out);
 }
@@ -36,7 +47,7 @@ void InteriorOutputs(const WindowDim& d, int64_t* lo, int64_t* hi) {
 // [0, in): 0 <= o * stride - pad + k < in.
 void OutputsOfTap(const WindowDim& d, int64_t k, int64_t* lo, int64_t* hi) {
   const int64_t first = d.pad - k;  // o * stride >= first
-  *lo = first <= 0 ? 0 : std::min(d.out, (first + d.stride - 1) / d.stride);
+  *lo = first <= 0 ? 0 : std::min(d.out, CeilDiv(first, d.stride));
   const int64_t last = d.in - 1 + d.pad - k;  // o * stride <= last
   *hi = last < 0 ? *lo : std::clamp(last / d.stride + 1, *lo, d.out);
 }
@@ -48,7 +59,7 @@ void Forward(const FloatConv& g, const float* input, const float* filter, float*
   const WindowDim &r = g.rows, &c = g.cols;
   int64_t lo, hi;
   InteriorOutputs(c, &lo, &hi);
-  const int64_t step = c.stride * C;  // from one output pixel's input to the next's
+  const int64_t step = c.out > 1 ? c.stride * C : 0;  // from one output pixel's input to the next's
   for (int64_t row = first; row < last; ++row) {
     const int64_t b = row / r.out, top = row % r.out * r.stride - r.pad;
     const int64_t ky_lo = std::max<int64_t>(0, -top), ky_hi = std::min(r.k, r.in - top);
@@ -83,11 +94,7 @@ void Forward(const FloatConv& g, const float* input, const float* filter, float*
             a3 = Fma(LoadN(p + 3 * step, lanes), w, a3);
           }
         }
-        float* o = out + ox * C + c0;
-        StoreN(o, a0, lanes);
-        StoreN(o + C, a1, lanes);
-        StoreN(o + 2 * C, a2, lanes);
-        StoreN(o + 3 * C, a3, lanes);
+        Store4(out + ox * C + c0, C, a0, a1, a2, a3, lanes);
       }
       for (; ox < c.out; ++ox) pixel(ox);
     }
@@ -142,11 +149,7 @@ void BackpropInput(const FloatConv& g, const float* out_backprop, const float* f
             a3 = Fma(LoadN(p + 3 * C, lanes), w, a3);
           }
         }
-        float* o = dx + ix * C + c0;
-        StoreN(o, a0, lanes);
-        StoreN(o + C, a1, lanes);
-        StoreN(o + 2 * C, a2, lanes);
-        StoreN(o + 3 * C, a3, lanes);
+        Store4(dx + ix * C + c0, C, a0, a1, a2, a3, lanes);
       }
       for (; ix < c.in; ++ix) pixel(ix);
     }
@@ -157,7 +160,7 @@ void BackpropFilter(const FloatConv& g, const float* input, const float* out_bac
                     int64_t last) {
   const int64_t C = g.channels;
   const WindowDim &r = g.rows, &c = g.cols;
-  const int64_t step = c.stride * C;
+  const int64_t step = c.out > 1 ? c.stride * C : 0;
   for (int64_t ky = 0; ky < r.k; ++ky) {
     for (int64_t kx = 0; kx < c.k; ++kx) {
       int64_t ox_lo, ox_hi;

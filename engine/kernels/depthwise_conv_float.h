@@ -4,8 +4,9 @@
 // C], filter [k_rows, k_cols, C, 1], output channel c from input channel c.
 // Each function covers a range of rows, so the caller splits work over
 // threads; every output element is summed in one fixed order (taps in
-// (ky, kx) order; for the filter, the output rows of one call in order), so
-// results do not depend on the split.
+// (ky, kx) order; for the filter, the output rows of one call in order, each
+// row's columns in four interleaved chains (column mod 4) added at the end),
+// so results do not depend on the split.
 //   Forward:         output rows [first, last) of the flattened (batch, out row)
 //                    range; interior pixels four at a time (four independent
 //                    multiply-add chains per channel vector).

@@ -8,8 +8,8 @@
 // order (the same bits on any number of threads). Float with M = 1 takes
 // depthwise_conv_float.h's explicit-vector loops instead: every pass in
 // parallel rows, the input gradient gathered per element, the filter
-// gradient summed per fixed group of output rows and then over the groups
-// in order (again the same bits on any number of threads).
+// gradient summed per group of output rows (their number from the shape
+// alone) and then over the groups in order (again the same bits on any number of threads).
 // Thread safety: kernels are stateless.
 #include <algorithm>
 #include <cstdint>
@@ -98,9 +98,11 @@ depthwise::FloatConv FloatConvOf(const DepthwiseGeometry& g) {
   return f;
 }
 
-// Output rows per group of the float filter gradient: fixed, so the sum's
-// order does not depend on the thread count.
-constexpr int64_t kFilterRowsPerGroup = 8;
+// Output rows per group of the float filter gradient: at least 8, and
+// enough that there are at most 256 groups (the partial sums are a group's
+// filter each). A function of the shape alone, so the sum's order does not
+// depend on the thread count.
+int64_t FilterRowsPerGroup(int64_t rows) { return std::max<int64_t>(8, (rows + 255) / 256); }
 
 class DepthwiseKernel : public OpKernel {
  public:
@@ -261,15 +263,16 @@ class DepthwiseBackpropFilterOp : public DepthwiseKernel {
         std::fill(sum, sum + df->NumElements(), 0.0f);
         const int64_t rows = g.batch * g.rows.out, taps = g.rows.k * g.cols.k * g.channels;
         if (rows == 0 || taps == 0) return;
-        const int64_t groups = (rows + kFilterRowsPerGroup - 1) / kFilterRowsPerGroup;
+        const int64_t per_group = FilterRowsPerGroup(rows);
+        const int64_t groups = (rows + per_group - 1) / per_group;
         Tensor partial_t;
         OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, TensorShape({groups, taps}), &partial_t));
         float* partial = partial_t.data<float>();
         const depthwise::FloatConv fc = FloatConvOf(g);
-        cwise::ParallelFor(ctx, groups, kFilterRowsPerGroup * g.cols.out * taps, [&](int64_t first, int64_t last) {
+        cwise::ParallelFor(ctx, groups, per_group * g.cols.out * taps, [&](int64_t first, int64_t last) {
           for (int64_t group = first; group < last; ++group) {
             depthwise::BackpropFilter(fc, input.data<float>(), dout.data<float>(), partial + group * taps,
-                                      group * kFilterRowsPerGroup, std::min(rows, (group + 1) * kFilterRowsPerGroup));
+                                      group * per_group, std::min(rows, (group + 1) * per_group));
           }
         });
         for (int64_t group = 0; group < groups; ++group) {

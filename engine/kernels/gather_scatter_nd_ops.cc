@@ -104,7 +104,7 @@ class GatherNdOp : public NdIndexKernel {
     if (out->NumElements() == 0) return;
     auto offsets_t = SliceOffsets(ctx, indices, first, ignore_bad_);
     OP_REQUIRES_OK(ctx, offsets_t.status());
-    const int64_t* offsets = offsets_t->data<int64_t>();
+    const int64_t* offsets = offsets_t->template data<int64_t>();
     if (ignore_bad_) array_util::SetZero(*out);
     const int64_t slice = array_util::DimProduct(params.shape(), static_cast<int>(k), params.dims());
     for (int64_t i = 0; i < offsets_t->NumElements(); ++i) {
@@ -145,7 +145,7 @@ class ScatterNdOp : public NdIndexKernel {
     if (updates.NumElements() == 0) return;
     auto offsets_t = SliceOffsets(ctx, indices, first, ignore_bad_);
     OP_REQUIRES_OK(ctx, offsets_t.status());
-    const int64_t* offsets = offsets_t->data<int64_t>();
+    const int64_t* offsets = offsets_t->template data<int64_t>();
     const int64_t slice = array_util::DimProduct(*shape, static_cast<int>(k), shape->dims());
     const T* u = updates.data<T>();
     T* o = out->data<T>();

@@ -6,6 +6,7 @@
 // the other two).
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -71,13 +72,18 @@ const std::vector<Conv>& Convs() {
       {TensorShape({0, 4, 4, 2}), TensorShape({3, 3, 2, 1}), 1, 1, "SAME"},
       // Multiplier 1 (float's vector path): 37 channels end in a partial
       // vector; 18 output rows make three filter-gradient groups; stride 2 by
-      // 1 with an even window pads one side; column stride 2 takes the
-      // input gradient's per-pixel path; a 5x5 window is wider than the
-      // interior of a 9-wide image.
+      // 1 with an even window over 7 rows pads one side; column stride 2
+      // takes the input gradient's per-pixel path; a 5x5 window is wider
+      // than the interior of a 9-wide image, and than all of a 2x2 one; a
+      // 1x1 window at stride 3 leaves inputs no window covers; stride 2 with
+      // SAME padding on both dims.
       {TensorShape({2, 9, 7, 37}), TensorShape({3, 3, 37, 1}), 1, 1, "SAME", false},
-      {TensorShape({1, 8, 11, 20}), TensorShape({2, 3, 20, 1}), 2, 1, "SAME", false},
+      {TensorShape({1, 7, 11, 20}), TensorShape({2, 3, 20, 1}), 2, 1, "SAME", false},
       {TensorShape({3, 6, 10, 16}), TensorShape({3, 3, 16, 1}), 1, 2, "VALID", false},
-      {TensorShape({1, 5, 9, 8}), TensorShape({5, 5, 8, 1}), 1, 1, "SAME", false}};
+      {TensorShape({1, 5, 9, 8}), TensorShape({5, 5, 8, 1}), 1, 1, "SAME", false},
+      {TensorShape({1, 2, 2, 3}), TensorShape({5, 5, 3, 1}), 1, 1, "SAME", false},
+      {TensorShape({1, 7, 8, 5}), TensorShape({1, 1, 5, 1}), 3, 3, "VALID", false},
+      {TensorShape({2, 6, 9, 17}), TensorShape({3, 3, 17, 1}), 2, 2, "SAME", false}};
   return *convs;
 }
 
@@ -178,6 +184,21 @@ REGISTER_OP_HARNESS(OpHarnessEntry{"DepthwiseConv2dNativeBackpropFilter", FloatT
     c.tolerance = Tolerance(dtype) * 2;
     c.check_gradient = dtype == DT_DOUBLE && conv.gradient;
     c.grad_inputs = {0, 2};
+    cases.push_back(std::move(c));
+  }
+  {
+    // A column stride near INT64_MAX: one output column, and only the middle
+    // tap of a 1x5 SAME window (pad 2) sees the one input column.
+    Tensor x = RandomTensor(dtype, TensorShape({1, 1, 1, 1}), rng), dy = RandomTensor(dtype, TensorShape({1, 1, 1, 1}), rng);
+    std::vector<double> df(5, 0.0);
+    df[2] = ToDoubles(x)[0] * ToDoubles(dy)[0];
+    OpCase c;
+    c.description = "column stride INT64_MAX";
+    c.inputs = {x, Tensor::FromVector<int32_t>({1, 5, 1, 1}), dy};
+    c.attrs = {{"strides", MakeAttr(std::vector<int64_t>{1, 1, std::numeric_limits<int64_t>::max(), 1})},
+               {"padding", MakeAttr("SAME")}};
+    c.expected = {FromDoubles(dtype, TensorShape({1, 5, 1, 1}), df)};
+    c.tolerance = Tolerance(dtype);
     cases.push_back(std::move(c));
   }
   const Conv& conv = Convs()[0];

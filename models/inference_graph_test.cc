@@ -153,6 +153,19 @@ model {
   EXPECT_EQ(Ops(sampled.graph).count("LogUniformCandidateSampler"), 0u);
 }
 
+// Creates a session on `graph` and runs `fetches` once; EXPECTs that both work.
+std::vector<Tensor> RunOnce(const GraphDef& graph, const std::vector<std::pair<std::string, Tensor>>& feeds,
+                            const std::vector<std::string>& fetches) {
+  std::vector<Tensor> out;
+  auto session = NewSession();
+  EXPECT_TRUE(session.ok()) << session.status();
+  if (!session.ok()) return out;
+  absl::Status s = (*session)->Create(graph);
+  if (s.ok()) s = (*session)->Run(feeds, fetches, {}, &out);
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
 // Values for every variable of `ig`, from a seeded generator.
 std::map<std::string, Tensor> SomeValues(const InferenceGraph& ig) {
   std::map<std::string, Tensor> values;
@@ -207,12 +220,7 @@ TEST(InferenceGraphTest, FrozenGraphGivesTheVariablesOutputs) {
   GraphDef frozen = ig.graph;
   ASSERT_TRUE(FreezeVariables(values, &frozen).ok());
   for (const NodeDef& n : frozen.node()) EXPECT_NE(n.op(), "VariableV2") << n.name();
-  auto session = NewSession();
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE((*session)->Create(frozen).ok());
-  std::vector<Tensor> got;
-  absl::Status s = (*session)->Run({{"image", image}}, fetches, {}, &got);
-  ASSERT_TRUE(s.ok()) << s;
+  const std::vector<Tensor> got = RunOnce(frozen, {{"image", image}}, fetches);
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < got.size(); ++k) {
     ASSERT_EQ(got[k].shape(), want[k].shape()) << fetches[k];
@@ -287,19 +295,13 @@ TEST(InferenceGraphTest, ExpandedLstmGatesGiveTheFusedOpsValues) {
   (*AddNode(&g, "h_out", "Identity", {"cell"})->mutable_attr())["T"] = MakeAttr(DT_FLOAT);
   (*AddNode(&g, "c_out", "Identity", {"cell:1"})->mutable_attr())["T"] = MakeAttr(DT_FLOAT);
 
-  auto run = [](const GraphDef& graph, std::vector<Tensor>* out) {
-    auto session = NewSession();
-    ASSERT_TRUE(session.ok());
-    ASSERT_TRUE((*session)->Create(graph).ok());
-    absl::Status s = (*session)->Run({}, {"h_out", "c_out"}, {}, out);
-    ASSERT_TRUE(s.ok()) << s;
-  };
-  std::vector<Tensor> fused, expanded;
-  run(g, &fused);
+  const std::vector<Tensor> fused = RunOnce(g, {}, {"h_out", "c_out"});
+  ASSERT_EQ(fused.size(), 2u);
   GraphDef e = g;
   ASSERT_TRUE(ExpandLstmGates(&e).ok());
   EXPECT_EQ(Ops(e).count("LstmGates"), 0u);
-  run(e, &expanded);
+  const std::vector<Tensor> expanded = RunOnce(e, {}, {"h_out", "c_out"});
+  ASSERT_EQ(expanded.size(), 2u);
   for (int k = 0; k < 2; ++k) {
     ASSERT_EQ(fused[k].NumElements(), expanded[k].NumElements());
     for (int64_t i = 0; i < fused[k].NumElements(); ++i) {
@@ -339,11 +341,8 @@ model {
     const InferenceGraph& g = k == 0 ? ig : fused;
     GraphDef frozen = g.graph;
     ASSERT_TRUE(FreezeVariables(SomeValues(g), &frozen).ok());
-    auto session = NewSession();
-    ASSERT_TRUE(session.ok());
-    ASSERT_TRUE((*session)->Create(frozen).ok());
-    absl::Status s = (*session)->Run({{"image", image}}, {"outputs/logits"}, {}, &got[k]);
-    ASSERT_TRUE(s.ok()) << s;
+    got[k] = RunOnce(frozen, {{"image", image}}, {"outputs/logits"});
+    ASSERT_EQ(got[k].size(), 1u);
   }
   ASSERT_EQ(got[0][0].shape(), TensorShape({2, 3}));
   ASSERT_EQ(got[1][0].shape(), TensorShape({2, 3}));

@@ -24,7 +24,7 @@ import tensorflow as tf  # noqa: E402
 
 tf1 = tf.compat.v1
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tf_models import run_sluice  # noqa: E402
+from tf_models import run, run_sluice  # noqa: E402
 
 # fashion_mlp.pbtxt: flat -> fc1 (512) -> fc2 (512) -> logits (10).
 SHAPES = {
@@ -32,14 +32,6 @@ SHAPES = {
     "fc2/kernel": (512, 512), "fc2/bias": (512,),
     "logits/kernel": (512, 10), "logits/bias": (10,),
 }
-
-
-def run(cmd):
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError("%s failed (exit %d):\n%s\n%s" % (" ".join(cmd), proc.returncode, proc.stdout[-3000:],
-                                                             proc.stderr[-3000:]))
-    return proc.stdout
 
 
 def check_equal(what, got, want):

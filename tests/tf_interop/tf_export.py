@@ -21,7 +21,6 @@ import argparse
 import gzip
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -31,7 +30,7 @@ import tensorflow as tf  # noqa: E402
 
 tf1 = tf.compat.v1
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tf_models import rel_error, run_sluice  # noqa: E402
+from tf_models import rel_error, run, run_sluice  # noqa: E402
 
 DATA = "/usr/share/datasets/fashion-mnist"
 
@@ -43,14 +42,6 @@ MODELS = [
     ("fashion_sampled_softmax", 60, "outputs/sampled_softmax/logits",
      "outputs/sampled_softmax/logits:0  float [?,10]"),
 ]
-
-
-def run(cmd):
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError("%s failed (exit %d):\n%s\n%s" % (" ".join(cmd), proc.returncode, proc.stdout[-3000:],
-                                                            proc.stderr[-3000:]))
-    return proc.stdout
 
 
 def read_idx(name, header):
@@ -78,6 +69,18 @@ def tf_run(graph_pb, fetches, feed, feed_name="image"):
         tf1.import_graph_def(graph_def, name="")
     with tf1.Session(graph=graph) as sess:
         return sess.run([f + ":0" for f in fetches], {feed_name + ":0": feed})
+
+
+def compare_sluice(args, name, graph_pb, feeds, logits_name, tf_logits):
+    """(the GraphDef, max error over scale) of Sluice's run of the exported file against TensorFlow's logits."""
+    graph_def = tf1.GraphDef()
+    with open(graph_pb, "rb") as f:
+        graph_def.ParseFromString(f.read())
+    (sluice_logits,), _ = run_sluice(args.run_graphdef, args.workdir, name + "_sluice", graph_def, feeds, [logits_name])
+    err = rel_error(sluice_logits, tf_logits)
+    if err > 1e-5:
+        raise RuntimeError("%s: Sluice's and TensorFlow's logits differ by %.3g of their scale" % (name, err))
+    return graph_def, err
 
 
 def check(name, steps, logits_name, summary_line, args, images, labels):
@@ -110,14 +113,7 @@ def check(name, steps, logits_name, summary_line, args, images, labels):
     if rel_error(probabilities, np.exp(log_softmax)) > 1e-5:
         raise RuntimeError("%s: the exported probabilities are not the logits' softmax" % name)
 
-    graph_def = tf1.GraphDef()
-    with open(graph_pb, "rb") as f:
-        graph_def.ParseFromString(f.read())
-    (sluice_logits,), _ = run_sluice(args.run_graphdef, args.workdir, name + "_sluice", graph_def, {"image": images},
-                                     [logits_name])
-    err = rel_error(sluice_logits, logits)
-    if err > 1e-5:
-        raise RuntimeError("%s: Sluice's and TensorFlow's logits differ by %.3g of their scale" % (name, err))
+    graph_def, err = compare_sluice(args, name, graph_pb, {"image": images}, logits_name, logits)
     ops = sorted(set(n.op for n in graph_def.node))
     print("ok   %s: %d steps, exported %d nodes (%s); TensorFlow: accuracy %.4f loss %.4f, Sluice's eval %s; "
           "logits within %.2g" % (name, steps, len(graph_def.node), " ".join(ops), accuracy, loss,
@@ -147,14 +143,7 @@ def check_text(args):
     logits, classes = tf_run(graph_pb, [logits_name, logits_name + "/classes"], tokens, "tokens")
     if logits.shape != (3, 35, 10000) or not np.array_equal(classes, np.argmax(logits, axis=2)):
         raise RuntimeError("%s: TensorFlow's logits %s and classes do not fit" % (name, logits.shape))
-    graph_def = tf1.GraphDef()
-    with open(graph_pb, "rb") as f:
-        graph_def.ParseFromString(f.read())
-    (sluice_logits,), _ = run_sluice(args.run_graphdef, args.workdir, name + "_sluice", graph_def, {"tokens": tokens},
-                                     [logits_name])
-    err = rel_error(sluice_logits, logits)
-    if err > 1e-5:
-        raise RuntimeError("%s: Sluice's and TensorFlow's logits differ by %.3g of their scale" % (name, err))
+    graph_def, err = compare_sluice(args, name, graph_pb, {"tokens": tokens}, logits_name, logits)
     print("ok   %s: exported %d nodes with its 10,000-word vocabulary; TensorFlow runs it on word ids, "
           "logits [3,35,10000] within %.2g of Sluice's" % (name, len(graph_def.node), err))
 

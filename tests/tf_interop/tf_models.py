@@ -46,6 +46,15 @@ RTOL = 1e-5
 
 # ---------------------------------------------------------------- helpers
 
+def run(cmd):
+    """Runs a command; its stdout, or RuntimeError with its output's tail when it fails."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError("%s failed (exit %d):\n%s\n%s" % (" ".join(cmd), proc.returncode, proc.stdout[-3000:],
+                                                             proc.stderr[-3000:]))
+    return proc.stdout
+
+
 def write_tensor(path, array):
     with open(path, "wb") as f:
         f.write(tf1.make_tensor_proto(array).SerializeToString())

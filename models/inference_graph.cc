@@ -17,19 +17,10 @@ namespace sluice {
 namespace models {
 namespace {
 
-// The tensors to export: (name under outputs/, tensor, shape, logits over
-// classes?, where it comes from).
-struct Exported {
-  std::string name;
-  Output tensor;
-  PartialShape shape;
-  bool classes = false;
-  std::string what;
-};
-
-absl::StatusOr<std::vector<Exported>> ChooseOutputs(const InferenceOptions& options, const ModelOutputs& model,
-                                                    const std::map<std::string, PipelineFeature>& features) {
-  std::vector<Exported> chosen;
+// The tensors to export, each to be named outputs/<name>.
+absl::StatusOr<std::vector<Prediction>> ChooseOutputs(const InferenceOptions& options, const ModelOutputs& model,
+                                                      const std::map<std::string, PipelineFeature>& features) {
+  std::vector<Prediction> chosen;
   std::set<std::string> seen;
   if (!options.outputs.empty()) {
     std::vector<std::string> names;
@@ -51,10 +42,10 @@ absl::StatusOr<std::vector<Exported>> ChooseOutputs(const InferenceOptions& opti
   }
   for (const Prediction& p : model.predictions) {
     if (seen.insert(p.name).second) {
-      chosen.push_back({p.name, p.tensor, p.shape, p.classes, p.what});
+      chosen.push_back(p);
       continue;
     }
-    for (Exported& x : chosen) {  // two losses read one layer: logits if either takes it as such
+    for (Prediction& x : chosen) {  // two losses read one layer: logits if either takes it as such
       if (x.name == p.name) x.classes |= p.classes;
     }
   }
@@ -62,13 +53,6 @@ absl::StatusOr<std::vector<Exported>> ChooseOutputs(const InferenceOptions& opti
     return absl::InvalidArgumentError("the model's losses predict nothing to export; name the layers to export");
   }
   return chosen;
-}
-
-// The tensor name's node ("x:1" -> "x", "^x" -> "x").
-std::string NodeOf(const std::string& input) {
-  std::string name = input[0] == '^' ? input.substr(1) : input;
-  const size_t colon = name.find(':');
-  return colon == std::string::npos ? name : name.substr(0, colon);
 }
 
 }  // namespace
@@ -105,7 +89,9 @@ absl::Status ExpandLstmGates(GraphDef* graph) {
     };
     // The constants wait on z's node, and on what the node waited on: every
     // new node depends on them through the split.
-    std::vector<std::string> waits = {absl::StrCat("^", NodeOf(gates.input(0)))};
+    auto z = ParseTensorName(gates.input(0));
+    if (!z.ok()) return z.status();
+    std::vector<std::string> waits = {absl::StrCat("^", z->node)};
     for (const std::string& in : gates.input()) {
       if (!in.empty() && in[0] == '^') waits.push_back(in);
     }
@@ -213,7 +199,7 @@ absl::Status BuildInferenceGraph(const config::LoadedExperiment& loaded, const I
     out->outputs.push_back({n->name(), n->output_type(0), shape, what});
     return absl::OkStatus();
   };
-  for (const Exported& x : *chosen) {
+  for (const Prediction& x : *chosen) {
     s = add_output(x.name, "Identity", {x.tensor}, {}, x.shape, x.what);
     if (!s.ok()) return s;
     if (!x.classes) continue;

@@ -6,7 +6,6 @@
 // frozen inference graph (cmd/train/export.h). Exit codes in cmd/train/exit_codes.h.
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -19,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "cmd/train/exit_codes.h"
 #include "cmd/train/export.h"
 #include "cmd/train/local_cluster.h"
@@ -167,12 +167,7 @@ int main(int argc, char** argv) {
       options.trace_steps = v;
     } else if (arg.rfind("--export_outputs", 0) == 0 || arg.rfind("--export-outputs", 0) == 0) {
       const char* v = value(arg.rfind("--export_outputs", 0) == 0 ? "--export_outputs" : "--export-outputs");
-      std::string names = v == nullptr ? "" : v;
-      for (size_t start = 0; start <= names.size();) {
-        const size_t comma = std::min(names.find(',', start), names.size());
-        if (comma > start) options.export_outputs.push_back(names.substr(start, comma - start));
-        start = comma + 1;
-      }
+      if (v != nullptr) options.export_outputs = absl::StrSplit(v, ',', absl::SkipEmpty());
       if (options.export_outputs.empty()) {
         std::cerr << "error: --export_outputs needs layer names, e.g. fc2,logits\n" << kUsage;
         return sluice::kExitBadConfig;

@@ -24,6 +24,14 @@ inline void StoreN(float* p, Vec v, int64_t lanes) {
   }
 }
 
+// a_j += p[j * step] * w for the four pixels j (four independent chains).
+inline void Fma4(const float* p, int64_t step, Vec w, int64_t lanes, Vec& a0, Vec& a1, Vec& a2, Vec& a3) {
+  a0 = Fma(LoadN(p, lanes), w, a0);
+  a1 = Fma(LoadN(p + step, lanes), w, a1);
+  a2 = Fma(LoadN(p + 2 * step, lanes), w, a2);
+  a3 = Fma(LoadN(p + 3 * step, lanes), w, a3);
+}
+
 // Four pixels' vectors, `C` floats apart.
 inline void Store4(float* p, int64_t C, Vec a0, Vec a1, Vec a2, Vec a3, int64_t lanes) {
   StoreN(p, a0, lanes);
@@ -54,7 +62,7 @@ void OutputsOfTap(const WindowDim& d, int64_t k, int64_t* lo, int64_t* hi) {
 
 }  // namespace
 
-void Forward(const FloatConv& g, const float* input, const float* filter, float* output, int64_t first, int64_t last) {
+void Forward(const ConvDims& g, const float* input, const float* filter, float* output, int64_t first, int64_t last) {
   const int64_t C = g.channels;
   const WindowDim &r = g.rows, &c = g.cols;
   int64_t lo, hi;
@@ -86,12 +94,7 @@ void Forward(const FloatConv& g, const float* input, const float* filter, float*
         for (int64_t ky = ky_lo; ky < ky_hi; ++ky) {
           const float* x = image + (top + ky) * c.in * C + (ox * c.stride - c.pad) * C + c0;
           for (int64_t kx = 0; kx < c.k; ++kx) {
-            const Vec w = LoadN(filter + (ky * c.k + kx) * C + c0, lanes);
-            const float* p = x + kx * C;
-            a0 = Fma(LoadN(p, lanes), w, a0);
-            a1 = Fma(LoadN(p + step, lanes), w, a1);
-            a2 = Fma(LoadN(p + 2 * step, lanes), w, a2);
-            a3 = Fma(LoadN(p + 3 * step, lanes), w, a3);
+            Fma4(x + kx * C, step, LoadN(filter + (ky * c.k + kx) * C + c0, lanes), lanes, a0, a1, a2, a3);
           }
         }
         Store4(out + ox * C + c0, C, a0, a1, a2, a3, lanes);
@@ -101,7 +104,7 @@ void Forward(const FloatConv& g, const float* input, const float* filter, float*
   }
 }
 
-void BackpropInput(const FloatConv& g, const float* out_backprop, const float* filter, float* input_backprop,
+void BackpropInput(const ConvDims& g, const float* out_backprop, const float* filter, float* input_backprop,
                    int64_t first, int64_t last) {
   const int64_t C = g.channels;
   const WindowDim &r = g.rows, &c = g.cols;
@@ -141,12 +144,7 @@ void BackpropInput(const FloatConv& g, const float* out_backprop, const float* f
           if (ty < 0 || ty % r.stride != 0 || ty / r.stride >= r.out) continue;
           const float* dy = dy_image + (ty / r.stride * c.out + ix + c.pad) * C + c0;
           for (int64_t kx = 0; kx < c.k; ++kx) {
-            const Vec w = LoadN(filter + (ky * c.k + kx) * C + c0, lanes);
-            const float* p = dy - kx * C;
-            a0 = Fma(LoadN(p, lanes), w, a0);
-            a1 = Fma(LoadN(p + C, lanes), w, a1);
-            a2 = Fma(LoadN(p + 2 * C, lanes), w, a2);
-            a3 = Fma(LoadN(p + 3 * C, lanes), w, a3);
+            Fma4(dy - kx * C, C, LoadN(filter + (ky * c.k + kx) * C + c0, lanes), lanes, a0, a1, a2, a3);
           }
         }
         Store4(dx + ix * C + c0, C, a0, a1, a2, a3, lanes);
@@ -156,7 +154,7 @@ void BackpropInput(const FloatConv& g, const float* out_backprop, const float* f
   }
 }
 
-void BackpropFilter(const FloatConv& g, const float* input, const float* out_backprop, float* partial, int64_t first,
+void BackpropFilter(const ConvDims& g, const float* input, const float* out_backprop, float* partial, int64_t first,
                     int64_t last) {
   const int64_t C = g.channels;
   const WindowDim &r = g.rows, &c = g.cols;

@@ -26,15 +26,17 @@
 namespace sluice {
 namespace depthwise {
 
-struct FloatConv {
+// A depthwise convolution's sizes (any type or multiplier: the kernels'
+// checked geometry extends it).
+struct ConvDims {
   int64_t batch = 0, channels = 0;
   WindowDim rows, cols;  // in, k, stride, out, pad
 };
 
-void Forward(const FloatConv& g, const float* input, const float* filter, float* output, int64_t first, int64_t last);
-void BackpropInput(const FloatConv& g, const float* out_backprop, const float* filter, float* input_backprop,
+void Forward(const ConvDims& g, const float* input, const float* filter, float* output, int64_t first, int64_t last);
+void BackpropInput(const ConvDims& g, const float* out_backprop, const float* filter, float* input_backprop,
                    int64_t first, int64_t last);
-void BackpropFilter(const FloatConv& g, const float* input, const float* out_backprop, float* partial, int64_t first,
+void BackpropFilter(const ConvDims& g, const float* input, const float* out_backprop, float* partial, int64_t first,
                     int64_t last);
 
 }  // namespace depthwise

@@ -26,10 +26,10 @@
 namespace sluice {
 namespace {
 
-// The shapes of one depthwise convolution, checked.
-struct DepthwiseGeometry {
-  int64_t batch = 0, channels = 0, multiplier = 0;
-  WindowDim rows, cols;
+// The shapes of one depthwise convolution, checked (the float path takes
+// the ConvDims part).
+struct DepthwiseGeometry : depthwise::ConvDims {
+  int64_t multiplier = 0;
   TensorShape input, filter, output;
 };
 
@@ -88,16 +88,6 @@ void ForEachTap(const DepthwiseGeometry& g, int64_t first_row, int64_t last_row,
   }
 }
 
-// The float path's geometry (depthwise_conv_float.h).
-depthwise::FloatConv FloatConvOf(const DepthwiseGeometry& g) {
-  depthwise::FloatConv f;
-  f.batch = g.batch;
-  f.channels = g.channels;
-  f.rows = g.rows;
-  f.cols = g.cols;
-  return f;
-}
-
 // Output rows per group of the float filter gradient: at least 8, and
 // enough that there are at most 256 groups (the partial sums are a group's
 // filter each). A function of the shape alone, so the sum's order does not
@@ -120,9 +110,8 @@ class DepthwiseKernel : public OpKernel {
   template <typename T, typename F>
   static void Backprop(OpKernelContext* ctx, const DepthwiseGeometry& g, const TensorShape& result, const F& accumulate) {
     const Tensor& dout = ctx->input(2);
-    OP_REQUIRES_OK(ctx, CheckOutBackprop(dout, g));
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, result, &out));
+    Tensor* out = BackpropOutput(ctx, g, result);
+    if (out == nullptr) return;
     using A = typename AccumulatorType<T>::type;
     Tensor sum_t;
     OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeToEnum<A>::value, result, &sum_t));
@@ -133,10 +122,21 @@ class DepthwiseKernel : public OpKernel {
     for (int64_t i = 0; i < sum_t.NumElements(); ++i) o[i] = static_cast<T>(sum[i]);
   }
 
-  static absl::Status CheckOutBackprop(const Tensor& dout, const DepthwiseGeometry& g) {
-    if (dout.shape() == g.output) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat("out_backprop must have the output's shape ", g.output.DebugString(),
-                                                   ", got ", dout.shape().DebugString()));
+  // A backprop's output 0 of shape `result`, once out_backprop (input 2)
+  // has the output's shape; nullptr after an error (set on ctx).
+  static Tensor* BackpropOutput(OpKernelContext* ctx, const DepthwiseGeometry& g, const TensorShape& result) {
+    const Tensor& dout = ctx->input(2);
+    Tensor* out = nullptr;
+    absl::Status s = dout.shape() == g.output
+                         ? ctx->allocate_output(0, result, &out)
+                         : absl::InvalidArgumentError(absl::StrCat("out_backprop must have the output's shape ",
+                                                                   g.output.DebugString(), ", got ",
+                                                                   dout.shape().DebugString()));
+    if (!s.ok()) {
+      ctx->SetStatus(s);
+      return nullptr;
+    }
+    return out;
   }
 
   std::vector<int64_t> strides_;
@@ -158,9 +158,8 @@ class DepthwiseConv2dOp : public DepthwiseKernel {
     const int64_t rows = g.batch * g.rows.out;
     if constexpr (std::is_same_v<T, float>) {
       if (g.multiplier == 1) {
-        const depthwise::FloatConv fc = FloatConvOf(g);
         cwise::ParallelFor(ctx, rows, g.cols.out * g.rows.k * g.cols.k * g.channels, [&](int64_t first, int64_t last) {
-          depthwise::Forward(fc, input.data<float>(), filter.data<float>(), out->data<float>(), first, last);
+          depthwise::Forward(g, input.data<float>(), filter.data<float>(), out->data<float>(), first, last);
         });
         return;
       }
@@ -207,14 +206,11 @@ class DepthwiseBackpropInputOp : public DepthwiseKernel {
     if constexpr (std::is_same_v<T, float>) {
       if (g.multiplier == 1) {
         const Tensor& dout = ctx->input(2);
-        OP_REQUIRES_OK(ctx, CheckOutBackprop(dout, g));
-        Tensor* dx;
-        OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input_shape, &dx));
-        if (dx->NumElements() == 0) return;
-        const depthwise::FloatConv fc = FloatConvOf(g);
+        Tensor* dx = BackpropOutput(ctx, g, input_shape);
+        if (dx == nullptr || dx->NumElements() == 0) return;
         cwise::ParallelFor(ctx, g.batch * g.rows.in, g.cols.in * g.rows.k * g.cols.k * g.channels,
                            [&](int64_t first, int64_t last) {
-                             depthwise::BackpropInput(fc, dout.data<float>(), filter.data<float>(), dx->data<float>(),
+                             depthwise::BackpropInput(g, dout.data<float>(), filter.data<float>(), dx->data<float>(),
                                                       first, last);
                            });
         return;
@@ -256,9 +252,8 @@ class DepthwiseBackpropFilterOp : public DepthwiseKernel {
     if constexpr (std::is_same_v<T, float>) {
       if (g.multiplier == 1) {
         const Tensor& dout = ctx->input(2);
-        OP_REQUIRES_OK(ctx, CheckOutBackprop(dout, g));
-        Tensor* df;
-        OP_REQUIRES_OK(ctx, ctx->allocate_output(0, filter_shape, &df));
+        Tensor* df = BackpropOutput(ctx, g, filter_shape);
+        if (df == nullptr) return;
         float* sum = df->data<float>();
         std::fill(sum, sum + df->NumElements(), 0.0f);
         const int64_t rows = g.batch * g.rows.out, taps = g.rows.k * g.cols.k * g.channels;
@@ -268,10 +263,9 @@ class DepthwiseBackpropFilterOp : public DepthwiseKernel {
         Tensor partial_t;
         OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, TensorShape({groups, taps}), &partial_t));
         float* partial = partial_t.data<float>();
-        const depthwise::FloatConv fc = FloatConvOf(g);
         cwise::ParallelFor(ctx, groups, per_group * g.cols.out * taps, [&](int64_t first, int64_t last) {
           for (int64_t group = first; group < last; ++group) {
-            depthwise::BackpropFilter(fc, input.data<float>(), dout.data<float>(), partial + group * taps,
+            depthwise::BackpropFilter(g, input.data<float>(), dout.data<float>(), partial + group * taps,
                                       group * per_group, std::min(rows, (group + 1) * per_group));
           }
         });

@@ -2,6 +2,7 @@
 #include "checkpoint/checkpoint_state.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -63,6 +64,15 @@ absl::StatusOr<CheckpointState> ReadCheckpointState(Env* env, const std::string&
     return absl::DataLossError(absl::StrCat("state file ", path, ": latest \"", absl::CEscape(state.latest()),
                                             "\" is not the last checkpoint listed"));
   }
+  if (state.has_best()) {
+    const BestCheckpoint& b = state.best();
+    int64_t step = -1;
+    if (!dirs.count(b.dir()) || !ParseCheckpointDirName(b.dir(), &step) || step != b.step() || b.metric().empty() ||
+        !std::isfinite(b.value())) {
+      return absl::DataLossError(absl::StrCat("state file ", path, ": best \"", absl::CEscape(b.dir()), "\" step ",
+                                              b.step(), " is not a listed checkpoint with a metric and a finite value"));
+    }
+  }
   return state;
 }
 
@@ -93,19 +103,20 @@ absl::Status WriteCheckpointState(Env* env, const std::string& checkpoints_dir, 
   return WriteFileAtomically(env, JoinPath(checkpoints_dir, kStateFileName), text);
 }
 
-void AddCheckpointAndApplyRetention(const CheckpointRecord& record, const RetentionOptions& options,
-                                    double* next_preserve_time, CheckpointState* state,
-                                    std::vector<std::string>* to_delete) {
-  std::vector<CheckpointRecord> records;
-  for (const CheckpointRecord& r : state->checkpoints()) {
-    if (r.dir() != record.dir()) records.push_back(r);  // a re-save of a step replaces it
-  }
-  records.push_back(record);
+namespace {
+
+// Keeps the `keep` newest of `records` (oldest first) that are neither
+// preserved forever nor the state's best, preserving one per keep_every_hours
+// of those leaving the window; the rest go to `to_delete`.
+void ApplyRetention(std::vector<CheckpointRecord> records, const RetentionOptions& options,
+                    double* next_preserve_time, CheckpointState* state, std::vector<std::string>* to_delete) {
+  const std::string best = state->has_best() ? state->best().dir() : "";
+  auto spared = [&best](const CheckpointRecord& r) { return r.keep_forever() || (!best.empty() && r.dir() == best); };
   int recent = 0;
-  for (const CheckpointRecord& r : records) recent += r.keep_forever() ? 0 : 1;
+  for (const CheckpointRecord& r : records) recent += spared(r) ? 0 : 1;
   std::vector<CheckpointRecord> kept;
   for (CheckpointRecord& r : records) {
-    if (!r.keep_forever() && options.keep > 0 && recent > options.keep) {
+    if (!spared(r) && options.keep > 0 && recent > options.keep) {
       --recent;
       if (options.keep_every_hours > 0 && r.unix_seconds() >= *next_preserve_time) {
         r.set_keep_forever(true);
@@ -120,7 +131,36 @@ void AddCheckpointAndApplyRetention(const CheckpointRecord& record, const Retent
   }
   state->clear_checkpoints();
   for (const CheckpointRecord& r : kept) *state->add_checkpoints() = r;
+}
+
+}  // namespace
+
+void AddCheckpointAndApplyRetention(const CheckpointRecord& record, const RetentionOptions& options,
+                                    double* next_preserve_time, CheckpointState* state,
+                                    std::vector<std::string>* to_delete) {
+  std::vector<CheckpointRecord> records;
+  for (const CheckpointRecord& r : state->checkpoints()) {
+    if (r.dir() != record.dir()) records.push_back(r);  // a re-save of a step replaces it
+  }
+  records.push_back(record);
+  ApplyRetention(std::move(records), options, next_preserve_time, state, to_delete);
   state->set_latest(record.dir());
+}
+
+absl::Status MarkBestAndApplyRetention(const BestCheckpoint& best, const RetentionOptions& options,
+                                       double* next_preserve_time, CheckpointState* state,
+                                       std::vector<std::string>* to_delete) {
+  bool listed = false;
+  for (const CheckpointRecord& r : state->checkpoints()) listed |= r.dir() == best.dir() && r.step() == best.step();
+  if (!listed) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint ", best.dir(), " of step ", best.step(), " is not retained: it cannot be the best"));
+  }
+  *state->mutable_best() = best;
+  // The previous best, no longer spared, may now fall out of the window.
+  ApplyRetention({state->checkpoints().begin(), state->checkpoints().end()}, options, next_preserve_time, state,
+                 to_delete);
+  return absl::OkStatus();
 }
 
 absl::Status VerifyCheckpoint(Env* env, const std::string& dir, VerifyLevel level) {

@@ -1,6 +1,7 @@
 // The `checkpoint` state file of <run_dir>/checkpoints/ (latest + retained
-// checkpoints, text-format CheckpointState), retention (`keep`,
-// `keep_every_hours`), and finding the newest checkpoint that verifies.
+// checkpoints, and the best one when a run selects it: text-format
+// CheckpointState), retention (`keep`, `keep_every_hours`, the best spared),
+// and finding the newest checkpoint that verifies.
 //
 // The state file is only ever replaced atomically (WriteFileAtomically:
 // write temp, fsync, rename, fsync dir), after the checkpoint it names is
@@ -47,9 +48,19 @@ struct RetentionOptions {
 // `*next_preserve_time` (unix seconds) is when the next checkpoint leaving
 // the window is old enough to be preserved; updated. Directories to delete
 // (names relative to checkpoints/) are appended to `to_delete`.
+// The state's best checkpoint (CheckpointState::best) is spared by `keep`
+// retention, as keep_forever ones are.
 void AddCheckpointAndApplyRetention(const CheckpointRecord& record, const RetentionOptions& options,
                                     double* next_preserve_time, CheckpointState* state,
                                     std::vector<std::string>* to_delete);
+
+// Makes `best` the state's best checkpoint and applies retention again (the
+// previous best may leave the `keep` window: its directory is then appended
+// to `to_delete`). FailedPrecondition unless `state` lists best.dir at
+// best.step.
+absl::Status MarkBestAndApplyRetention(const BestCheckpoint& best, const RetentionOptions& options,
+                                       double* next_preserve_time, CheckpointState* state,
+                                       std::vector<std::string>* to_delete);
 
 enum class VerifyLevel {
   kOpen,  // the manifest reads and the FILES inventory matches

@@ -146,6 +146,7 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(SaverOptions options, std::
   }
   saver->next_preserve_time_ = anchor + o.retention.keep_every_hours * 3600;
   if (!saver->state_.latest().empty()) saver->last_checkpoint_ = JoinPath(ckpts, saver->state_.latest());
+  if (saver->state_.has_best()) saver->best_ = saver->state_.best();
   saver->last_save_time_ = saver->Now();
   return saver;
 }
@@ -295,15 +296,58 @@ absl::Status Saver::Commit(int64_t step, double started, double now, std::vector
   last_checkpoint_ = final_dir;
   // 3. Drop what retention no longer keeps (a crash here leaves extra
   // directories, which the state file does not list).
-  for (const std::string& d : to_delete) {
-    absl::Status del = env->DeleteRecursively(JoinPath(ckpts, d));
-    if (!del.ok()) LOG(WARNING) << "cannot delete old checkpoint: " << del.message();
-  }
+  DeleteDropped(to_delete);
   if (on_committed_) {
     const double finished = Now();
     on_committed_(step, finished - started, finished);
   }
   return absl::OkStatus();
+}
+
+void Saver::DeleteDropped(const std::vector<std::string>& dirs) const {
+  const std::string ckpts = CheckpointsDir(options_.run_dir);
+  for (const std::string& d : dirs) {
+    absl::Status del = options_.env->DeleteRecursively(JoinPath(ckpts, d));
+    if (!del.ok()) LOG(WARNING) << "cannot delete old checkpoint: " << del.message();
+  }
+}
+
+bool Saver::Retains(int64_t step) const {
+  for (const CheckpointRecord& r : state_.checkpoints()) {
+    if (r.step() == step) return true;
+  }
+  return false;
+}
+
+absl::Status Saver::MarkBest(Session* session, int64_t step, const std::string& metric, double value) {
+  // The writer is idle from here on: state_ is this thread's.
+  const absl::Status pending = Wait();
+  // The mark's own failure, with the pending write's when both failed.
+  auto failed = [&pending](const absl::Status& s) {
+    return pending.ok() ? s : absl::Status(s.code(), absl::StrCat(s.message(), "; also ", pending.message()));
+  };
+  if (!Retains(step)) {
+    // A failed earlier write of this very step counts as not saved: Save writes it again.
+    absl::Status saved = Save(session, step);
+    if (saved.ok()) saved = Wait();
+    if (!saved.ok()) return failed(saved);
+  }
+  BestCheckpoint best;
+  best.set_dir(CheckpointDirName(step));
+  best.set_step(step);
+  best.set_metric(metric);
+  best.set_value(value);
+  CheckpointState next = state_;
+  std::vector<std::string> to_delete;
+  double next_preserve = next_preserve_time_;
+  absl::Status marked = MarkBestAndApplyRetention(best, options_.retention, &next_preserve, &next, &to_delete);
+  if (marked.ok()) marked = WriteCheckpointState(options_.env, CheckpointsDir(options_.run_dir), next);
+  if (!marked.ok()) return failed(marked);
+  state_ = std::move(next);
+  next_preserve_time_ = next_preserve;
+  best_ = best;
+  DeleteDropped(to_delete);
+  return pending;
 }
 
 absl::Status Saver::Restore(Session* session, const std::string& ckpt_dir) const {
@@ -312,16 +356,25 @@ absl::Status Saver::Restore(Session* session, const std::string& ckpt_dir) const
                       {options_.scope + "/restore_all"}, &unused);
 }
 
-absl::StatusOr<int64_t> Saver::RestoreLatest(Session* session, VerifyLevel level, std::string* restored_dir) const {
-  SLUICE_ASSIGN_OR_RETURN(FoundCheckpoint found, FindLatestValidCheckpoint(options_.env, options_.run_dir, level));
-  absl::Status s = Restore(session, found.dir);
+absl::Status Saver::RestoreFitting(Session* session, const std::string& ckpt_dir) const {
+  absl::Status s = Restore(session, ckpt_dir);
   // A tensor this model needs and the checkpoint lacks (NotFound) must not
   // read as "no checkpoint": the caller would start afresh beside it.
   if (absl::IsNotFound(s) || absl::IsInvalidArgument(s)) {
-    return absl::FailedPreconditionError(absl::StrCat("checkpoint ", found.dir, " does not fit this model: ",
+    return absl::FailedPreconditionError(absl::StrCat("checkpoint ", ckpt_dir, " does not fit this model: ",
                                                       s.message()));
   }
-  SLUICE_RETURN_IF_ERROR(s);
+  return s;
+}
+
+absl::Status Saver::RestoreVerified(Session* session, const std::string& ckpt_dir, VerifyLevel level) const {
+  SLUICE_RETURN_IF_ERROR(VerifyCheckpoint(options_.env, ckpt_dir, level));
+  return RestoreFitting(session, ckpt_dir);
+}
+
+absl::StatusOr<int64_t> Saver::RestoreLatest(Session* session, VerifyLevel level, std::string* restored_dir) const {
+  SLUICE_ASSIGN_OR_RETURN(FoundCheckpoint found, FindLatestValidCheckpoint(options_.env, options_.run_dir, level));
+  SLUICE_RETURN_IF_ERROR(RestoreFitting(session, found.dir));  // verified by the lookup
   if (restored_dir != nullptr) *restored_dir = found.dir;
   return found.step;
 }

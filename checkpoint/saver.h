@@ -112,6 +112,20 @@ class Saver {
   // and that step counts as not saved: Save(step) writes it again.
   absl::Status Wait();
 
+  // Records the checkpoint of `step` as the run's best by the evaluation
+  // value `metric` = `value` (train.best_model). Waits for a pending write;
+  // writes the checkpoint of `step` first unless the state file retains it
+  // already (the session's variables must then still hold that step); then
+  // replaces the state file with it as `best`. Retention keeps the best
+  // besides the `keep` newest until another is marked (the previous best may
+  // then be deleted). A failed pending write (of another step) is returned
+  // after the mark went on; a failed save or state file fails the mark (the
+  // best stays as it was), its message ending with the pending write's.
+  absl::Status MarkBest(Session* session, int64_t step, const std::string& metric, double value);
+  // The best checkpoint the state file held when the Saver was created, or
+  // the last one MarkBest recorded; nullopt when none.
+  std::optional<BestCheckpoint> best() const { return best_; }
+
   // Restores every variable from the checkpoint directory `ckpt_dir`.
   absl::Status Restore(Session* session, const std::string& ckpt_dir) const;
   // Restores from the newest valid checkpoint of run_dir and returns its
@@ -122,6 +136,11 @@ class Saver {
   absl::StatusOr<int64_t> RestoreLatest(Session* session, VerifyLevel level = VerifyLevel::kFull,
                                         std::string* restored_dir = nullptr) const;
 
+  // Verifies the checkpoint directory `ckpt_dir` at `level` and restores
+  // every variable from it; one that does not fit the variables is
+  // FailedPrecondition naming it, as for RestoreLatest.
+  absl::Status RestoreVerified(Session* session, const std::string& ckpt_dir, VerifyLevel level) const;
+
   // Directory of the last committed checkpoint ("" if none yet).
   std::string last_checkpoint() const;
 
@@ -129,6 +148,13 @@ class Saver {
   Saver(SaverOptions options, std::vector<SaveableVariable> variables);
   // `started`: when Save was called; `now`: the checkpoint's time.
   absl::Status Commit(int64_t step, double started, double now, std::vector<SaveEntry> entries);
+  // Deletes the checkpoint directories retention dropped (a failure is a
+  // warning: the state file no longer lists them).
+  void DeleteDropped(const std::vector<std::string>& dirs) const;
+  bool Retains(int64_t step) const;
+  // Restore, with a checkpoint that lacks a variable or has it in another
+  // shape as FailedPrecondition.
+  absl::Status RestoreFitting(Session* session, const std::string& ckpt_dir) const;
   double Now() const;
 
   const SaverOptions options_;
@@ -141,7 +167,8 @@ class Saver {
   int64_t last_save_step_ = -1;
   double last_save_time_ = 0;
   double next_preserve_time_ = 0;
-  CheckpointState state_;  // used only by the writer (one at a time)
+  CheckpointState state_;  // used only by the writer (one at a time), or by MarkBest after Wait
+  std::optional<BestCheckpoint> best_;  // the loop's thread only
 };
 
 // Builds the restore nodes for `variables` under `scope`: a string

@@ -226,6 +226,78 @@ TEST(Saver, EveryNStepsWithRetention) {
   EXPECT_EQ(*children, (std::vector<std::string>{"checkpoint", "ckpt-10", "ckpt-8"}));
 }
 
+// The best checkpoint (train.best_model) is kept besides the `keep` newest
+// while it is the best; marking another lets retention drop it. A step not
+// saved yet is saved by the mark, with the variables as they are then.
+TEST(Saver, TheBestCheckpointIsKeptBesidesTheNewestUntilAnotherIsBest) {
+  Model model("saver_best");
+  SaverOptions o;
+  o.run_dir = FreshTestDir("run_best");
+  o.every_steps = 2;
+  o.retention.keep = 2;
+  auto saver = Saver::Create(o, model.variables);
+  ASSERT_TRUE(saver.ok());
+  EXPECT_FALSE((*saver)->best().has_value());
+  auto session = model.NewSessionWith(**saver);
+  RunTarget(session.get(), "init");
+  const std::string ckpts = CheckpointsDir(o.run_dir);
+  for (int step = 1; step <= 9; ++step) {
+    RunTarget(session.get(), "train");
+    ASSERT_TRUE((*saver)->MaybeSave(session.get(), step).ok());
+    if (step == 2) ASSERT_TRUE((*saver)->MarkBest(session.get(), 2, "accuracy", 0.5).ok());
+    // Step 5 has no periodic save: the mark writes it.
+    if (step == 5) ASSERT_TRUE((*saver)->MarkBest(session.get(), 5, "accuracy", 0.75).ok());
+  }
+  ASSERT_TRUE((*saver)->Wait().ok());
+  auto children = Env::Default()->GetChildren(ckpts);
+  ASSERT_TRUE(children.ok());
+  // ckpt-2 left with the first save after ckpt-5 became the best; ckpt-5
+  // outlived the window (6, 8).
+  EXPECT_EQ(*children, (std::vector<std::string>{"checkpoint", "ckpt-5", "ckpt-6", "ckpt-8"}));
+  auto state = ReadCheckpointState(Env::Default(), ckpts);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->best().dir(), "ckpt-5");
+  EXPECT_EQ(state->best().metric(), "accuracy");
+  EXPECT_EQ(state->best().value(), 0.75);
+  EXPECT_EQ(state->latest(), "ckpt-8");
+  // ckpt-5 holds step 5's variables (w started at 1 2 3, +1 a step).
+  auto fresh = model.NewSessionWith(**saver);
+  ASSERT_TRUE((*saver)->Restore(fresh.get(), JoinPath(ckpts, "ckpt-5")).ok());
+  EXPECT_EQ(Fetch(fresh.get(), "read_w"), "6 7 8");
+  // A new Saver reads the best back and still spares it.
+  auto again = Saver::Create(o, model.variables);
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE((*again)->best().has_value());
+  EXPECT_EQ((*again)->best()->step(), 5);
+  ASSERT_TRUE((*again)->Save(session.get(), 10).ok());
+  ASSERT_TRUE((*again)->Save(session.get(), 12).ok());
+  ASSERT_TRUE((*again)->Wait().ok());
+  children = Env::Default()->GetChildren(ckpts);
+  EXPECT_EQ(*children, (std::vector<std::string>{"checkpoint", "ckpt-10", "ckpt-12", "ckpt-5"}));
+  // The newest is the one a resume uses, not the best.
+  auto found = FindLatestValidCheckpoint(Env::Default(), o.run_dir, VerifyLevel::kFull);
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->step, 12);
+}
+
+// A state file whose best is not one of its checkpoints is not what a Saver
+// writes: DataLoss, as for any other damage.
+TEST(Saver, AStateFileWhoseBestIsNotListedIsDataLoss) {
+  const std::string dir = FreshTestDir("state_bad_best");
+  const std::string listed = "latest: \"ckpt-4\"\ncheckpoints { dir: \"ckpt-4\" step: 4 }\n";
+  for (const char* best : {"best { dir: \"ckpt-3\" step: 3 metric: \"loss\" value: 0.5 }",
+                                  "best { dir: \"ckpt-4\" step: 4 value: 0.5 }",
+                                  "best { dir: \"ckpt-4\" step: 4 metric: \"loss\" value: nan }"}) {
+    ASSERT_TRUE(WriteStringToFile(Env::Default(), JoinPath(dir, "checkpoint"), listed + best).ok());
+    auto state = ReadCheckpointState(Env::Default(), dir);
+    EXPECT_TRUE(absl::IsDataLoss(state.status())) << best << ": " << state.status();
+  }
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), JoinPath(dir, "checkpoint"),
+                                listed + "best { dir: \"ckpt-4\" step: 4 metric: \"loss\" value: 0.5 }")
+                  .ok());
+  EXPECT_TRUE(ReadCheckpointState(Env::Default(), dir).ok());
+}
+
 // A damaged state file is rebuilt from the directories on disk, so the
 // checkpoints it listed stay under retention instead of being orphaned.
 TEST(Saver, DamagedStateFileIsRebuiltFromTheDirectories) {

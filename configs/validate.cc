@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "configs/eval_values.h"
 #include "configs/load.h"
 #include "engine/distributed/cluster_spec.h"
 #include "engine/framework/device_name.h"
@@ -541,6 +542,30 @@ class Validator {
     }
     NonNegative(t, "eval_every_steps", t.eval_every_steps(), "eval_every_steps");
     NonNegative(t, "log_every_steps", t.log_every_steps(), "log_every_steps");
+    if (t.has_best_model()) CheckBestModel(t);
+  }
+
+  void CheckBestModel(const Train& t) {
+    const BestModel& b = t.best_model();
+    if (!e_.input().has_eval()) {
+      Error(t, "best_model", -1, "best_model needs evaluations: add an input.eval section");
+    }
+    const std::vector<std::string> names = EvalValueNames(e_);
+    const std::string metric = b.metric().empty() ? "loss" : b.metric();
+    if (std::find(names.begin(), names.end(), metric) == names.end()) {
+      ErrorAtFieldOrParent(b, "metric", t, "best_model",
+                           absl::StrCat("best_model.metric '", metric, "' is not a value this model's evaluation reports (",
+                                        absl::StrJoin(names, ", "), ")", DidYouMean(metric, names)));
+    }
+    if (!(b.min_delta() >= 0) || !std::isfinite(b.min_delta())) {
+      Error(b, "min_delta", -1, absl::StrCat("best_model.min_delta must be >= 0, got ", b.min_delta()));
+    }
+    if (b.patience() < 0) {
+      Error(b, "patience", -1, absl::StrCat("best_model.patience must be >= 0 (0: never stop early), got ", b.patience()));
+    } else if (b.patience() > 0 && t.eval_every_steps() == 0) {
+      Error(b, "patience", -1,
+            "best_model.patience counts periodic evaluations: set train.eval_every_steps (0 evaluates only at the end)");
+    }
   }
 
   void CheckCheckpointSummariesMonitoring() {

@@ -9,6 +9,7 @@
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
+#include "configs/eval_values.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/framework/node_def_util.h"
@@ -940,14 +941,14 @@ class ModelCompiler {
                            {{"output_type", MakeAttr(BaseType(labels.dtype()))}});
         Output eq = b.Op("correct", "Equal", {pred, labels});
         Output f = b.Op("as_float", "Cast", {eq}, {{"SrcT", MakeAttr(DT_BOOL)}, {"DstT", MakeAttr(DT_FLOAT)}});
-        out_->metrics.push_back({"accuracy", Scalarize(&b, f)});
+        out_->metrics.push_back({config::MetricName(m), Scalarize(&b, f)});
       } else if (m.has_top_k_accuracy()) {
         Output logits, labels;
         FlatClassification(&b, m.top_k_accuracy().logits(), m.top_k_accuracy().labels(), &logits, &labels);
         Output hit = b.Op("in_top_k", "InTopKV2", {logits, labels, b.ScalarOfType("k", BaseType(labels.dtype()),
                                                                                    static_cast<double>(m.top_k_accuracy().k()))});
         Output f = b.Op("as_float", "Cast", {hit}, {{"SrcT", MakeAttr(DT_BOOL)}, {"DstT", MakeAttr(DT_FLOAT)}});
-        out_->metrics.push_back({absl::StrCat("top_", m.top_k_accuracy().k(), "_accuracy"), Scalarize(&b, f)});
+        out_->metrics.push_back({config::MetricName(m), Scalarize(&b, f)});
       }
     }
   }

@@ -50,10 +50,10 @@ state_latest_step() {  # RUN_DIR
   [[ -f "$f" ]] && sed -n 's/^latest: "ckpt-\([0-9]*\)"$/\1/p' "$f"
 }
 
-# The checkpoint directories the state file lists.
+# The checkpoint directories the state file lists (its `best` names one of them again).
 state_listed_dirs() {  # RUN_DIR
   local f="$1/checkpoints/checkpoint"
-  [[ -f "$f" ]] && sed -n 's/^ *dir: "\(ckpt-[0-9]*\)"$/\1/p' "$f"
+  [[ -f "$f" ]] && sed -n '/^checkpoints {/,/^}/s/^ *dir: "\(ckpt-[0-9]*\)"$/\1/p' "$f"
 }
 
 # Waits (up to 60 s) until the train process PID, logging to LOG, reports a

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -66,6 +67,38 @@ int CheckModelMatchesRun(const config::Experiment& e, bool allow_drift, std::ost
       << "to export this one with its variables). Differences:\n"
       << LineDiff(then, now);
   return kExitBadConfig;
+}
+
+// The checkpoint --export_checkpoint names: "best" (the state file's best, kept by
+// train.best_model) or a step the state file retains. InvalidArgument for
+// anything else; NotFound when the run has no such checkpoint.
+absl::StatusOr<checkpoint::FoundCheckpoint> ChosenCheckpoint(const std::string& which, const checkpoint::Saver& saver,
+                                                             const std::string& run_dir) {
+  const std::string ckpts = checkpoint::CheckpointsDir(run_dir);
+  if (which == "best") {
+    if (!saver.best().has_value()) {
+      return absl::NotFoundError(absl::StrCat("the run in ", run_dir, " has no best checkpoint (",
+                                              checkpoint::kStateFileName, " records one when the experiment sets "
+                                              "train.best_model)"));
+    }
+    return checkpoint::FoundCheckpoint{JoinPath(ckpts, saver.best()->dir()), saver.best()->step()};
+  }
+  int64_t step = -1;
+  if (!absl::SimpleAtoi(which, &step) || step < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--export_checkpoint takes latest, best or a step number, got '", which, "'"));
+  }
+  auto state = checkpoint::ReadCheckpointState(Env::Default(), ckpts);
+  std::vector<std::string> retained;
+  if (state.ok()) {
+    for (const checkpoint::CheckpointRecord& r : state->checkpoints()) {
+      if (r.step() == step) return checkpoint::FoundCheckpoint{JoinPath(ckpts, r.dir()), step};
+      retained.push_back(absl::StrCat(r.step()));
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("the run in ", run_dir, " retains no checkpoint of step ", step,
+                                          retained.empty() ? "" : absl::StrCat(" (it retains ",
+                                                                                absl::StrJoin(retained, ", "), ")")));
 }
 
 }  // namespace
@@ -126,7 +159,20 @@ int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& er
       err << "error: restore nodes: " << (saver.ok() ? s : saver.status()).message() << "\n";
       return kExitPermanentError;
     }
-    auto step = (*saver)->RestoreLatest(session->get(), checkpoint::VerifyLevel::kFull, &restored_dir);
+    absl::StatusOr<int64_t> step;
+    if (options.export_checkpoint.empty() || options.export_checkpoint == "latest") {
+      step = (*saver)->RestoreLatest(session->get(), checkpoint::VerifyLevel::kFull, &restored_dir);
+    } else {
+      auto chosen = ChosenCheckpoint(options.export_checkpoint, **saver, e.run_dir());
+      if (!chosen.ok()) {
+        err << "error: " << chosen.status().message() << "\n";
+        return absl::IsInvalidArgument(chosen.status()) ? kExitBadConfig : kExitPermanentError;
+      }
+      restored_dir = chosen->dir;
+      step = chosen->step;
+      s = (*saver)->RestoreVerified(session->get(), restored_dir, checkpoint::VerifyLevel::kFull);
+      if (!s.ok()) step = s;
+    }
     if (absl::IsNotFound(step.status())) {
       err << "error: no checkpoint to export in " << checkpoint::CheckpointsDir(e.run_dir())
           << "; train first, or name the run with --run_dir\n";

@@ -8,7 +8,9 @@
 // run is never written), and write it: binary, or text format when PATH ends
 // in ".pbtxt". A text input's vocabulary goes to PATH.vocab.txt, a word a
 // line in id order. A summary names the checkpoint, each input and output with
-// its dtype and shape, and the size.
+// its dtype and shape, and the size. --export_checkpoint picks another
+// checkpoint than the newest: `best` (train.best_model's, from the state
+// file) or a retained step; it is verified fully too.
 // Thread safety: called once, from main.
 #ifndef SLUICE_CMD_TRAIN_EXPORT_H_
 #define SLUICE_CMD_TRAIN_EXPORT_H_
@@ -21,9 +23,11 @@ namespace sluice {
 
 // Returns the process exit code (exit_codes.h): 2 for a bad config, an
 // output that cannot be exported (an unknown --export_outputs name, one that
-// reads no variable or a stateful node), or a run directory whose
+// reads no variable or a stateful node, an --export_checkpoint that is not
+// latest, best or a step number), or a run directory whose
 // config.pbtxt has another model section (unless options.allow_drift); 1
-// when there is no checkpoint, it does not fit the model, or the file cannot
+// when there is no checkpoint (or not the one named), it does not fit the
+// model, or the file cannot
 // be written; 129 for a transient failure reading the checkpoint.
 // REQUIRES: !options.export_path.empty().
 int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& err);

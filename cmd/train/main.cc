@@ -1,6 +1,6 @@
 // `train CONFIG [--validate] [--dry-run] [--set field.path=value]...
 //  [--run_dir DIR] [--allow-drift] [--trace_steps=A-B [--trace_device_time]] [--job NAME --task N]
-//  [--local_cluster ps=N,worker=M] [--export PATH [--export_outputs A,B]]`: runs a Sluice
+//  [--local_cluster ps=N,worker=M] [--export PATH [--export_outputs A,B] [--export_checkpoint C]]`: runs a Sluice
 // experiment, or with --local_cluster the whole cluster of one on this machine
 // (cmd/train/local_cluster.h), or with --export writes the run's newest checkpoint as a
 // frozen inference graph (cmd/train/export.h). Exit codes in cmd/train/exit_codes.h.
@@ -30,8 +30,8 @@ constexpr char kUsage[] =
     "usage: train CONFIG [--validate] [--dry-run] [--set field.path=value]... [--run_dir DIR] [--allow-drift]\n"
     "             [--trace_steps=A-B [--trace_device_time]] [--print_losses] [--job NAME --task N]\n"
     "             [--local_cluster ps=N,worker=M[,restarts=R]]\n"
-    "       train CONFIG --export PATH [--export_outputs A,B] [--set field.path=value]... [--run_dir DIR]\n"
-    "             [--allow-drift]\n"
+    "       train CONFIG --export PATH [--export_outputs A,B] [--export_checkpoint latest|best|STEP]\n"
+    "             [--set field.path=value]... [--run_dir DIR] [--allow-drift]\n"
     "  --validate     check the experiment (and the run directory, as a run would: a different\n"
     "                 config there needs --allow-drift) and print the plan; do no work\n"
     "  --dry-run      build everything, check the run directory and print the plan; do not train\n"
@@ -61,6 +61,8 @@ constexpr char kUsage[] =
     "                 outputs/L:0, outputs/L/probabilities:0 and outputs/L/classes:0 for logits L;\n"
     "                 CONFIG's model must be the run directory's (config.pbtxt), unless --allow-drift\n"
     "  --export_outputs A,B  export these layers (outputs/A:0, ...) instead\n"
+    "  --export_checkpoint C  export checkpoint C instead of the newest: best (the best evaluation's,\n"
+    "                 kept by train.best_model) or a retained step, e.g. 3000\n"
     "exit codes: 0 done, 2 bad config or usage, 1 other permanent errors, 129 transient failure,\n"
     "            143 stopped by SIGTERM/SIGINT after a checkpoint (run again to resume; a second\n"
     "            signal a second or more after the first stops at once, without one);\n"
@@ -172,6 +174,13 @@ int main(int argc, char** argv) {
         std::cerr << "error: --export_outputs needs layer names, e.g. fc2,logits\n" << kUsage;
         return sluice::kExitBadConfig;
       }
+    } else if (arg.rfind("--export_checkpoint", 0) == 0 || arg.rfind("--export-checkpoint", 0) == 0) {
+      const char* v = value(arg.rfind("--export_checkpoint", 0) == 0 ? "--export_checkpoint" : "--export-checkpoint");
+      if (v == nullptr || *v == '\0') {
+        std::cerr << "error: --export_checkpoint needs latest, best or a step number\n" << kUsage;
+        return sluice::kExitBadConfig;
+      }
+      options.export_checkpoint = v;
     } else if (arg.rfind("--export", 0) == 0) {
       const char* v = value("--export");
       if (v == nullptr || *v == '\0') {
@@ -210,9 +219,12 @@ int main(int argc, char** argv) {
     std::cerr << kUsage;
     return sluice::kExitBadConfig;
   }
-  if (!options.export_path.empty() || !options.export_outputs.empty()) {
+  if (!options.export_path.empty() || !options.export_outputs.empty() || !options.export_checkpoint.empty()) {
     std::string conflict;
-    if (options.export_path.empty()) conflict = "--export_outputs needs --export PATH";
+    if (options.export_path.empty()) {
+      conflict = options.export_outputs.empty() ? "--export_checkpoint needs --export PATH"
+                                                : "--export_outputs needs --export PATH";
+    }
     const std::pair<bool, const char*> others[] = {
         {local_cluster.has_value(), "--local_cluster"}, {options.validate_only, "--validate"},
         {options.dry_run, "--dry-run"},                {!options.trace_steps.empty(), "--trace_steps"},

@@ -31,6 +31,7 @@
 #include "cmd/train/line_diff.h"
 #include "cmd/train/plan_printer.h"
 #include "cmd/train/run_setup.h"
+#include "configs/eval_values.h"
 #include "configs/load.h"
 #include "engine/framework/device.h"
 #include "engine/framework/device_set.h"
@@ -44,6 +45,7 @@
 #include "google/protobuf/text_format.h"
 #include "models/model_builder.h"
 #include "models/schedule.h"
+#include "models/training/best_model_hook.h"
 #include "models/training/checkpoint_hook.h"
 #include "models/training/eval_hook.h"
 #include "models/training/input_hook.h"
@@ -984,7 +986,30 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   eval_options.every_steps = e.train().eval_every_steps();
   eval_options.results_file = run_dir + "/eval.txt";
   eval_options.stop_signals = &g_stop_signals;
-  training::EvalHook eval(eval_options, {monitoring->summaries.get()}, &out, &err);
+  // train.best_model: the best checkpoint by an evaluation value, and early stopping.
+  std::unique_ptr<training::BestModelHook> best_model;
+  std::vector<training::EvalListener*> eval_listeners = {monitoring->summaries.get()};
+  if (e.train().has_best_model() && tg.has_eval) {
+    training::BestModelHookOptions bo;
+    bo.metric = e.train().best_model().metric().empty() ? "loss" : e.train().best_model().metric();
+    // The validator checked the name against the config; this is the graph's own list.
+    std::vector<std::string> reported = {"loss"};
+    if (tg.eval_perplexity) reported.push_back("perplexity");
+    for (const auto& [name, tensor] : tg.eval_metrics) reported.push_back(name);
+    if (std::find(reported.begin(), reported.end(), bo.metric) == reported.end()) {
+      err << options.config_path << ": error: train.best_model.metric '" << bo.metric
+          << "' is not a value this model's evaluation reports (" << absl::StrJoin(reported, ", ") << ")\n";
+      return kExitBadConfig;
+    }
+    bo.higher_is_better = config::HigherIsBetter(bo.metric);
+    bo.min_delta = e.train().best_model().min_delta();
+    bo.patience = e.train().best_model().patience();
+    bo.results_file = eval_options.results_file;
+    bo.run_dir = run_dir;
+    best_model = std::make_unique<training::BestModelHook>(bo, saver.get(), &out, &err);
+    eval_listeners.push_back(best_model.get());
+  }
+  training::EvalHook eval(eval_options, eval_listeners, &out, &err);
   // An async replica consumes about its share of the global steps.
   const int64_t input_per_step = replicated && !replica_options.sync ? std::max<int64_t>(1, batch / replica_options.num_replicas)
                                                                       : batch;
@@ -999,9 +1024,9 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   if (chief) {
     hooks = {monitoring->summaries.get(), monitoring->trace.get()};
     if (monitoring->metrics) hooks.push_back(monitoring->metrics.get());
-    for (training::TrainingHook* h : std::initializer_list<training::TrainingHook*>{&progress, checkpoints.get(),
-                                                                                    &stop_signals, &eval, &inputs}) {
-      hooks.push_back(h);
+    for (training::TrainingHook* h : std::initializer_list<training::TrainingHook*>{
+             &progress, checkpoints.get(), &stop_signals, &eval, best_model.get(), &inputs}) {
+      if (h != nullptr) hooks.push_back(h);
     }
   } else {
     // Another replica reports its progress and stops with the chief; the

@@ -30,6 +30,7 @@ struct TrainerOptions {
   int task = -1;                       // --task N (-1 when not given)
   std::string export_path;             // --export PATH: write a frozen inference graph (export.h), no training
   std::vector<std::string> export_outputs;  // --export_outputs A,B: layers to export instead of the defaults
+  std::string export_checkpoint;  // --export_checkpoint latest|best|STEP: which checkpoint ("": the newest)
 };
 
 // Set by the signal handler: finish the step, checkpoint, exit 143.

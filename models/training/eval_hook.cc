@@ -22,6 +22,7 @@ absl::Status EvalHook::Begin(Session* session, const LoopStart& start) {
   last_result_.clear();
   missed_eval_step_ = -1;
   missed_eval_status_ = absl::OkStatus();
+  last_evaluated_step_ = -1;
   if (!options_.results_file.empty()) {
     // The last line an earlier run wrote: a finished run run again reports
     // its final evaluation from it instead of evaluating again.
@@ -100,6 +101,7 @@ absl::Status EvalHook::EvaluateAndReport(int64_t step) {
     if (s.ok()) s = results_->Flush();
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat("eval results: ", s.message()));
   }
+  last_evaluated_step_ = step;
   for (EvalListener* l : listeners_) l->OnEval(step, *values);
   return absl::OkStatus();
 }
@@ -142,6 +144,8 @@ bool EvalHook::StoppedBySignal(const absl::Status& s) const {
 
 absl::Status EvalHook::End(Session* session, const LoopEnd& end) {
   if (end.preempted()) return absl::OkStatus();  // leave quickly; the resumed run evaluates
+  // Evaluated at this very step already (a run stopped early after its evaluation).
+  if (last_evaluated_step_ == end.step) return absl::OkStatus();
   if (end.steps_run == 0 && absl::StartsWith(last_result_, absl::StrCat("eval at step ", end.step, ": "))) {
     // Nothing changed since that evaluation (a scheduler's retry of a finished run, say).
     *out_ << EndProgressLine() << last_result_ << " (from " << options_.results_file << ")\n";

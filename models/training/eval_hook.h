@@ -5,7 +5,8 @@
 // prints "eval at step N: loss 0.4321 accuracy 0.8765 (10,000 examples)" to `out` and to the
 // results file (<run_dir>/eval.txt, appended). Listeners (the summary hook) get the values.
 // A results file that cannot be opened or appended to fails the run (an eval line is never
-// silently lost). A failed periodic evaluation fails the run ("evaluation at step N: ..."); a failed final
+// silently lost). The final evaluation is skipped when this run evaluated at its step already
+// (a run stopped early right after an evaluation). A failed periodic evaluation fails the run ("evaluation at step N: ..."); a failed final
 // one prints "error: final evaluation: ..." and fails it too. A stop signal abandons an
 // evaluation between batches (EvalHookOptions::stop_signals). A run that ran no step and whose
 // results file ends with its step's evaluation (a finished run run again) prints that line
@@ -92,6 +93,7 @@ class EvalHook : public TrainingHook {
   std::string last_result_;  // the results file's last line when the run began
   int64_t missed_eval_step_ = -1;  // the restored step's periodic evaluation, still to run
   absl::Status missed_eval_status_;  // its failure, for AfterStep to report
+  int64_t last_evaluated_step_ = -1;  // this run's last evaluation that was reported
 };
 
 }  // namespace training

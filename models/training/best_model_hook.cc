@@ -1,0 +1,143 @@
+// BestModelHook (see best_model_hook.h).
+#include "models/training/best_model_hook.h"
+
+#include <cmath>
+#include <set>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "checkpoint/checkpoint_state.h"
+#include "checkpoint/store_format.h"
+#include "monitoring/progress.h"
+
+namespace sluice {
+namespace training {
+
+absl::Status BestModelHook::Begin(Session* session, const LoopStart& start) {
+  session_ = session;
+  best_.reset();
+  pending_.reset();
+  pending_error_.clear();
+  since_best_ = 0;
+  stop_before_first_step_ = false;
+  deferred_error_ = absl::OkStatus();
+  if (saver_ == nullptr || !saver_->best().has_value()) return absl::OkStatus();
+  const checkpoint::BestCheckpoint recorded = *saver_->best();
+  // Another metric's best (the config changed under --allow-drift), or one past the step
+  // restored (a newer checkpoint did not verify): this run starts its own.
+  if (recorded.metric() != options_.metric || recorded.step() > start.step) return absl::OkStatus();
+  best_ = Judged{recorded.step(), recorded.value()};
+  since_best_ = CountEvaluations(recorded.step(), start.step);
+  stop_before_first_step_ = options_.patience > 0 && since_best_ >= options_.patience && start.step < start.last_step;
+  return absl::OkStatus();
+}
+
+int BestModelHook::CountEvaluations(int64_t after, int64_t upto) const {
+  if (options_.results_file.empty()) return 0;
+  constexpr uint64_t kMaxResultsBytes = 64 << 20;  // as the EvalHook reads it
+  auto text = ReadFileToString(options_.env, options_.results_file, kMaxResultsBytes);
+  if (!text.ok()) return 0;
+  std::set<int64_t> steps;
+  constexpr absl::string_view kPrefix = "eval at step ";
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    if (!absl::ConsumePrefix(&line, kPrefix)) continue;
+    int64_t step = 0;
+    if (absl::SimpleAtoi(line.substr(0, line.find(':')), &step) && step > after && step <= upto) steps.insert(step);
+  }
+  return static_cast<int>(steps.size());
+}
+
+void BestModelHook::OnEval(int64_t step, const EvalValues& values) {
+  for (const auto& [name, value] : values) {
+    if (name == options_.metric) {
+      pending_ = Judged{step, value};
+      return;
+    }
+  }
+  pending_error_ = absl::StrCat("the evaluation at step ", step, " has no value '", options_.metric, "'");
+}
+
+bool BestModelHook::Improves(double value) const {
+  if (!std::isfinite(value)) return false;
+  if (!best_) return true;
+  return options_.higher_is_better ? value > best_->value + options_.min_delta
+                                   : value < best_->value - options_.min_delta;
+}
+
+std::string BestModelHook::StopLine(int64_t step, double value) const {
+  return absl::StrFormat("early stop at step %d: %s %.4f has not improved on %.4f (step %d) for %d evaluation%s",
+                         step, options_.metric, value, best_->value, best_->step, since_best_,
+                         since_best_ == 1 ? "" : "s");
+}
+
+absl::Status BestModelHook::JudgePending(LoopControl* control) {
+  if (!pending_error_.empty()) return absl::InvalidArgumentError(std::exchange(pending_error_, ""));
+  if (!pending_) return absl::OkStatus();
+  const Judged judged = *pending_;
+  pending_.reset();
+  if (Improves(judged.value)) {
+    best_ = judged;
+    since_best_ = 0;
+    if (saver_ != nullptr) {
+      absl::Status marked = saver_->MarkBest(session_, judged.step, options_.metric, judged.value);
+      if (!marked.ok()) {
+        *err_ << EndProgressLine() << "warning: best model at step " << judged.step << ": " << marked.message()
+              << "\n";
+      }
+    }
+    return absl::OkStatus();
+  }
+  ++since_best_;
+  if (control != nullptr && options_.patience > 0 && since_best_ >= options_.patience) {
+    *out_ << EndProgressLine() << StopLine(judged.step, judged.value) << "\n";
+    out_->flush();
+    control->RequestStop(StopKind::kFinish);
+  }
+  return absl::OkStatus();
+}
+
+void BestModelHook::BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* control) {
+  if (stop_before_first_step_) {
+    stop_before_first_step_ = false;
+    *out_ << EndProgressLine()
+          << absl::StrFormat("the run stopped early at step %d: %s has not improved on %.4f (step %d) for %d "
+                             "evaluation%s (patience %d; raise it, with --allow-drift, to train on)\n",
+                             step.previous_step, options_.metric, best_->value, best_->step, since_best_,
+                             since_best_ == 1 ? "" : "s", options_.patience);
+    out_->flush();
+    control->RequestStop(StopKind::kFinish);
+    return;
+  }
+  // A resumed run's evaluation of its restored step (the EvalHook runs it in its BeforeStep).
+  absl::Status s = JudgePending(control);
+  if (!s.ok()) deferred_error_ = s;
+}
+
+absl::Status BestModelHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
+  if (!deferred_error_.ok()) return std::exchange(deferred_error_, absl::OkStatus());
+  return JudgePending(control);
+}
+
+absl::Status BestModelHook::End(Session* session, const LoopEnd& end) {
+  if (end.preempted()) return absl::OkStatus();
+  absl::Status s = JudgePending(nullptr);  // the final evaluation
+  if (!s.ok()) {
+    *err_ << "error: best model: " << s.message() << "\n";
+    return absl::Status(s.code(), absl::StrCat("best model: ", s.message()));
+  }
+  if (!best_) return absl::OkStatus();
+  *out_ << EndProgressLine() << absl::StrFormat("best %s %.4f at step %d", options_.metric, best_->value, best_->step);
+  if (saver_ != nullptr && saver_->best().has_value() && saver_->best()->step() == best_->step) {
+    *out_ << ": " << JoinPath(checkpoint::CheckpointsDir(options_.run_dir), saver_->best()->dir());
+  }
+  *out_ << "\n";
+  out_->flush();
+  return absl::OkStatus();
+}
+
+}  // namespace training
+}  // namespace sluice

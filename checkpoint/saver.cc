@@ -287,6 +287,7 @@ absl::Status Saver::Commit(int64_t step, double started, double now, std::vector
   record.set_step(step);
   record.set_unix_seconds(now);
   CheckpointState next = state_;
+  if (!options_.records_best) next.clear_best();
   std::vector<std::string> to_delete;
   double next_preserve = next_preserve_time_;
   AddCheckpointAndApplyRetention(record, options_.retention, &next_preserve, &next, &to_delete);
@@ -326,7 +327,7 @@ absl::Status Saver::MarkBest(Session* session, int64_t step, const std::string& 
   auto failed = [&pending](const absl::Status& s) {
     return pending.ok() ? s : absl::Status(s.code(), absl::StrCat(s.message(), "; also ", pending.message()));
   };
-  if (!Retains(step)) {
+  if (!((step == last_save_step_ || step == restored_step_) && Retains(step))) {
     // A failed earlier write of this very step counts as not saved: Save writes it again.
     absl::Status saved = Save(session, step);
     if (saved.ok()) saved = Wait();
@@ -375,6 +376,7 @@ absl::Status Saver::RestoreVerified(Session* session, const std::string& ckpt_di
 absl::StatusOr<int64_t> Saver::RestoreLatest(Session* session, VerifyLevel level, std::string* restored_dir) const {
   SLUICE_ASSIGN_OR_RETURN(FoundCheckpoint found, FindLatestValidCheckpoint(options_.env, options_.run_dir, level));
   SLUICE_RETURN_IF_ERROR(RestoreFitting(session, found.dir));  // verified by the lookup
+  restored_step_ = found.step;
   if (restored_dir != nullptr) *restored_dir = found.dir;
   return found.step;
 }

@@ -76,6 +76,10 @@ struct SaverOptions {
   Env* env = Env::Default();
   // Unix seconds; tests inject a fake clock.
   std::function<double()> clock;
+  // The run selects a best checkpoint (train.best_model, MarkBest). When
+  // false, a best the state file records (the config no longer selects one)
+  // is dropped at the next commit, so retention no longer spares it.
+  bool records_best = false;
 };
 
 class Saver {
@@ -114,16 +118,19 @@ class Saver {
 
   // Records the checkpoint of `step` as the run's best by the evaluation
   // value `metric` = `value` (train.best_model). Waits for a pending write;
-  // writes the checkpoint of `step` first unless the state file retains it
-  // already (the session's variables must then still hold that step); then
+  // writes the checkpoint of `step` first unless this Saver saved it or
+  // RestoreLatest restored it (the session's variables must then still hold that
+  // step: a checkpoint of that step from before a fallback restore is
+  // written again); then
   // replaces the state file with it as `best`. Retention keeps the best
   // besides the `keep` newest until another is marked (the previous best may
   // then be deleted). A failed pending write (of another step) is returned
   // after the mark went on; a failed save or state file fails the mark (the
   // best stays as it was), its message ending with the pending write's.
   absl::Status MarkBest(Session* session, int64_t step, const std::string& metric, double value);
-  // The best checkpoint the state file held when the Saver was created, or
-  // the last one MarkBest recorded; nullopt when none.
+  // The best checkpoint the state file held when the Saver was created
+  // (whatever records_best says), or the last one MarkBest recorded; nullopt
+  // when none.
   std::optional<BestCheckpoint> best() const { return best_; }
 
   // Restores every variable from the checkpoint directory `ckpt_dir`.
@@ -165,6 +172,9 @@ class Saver {
   CommitCallback on_committed_;  // read by writer_
   std::string last_checkpoint_;  // written by writer_, read after join
   int64_t last_save_step_ = -1;
+  // The step RestoreLatest last restored (-1: none); set by that const
+  // method, on the loop's thread.
+  mutable int64_t restored_step_ = -1;
   double last_save_time_ = 0;
   double next_preserve_time_ = 0;
   CheckpointState state_;  // used only by the writer (one at a time), or by MarkBest after Wait

@@ -235,6 +235,7 @@ TEST(Saver, TheBestCheckpointIsKeptBesidesTheNewestUntilAnotherIsBest) {
   o.run_dir = FreshTestDir("run_best");
   o.every_steps = 2;
   o.retention.keep = 2;
+  o.records_best = true;
   auto saver = Saver::Create(o, model.variables);
   ASSERT_TRUE(saver.ok());
   EXPECT_FALSE((*saver)->best().has_value());
@@ -278,6 +279,49 @@ TEST(Saver, TheBestCheckpointIsKeptBesidesTheNewestUntilAnotherIsBest) {
   auto found = FindLatestValidCheckpoint(Env::Default(), o.run_dir, VerifyLevel::kFull);
   ASSERT_TRUE(found.ok());
   EXPECT_EQ(found->step, 12);
+
+  // A Saver of a run that no longer selects a best (records_best false) drops it at its
+  // first commit, and retention deletes it like any other.
+  o.records_best = false;
+  auto without = Saver::Create(o, model.variables);
+  ASSERT_TRUE(without.ok());
+  ASSERT_TRUE((*without)->Save(session.get(), 14).ok());
+  ASSERT_TRUE((*without)->Wait().ok());
+  EXPECT_FALSE(ReadCheckpointState(Env::Default(), ckpts)->has_best());
+  children = Env::Default()->GetChildren(ckpts);
+  EXPECT_EQ(*children, (std::vector<std::string>{"checkpoint", "ckpt-12", "ckpt-14"}));
+}
+
+// A step the state file lists but this Saver neither saved nor restored (a checkpoint from
+// before a fallback restore to an older one) is written again when it becomes the best: the
+// variables now hold this run's values of that step.
+TEST(Saver, MarkBestWritesAgainAStepItDidNotSaveOrRestore) {
+  Model model("saver_best_rewrite");
+  SaverOptions o;
+  o.run_dir = FreshTestDir("run_best_rewrite");
+  o.records_best = true;
+  auto first = Saver::Create(o, model.variables);
+  ASSERT_TRUE(first.ok());
+  auto session = model.NewSessionWith(**first);
+  RunTarget(session.get(), "init");
+  for (int step = 1; step <= 4; ++step) {
+    RunTarget(session.get(), "train");
+    if (step == 2 || step == 4) ASSERT_TRUE((*first)->Save(session.get(), step).ok());
+  }
+  ASSERT_TRUE((*first)->Wait().ok());
+  // A new process restores step 4 (w = 5 6 7).
+  auto second = Saver::Create(o, model.variables);
+  ASSERT_TRUE(second.ok());
+  auto fresh = model.NewSessionWith(**second);
+  ASSERT_TRUE((*second)->RestoreLatest(fresh.get()).ok());
+  // The restored step is marked as it is.
+  ASSERT_TRUE((*second)->MarkBest(fresh.get(), 4, "loss", 0.5).ok());
+  EXPECT_EQ(Fetch(fresh.get(), "read_w"), "5 6 7");
+  // Step 2, listed but not this Saver's, is written from the session's values.
+  ASSERT_TRUE((*second)->MarkBest(fresh.get(), 2, "loss", 0.25).ok());
+  auto check = model.NewSessionWith(**second);
+  ASSERT_TRUE((*second)->Restore(check.get(), JoinPath(CheckpointsDir(o.run_dir), "ckpt-2")).ok());
+  EXPECT_EQ(Fetch(check.get(), "read_w"), "5 6 7");
 }
 
 // A state file whose best is not one of its checkpoints is not what a Saver

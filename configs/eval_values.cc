@@ -14,9 +14,11 @@ std::string MetricName(const Metric& metric) {
 std::vector<std::string> EvalValueNames(const Experiment& e) {
   std::vector<std::string> names = {"loss"};
   const Model& m = e.model();
-  bool regularized = false;
-  for (const Layer& l : m.layer()) regularized |= l.l2_weight() > 0;
-  if (m.loss_size() == 1 && m.loss(0).has_sampled_softmax() && (!m.loss(0).has_weight() || m.loss(0).weight() == 1) && !regularized) {
+  // The graph also leaves perplexity out when a layer adds L2 terms of its
+  // kernel (models/training_graph.cc); which layers have one, the model
+  // builder knows: the trainer checks the name against the graph's values.
+  if (m.loss_size() == 1 && m.loss(0).has_sampled_softmax() &&
+      (!m.loss(0).has_weight() || m.loss(0).weight() == 1)) {
     names.push_back("perplexity");
   }
   for (const Metric& metric : m.metric()) names.push_back(MetricName(metric));

@@ -171,7 +171,10 @@ int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& er
       restored_dir = chosen->dir;
       step = chosen->step;
       s = (*saver)->RestoreVerified(session->get(), restored_dir, checkpoint::VerifyLevel::kFull);
-      if (!s.ok()) step = s;
+      if (!s.ok()) {
+        err << "error: checkpoint " << restored_dir << ": " << s.message() << "\n";
+        return absl::IsNotFound(s) ? kExitPermanentError : ExitCodeForStatus(s);
+      }
     }
     if (absl::IsNotFound(step.status())) {
       err << "error: no checkpoint to export in " << checkpoint::CheckpointsDir(e.run_dir())

@@ -838,6 +838,7 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   saver_options.retention.keep = e.checkpoint().keep();
   saver_options.retention.keep_every_hours = e.checkpoint().keep_every_hours();
   saver_options.config_hash = config_hash;
+  saver_options.records_best = e.train().has_best_model() && e.input().has_eval();
   std::vector<bool> trainable;
   const std::vector<checkpoint::SaveableVariable> saveables = SaveablesOf(tg.variables, tg.global_step, &trainable);
   std::unique_ptr<checkpoint::Saver> saver;

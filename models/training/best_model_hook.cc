@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "checkpoint/checkpoint_state.h"
 #include "checkpoint/store_format.h"
+#include "engine/platform/status_macros.h"
 #include "monitoring/progress.h"
 
 namespace sluice {
@@ -20,11 +21,10 @@ namespace training {
 absl::Status BestModelHook::Begin(Session* session, const LoopStart& start) {
   session_ = session;
   best_.reset();
-  pending_.reset();
-  pending_error_.clear();
+  error_.clear();
   since_best_ = 0;
-  stop_before_first_step_ = false;
-  deferred_error_ = absl::OkStatus();
+  stop_ = false;
+  stopped_before_ = false;
   if (saver_ == nullptr || !saver_->best().has_value()) return absl::OkStatus();
   const checkpoint::BestCheckpoint recorded = *saver_->best();
   // Another metric's best (the config changed under --allow-drift), or one past the step
@@ -32,7 +32,8 @@ absl::Status BestModelHook::Begin(Session* session, const LoopStart& start) {
   if (recorded.metric() != options_.metric || recorded.step() > start.step) return absl::OkStatus();
   best_ = Judged{recorded.step(), recorded.value()};
   since_best_ = CountEvaluations(recorded.step(), start.step);
-  stop_before_first_step_ = options_.patience > 0 && since_best_ >= options_.patience && start.step < start.last_step;
+  stop_ = stopped_before_ =
+      options_.patience > 0 && since_best_ >= options_.patience && start.step < start.last_step;
   return absl::OkStatus();
 }
 
@@ -54,11 +55,11 @@ int BestModelHook::CountEvaluations(int64_t after, int64_t upto) const {
 void BestModelHook::OnEval(int64_t step, const EvalValues& values) {
   for (const auto& [name, value] : values) {
     if (name == options_.metric) {
-      pending_ = Judged{step, value};
+      Judge(step, value);
       return;
     }
   }
-  pending_error_ = absl::StrCat("the evaluation at step ", step, " has no value '", options_.metric, "'");
+  error_ = absl::StrCat("the evaluation at step ", step, " has no value '", options_.metric, "'");
 }
 
 bool BestModelHook::Improves(double value) const {
@@ -68,64 +69,68 @@ bool BestModelHook::Improves(double value) const {
                                    : value < best_->value - options_.min_delta;
 }
 
-std::string BestModelHook::StopLine(int64_t step, double value) const {
-  return absl::StrFormat("early stop at step %d: %s %.4f has not improved on %.4f (step %d) for %d evaluation%s",
-                         step, options_.metric, value, best_->value, best_->step, since_best_,
-                         since_best_ == 1 ? "" : "s");
-}
-
-absl::Status BestModelHook::JudgePending(LoopControl* control) {
-  if (!pending_error_.empty()) return absl::InvalidArgumentError(std::exchange(pending_error_, ""));
-  if (!pending_) return absl::OkStatus();
-  const Judged judged = *pending_;
-  pending_.reset();
-  if (Improves(judged.value)) {
-    best_ = judged;
+void BestModelHook::Judge(int64_t step, double value) {
+  // The best's own step evaluated again: a resume whose results file lacks that line (the
+  // process ended between the mark and the line). Its value is the best's.
+  if (best_ && step == best_->step) return;
+  stopped_before_ = false;
+  if (Improves(value)) {
+    best_ = Judged{step, value};
     since_best_ = 0;
+    stop_ = false;
     if (saver_ != nullptr) {
-      absl::Status marked = saver_->MarkBest(session_, judged.step, options_.metric, judged.value);
+      absl::Status marked = saver_->MarkBest(session_, step, options_.metric, value);
       if (!marked.ok()) {
-        *err_ << EndProgressLine() << "warning: best model at step " << judged.step << ": " << marked.message()
-              << "\n";
+        *err_ << EndProgressLine() << "warning: best model at step " << step << ": " << marked.message() << "\n";
       }
     }
-    return absl::OkStatus();
+    return;
   }
   ++since_best_;
-  if (control != nullptr && options_.patience > 0 && since_best_ >= options_.patience) {
-    *out_ << EndProgressLine() << StopLine(judged.step, judged.value) << "\n";
+  if (options_.patience > 0 && since_best_ >= options_.patience) {
+    const char* plural = since_best_ == 1 ? "" : "s";
+    *out_ << EndProgressLine();
+    if (best_) {
+      *out_ << absl::StrFormat("early stop at step %d: %s %.4f has not improved on %.4f (step %d) for %d evaluation%s\n",
+                               step, options_.metric, value, best_->value, best_->step, since_best_, plural);
+    } else {
+      *out_ << absl::StrFormat("early stop at step %d: %s has had no finite value in %d evaluation%s\n", step,
+                               options_.metric, since_best_, plural);
+    }
     out_->flush();
-    control->RequestStop(StopKind::kFinish);
+    stop_ = true;
   }
-  return absl::OkStatus();
+}
+
+absl::Status BestModelHook::TakeError() {
+  if (error_.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(std::exchange(error_, ""));
 }
 
 void BestModelHook::BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* control) {
-  if (stop_before_first_step_) {
-    stop_before_first_step_ = false;
+  // Judged already: a resumed run's evaluation of its restored step (the EvalHook runs it in
+  // its BeforeStep), which may have decided the stop, or lifted the one Begin found.
+  if (!stop_) return;
+  if (stopped_before_) {
     *out_ << EndProgressLine()
           << absl::StrFormat("the run stopped early at step %d: %s has not improved on %.4f (step %d) for %d "
                              "evaluation%s (patience %d; raise it, with --allow-drift, to train on)\n",
                              step.previous_step, options_.metric, best_->value, best_->step, since_best_,
                              since_best_ == 1 ? "" : "s", options_.patience);
     out_->flush();
-    control->RequestStop(StopKind::kFinish);
-    return;
   }
-  // A resumed run's evaluation of its restored step (the EvalHook runs it in its BeforeStep).
-  absl::Status s = JudgePending(control);
-  if (!s.ok()) deferred_error_ = s;
+  control->RequestStop(StopKind::kFinish);
 }
 
 absl::Status BestModelHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
-  if (!deferred_error_.ok()) return std::exchange(deferred_error_, absl::OkStatus());
-  return JudgePending(control);
+  SLUICE_RETURN_IF_ERROR(TakeError());
+  if (stop_) control->RequestStop(StopKind::kFinish);
+  return absl::OkStatus();
 }
 
 absl::Status BestModelHook::End(Session* session, const LoopEnd& end) {
   if (end.preempted()) return absl::OkStatus();
-  absl::Status s = JudgePending(nullptr);  // the final evaluation
-  if (!s.ok()) {
+  if (absl::Status s = TakeError(); !s.ok()) {  // the final evaluation lacked the value
     *err_ << "error: best model: " << s.message() << "\n";
     return absl::Status(s.code(), absl::StrCat("best model: ", s.message()));
   }

@@ -1,23 +1,26 @@
 // BestModelHook: train.best_model (configs/experiment.proto). It hears every evaluation (it is
 // an EvalListener of the EvalHook, which must come before it among the loop's hooks) and
-// judges the watched value: an evaluation improves on the best so far when the value is lower
-// (higher when `higher_is_better`) by more than `min_delta`; the first evaluation always does.
+// judges the watched value as it comes (OnEval, in full precision): an evaluation improves on
+// the best so far when the value is lower (higher when `higher_is_better`) by more than
+// `min_delta`; the first finite one always does, a NaN or infinity never.
 //
 // - After an improvement it marks that step's checkpoint as the run's best
-//   (checkpoint::Saver::MarkBest: written first unless retained already). A failed mark is a
-//   warning; the run goes on.
+//   (checkpoint::Saver::MarkBest: written first unless this run saved or restored that step).
+//   A failed mark is a warning; the run goes on.
 // - With patience > 0, `patience` evaluations in a row without an improvement stop the run as a
-//   finished one (StopKind::kFinish): "early stop at step 3000: accuracy 0.8712 has not
-//   improved on 0.8790 (step 1000) for 2 evaluations".
+//   finished one (StopKind::kFinish, at its next step's start or end): "early stop at step
+//   3000: accuracy 0.8712 has not improved on 0.8790 (step 1000) for 2 evaluations".
 // - At the end of a run (not a preempted one) it prints the best, if any: "best accuracy
 //   0.8790 at step 1000: <run_dir>/checkpoints/ckpt-1000".
 //
 // Resuming: the best comes from the checkpoint state file (Saver::best, when it is of the same
 // metric and not past the restored step), and the evaluations since it are counted in the
-// results file (eval.txt: the distinct steps after the best's, up to the restored one). A run
-// that had stopped early thus stops again before its first step, unless its patience was
-// raised. The evaluations are judged as they come, with the values in full precision; eval.txt
-// holds them only to 4 decimals, which is why the best itself is read from the state file.
+// results file (eval.txt: the distinct steps after the best's, up to the restored one). The
+// EvalHook writes an evaluation's line after its listeners heard it, so every line there was
+// judged (a process that ends between the mark and the line leaves the step to be evaluated
+// again: an evaluation at the best's own step is not judged). A run that had stopped early
+// thus stops again before its first step, unless its patience was raised. eval.txt holds the
+// values only to 4 decimals, which is why the best itself is read from the state file.
 //
 // Ownership: borrows the saver (may be null: no checkpoints, then the best is only reported)
 // and the streams. Thread safety: the loop's thread only (OnEval comes from the EvalHook,
@@ -54,8 +57,8 @@ class BestModelHook : public TrainingHook, public EvalListener {
       : options_(std::move(options)), saver_(saver), out_(out), err_(err) {}
 
   absl::Status Begin(Session* session, const LoopStart& start) override;
-  // Judges an evaluation run before the first step (a resume's missed one), and stops a run
-  // that had stopped early.
+  // Stops a run that had stopped early, or whose evaluation of its restored step (a resume's
+  // missed one, which the EvalHook runs in its BeforeStep) used up the patience.
   void BeforeStep(const StepInfo& step, StepArgs* args, LoopControl* control) override;
   absl::Status AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) override;
   absl::Status End(Session* session, const LoopEnd& end) override;
@@ -73,12 +76,14 @@ class BestModelHook : public TrainingHook, public EvalListener {
     int64_t step = 0;
     double value = 0;
   };
-  // Judges the evaluation OnEval left, if any; `control` null at the end (no stop).
-  absl::Status JudgePending(LoopControl* control);
+  // Judges one evaluation (from OnEval): marks an improvement's checkpoint, or counts it
+  // against the patience and decides the stop.
+  void Judge(int64_t step, double value);
   bool Improves(double value) const;
   // Evaluations in the results file at steps in (after, upto], counted once per step.
   int CountEvaluations(int64_t after, int64_t upto) const;
-  std::string StopLine(int64_t step, double value) const;
+  // An evaluation that lacked the metric, as a status (OK: none); cleared.
+  absl::Status TakeError();
 
   const BestModelHookOptions options_;
   checkpoint::Saver* const saver_;
@@ -86,11 +91,10 @@ class BestModelHook : public TrainingHook, public EvalListener {
   std::ostream* const err_;
   Session* session_ = nullptr;
   std::optional<Judged> best_;
-  std::optional<Judged> pending_;  // the last evaluation, not judged yet
-  std::string pending_error_;      // the evaluation lacked the metric
+  std::string error_;  // an evaluation lacked the metric
   int since_best_ = 0;
-  bool stop_before_first_step_ = false;
-  absl::Status deferred_error_;  // BeforeStep's, for AfterStep to return
+  bool stop_ = false;            // the patience ran out: stop at the next chance
+  bool stopped_before_ = false;  // ... and it had run out before this run (Begin)
 };
 
 }  // namespace training

@@ -63,6 +63,7 @@ class BestModelHookTest : public ::testing::Test {
       so.every_steps = 4;
       so.retention.keep = 1;
       so.background = false;
+      so.records_best = true;
       checkpoint::SaveableVariable w;
       w.node = "w";
       auto created = checkpoint::Saver::Create(so, {w});
@@ -192,6 +193,29 @@ TEST_F(BestModelHookTest, ResumedRunsCountTheEvaluationsSinceTheBestFromTheResul
   EXPECT_TRUE(absl::StrContains(longer.out, "for 3 evaluations")) << longer.out;
 }
 
+// A resume whose restored step's evaluation is missing from eval.txt runs it before its first
+// step; when it improves, it lifts the stop that the evaluations counted in eval.txt called for.
+TEST_F(BestModelHookTest, AResumedRunsMissedEvaluationIsJudgedBeforeTheStop) {
+  accuracy_at_ = {{2, 0.5f}, {4, 0.4f}, {6, 0.45f}};
+  Run run = Train(0, 6, /*patience=*/0, 0);
+  ASSERT_EQ(run.end.step, 6);
+  ASSERT_EQ(best_step_, 2);
+  // The process ended before step 6's line reached eval.txt.
+  const std::string results = run_dir_ + "/eval.txt";
+  auto text = ReadFileToString(Env::Default(), results, 1 << 20);
+  ASSERT_TRUE(text.ok());
+  ASSERT_TRUE(absl::EndsWith(*text, " (1 examples)\n")) << *text;
+  std::string cut = text->substr(0, text->rfind("eval at step 6:"));
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), results, cut).ok());
+  // With patience 1, step 4 alone would stop the run; step 6, evaluated again, now improves.
+  accuracy_at_[6] = 0.9f;
+  Run resumed = Train(6, 20, /*patience=*/1, 0);
+  EXPECT_FALSE(absl::StrContains(resumed.out, "the run stopped early")) << resumed.out;
+  EXPECT_EQ(best_step_, 6);
+  EXPECT_EQ(resumed.end.step, 8) << resumed.out;  // step 8 (accuracy 0) uses the patience up
+  EXPECT_EQ(State().best().dir(), "ckpt-6");
+}
+
 TEST_F(BestModelHookTest, WithoutASaverTheRunStillStopsEarly) {
   accuracy_at_ = {{2, 0.5f}, {4, 0.4f}};
   Run run = Train(0, 20, /*patience=*/1, 0, /*with_saver=*/false);
@@ -213,6 +237,41 @@ TEST_F(BestModelHookTest, AnEvaluationWithoutTheMetricFailsTheRun) {
   absl::Status s = best.AfterStep(info, result, &control);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "has no value 'top_5_accuracy'")) << s;
+}
+
+TEST_F(BestModelHookTest, NoFiniteValueYetStopsWithItsOwnLine) {
+  std::ostringstream out, err;
+  BestModelHookOptions bo;
+  bo.patience = 1;
+  BestModelHook best(bo, nullptr, &out, &err);
+  LoopStart start;
+  start.last_step = 100;
+  ASSERT_TRUE(best.Begin(&session_, start).ok());
+  best.OnEval(1, {{"loss", INFINITY}});
+  LoopControl control;
+  ASSERT_TRUE(best.AfterStep(StepInfo(), StepResult(), &control).ok());
+  EXPECT_TRUE(control.stop_requested());
+  EXPECT_EQ(best.best_step(), -1);
+  EXPECT_TRUE(absl::StrContains(out.str(), "early stop at step 1: loss has had no finite value in 1 evaluation\n"))
+      << out.str();
+}
+
+// An evaluation at the best's own step again (a resume whose eval.txt lacks that line) is not
+// judged: it is the best's value, not an evaluation without an improvement.
+TEST_F(BestModelHookTest, TheBestsOwnStepEvaluatedAgainIsNotJudged) {
+  std::ostringstream out, err;
+  BestModelHookOptions bo;
+  bo.patience = 1;
+  BestModelHook best(bo, nullptr, &out, &err);
+  LoopStart start;
+  start.last_step = 100;
+  ASSERT_TRUE(best.Begin(&session_, start).ok());
+  best.OnEval(2, {{"loss", 1.0}});
+  best.OnEval(2, {{"loss", 1.0}});
+  EXPECT_EQ(best.evaluations_since_best(), 0);
+  LoopControl control;
+  ASSERT_TRUE(best.AfterStep(StepInfo(), StepResult(), &control).ok());
+  EXPECT_FALSE(control.stop_requested());
 }
 
 TEST_F(BestModelHookTest, LowerIsBetterForTheLossAndNaNNeverImproves) {

@@ -95,6 +95,9 @@ absl::Status EvalHook::EvaluateAndReport(int64_t step) {
                                         FormatThousands(examples), " examples)");
   *out_ << EndProgressLine() << line << "\n";
   out_->flush();
+  // The listeners first: the line in the results file says they heard it (the best-model hook
+  // counts those lines when a run resumes).
+  for (EvalListener* l : listeners_) l->OnEval(step, *values);
   if (results_ != nullptr) {
     // Flushed at once: a reader (or a crash) sees every finished line.
     absl::Status s = results_->Append(absl::StrCat(line, "\n"));
@@ -102,7 +105,6 @@ absl::Status EvalHook::EvaluateAndReport(int64_t step) {
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat("eval results: ", s.message()));
   }
   last_evaluated_step_ = step;
-  for (EvalListener* l : listeners_) l->OnEval(step, *values);
   return absl::OkStatus();
 }
 

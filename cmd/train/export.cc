@@ -23,6 +23,7 @@
 #include "engine/runtime/session.h"
 #include "google/protobuf/text_format.h"
 #include "models/inference_graph.h"
+#include "models/saved_model.h"
 
 namespace sluice {
 namespace {
@@ -226,42 +227,69 @@ int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& er
     }
   }
 
-  std::string bytes;
+  // .pbtxt: a text GraphDef; .pb: a binary one; anything else: a SavedModel directory.
   const bool text = absl::EndsWith(options.export_path, ".pbtxt");
-  if (text) {
-    google::protobuf::TextFormat::PrintToString(ig.graph, &bytes);
-  } else if (ig.graph.ByteSizeLong() >= (size_t{1} << 31) || !ig.graph.SerializeToString(&bytes)) {
-    err << "error: the frozen graph is over protobuf's 2 GiB limit (" << ig.graph.ByteSizeLong()
-        << " bytes); export fewer outputs with --export_outputs\n";
-    return kExitPermanentError;
-  }
-  // A text input's ids mean words: the vocabulary goes beside the graph
-  // (first, so that a written graph always has it).
-  const std::string vocabulary_path = absl::StrCat(options.export_path, ".vocab.txt");
-  if (!ig.vocabulary.empty()) {
-    s = WriteFileAtomically(Env::Default(), vocabulary_path, absl::StrCat(absl::StrJoin(ig.vocabulary, "\n"), "\n"));
-    if (!s.ok()) {
-      err << "error: writing " << vocabulary_path << ": " << s.message() << "\n";
+  const bool saved_model = !text && !absl::EndsWith(options.export_path, ".pb");
+  std::string vocabulary_path;
+  uint64_t written_bytes = 0;
+  if (saved_model) {
+    auto model = models::BuildSavedModel(ig);
+    if (model.ok()) {
+      written_bytes = model->ByteSizeLong();
+      s = models::WriteSavedModel(Env::Default(), options.export_path, *model, ig.vocabulary);
+    }
+    if (!model.ok() || !s.ok()) {
+      err << "error: writing the SavedModel " << options.export_path << ": "
+          << (model.ok() ? s : model.status()).message() << "\n";
       return kExitPermanentError;
     }
-  }
-  s = WriteFileAtomically(Env::Default(), options.export_path, bytes);
-  if (!s.ok()) {
-    err << "error: writing " << options.export_path << ": " << s.message() << "\n";
-    return kExitPermanentError;
+    vocabulary_path = JoinPath(options.export_path, "assets/vocab.txt");
+  } else {
+    std::string bytes;
+    if (text) {
+      google::protobuf::TextFormat::PrintToString(ig.graph, &bytes);
+    } else if (ig.graph.ByteSizeLong() >= (size_t{1} << 31) || !ig.graph.SerializeToString(&bytes)) {
+      err << "error: the frozen graph is over protobuf's 2 GiB limit (" << ig.graph.ByteSizeLong()
+          << " bytes); export fewer outputs with --export_outputs\n";
+      return kExitPermanentError;
+    }
+    // A text input's ids mean words: the vocabulary goes beside the graph
+    // (first, so that a written graph always has it).
+    vocabulary_path = absl::StrCat(options.export_path, ".vocab.txt");
+    if (!ig.vocabulary.empty()) {
+      s = WriteFileAtomically(Env::Default(), vocabulary_path,
+                              absl::StrCat(absl::StrJoin(ig.vocabulary, "\n"), "\n"));
+      if (!s.ok()) {
+        err << "error: writing " << vocabulary_path << ": " << s.message() << "\n";
+        return kExitPermanentError;
+      }
+    }
+    s = WriteFileAtomically(Env::Default(), options.export_path, bytes);
+    if (!s.ok()) {
+      err << "error: writing " << options.export_path << ": " << s.message() << "\n";
+      return kExitPermanentError;
+    }
+    written_bytes = bytes.size();
   }
   int64_t weights = 0;
   for (const auto& [name, t] : values) weights += t.NumElements();
-  out << "exported step " << restored_step << " (" << restored_dir << ") to " << options.export_path << ": "
-      << ig.graph.node_size() << " nodes, " << weights << " weights, "
-      << absl::StrFormat("%.1f MB", static_cast<double>(bytes.size()) / 1e6) << (text ? " of text" : "") << "\n";
+  out << "exported step " << restored_step << " (" << restored_dir << ") to " << options.export_path
+      << (saved_model ? absl::StrCat(" (a SavedModel: tag '", models::kServeTag, "', signature '",
+                                     models::kServingSignature, "')")
+                      : "")
+      << ": " << ig.graph.node_size() << " nodes, " << weights << " weights, "
+      << absl::StrFormat("%.1f MB", static_cast<double>(written_bytes) / 1e6) << (text ? " of text" : "") << "\n";
+  // With a SavedModel, each tensor's key in the signature too.
+  auto key = [saved_model](const models::InferenceEndpoint& e) {
+    return saved_model ? absl::StrCat("  key '", models::SignatureKey(e.node), "'") : std::string();
+  };
   for (const auto& input : ig.inputs) {
     out << "  input   " << input.node << ":0  " << DataTypeString(input.dtype) << " " << input.shape.DebugString()
-        << "  (" << input.what << ")\n";
+        << key(input) << "  (" << input.what << ")\n";
   }
   for (const auto& output : ig.outputs) {
     out << "  output  " << output.node << ":0  " << DataTypeString(output.dtype) << " " << output.shape.DebugString()
-        << "  (" << output.what << ")\n";
+        << key(output) << "  (" << output.what << ")\n";
   }
   if (!ig.vocabulary.empty()) {
     out << "  vocabulary  " << vocabulary_path << "  (" << ig.vocabulary.size()

@@ -1,13 +1,15 @@
 // `train CONFIG --export PATH`: the run directory's newest checkpoint as a
 // frozen inference GraphDef (models/inference_graph.h) that TensorFlow loads
 // as it is (tf.compat.v1.GraphDef, import_graph_def) and Sluice runs
-// (tests/tf_interop/run_graphdef). The steps: build the inference graph,
+// (tests/tf_interop/run_graphdef), or as a SavedModel of it. The steps: build the inference graph,
 // restore the newest valid checkpoint into its variables (the trainer's
 // restore, fully verified), replace each variable by a constant of its
 // value, run the result once on a batch of zeros (an export that does not
-// run is never written), and write it: binary, or text format when PATH ends
-// in ".pbtxt". A text input's vocabulary goes to PATH.vocab.txt, a word a
-// line in id order. A summary names the checkpoint, each input and output with
+// run is never written), and write it: a binary GraphDef when PATH ends in
+// ".pb", a text one for ".pbtxt", else a SavedModel directory
+// (models/saved_model.h; never over a directory that holds something). A
+// text input's vocabulary goes to PATH.vocab.txt (a SavedModel's
+// assets/vocab.txt), a word a line in id order. A summary names the checkpoint, each input and output with
 // its dtype and shape, and the size. --export_checkpoint picks another
 // checkpoint than the newest: `best` (train.best_model's, from the state
 // file) or a retained step; it is verified fully too.
@@ -27,7 +29,7 @@ namespace sluice {
 // latest, best or a step number), or a run directory whose
 // config.pbtxt has another model section (unless options.allow_drift); 1
 // when there is no checkpoint (or not the one named), it does not fit the
-// model, or the file cannot
+// model, or the file (or SavedModel directory) cannot
 // be written; 129 for a transient failure reading the checkpoint.
 // REQUIRES: !options.export_path.empty().
 int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& err);

@@ -3,7 +3,7 @@
 //  [--local_cluster ps=N,worker=M] [--export PATH [--export_outputs A,B] [--export_checkpoint C]]`: runs a Sluice
 // experiment, or with --local_cluster the whole cluster of one on this machine
 // (cmd/train/local_cluster.h), or with --export writes the run's newest checkpoint as a
-// frozen inference graph (cmd/train/export.h). Exit codes in cmd/train/exit_codes.h.
+// frozen inference graph, a GraphDef or a SavedModel (cmd/train/export.h). Exit codes in cmd/train/exit_codes.h.
 #include <unistd.h>
 
 #include <atomic>
@@ -55,9 +55,11 @@ constexpr char kUsage[] =
     "                 restarts=R a task other than the chief that dies (a signal, a code >= 128)\n"
     "                 is started again, up to R times; a task that dies and is not started\n"
     "                 again stops the cluster (SIGTERM to every task)\n"
-    "  --export PATH  write the run directory's newest checkpoint as a frozen inference GraphDef\n"
-    "                 (TensorFlow's format; text if PATH ends in .pbtxt) and exit; its inputs are\n"
-    "                 the model's features (image:0, ...), its outputs each loss's predictions:\n"
+    "  --export PATH  write the run directory's newest checkpoint as a frozen inference graph and\n"
+    "                 exit: a TensorFlow GraphDef if PATH ends in .pb (text: .pbtxt), else a\n"
+    "                 SavedModel directory (new or empty; tag serve, signature serving_default);\n"
+    "                 its inputs are the model's features (image:0, ...), its outputs each loss's\n"
+    "                 predictions:\n"
     "                 outputs/L:0, outputs/L/probabilities:0 and outputs/L/classes:0 for logits L;\n"
     "                 CONFIG's model must be the run directory's (config.pbtxt), unless --allow-drift\n"
     "  --export_outputs A,B  export these layers (outputs/A:0, ...) instead\n"

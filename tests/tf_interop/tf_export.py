@@ -15,6 +15,10 @@ same 10,000 images. Checked:
 And text_lstm (word ids in, logits per position out): TensorFlow runs its export on random
 ids to Sluice's logits within 1e-5, and its 10,000-word vocabulary is written beside it.
 
+Each model is also exported as a SavedModel (--export DIR): tf.saved_model.load runs its
+serving_default signature, and TensorFlow 1's SavedModel loader its graph, to the GraphDef's
+logits within 1e-5; text_lstm's vocabulary is its assets/vocab.txt.
+
 Usage: python tf_export.py --train=PATH --run_graphdef=PATH --configs=DIR --workdir=DIR
 """
 import argparse
@@ -71,6 +75,37 @@ def tf_run(graph_pb, fetches, feed, feed_name="image"):
         return sess.run([f + ":0" for f in fetches], {feed_name + ":0": feed})
 
 
+def check_saved_model(args, name, config, common, feed_name, feed, logits_name, tf_logits):
+    """Exports `name` as a SavedModel and runs it in TensorFlow 2 (tf.saved_model.load, its
+    serving_default signature) and through TensorFlow 1's loader: the logits are the GraphDef's.
+    Returns the SavedModel's directory."""
+    export_dir = os.path.join(args.workdir, name + "_savedmodel")
+    summary = run([args.train, config] + common + ["--export", export_dir])
+    key = logits_name[len("outputs/"):].replace("/", "_")
+    for expected in ("to %s (a SavedModel: tag 'serve', signature 'serving_default')" % export_dir,
+                     "key '%s'" % feed_name, "key '%s'" % key):
+        if expected not in summary:
+            raise RuntimeError("%s: the SavedModel export's summary lacks '%s':\n%s" % (name, expected, summary))
+    signature = tf.saved_model.load(export_dir).signatures["serving_default"]
+    outputs = signature(**{feed_name: tf.constant(feed)})
+    if set(outputs) != {key, key + "_probabilities", key + "_classes"}:
+        raise RuntimeError("%s: the signature's outputs are %s" % (name, sorted(outputs)))
+    err2 = rel_error(outputs[key].numpy(), tf_logits)
+    classes = outputs[key + "_classes"].numpy()
+    if err2 > 1e-5 or not np.array_equal(classes, np.argmax(outputs[key].numpy(), axis=-1)):
+        raise RuntimeError("%s: tf.saved_model.load's logits differ from the GraphDef's by %.3g of their scale, "
+                           "or its classes are not their argmax" % (name, err2))
+    with tf1.Session(graph=tf.Graph()) as sess:
+        tf1.saved_model.loader.load(sess, ["serve"], export_dir)
+        logits1 = sess.run(logits_name + ":0", {feed_name + ":0": feed})
+    err1 = rel_error(logits1, tf_logits)
+    if err1 > 1e-5:
+        raise RuntimeError("%s: TensorFlow 1's SavedModel loader gives logits %.3g of their scale off" % (name, err1))
+    print("ok   %s: its SavedModel runs in tf.saved_model.load (signature outputs %s) and TensorFlow 1's loader, "
+          "logits within %.2g and %.2g of the GraphDef's" % (name, ", ".join(sorted(outputs)), err2, err1))
+    return export_dir
+
+
 def compare_sluice(args, name, graph_pb, feeds, logits_name, tf_logits):
     """(the GraphDef, max error over scale) of Sluice's run of the exported file against TensorFlow's logits."""
     graph_def = tf1.GraphDef()
@@ -114,6 +149,7 @@ def check(name, steps, logits_name, summary_line, args, images, labels):
         raise RuntimeError("%s: the exported probabilities are not the logits' softmax" % name)
 
     graph_def, err = compare_sluice(args, name, graph_pb, {"image": images}, logits_name, logits)
+    check_saved_model(args, name, config, common, "image", images, logits_name, logits)
     ops = sorted(set(n.op for n in graph_def.node))
     print("ok   %s: %d steps, exported %d nodes (%s); TensorFlow: accuracy %.4f loss %.4f, Sluice's eval %s; "
           "logits within %.2g" % (name, steps, len(graph_def.node), " ".join(ops), accuracy, loss,
@@ -144,6 +180,10 @@ def check_text(args):
     if logits.shape != (3, 35, 10000) or not np.array_equal(classes, np.argmax(logits, axis=2)):
         raise RuntimeError("%s: TensorFlow's logits %s and classes do not fit" % (name, logits.shape))
     graph_def, err = compare_sluice(args, name, graph_pb, {"tokens": tokens}, logits_name, logits)
+    export_dir = check_saved_model(args, name, config, common, "tokens", tokens, logits_name, logits)
+    with open(os.path.join(export_dir, "assets", "vocab.txt")) as f:
+        if f.read().split("\n") != words:
+            raise RuntimeError("%s: the SavedModel's assets/vocab.txt is not the vocabulary" % name)
     print("ok   %s: exported %d nodes with its 10,000-word vocabulary; TensorFlow runs it on word ids, "
           "logits [3,35,10000] within %.2g of Sluice's" % (name, len(graph_def.node), err))
 

@@ -2,10 +2,12 @@
 # `train CONFIG --export PATH`: bad uses are errors with the right exit code
 # (no checkpoint yet: 1; an unknown output name: 2 with a did-you-mean; a
 # missing path or --local_cluster with it: 2; a model other than the one the
-# run trained: 2 unless --allow-drift); then tf_export.py trains five
+# run trained: 2 unless --allow-drift; a SavedModel over a directory that
+# holds something: 1); then tf_export.py trains five
 # models briefly, exports each, and runs the exported GraphDefs in TensorFlow
 # and in Sluice: TensorFlow's accuracy and loss over the test set are Sluice's
-# evaluation's, and the two systems' logits agree within 1e-5. Needs a python
+# evaluation's, and the two systems' logits agree within 1e-5; the SavedModel
+# of each runs in tf.saved_model.load and TensorFlow 1's loader. Needs a python
 # with tensorflow in SLUICE_PEERS_PYTHON for the second part (tools/test.sh
 # sets it); prints SKIP for it and passes when it is unset.
 set -u
@@ -49,6 +51,20 @@ msg=$("$TRAIN" "$LR" --run_dir "$W/logreg" --export "$W/drift.pb" --set model.la
   --allow-drift 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "--allow-drift should export the changed model, got $rc: $msg"
 echo "ok   an export of another model than the run trained is refused (exit 2) unless --allow-drift"
+
+# A path without .pb or .pbtxt is a SavedModel directory, written whole or not at all, never
+# over a directory that holds something.
+msg=$("$TRAIN" "$LR" --run_dir "$W/logreg" --export "$W/logreg_sm/" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ -s "$W/logreg_sm/saved_model.pb" ] && [ -d "$W/logreg_sm/variables" ] ||
+  fail "a SavedModel export should write saved_model.pb and variables/, got $rc: $msg"
+[ ! -e "$W/logreg_sm.tmp" ] || fail "the SavedModel export left $W/logreg_sm.tmp"
+msg=$("$TRAIN" "$LR" --run_dir "$W/logreg" --export "$W/logreg_sm" 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$msg" | grep -q "$W/logreg_sm exists and is not empty: an export never replaces one" ||
+  fail "exporting over a SavedModel should exit 1 and say why, got $rc: $msg"
+mkdir -p "$W/empty_dir"
+msg=$("$TRAIN" "$LR" --run_dir "$W/logreg" --export "$W/empty_dir" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ -s "$W/empty_dir/saved_model.pb" ] || fail "an empty directory should take the SavedModel, got $rc: $msg"
+echo "ok   --export DIR writes a SavedModel, into a new or empty directory only (else exit 1)"
 
 if [ -z "${SLUICE_PEERS_PYTHON:-}" ]; then
   echo "SKIP: the TensorFlow half of tf_export_test needs SLUICE_PEERS_PYTHON (bash tools/test.sh sets it)"

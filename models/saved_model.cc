@@ -1,6 +1,8 @@
 // SavedModel of a frozen inference graph (see saved_model.h).
 #include "models/saved_model.h"
 
+#include <unistd.h>
+
 #include <set>
 
 #include "absl/strings/match.h"
@@ -8,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "engine/platform/logging.h"
 #include "engine/platform/status_macros.h"
 
 namespace sluice {
@@ -71,7 +74,9 @@ absl::Status WriteSavedModel(Env* env, const std::string& path, const SavedModel
     std::string problem = "is not a directory";
     if (env->IsDirectory(dir)) {
       auto children = env->GetChildren(dir);
-      problem = !children.ok() ? std::string(children.status().message()) : children->empty() ? "" : "is not empty";
+      problem = !children.ok() ? absl::StrCat("cannot be listed (", children.status().message(), ")")
+                : children->empty() ? ""
+                                    : "is not empty";
     }
     if (!problem.empty()) {
       return absl::FailedPreconditionError(
@@ -82,10 +87,15 @@ absl::Status WriteSavedModel(Env* env, const std::string& path, const SavedModel
   std::string bytes;
   if (model.ByteSizeLong() >= (size_t{1} << 31) || !model.SerializeToString(&bytes)) {
     return absl::ResourceExhaustedError(absl::StrCat("the SavedModel is over protobuf's 2 GiB limit (",
-                                                     model.ByteSizeLong(), " bytes)"));
+                                                     model.ByteSizeLong(),
+                                                     " bytes); export fewer outputs with --export_outputs"));
   }
-  const std::string tmp = absl::StrCat(dir, ".tmp");
-  SLUICE_RETURN_IF_ERROR(env->DeleteRecursively(tmp));  // a crashed export's
+  // This process's own name: another export to `dir` at the same time writes its own, and
+  // nothing of the user's is deleted. (A crashed export leaves its directory behind.)
+  const std::string tmp = absl::StrCat(dir, ".tmp-", ::getpid());
+  if (env->FileExists(tmp).ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(tmp, " exists: remove it (a crashed export's?) and export again"));
+  }
   absl::Status s = env->CreateDirs(JoinPath(tmp, "variables"));
   if (s.ok()) s = WriteStringToFile(env, JoinPath(tmp, kSavedModelFile), bytes);
   if (s.ok() && !vocabulary.empty()) {
@@ -96,9 +106,16 @@ absl::Status WriteSavedModel(Env* env, const std::string& path, const SavedModel
   }
   if (s.ok()) s = SyncTree(env, tmp);
   if (s.ok()) s = env->RenameFile(tmp, dir);
-  if (s.ok()) s = env->SyncDir(Dirname(dir));
-  if (!s.ok()) env->DeleteRecursively(tmp).IgnoreError();
-  return s;
+  if (!s.ok()) {
+    env->DeleteRecursively(tmp).IgnoreError();
+    return s;
+  }
+  // Written whole; only the rename's durability is in question now.
+  if (absl::Status synced = env->SyncDir(Dirname(dir)); !synced.ok()) {
+    LOG(WARNING) << "the SavedModel " << dir << " is written, but its directory entry may not be durable yet: "
+                 << synced.message();
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace models

@@ -7,7 +7,8 @@
 // already, so variables/ is empty; a text input's vocabulary goes to assets/vocab.txt (a word a
 // line, a word's id its line's index), which the signature does not reference.
 //
-// Thread safety: pure functions; WriteSavedModel writes only under its own paths.
+// Thread safety: pure functions; WriteSavedModel writes only `dir` and its own temporary
+// sibling.
 #ifndef SLUICE_MODELS_SAVED_MODEL_H_
 #define SLUICE_MODELS_SAVED_MODEL_H_
 
@@ -34,12 +35,15 @@ std::string SignatureKey(const std::string& node);
 // when two endpoints would share a signature key.
 absl::StatusOr<SavedModel> BuildSavedModel(const InferenceGraph& ig);
 
-// Writes the directory `dir`: saved_model.pb (`model` serialized), an empty
-// variables/, and assets/vocab.txt when `vocabulary` is not empty. It is
-// written under `dir`.tmp, synced, and renamed into place, so after a crash
-// `dir` is whole or absent. FailedPrecondition when `dir` exists and is not
-// an empty directory: an export never replaces one (TensorFlow Serving reads
-// a model's versions as numbered directories: export to the next one).
+// Writes the directory `dir` (a trailing '/' is dropped; missing parents are
+// created): saved_model.pb (`model` serialized), an empty variables/, and
+// assets/vocab.txt when `vocabulary` is not empty. It is written under
+// `dir`.tmp-<pid>, synced, and renamed into place, so after a crash `dir` is
+// whole, or as it was (absent, or the empty directory it was), and the
+// temporary directory may be left. FailedPrecondition when `dir` exists and
+// is not an empty directory (an export never replaces one: TensorFlow Serving
+// reads a model's versions as numbered directories, so export to the next
+// one), or when the temporary name is taken.
 absl::Status WriteSavedModel(Env* env, const std::string& dir, const SavedModel& model,
                              const std::vector<std::string>& vocabulary);
 

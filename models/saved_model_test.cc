@@ -4,7 +4,10 @@
 // slash, and never a write over a directory that holds something.
 #include "models/saved_model.h"
 
+#include <unistd.h>
+
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "engine/platform/test_dirs.h"
 #include "gtest/gtest.h"
 
@@ -82,7 +85,9 @@ TEST(SavedModel, WritesTheDirectoryWholeAndNeverOverAnother) {
   EXPECT_TRUE(env->IsDirectory(JoinPath(dir, "variables")));
   EXPECT_TRUE(env->GetChildren(JoinPath(dir, "variables"))->empty());
   EXPECT_EQ(*ReadFileToString(env, JoinPath(dir, "assets/vocab.txt")), "<unk>\n<eos>\nthe\n");
-  EXPECT_FALSE(env->FileExists(dir + ".tmp").ok());
+  auto siblings = env->GetChildren(JoinPath(root, "model"));
+  ASSERT_TRUE(siblings.ok());
+  EXPECT_EQ(*siblings, std::vector<std::string>{"1"});  // no temporary directory left
   // Again over it: refused, and what is there is untouched.
   absl::Status again = WriteSavedModel(env, dir, *model, {});
   EXPECT_TRUE(absl::IsFailedPrecondition(again)) << again;
@@ -92,6 +97,10 @@ TEST(SavedModel, WritesTheDirectoryWholeAndNeverOverAnother) {
   ASSERT_TRUE(WriteStringToFile(env, JoinPath(root, "file"), "x").ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(WriteSavedModel(env, JoinPath(root, "file"), *model, {})));
   ASSERT_TRUE(env->CreateDirs(JoinPath(root, "empty")).ok());
+  // A directory named like the temporary one is the user's: it is neither used nor deleted.
+  ASSERT_TRUE(env->CreateDirs(absl::StrCat(JoinPath(root, "empty"), ".tmp-", ::getpid())).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(WriteSavedModel(env, JoinPath(root, "empty"), *model, {})));
+  ASSERT_TRUE(env->DeleteRecursively(absl::StrCat(JoinPath(root, "empty"), ".tmp-", ::getpid())).ok());
   ASSERT_TRUE(WriteSavedModel(env, JoinPath(root, "empty"), *model, {}).ok());
   EXPECT_TRUE(env->FileExists(JoinPath(root, "empty/saved_model.pb")).ok());
   EXPECT_FALSE(env->FileExists(JoinPath(root, "empty/assets")).ok());

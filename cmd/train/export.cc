@@ -173,7 +173,7 @@ int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& er
       step = chosen->step;
       s = (*saver)->RestoreVerified(session->get(), restored_dir, checkpoint::VerifyLevel::kFull);
       if (!s.ok()) {
-        err << "error: checkpoint " << restored_dir << ": " << s.message() << "\n";
+        err << "error: " << s.message() << "\n";
         return absl::IsNotFound(s) ? kExitPermanentError : ExitCodeForStatus(s);
       }
     }
@@ -228,8 +228,8 @@ int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& er
   }
 
   // .pbtxt: a text GraphDef; .pb: a binary one; anything else: a SavedModel directory.
-  const bool text = absl::EndsWith(options.export_path, ".pbtxt");
-  const bool saved_model = !text && !absl::EndsWith(options.export_path, ".pb");
+  const bool text = absl::EndsWithIgnoreCase(options.export_path, ".pbtxt");
+  const bool saved_model = !text && !absl::EndsWithIgnoreCase(options.export_path, ".pb");
   std::string vocabulary_path;
   uint64_t written_bytes = 0;
   if (saved_model) {
@@ -240,7 +240,8 @@ int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& er
     }
     if (!model.ok() || !s.ok()) {
       err << "error: writing the SavedModel " << options.export_path << ": "
-          << (model.ok() ? s : model.status()).message() << "\n";
+          << (model.ok() ? s : model.status()).message()
+          << " (a PATH ending in .pb or .pbtxt writes a GraphDef file instead)\n";
       return kExitPermanentError;
     }
     vocabulary_path = JoinPath(options.export_path, "assets/vocab.txt");

@@ -24,6 +24,7 @@ absl::Status BestModelHook::Begin(Session* session, const LoopStart& start) {
   error_.clear();
   since_best_ = 0;
   stop_ = false;
+  stop_line_.clear();
   stopped_before_ = false;
   if (saver_ == nullptr || !saver_->best().has_value()) return absl::OkStatus();
   const checkpoint::BestCheckpoint recorded = *saver_->best();
@@ -78,6 +79,7 @@ void BestModelHook::Judge(int64_t step, double value) {
     best_ = Judged{step, value};
     since_best_ = 0;
     stop_ = false;
+    stop_line_.clear();
     if (saver_ != nullptr) {
       absl::Status marked = saver_->MarkBest(session_, step, options_.metric, value);
       if (!marked.ok()) {
@@ -88,18 +90,23 @@ void BestModelHook::Judge(int64_t step, double value) {
   }
   ++since_best_;
   if (options_.patience > 0 && since_best_ >= options_.patience) {
+    // Printed when the loop is asked to stop: not for the final evaluation, after the loop.
     const char* plural = since_best_ == 1 ? "" : "s";
-    *out_ << EndProgressLine();
-    if (best_) {
-      *out_ << absl::StrFormat("early stop at step %d: %s %.4f has not improved on %.4f (step %d) for %d evaluation%s\n",
-                               step, options_.metric, value, best_->value, best_->step, since_best_, plural);
-    } else {
-      *out_ << absl::StrFormat("early stop at step %d: %s has had no finite value in %d evaluation%s\n", step,
-                               options_.metric, since_best_, plural);
-    }
-    out_->flush();
+    stop_line_ = best_ ? absl::StrFormat("early stop at step %d: %s %.4f has not improved on %.4f (step %d) for %d "
+                                         "evaluation%s",
+                                         step, options_.metric, value, best_->value, best_->step, since_best_, plural)
+                       : absl::StrFormat("early stop at step %d: %s has had no finite value in %d evaluation%s", step,
+                                         options_.metric, since_best_, plural);
     stop_ = true;
   }
+}
+
+void BestModelHook::RequestStop(LoopControl* control) {
+  if (!stop_line_.empty()) {
+    *out_ << EndProgressLine() << std::exchange(stop_line_, "") << "\n";
+    out_->flush();
+  }
+  control->RequestStop(StopKind::kFinish);
 }
 
 absl::Status BestModelHook::TakeError() {
@@ -119,12 +126,12 @@ void BestModelHook::BeforeStep(const StepInfo& step, StepArgs* args, LoopControl
                              since_best_ == 1 ? "" : "s", options_.patience);
     out_->flush();
   }
-  control->RequestStop(StopKind::kFinish);
+  RequestStop(control);
 }
 
 absl::Status BestModelHook::AfterStep(const StepInfo& step, const StepResult& result, LoopControl* control) {
   SLUICE_RETURN_IF_ERROR(TakeError());
-  if (stop_) control->RequestStop(StopKind::kFinish);
+  if (stop_) RequestStop(control);
   return absl::OkStatus();
 }
 

@@ -6,10 +6,12 @@
 //
 // - After an improvement it marks that step's checkpoint as the run's best
 //   (checkpoint::Saver::MarkBest: written first unless this run saved or restored that step).
-//   A failed mark is a warning; the run goes on.
+//   A failed mark is a warning; the run goes on, judging against the new best (the state file
+//   keeps the one before, which a resumed run would judge against).
 // - With patience > 0, `patience` evaluations in a row without an improvement stop the run as a
 //   finished one (StopKind::kFinish, at its next step's start or end): "early stop at step
-//   3000: accuracy 0.8712 has not improved on 0.8790 (step 1000) for 2 evaluations".
+//   3000: accuracy 0.8712 has not improved on 0.8790 (step 1000) for 2 evaluations". The final
+//   evaluation, after the loop, is counted but stops nothing and prints no such line.
 // - At the end of a run (not a preempted one) it prints the best, if any: "best accuracy
 //   0.8790 at step 1000: <run_dir>/checkpoints/ckpt-1000".
 //
@@ -84,6 +86,8 @@ class BestModelHook : public TrainingHook, public EvalListener {
   int CountEvaluations(int64_t after, int64_t upto) const;
   // An evaluation that lacked the metric, as a status (OK: none); cleared.
   absl::Status TakeError();
+  // Prints the stop's line (once) and asks the loop to stop.
+  void RequestStop(LoopControl* control);
 
   const BestModelHookOptions options_;
   checkpoint::Saver* const saver_;
@@ -94,6 +98,7 @@ class BestModelHook : public TrainingHook, public EvalListener {
   std::string error_;  // an evaluation lacked the metric
   int since_best_ = 0;
   bool stop_ = false;            // the patience ran out: stop at the next chance
+  std::string stop_line_;        // "early stop at step ...", printed with the stop
   bool stopped_before_ = false;  // ... and it had run out before this run (Begin)
 };
 

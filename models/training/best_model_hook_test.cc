@@ -180,6 +180,17 @@ TEST_F(BestModelHookTest, TheBestFollowsImprovementsAndPatienceStopsTheRun) {
   EXPECT_EQ(State().best().dir(), "ckpt-10");
 }
 
+// The final evaluation (after the loop) is counted, but a run that reached its last step did
+// not stop early and does not say so.
+TEST_F(BestModelHookTest, TheFinalEvaluationStopsNothing) {
+  accuracy_at_ = {{2, 0.5f}, {4, 0.7f}, {6, 0.6f}, {8, 0.6f}};
+  Run run = Train(0, 8, /*patience=*/2, 0);
+  EXPECT_EQ(run.end.reason, LoopStop::kLastStep);
+  EXPECT_EQ(since_best_, 2);
+  EXPECT_FALSE(absl::StrContains(run.out, "early stop")) << run.out;
+  EXPECT_TRUE(absl::StrContains(run.out, "best accuracy 0.7000 at step 4")) << run.out;
+}
+
 TEST_F(BestModelHookTest, ResumedRunsCountTheEvaluationsSinceTheBestFromTheResultsFile) {
   accuracy_at_ = {{2, 0.5f}, {4, 0.7f}, {6, 0.6f}, {8, 0.6f}};
   Run run = Train(0, 8, /*patience=*/0, 0);  // never stops early; ends at its last step

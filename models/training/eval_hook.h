@@ -4,7 +4,8 @@
 // averages them weighted by examples (the last batch counts only the epoch's remainder), and
 // prints "eval at step N: loss 0.4321 accuracy 0.8765 (10,000 examples)" to `out` and to the
 // results file (<run_dir>/eval.txt, appended). Listeners (the summary hook, the best-model hook)
-// get the values before the results file does.
+// get the values before the results file does: a line there was heard (and acted on: a best
+// checkpoint marked) even when the append then fails.
 // A results file that cannot be opened or appended to fails the run (an eval line is never
 // silently lost). The final evaluation is skipped when this run evaluated at its step already
 // (a run stopped early right after an evaluation). A failed periodic evaluation fails the run ("evaluation at step N: ..."); a failed final

@@ -57,7 +57,7 @@ echo "ok   an export of another model than the run trained is refused (exit 2) u
 msg=$("$TRAIN" "$LR" --run_dir "$W/logreg" --export "$W/logreg_sm/" 2>&1); rc=$?
 [ $rc -eq 0 ] && [ -s "$W/logreg_sm/saved_model.pb" ] && [ -d "$W/logreg_sm/variables" ] ||
   fail "a SavedModel export should write saved_model.pb and variables/, got $rc: $msg"
-[ ! -e "$W/logreg_sm.tmp" ] || fail "the SavedModel export left $W/logreg_sm.tmp"
+ls -d "$W"/logreg_sm.tmp* >/dev/null 2>&1 && fail "the SavedModel export left its temporary directory: $(ls -d "$W"/logreg_sm.tmp*)"
 msg=$("$TRAIN" "$LR" --run_dir "$W/logreg" --export "$W/logreg_sm" 2>&1); rc=$?
 [ $rc -eq 1 ] && echo "$msg" | grep -q "$W/logreg_sm exists and is not empty: an export never replaces one" ||
   fail "exporting over a SavedModel should exit 1 and say why, got $rc: $msg"

@@ -60,6 +60,7 @@ REGISTER_OP("Restore")
     .SetShapeFn(shape_fns::Unknown);
 
 REGISTER_OP("RestoreAndCheck")
+    .SetSluiceOnly()
     .Input("file_pattern: string")
     .Input("tensor_name: string")
     .Output("tensor: dt")
@@ -108,6 +109,7 @@ REGISTER_OP("MergeV2Checkpoints")
     .SetShapeFn(shape_fns::Unknown);
 
 REGISTER_OP("_CheckpointSnapshot")
+    .SetSluiceOnly()
     .Input("ref: Ref(T)")
     .Output("output: T")
     .Attr("T: type")

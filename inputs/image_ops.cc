@@ -17,17 +17,20 @@
 namespace sluice {
 
 REGISTER_OP("ImageToFloat")
+    .SetSluiceOnly()
     .Input("image: uint8")
     .Output("output: float")
     .Attr("scale: float = 0.003921568859368563")
     .SetShapeFn(shape_fns::Unchanged);
 
 REGISTER_OP("PerImageStandardization")
+    .SetSluiceOnly()
     .Input("image: float")
     .Output("output: float")
     .SetShapeFn(shape_fns::Unchanged);
 
 REGISTER_OP("RandomFlipLeftRight")
+    .SetSluiceOnly()
     .Input("image: T")
     .Output("output: T")
     .Attr("T: {uint8, float}")

@@ -27,6 +27,7 @@ REGISTER_OP("CountUpTo")
     .SetShapeFn(shape_fns::Scalar);
 
 REGISTER_OP("ShuffleForEpoch")
+    .SetSluiceOnly()
     .Input("value: T")
     .Input("epoch: int64")
     .Output("output: T")

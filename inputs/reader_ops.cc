@@ -56,6 +56,7 @@ REGISTER_OP("TextLineReader")
 // shuffle_seed: 0 reads items in file order; otherwise in a seeded
 // permutation per work unit (readers.h).
 REGISTER_OP("IdxRecordReader")
+    .SetSluiceOnly()
     .Output("reader_handle: Ref(string)")
     .Attr("container: string = ''")
     .Attr("shared_name: string = ''")
@@ -70,6 +71,7 @@ REGISTER_OP("IdxRecordReader")
 // "fortunes"), words mapped through `vocabulary` (id = position; "<unk>" and
 // "<eos>" appended when missing). See readers.h and text.h.
 REGISTER_OP("TextWindowReader")
+    .SetSluiceOnly()
     .Output("reader_handle: Ref(string)")
     .Attr("container: string = ''")
     .Attr("shared_name: string = ''")

@@ -11,6 +11,7 @@
 #include "engine/framework/op_def.h"
 #include "engine/graph/graph_builder.h"
 #include "engine/graph/subgraph.h"
+#include "engine/platform/status_macros.h"
 #include "models/model_builder.h"
 
 namespace sluice {
@@ -249,7 +250,19 @@ absl::Status BuildInferenceGraph(const config::LoadedExperiment& loaded, const I
   graph.ToGraphDef(&out->graph);
   // The graph runs wherever it is loaded: no device of this run's placement.
   for (NodeDef& node : *out->graph.mutable_node()) node.clear_device();
-  return options.tensorflow_ops ? ExpandLstmGates(&out->graph) : absl::OkStatus();
+  if (!options.tensorflow_ops) return absl::OkStatus();
+  SLUICE_RETURN_IF_ERROR(ExpandLstmGates(&out->graph));
+  // The layers build TensorFlow's ops; a raw node may name one of Sluice's own.
+  for (const NodeDef& node : out->graph.node()) {
+    const OpDef* def = OpRegistry::Global()->LookUp(node.op());
+    if (def != nullptr && def->sluice_only) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", node.name(), "' of the exported outputs is Sluice's own op ", node.op(),
+          ", which TensorFlow does not have: the export would not load there (write that node with TensorFlow's ops, "
+          "or export other outputs with --export_outputs)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status FreezeVariables(const std::map<std::string, Tensor>& values, GraphDef* graph) {

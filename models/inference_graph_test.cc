@@ -373,6 +373,25 @@ model {
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   EXPECT_THAT(s.message(), HasSubstr("node 'noise' (RandomUniform) of the exported outputs keeps state"));
 
+  // A raw node of Sluice's own op (TensorFlow has no PerImageStandardization op) exported;
+  // for Sluice alone it may be.
+  constexpr char kStandardized[] = R"(
+model {
+  layer { name: "flat" input: "image" flatten {} }
+  node { name: "standardized" op: "PerImageStandardization" input: "flat" }
+  layer { name: "logits" input: "flat" dense { units: 3 } }
+  loss { softmax_cross_entropy { logits: "logits" labels: "label" } }
+}
+)";
+  InferenceGraph sluice_op;
+  s = Build(kStandardized, &sluice_op, {"standardized"});
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("node 'standardized' of the exported outputs is Sluice's own op "
+                                     "PerImageStandardization, which TensorFlow does not have"));
+  InferenceGraph for_sluice;  // for Sluice alone (tensorflow_ops false): kept
+  s = Build(kStandardized, &for_sluice, {"standardized"}, /*tensorflow_ops=*/false);
+  EXPECT_TRUE(s.ok()) << s;
+
   // A layer named "outputs" owns names under outputs/: its weights are
   // outputs/kernel, so a layer named "kernel" cannot be exported.
   constexpr char kClash[] = R"(

@@ -280,6 +280,7 @@ OpDefBuilder& OpDefBuilder::Input(std::string spec) { inputs_.push_back(std::mov
 OpDefBuilder& OpDefBuilder::Output(std::string spec) { outputs_.push_back(std::move(spec)); return *this; }
 OpDefBuilder& OpDefBuilder::Attr(std::string spec) { attrs_.push_back(std::move(spec)); return *this; }
 OpDefBuilder& OpDefBuilder::SetIsStateful() { is_stateful_ = true; return *this; }
+OpDefBuilder& OpDefBuilder::SetSluiceOnly() { sluice_only_ = true; return *this; }
 OpDefBuilder& OpDefBuilder::SetAllowsUninitializedInput() {
   allows_uninitialized_input_ = true;
   return *this;
@@ -292,6 +293,7 @@ absl::StatusOr<OpDef> OpDefBuilder::Finalize() const {
   OpDef def;
   def.name = name_;
   def.is_stateful = is_stateful_;
+  def.sluice_only = sluice_only_;
   def.allows_uninitialized_input = allows_uninitialized_input_;
   def.shape_fn = shape_fn_;
   def.gradient = gradient_;

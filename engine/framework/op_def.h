@@ -71,6 +71,9 @@ struct OpDef {
   // neither cannot appear between a loss and a variable being differentiated.
   GradientFn gradient;
   bool not_differentiable = false;
+  // TensorFlow has no op of this name: one of Sluice's own (ImageToFloat,
+  // LstmGates, ...). A graph exported for TensorFlow must not hold it.
+  bool sluice_only = false;
 
   const AttrDef* FindAttr(absl::string_view attr_name) const;
 };
@@ -94,6 +97,9 @@ class OpDefBuilder {
   // No gradient flows through this op (its outputs are constant with respect
   // to its inputs, or not differentiable).
   OpDefBuilder& SetNotDifferentiable();
+  // TensorFlow has no such op (OpDef::sluice_only). The op census
+  // (tests/tf_graphs/census.py) checks the marks against TensorFlow's ops.
+  OpDefBuilder& SetSluiceOnly();
   // Parses the specs. InvalidArgument names the op and the bad spec.
   absl::StatusOr<OpDef> Finalize() const;
 
@@ -105,6 +111,7 @@ class OpDefBuilder {
   ShapeFn shape_fn_;
   GradientFn gradient_;
   bool not_differentiable_ = false;
+  bool sluice_only_ = false;
 };
 
 class OpRegistry {

@@ -338,6 +338,7 @@ REGISTER_OP("Where")
     .SetNotDifferentiable();
 
 REGISTER_OP("_IndexedSlicesToDense")
+    .SetSluiceOnly()
     .Input("values: T")
     .Input("indices: Tindices")
     .Input("dense_shape: Tindices")

@@ -62,6 +62,7 @@ REGISTER_OP("LogUniformCandidateSampler")
 
 // Marked stateful, as Dropout is, so that CSE never merges two samplers.
 REGISTER_OP("LogUniformCandidateSamplerAtStep")
+    .SetSluiceOnly()
     .Input("true_classes: int64")
     .Input("step: int64")
     .Output("sampled_candidates: int64")

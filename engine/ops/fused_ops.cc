@@ -110,6 +110,7 @@ absl::Status FusedMaxPoolGradShape(InferenceContext* c) {
 // only where that element is positive; bias_backprop = BiasAddGrad(output),
 // the sum of output per channel (NHWC).
 REGISTER_OP("_FusedMaxPoolGrad")
+    .SetSluiceOnly()
     .Input("orig_input: T")
     .Input("orig_output: T")
     .Input("grad: T")

@@ -1062,6 +1062,7 @@ REGISTER_OP("TopKV2")
 // Gradient: dx = dy * mask / (1 - rate); none for rate (the mask is a step
 // function of it) or step. Marked stateful so CSE never merges two dropouts.
 REGISTER_OP("Dropout")
+    .SetSluiceOnly()
     .Input("x: T")
     .Input("rate: T")
     .Input("step: int64")

@@ -47,6 +47,7 @@ absl::Status StateShape(InferenceContext* c, const PartialShape& z, const Partia
 }  // namespace
 
 REGISTER_OP("LstmGates")
+    .SetSluiceOnly()
     .Input("z: T")
     .Input("c_prev: T")
     .Output("h: T")
@@ -78,6 +79,7 @@ REGISTER_OP("LstmGates")
 // dz and dc_prev from the forward step's c_prev, c and activations and the
 // gradients of h and c.
 REGISTER_OP("LstmGatesGrad")
+    .SetSluiceOnly()
     .Input("c_prev: T")
     .Input("c: T")
     .Input("activations: T")

@@ -97,11 +97,13 @@ REGISTER_OP("AccumulatorNumAccumulated")
     .SetShapeFn(shape_fns::Scalar);
 
 REGISTER_OP("AccumulatorNumStale")
+    .SetSluiceOnly()
     .Input("handle: Ref(string)")
     .Output("num_stale: int64")
     .SetShapeFn(shape_fns::Scalar);
 
 REGISTER_OP("AccumulatorLastTaken")
+    .SetSluiceOnly()
     .Input("handle: Ref(string)")
     .Output("last_taken: int32")
     .SetShapeFn(shape_fns::Scalar);

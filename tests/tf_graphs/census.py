@@ -4,8 +4,10 @@ graphs (census_models.py) Sluice registers (list_ops).
 Prints, per model, how many of its op types Sluice registers and which are
 missing, then the union: "ops: N of M registered" (N counts op types Sluice
 registers; those among them without any kernel are listed, since a graph that
-uses them cannot run). Exit status 1 when N is below --min_registered, or
-when an input is malformed.
+uses them cannot run). With TensorFlow importable, it also checks that the ops
+marked SetSluiceOnly (list_ops' third column) are exactly the registered ones
+TensorFlow lacks. Exit status 1 when N is below --min_registered, when a mark is
+wrong, or when an input is malformed.
 
 Usage: python census.py --list_ops=PATH [--census=FILE.json] [--min_registered=N]
   Without --census, census_models.py (beside this file) builds the graphs.
@@ -20,14 +22,38 @@ import tempfile
 
 
 def registered_ops(list_ops):
+    """({op: has a kernel}, {ops marked sluice_only})."""
     out = subprocess.run([list_ops], check=True, capture_output=True, text=True).stdout
-    ops = {}
+    ops, sluice_only = {}, set()
     for line in out.splitlines():
-        name, kernel = line.split("\t")
-        ops[name] = kernel == "kernel"
+        fields = line.split("\t")
+        ops[fields[0]] = fields[1] == "kernel"
+        if fields[2:] == ["sluice_only"]:
+            sluice_only.add(fields[0])
     if not ops:
         raise ValueError(f"{list_ops} listed no ops")
-    return ops
+    return ops, sluice_only
+
+
+def check_sluice_only(ops, sluice_only):
+    """The ops marked SetSluiceOnly are exactly those TensorFlow lacks (names with a leading
+    underscore are TensorFlow's internal ops, which tf.raw_ops does not list: only their marks
+    are printed). The export refuses marked ops, so a wrong mark lets an export that TensorFlow
+    cannot load through, or refuses one it can. None when TensorFlow cannot be imported."""
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return None
+    tf_ops = set(dir(tf.raw_ops))
+    unmarked = sorted(o for o in ops if not o.startswith("_") and o not in tf_ops and o not in sluice_only)
+    wrongly = sorted(o for o in sluice_only if o in tf_ops)
+    print(f"sluice-only ops ({len(sluice_only)}): {' '.join(sorted(sluice_only))}")
+    problems = []
+    if unmarked:
+        problems.append(f"TensorFlow lacks these ops, which are not marked SetSluiceOnly: {' '.join(unmarked)}")
+    if wrongly:
+        problems.append(f"these ops are marked SetSluiceOnly, but TensorFlow has them: {' '.join(wrongly)}")
+    return problems
 
 
 def build_census():
@@ -46,7 +72,7 @@ def main():
     parser.add_argument("--census")
     parser.add_argument("--min_registered", type=int, default=0)
     args = parser.parse_args()
-    ops = registered_ops(args.list_ops)
+    ops, sluice_only = registered_ops(args.list_ops)
     if args.census:
         with open(args.census) as f:
             census = json.load(f)
@@ -68,6 +94,11 @@ def main():
     print(f"ops: {len(registered)} of {len(used)} registered")
     if len(registered) < args.min_registered:
         print(f"FAIL: {len(registered)} registered op types, fewer than the floor {args.min_registered}")
+        return 1
+    problems = check_sluice_only(ops, sluice_only)
+    if problems:
+        for p in problems:
+            print("FAIL: " + p)
         return 1
     return 0
 

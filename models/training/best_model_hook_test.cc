@@ -126,7 +126,17 @@ class BestModelHookTest : public ::testing::Test {
     return steps;
   }
 
+  // A hook without a saver, begun at step 0 of 100, writing to out_ and err_.
+  std::unique_ptr<BestModelHook> Begun(const BestModelHookOptions& options) {
+    auto hook = std::make_unique<BestModelHook>(options, nullptr, &out_, &err_);
+    LoopStart start;
+    start.last_step = 100;
+    EXPECT_TRUE(hook->Begin(&session_, start).ok());
+    return hook;
+  }
+
   std::string run_dir_;
+  std::ostringstream out_, err_;
   FakeSession session_;
   int64_t step_ = 0;
   std::map<int64_t, float> accuracy_at_;
@@ -235,76 +245,57 @@ TEST_F(BestModelHookTest, WithoutASaverTheRunStillStopsEarly) {
 }
 
 TEST_F(BestModelHookTest, AnEvaluationWithoutTheMetricFailsTheRun) {
-  std::ostringstream out, err;
   BestModelHookOptions bo;
   bo.metric = "top_5_accuracy";
-  BestModelHook best(bo, nullptr, &out, &err);
-  LoopStart start;
-  ASSERT_TRUE(best.Begin(&session_, start).ok());
-  best.OnEval(2, {{"loss", 1.0}, {"accuracy", 0.5}});
+  auto best = Begun(bo);
+  best->OnEval(2, {{"loss", 1.0}, {"accuracy", 0.5}});
   LoopControl control;
-  StepInfo info;
-  StepResult result;
-  absl::Status s = best.AfterStep(info, result, &control);
+  absl::Status s = best->AfterStep(StepInfo(), StepResult(), &control);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "has no value 'top_5_accuracy'")) << s;
 }
 
 TEST_F(BestModelHookTest, NoFiniteValueYetStopsWithItsOwnLine) {
-  std::ostringstream out, err;
   BestModelHookOptions bo;
   bo.patience = 1;
-  BestModelHook best(bo, nullptr, &out, &err);
-  LoopStart start;
-  start.last_step = 100;
-  ASSERT_TRUE(best.Begin(&session_, start).ok());
-  best.OnEval(1, {{"loss", INFINITY}});
+  auto best = Begun(bo);
+  best->OnEval(1, {{"loss", INFINITY}});
   LoopControl control;
-  ASSERT_TRUE(best.AfterStep(StepInfo(), StepResult(), &control).ok());
+  ASSERT_TRUE(best->AfterStep(StepInfo(), StepResult(), &control).ok());
   EXPECT_TRUE(control.stop_requested());
-  EXPECT_EQ(best.best_step(), -1);
-  EXPECT_TRUE(absl::StrContains(out.str(), "early stop at step 1: loss has had no finite value in 1 evaluation\n"))
-      << out.str();
+  EXPECT_EQ(best->best_step(), -1);
+  EXPECT_TRUE(absl::StrContains(out_.str(), "early stop at step 1: loss has had no finite value in 1 evaluation\n"))
+      << out_.str();
 }
 
 // An evaluation at the best's own step again (a resume whose eval.txt lacks that line) is not
 // judged: it is the best's value, not an evaluation without an improvement.
 TEST_F(BestModelHookTest, TheBestsOwnStepEvaluatedAgainIsNotJudged) {
-  std::ostringstream out, err;
   BestModelHookOptions bo;
   bo.patience = 1;
-  BestModelHook best(bo, nullptr, &out, &err);
-  LoopStart start;
-  start.last_step = 100;
-  ASSERT_TRUE(best.Begin(&session_, start).ok());
-  best.OnEval(2, {{"loss", 1.0}});
-  best.OnEval(2, {{"loss", 1.0}});
-  EXPECT_EQ(best.evaluations_since_best(), 0);
+  auto best = Begun(bo);
+  best->OnEval(2, {{"loss", 1.0}});
+  best->OnEval(2, {{"loss", 1.0}});
+  EXPECT_EQ(best->evaluations_since_best(), 0);
   LoopControl control;
-  ASSERT_TRUE(best.AfterStep(StepInfo(), StepResult(), &control).ok());
+  ASSERT_TRUE(best->AfterStep(StepInfo(), StepResult(), &control).ok());
   EXPECT_FALSE(control.stop_requested());
 }
 
 TEST_F(BestModelHookTest, LowerIsBetterForTheLossAndNaNNeverImproves) {
-  std::ostringstream out, err;
   BestModelHookOptions bo;  // "loss", lower is better
   bo.patience = 2;
-  BestModelHook best(bo, nullptr, &out, &err);
-  LoopStart start;
-  start.last_step = 100;
-  ASSERT_TRUE(best.Begin(&session_, start).ok());
+  auto best = Begun(bo);
   LoopControl control;
-  StepInfo info;
-  StepResult result;
   for (auto [step, loss] : std::vector<std::pair<int64_t, double>>{{1, 2.0}, {2, 1.5}, {3, NAN}, {4, 1.6}}) {
-    best.OnEval(step, {{"loss", loss}});
-    ASSERT_TRUE(best.AfterStep(info, result, &control).ok());
+    best->OnEval(step, {{"loss", loss}});
+    ASSERT_TRUE(best->AfterStep(StepInfo(), StepResult(), &control).ok());
   }
-  EXPECT_EQ(best.best_step(), 2);
-  EXPECT_EQ(best.best_value(), 1.5);
+  EXPECT_EQ(best->best_step(), 2);
+  EXPECT_EQ(best->best_value(), 1.5);
   EXPECT_TRUE(control.stop_requested());
-  EXPECT_TRUE(absl::StrContains(out.str(), "early stop at step 4: loss 1.6000 has not improved on 1.5000 (step 2)"))
-      << out.str();
+  EXPECT_TRUE(absl::StrContains(out_.str(), "early stop at step 4: loss 1.6000 has not improved on 1.5000 (step 2)"))
+      << out_.str();
 }
 
 }  // namespace

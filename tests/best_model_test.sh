@@ -49,6 +49,10 @@ grep -q "^exported step 50 ($RUN/checkpoints/ckpt-50) to $SCRATCH/best.pb" "$SCR
 rc=$?
 [[ $rc == 1 ]] && grep -q "retains no checkpoint of step 100 (it retains 50, 150)" "$SCRATCH/e2.log" \
   || fail "export of a deleted step: exit $rc: $(tail -2 "$SCRATCH/e2.log")"
+"$TRAIN" "$LOGREG" "${common[@]}" --export "$SCRATCH/x.pb" --export_checkpoint newest > "$SCRATCH/e3.log" 2>&1
+rc=$?
+[[ $rc == 2 ]] && grep -q "error: --export_checkpoint takes latest, best or a step number, got 'newest'" "$SCRATCH/e3.log" \
+  || fail "a bad --export_checkpoint: exit $rc: $(head -2 "$SCRATCH/e3.log")"
 
 # More patience (a changed config: --allow-drift) and a minimum of half an example: it trains to
 # the last step, and the best is the evaluation with the highest accuracy (a multiple of 1e-4 over

@@ -241,7 +241,8 @@ int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& er
     if (!model.ok() || !s.ok()) {
       err << "error: writing the SavedModel " << options.export_path << ": "
           << (model.ok() ? s : model.status()).message()
-          << " (a PATH ending in .pb or .pbtxt writes a GraphDef file instead)\n";
+          << (absl::IsFailedPrecondition(s) ? " (a PATH ending in .pb or .pbtxt writes a GraphDef file instead)" : "")
+          << "\n";
       return kExitPermanentError;
     }
     vocabulary_path = JoinPath(options.export_path, "assets/vocab.txt");

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "cmd/train/exit_codes.h"
 #include "cmd/train/export.h"
@@ -183,6 +184,12 @@ int main(int argc, char** argv) {
         return sluice::kExitBadConfig;
       }
       options.export_checkpoint = v;
+      int64_t step = -1;
+      if (options.export_checkpoint != "latest" && options.export_checkpoint != "best" &&
+          !(absl::SimpleAtoi(options.export_checkpoint, &step) && step >= 0)) {
+        std::cerr << "error: --export_checkpoint takes latest, best or a step number, got '" << v << "'\n" << kUsage;
+        return sluice::kExitBadConfig;
+      }
     } else if (arg.rfind("--export", 0) == 0) {
       const char* v = value("--export");
       if (v == nullptr || *v == '\0') {

@@ -118,6 +118,15 @@ absl::StatusOr<std::unique_ptr<TrainingMetrics>> TrainingMetrics::Create(const M
               "1 - largest free block / free bytes of an accelerator's allocator."}}) {
       m->device_memory_.push_back(&prometheus::BuildGauge().Name(name).Help(help).Register(r));
     }
+    m->eval_value_ = &prometheus::BuildGauge()
+                          .Name("sluice_eval_value")
+                          .Help("The last evaluation's values (its loss and metrics), by name.")
+                          .Register(r);
+    m->eval_step_.Init(&prometheus::BuildGauge()
+                            .Name("sluice_eval_step")
+                            .Help("The global step of the last evaluation.")
+                            .Register(r),
+                       id);
     m->kernel_seconds_ = &prometheus::BuildCounter()
                               .Name("sluice_kernel_seconds_total")
                               .Help("Kernel execution time by op type (from step stats).")
@@ -262,6 +271,23 @@ void TrainingMetrics::SetDeviceMemory(const std::string& device, const Allocator
                            static_cast<double>(stats.bytes_limit), static_cast<double>(stats.largest_free_block),
                            stats.fragmentation};
   for (size_t i = 0; i < gauges->size() && i < sizeof(values) / sizeof(values[0]); ++i) (*gauges)[i]->Set(values[i]);
+}
+
+void TrainingMetrics::SetEvaluation(int64_t step, const std::vector<std::pair<std::string, double>>& values) {
+  for (const auto& [name, value] : values) {
+    prometheus::Gauge* g;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = eval_value_by_name_.find(name);
+      if (it == eval_value_by_name_.end()) {
+        it = eval_value_by_name_.emplace(name, &eval_value_->Add({{"role", role_}, {"task", task_}, {"name", name}}))
+                 .first;
+      }
+      g = it->second;
+    }
+    g->Set(value);
+  }
+  eval_step_.Set(static_cast<double>(step));
 }
 
 void TrainingMetrics::AddStepStats(const std::vector<NodeExecStats>& stats) {

@@ -22,6 +22,9 @@
 //   sluice_kernel_seconds_total{op}                   counter, of the steps whose step stats were
 //                                                     collected (--trace_steps): absent otherwise
 //   sluice_device_memory_*{device}                    gauge
+//   sluice_eval_value{name}, sluice_eval_step         gauge, from the first evaluation (the chief's:
+//                                                     each value of the eval line by name, and its
+//                                                     global step)
 //   sluice_build_info{version}                        gauge, always 1
 //   sluice_run_duration_seconds                       gauge, after OnRunSucceeded
 //   sluice_run_last_success_timestamp_seconds         gauge, after OnRunSucceeded
@@ -38,6 +41,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -140,6 +144,10 @@ class TrainingMetrics {
   // sluice_device_memory_{in_use,peak,limit,largest_free}_bytes and
   // sluice_device_memory_fragmentation_ratio, labelled with the device.
   void SetDeviceMemory(const std::string& device, const AllocatorStats& stats);
+  // An evaluation at global step `step`: sluice_eval_value{name} for each of
+  // `values` ("loss", "accuracy", ...) and sluice_eval_step. Absent before the
+  // first one.
+  void SetEvaluation(int64_t step, const std::vector<std::pair<std::string, double>>& values);
   // The run completed: registers (first call) and sets sluice_run_duration_seconds and
   // sluice_run_last_success_timestamp_seconds, what a batch scheduler's alert watches in the
   // Pushgateway. They are absent before, so a push never reports a success that did not happen.
@@ -221,6 +229,10 @@ class TrainingMetrics {
   // families' order.
   std::vector<prometheus::Family<prometheus::Gauge>*> device_memory_;
   absl::flat_hash_map<std::string, std::vector<prometheus::Gauge*>> device_memory_by_device_ ABSL_GUARDED_BY(mu_);
+  // sluice_eval_value: the family, and its gauge per value name.
+  prometheus::Family<prometheus::Gauge>* eval_value_ = nullptr;
+  absl::flat_hash_map<std::string, prometheus::Gauge*> eval_value_by_name_ ABSL_GUARDED_BY(mu_);
+  LazyGauge eval_step_;
 };
 
 // Step-duration buckets in seconds: 1 ms to 100 s, 1-2.5-5 steps.

@@ -79,6 +79,8 @@ void Exercise(TrainingMetrics* m) {
   gpu.largest_free_block = 60 << 20;
   gpu.fragmentation = 0.25;
   m->SetDeviceMemory("/job:localhost/replica:0/task:0/device:GPU:0", gpu);
+  m->SetEvaluation(1000, {{"loss", 0.5}, {"accuracy", 0.25}});
+  m->SetEvaluation(1200, {{"loss", 0.375}, {"accuracy", 0.875}});
 }
 
 // Every series on: a sync run's chief.
@@ -121,6 +123,8 @@ TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
       {"sluice_device_memory_limit_bytes", "gauge"},
       {"sluice_device_memory_largest_free_bytes", "gauge"},
       {"sluice_device_memory_fragmentation_ratio", "gauge"},
+      {"sluice_eval_value", "gauge"},
+      {"sluice_eval_step", "gauge"},
   };
   EXPECT_EQ(Types(text), expected_types) << text;
 
@@ -153,6 +157,9 @@ TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
   EXPECT_EQ(Sample(text, "sluice_device_memory_limit_bytes{" + gpu + "}"), 64 << 20);
   EXPECT_EQ(Sample(text, "sluice_device_memory_largest_free_bytes{" + gpu + "}"), 60 << 20);
   EXPECT_DOUBLE_EQ(Sample(text, "sluice_device_memory_fragmentation_ratio{" + gpu + "}"), 0.25);
+  EXPECT_EQ(Sample(text, "sluice_eval_value{name=\"loss\"," + id + "}"), 0.375) << text;
+  EXPECT_EQ(Sample(text, "sluice_eval_value{name=\"accuracy\"," + id + "}"), 0.875);
+  EXPECT_EQ(Sample(text, "sluice_eval_step{" + id + "}"), 1200);
 
   // Only role and task (plus op, device, and version on the info metric) as labels: never job or
   // instance, which Prometheus sets itself.
@@ -162,7 +169,8 @@ TEST(TrainingMetricsTest, ScrapeOverHttpHasNamesTypesAndValues) {
     ASSERT_NE(open, absl::string_view::npos) << line;
     for (absl::string_view label : absl::StrSplit(line.substr(open + 1, line.find('}') - open - 1), ',')) {
       absl::string_view key = label.substr(0, label.find('='));
-      EXPECT_TRUE(key == "role" || key == "task" || key == "op" || key == "le" || key == "version" || key == "device")
+      EXPECT_TRUE(key == "role" || key == "task" || key == "op" || key == "le" || key == "version" ||
+                  key == "device" || key == "name")
           << line;
     }
   }
@@ -304,7 +312,7 @@ TEST(TrainingMetricsTest, TheCheckpointTimeAppearsWithTheFirstCheckpoint) {
 }
 
 // The loss, learning rate, global step and last step appear with the first
-// step: before it, a scrape of a starting (or restarted) task read them as 0,
+// step (the evaluation's series with the first evaluation): before it, a scrape of a starting (or restarted) task read them as 0,
 // a run gone back to step 0 with a loss of 0.
 TEST(TrainingMetricsTest, TheStepSeriesAppearWithTheFirstStep) {
   MetricsOptions o = LocalOptions();
@@ -312,9 +320,11 @@ TEST(TrainingMetricsTest, TheStepSeriesAppearWithTheFirstStep) {
   auto m = TrainingMetrics::Create(o);
   ASSERT_TRUE(m.ok()) << m.status();
   const std::string id = "{role=\"worker\",task=\"3\"}";
-  for (const char* name : {"sluice_loss", "sluice_learning_rate", "sluice_global_step", "sluice_last_step"}) {
+  for (const char* name : {"sluice_loss", "sluice_learning_rate", "sluice_global_step", "sluice_last_step",
+                           "sluice_eval_step"}) {
     EXPECT_FALSE(absl::StrContains((*m)->Scrape(), name + id)) << name;
   }
+  EXPECT_FALSE(absl::StrContains((*m)->Scrape(), "sluice_eval_value{")) << (*m)->Scrape();
   (*m)->OnStep(128, 0.01, 0.75, 0.05);
   (*m)->SetGlobalStep(191, 600);
   const std::string text = (*m)->Scrape();

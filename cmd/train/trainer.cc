@@ -990,6 +990,7 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   // train.best_model: the best checkpoint by an evaluation value, and early stopping.
   std::unique_ptr<training::BestModelHook> best_model;
   std::vector<training::EvalListener*> eval_listeners = {monitoring->summaries.get()};
+  if (monitoring->metrics) eval_listeners.push_back(monitoring->metrics.get());
   if (e.train().has_best_model() && tg.has_eval) {
     training::BestModelHookOptions bo;
     bo.metric = e.train().best_model().metric().empty() ? "loss" : e.train().best_model().metric();

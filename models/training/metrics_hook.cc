@@ -109,6 +109,10 @@ absl::Status MetricsHook::AfterStep(const StepInfo& step, const StepResult& resu
   return absl::OkStatus();
 }
 
+void MetricsHook::OnEval(int64_t step, const EvalValues& values) {
+  if (metrics_ != nullptr) metrics_->SetEvaluation(step, values);
+}
+
 void MetricsHook::AfterCommit(int64_t step, double seconds, absl::Time finished) {
   // (metrics_ is set by Begin, before any save; TrainingMetrics is thread-safe.)
   if (metrics_) metrics_->OnCheckpointSaved(seconds, finished);

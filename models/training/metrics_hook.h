@@ -24,6 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "models/training/checkpoint_hook.h"
+#include "models/training/eval_hook.h"
 #include "models/training/hook.h"
 #include "monitoring/metrics.h"
 
@@ -47,7 +48,7 @@ struct MetricsHookOptions {
   std::string aggregated_gradients;  // int32 scalar tensor; "": not fetched
 };
 
-class MetricsHook : public TrainingHook, public CheckpointListener {
+class MetricsHook : public TrainingHook, public CheckpointListener, public EvalListener {
  public:
   // InvalidArgument for a bad pushgateway_url ("pushgateway_url '...' has a path; ..."); no I/O.
   static absl::StatusOr<std::unique_ptr<MetricsHook>> Create(const MetricsHookOptions& options, std::ostream* out,
@@ -72,6 +73,9 @@ class MetricsHook : public TrainingHook, public CheckpointListener {
   // Times each committed save (sluice_checkpoint_save_duration_seconds, the last success's
   // time). On the saver's writer thread for a periodic save.
   void AfterCommit(int64_t step, double seconds, absl::Time finished) override;
+
+  // Each evaluation's values (sluice_eval_value{name}) and step (sluice_eval_step).
+  void OnEval(int64_t step, const EvalValues& values) override;
 
   // After Serve or Begin (for tests): the metrics, and the port they are served on.
   const TrainingMetrics* metrics() const { return metrics_.get(); }

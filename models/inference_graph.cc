@@ -265,6 +265,10 @@ absl::Status BuildInferenceGraph(const config::LoadedExperiment& loaded, const I
   return absl::OkStatus();
 }
 
+std::string VocabularyFileText(const std::vector<std::string>& words) {
+  return absl::StrCat(absl::StrJoin(words, "\n"), "\n");
+}
+
 absl::Status FreezeVariables(const std::map<std::string, Tensor>& values, GraphDef* graph) {
   std::set<std::string> frozen;
   for (NodeDef& node : *graph->mutable_node()) {

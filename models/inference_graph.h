@@ -64,6 +64,9 @@ struct InferenceOptions {
   bool tensorflow_ops = true;
 };
 
+// A vocabulary file's text: a word a line, a word's id its line's index.
+std::string VocabularyFileText(const std::vector<std::string>& words);
+
 // Builds the graph. Config errors go to `errors` (the result is then
 // incomplete). InvalidArgument for what cannot be exported as asked: an
 // unknown name in options.outputs (with the nearest valid name), outputs

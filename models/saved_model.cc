@@ -7,7 +7,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "engine/platform/logging.h"
@@ -101,7 +100,7 @@ absl::Status WriteSavedModel(Env* env, const std::string& path, const SavedModel
   if (s.ok() && !vocabulary.empty()) {
     s = env->CreateDirs(JoinPath(tmp, "assets"));
     if (s.ok()) {
-      s = WriteStringToFile(env, JoinPath(tmp, "assets/vocab.txt"), absl::StrCat(absl::StrJoin(vocabulary, "\n"), "\n"));
+      s = WriteStringToFile(env, JoinPath(tmp, "assets/vocab.txt"), VocabularyFileText(vocabulary));
     }
   }
   if (s.ok()) s = SyncTree(env, tmp);

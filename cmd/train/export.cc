@@ -259,8 +259,7 @@ int RunExport(const TrainerOptions& options, std::ostream& out, std::ostream& er
     // (first, so that a written graph always has it).
     vocabulary_path = absl::StrCat(options.export_path, ".vocab.txt");
     if (!ig.vocabulary.empty()) {
-      s = WriteFileAtomically(Env::Default(), vocabulary_path,
-                              absl::StrCat(absl::StrJoin(ig.vocabulary, "\n"), "\n"));
+      s = WriteFileAtomically(Env::Default(), vocabulary_path, models::VocabularyFileText(ig.vocabulary));
       if (!s.ok()) {
         err << "error: writing " << vocabulary_path << ": " << s.message() << "\n";
         return kExitPermanentError;

@@ -838,7 +838,9 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   saver_options.retention.keep = e.checkpoint().keep();
   saver_options.retention.keep_every_hours = e.checkpoint().keep_every_hours();
   saver_options.config_hash = config_hash;
-  saver_options.records_best = e.train().has_best_model() && e.input().has_eval();
+  // train.best_model, which needs evaluations: the best checkpoint and early stopping.
+  const bool selects_best = e.train().has_best_model() && tg.has_eval;
+  saver_options.records_best = selects_best;
   std::vector<bool> trainable;
   const std::vector<checkpoint::SaveableVariable> saveables = SaveablesOf(tg.variables, tg.global_step, &trainable);
   std::unique_ptr<checkpoint::Saver> saver;
@@ -991,7 +993,7 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   std::unique_ptr<training::BestModelHook> best_model;
   std::vector<training::EvalListener*> eval_listeners = {monitoring->summaries.get()};
   if (monitoring->metrics) eval_listeners.push_back(monitoring->metrics.get());
-  if (e.train().has_best_model() && tg.has_eval) {
+  if (selects_best) {
     training::BestModelHookOptions bo;
     bo.metric = e.train().best_model().metric().empty() ? "loss" : e.train().best_model().metric();
     // The validator checked the name against the config; this is the graph's own list.

@@ -5,11 +5,8 @@
 #include <set>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "checkpoint/checkpoint_state.h"
 #include "checkpoint/store_format.h"
 #include "engine/platform/status_macros.h"
@@ -40,15 +37,11 @@ absl::Status BestModelHook::Begin(Session* session, const LoopStart& start) {
 
 int BestModelHook::CountEvaluations(int64_t after, int64_t upto) const {
   if (options_.results_file.empty()) return 0;
-  constexpr uint64_t kMaxResultsBytes = 64 << 20;  // as the EvalHook reads it
   auto text = ReadFileToString(options_.env, options_.results_file, kMaxResultsBytes);
   if (!text.ok()) return 0;
   std::set<int64_t> steps;
-  constexpr absl::string_view kPrefix = "eval at step ";
-  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
-    if (!absl::ConsumePrefix(&line, kPrefix)) continue;
-    int64_t step = 0;
-    if (absl::SimpleAtoi(line.substr(0, line.find(':')), &step) && step > after && step <= upto) steps.insert(step);
+  for (int64_t step : EvaluatedSteps(*text)) {
+    if (step > after && step <= upto) steps.insert(step);
   }
   return static_cast<int>(steps.size());
 }

@@ -1,21 +1,36 @@
 // EvalHook (see eval_hook.h).
 #include "models/training/eval_hook.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "monitoring/progress.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace sluice {
 namespace training {
 namespace {
 
+constexpr absl::string_view kLinePrefix = "eval at step ";
 
 }  // namespace
+
+std::vector<int64_t> EvaluatedSteps(absl::string_view results_text) {
+  std::vector<int64_t> steps;
+  for (absl::string_view line : absl::StrSplit(results_text, '\n')) {
+    int64_t step = 0;
+    if (absl::ConsumePrefix(&line, kLinePrefix) && absl::SimpleAtoi(line.substr(0, line.find(':')), &step)) {
+      steps.push_back(step);
+    }
+  }
+  return steps;
+}
 
 absl::Status EvalHook::Begin(Session* session, const LoopStart& start) {
   session_ = session;
@@ -26,15 +41,14 @@ absl::Status EvalHook::Begin(Session* session, const LoopStart& start) {
   if (!options_.results_file.empty()) {
     // The last line an earlier run wrote: a finished run run again reports
     // its final evaluation from it instead of evaluating again.
-    constexpr uint64_t kMaxResultsBytes = 64 << 20;
     auto earlier = ReadFileToString(options_.env, options_.results_file, kMaxResultsBytes);
     bool evaluated_at_start = false;  // the file holds the restored step's evaluation
     if (earlier.ok()) {
       absl::string_view text = *earlier;
       while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
       last_result_ = std::string(text.substr(text.rfind('\n') == absl::string_view::npos ? 0 : text.rfind('\n') + 1));
-      const std::string line_start = absl::StrCat("eval at step ", start.step, ": ");
-      evaluated_at_start = absl::StartsWith(text, line_start) || absl::StrContains(text, absl::StrCat("\n", line_start));
+      const std::vector<int64_t> steps = EvaluatedSteps(text);
+      evaluated_at_start = std::find(steps.begin(), steps.end(), start.step) != steps.end();
     }
     // A periodic evaluation due at the restored step that the file lacks.
     if (start.resumed && options_.every_steps > 0 && start.step > 0 && start.step % options_.every_steps == 0 &&
@@ -91,7 +105,7 @@ absl::Status EvalHook::EvaluateAndReport(int64_t step) {
   if (!values.ok()) return values.status();
   std::vector<std::string> parts;
   for (const auto& [name, v] : *values) parts.push_back(absl::StrFormat("%s %.4f", name, v));
-  const std::string line = absl::StrCat("eval at step ", step, ": ", absl::StrJoin(parts, " "), " (",
+  const std::string line = absl::StrCat(kLinePrefix, step, ": ", absl::StrJoin(parts, " "), " (",
                                         FormatThousands(examples), " examples)");
   *out_ << EndProgressLine() << line << "\n";
   out_->flush();
@@ -148,7 +162,7 @@ absl::Status EvalHook::End(Session* session, const LoopEnd& end) {
   if (end.preempted()) return absl::OkStatus();  // leave quickly; the resumed run evaluates
   // Evaluated at this very step already (a run stopped early after its evaluation).
   if (last_evaluated_step_ == end.step) return absl::OkStatus();
-  if (end.steps_run == 0 && absl::StartsWith(last_result_, absl::StrCat("eval at step ", end.step, ": "))) {
+  if (end.steps_run == 0 && absl::StartsWith(last_result_, absl::StrCat(kLinePrefix, end.step, ": "))) {
     // Nothing changed since that evaluation (a scheduler's retry of a finished run, say).
     *out_ << EndProgressLine() << last_result_ << " (from " << options_.results_file << ")\n";
     out_->flush();

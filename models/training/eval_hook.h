@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/platform/env.h"
 #include "models/training/hook.h"
 
@@ -37,6 +38,12 @@ namespace training {
 
 // Named values, "loss" first.
 using EvalValues = std::vector<std::pair<std::string, double>>;
+
+// A results file is read up to this size.
+inline constexpr uint64_t kMaxResultsBytes = 64 << 20;
+// The steps of a results file's evaluation lines ("eval at step N: ..."), in
+// the file's order (a step evaluated twice appears twice).
+std::vector<int64_t> EvaluatedSteps(absl::string_view results_text);
 
 class EvalListener {
  public:

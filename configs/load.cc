@@ -487,6 +487,11 @@ void ApplyDefaults(Experiment* e) {
       if (p->size() == 0) p->set_size(2);
       if (p->stride() == 0) p->set_stride(p->size());
     }
+    if (l.has_batch_norm()) {
+      Layer::BatchNorm* bn = l.mutable_batch_norm();
+      if (!bn->has_momentum()) bn->set_momentum(0.99f);
+      if (!bn->has_epsilon()) bn->set_epsilon(0.001f);
+    }
   }
   for (Loss& loss : *e->mutable_model()->mutable_loss()) {
     if (!loss.has_weight()) loss.set_weight(1);

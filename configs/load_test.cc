@@ -51,7 +51,8 @@ TEST(Load, BaseConfigIsValid) {
 
 TEST(Load, ShippedConfigsAreValid) {
   for (const char* path : {"configs/fashion_mlp.pbtxt", "configs/fashion_cnn.pbtxt", "configs/fashion_logreg.pbtxt",
-                           "configs/figure1_relu.pbtxt", "configs/fashion_sampled_softmax.pbtxt"}) {
+                           "configs/figure1_relu.pbtxt", "configs/fashion_sampled_softmax.pbtxt",
+                           "configs/fashion_resnet.pbtxt"}) {
     auto loaded = LoadExperimentFile(path);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     ApplyDefaults(&(*loaded)->experiment);
@@ -120,6 +121,14 @@ INSTANTIATE_TEST_SUITE_P(
         Broken{"duplicate_layer_name", "name: \"fc1\"", "name: \"flat\"", "4:name", "used twice"},
         Broken{"layer_without_kind", "dense { units: 16 activation: RELU }", "", "", "needs a kind"},
         Broken{"layer_without_input", "input: \"flat\" ", "", "", "needs an 'input'"},
+        Broken{"batch_norm_momentum_one", "dense { units: 16 activation: RELU }", "batch_norm { momentum: 1 }",
+               "4:momentum", "momentum must be in [0, 1), got 1"},
+        Broken{"batch_norm_zero_epsilon", "dense { units: 16 activation: RELU }", "batch_norm { epsilon: 0 }",
+               "4:epsilon", "epsilon must be > 0, got 0"},
+        Broken{"add_of_one_input", "dense { units: 16 activation: RELU }", "add {}", "4:input",
+               "(add) joins two or more inputs, but lists one"},
+        Broken{"dense_of_two_inputs", "input: \"flat\" dense", "input: \"flat\" input: \"image\" dense", "4:input: \"image\"",
+               "takes one input, but lists 2 (add and concat join several)"},
         Broken{"zero_units", "units: 16", "units: 0", "4:units", "units must be > 0"},
         Broken{"negative_units", "units: 10", "units: -10", "5:units", "units must be > 0"},
         Broken{"dangling_loss_logits", "logits: \"logits\"", "logits: \"logit\"", "6:logits:", "did you mean 'logits'"},

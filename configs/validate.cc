@@ -128,11 +128,16 @@ class Validator {
         Error(l, "name", -1, absl::StrCat("layer name '", l.name(), "' hides the input feature of that name"));
       }
       if (l.kind_case() == Layer::KIND_NOT_SET) {
-        Error(m, "layer", i, absl::StrCat("layer '", l.name(), "' needs a kind (dense, conv2d, max_pool, ...)"));
+        Error(m, "layer", i, absl::StrCat("layer '", l.name(), "' needs a kind (dense, conv2d, max_pool, batch_norm, add, ...)"));
       }
       if (l.input_size() == 0) Error(m, "layer", i, absl::StrCat("layer '", l.name(), "' needs an 'input'"));
-      if (l.input_size() > 1) {
-        Error(l, "input", 1, absl::StrCat("layer '", l.name(), "' takes one input, but lists ", l.input_size()));
+      const bool joins = l.has_add() || l.has_concat();
+      if (joins && l.input_size() == 1) {
+        Error(l, "input", 0, absl::StrCat("layer '", l.name(), "' (", l.has_add() ? "add" : "concat",
+                                          ") joins two or more inputs, but lists one"));
+      } else if (!joins && l.input_size() > 1) {
+        Error(l, "input", 1, absl::StrCat("layer '", l.name(), "' takes one input, but lists ", l.input_size(),
+                                          " (add and concat join several)"));
       }
       std::vector<std::string> known = KnownSources(i);
       for (int j = 0; j < l.input_size(); ++j) {
@@ -352,6 +357,15 @@ class Validator {
         Error(l.embedding(), "partitions", -1,
               absl::StrCat(who, "partitions must be in [0, vocabulary_size = ", l.embedding().vocabulary_size(),
                            "], got ", parts));
+      }
+    }
+    if (l.has_batch_norm()) {
+      const Layer::BatchNorm& bn = l.batch_norm();
+      if (bn.has_momentum() && !(bn.momentum() >= 0 && bn.momentum() < 1)) {
+        Error(bn, "momentum", -1, absl::StrCat(who, "batch_norm momentum must be in [0, 1), got ", bn.momentum()));
+      }
+      if (bn.has_epsilon() && !(bn.epsilon() > 0 && std::isfinite(bn.epsilon()))) {
+        Error(bn, "epsilon", -1, absl::StrCat(who, "batch_norm epsilon must be > 0, got ", bn.epsilon()));
       }
     }
     if (l.has_reshape()) {

@@ -245,7 +245,7 @@ absl::Status BuildInferenceGraph(const config::LoadedExperiment& loaded, const I
   out->vocabulary = input.vocabulary;
   for (const VariableInfo& v : model.variables) {
     if (graph.FindNode(v.name) == nullptr) continue;
-    out->variables.push_back({v.name, v.shape, true, v.logical, v.part, v.num_parts, v.logical_shape});
+    out->variables.push_back({v.name, v.shape, v.trainable, v.logical, v.part, v.num_parts, v.logical_shape});
   }
   graph.ToGraphDef(&out->graph);
   // The graph runs wherever it is loaded: no device of this run's placement.

@@ -24,7 +24,9 @@ namespace models {
 
 int64_t ModelOutputs::parameters() const {
   int64_t n = 0;
-  for (const VariableInfo& v : variables) n += v.shape.num_elements();
+  for (const VariableInfo& v : variables) {
+    if (v.trainable) n += v.shape.num_elements();
+  }
   return n;
 }
 
@@ -171,6 +173,18 @@ class ModelCompiler {
     info.initial_value = InitialValue(&ib, canonical, shape, init, default_glorot, fan_in, fan_out);
     out_->variables.push_back(info);
     return ref;
+  }
+
+  // A variable no gradient trains (trainable false), starting at `value`
+  // everywhere: a batch_norm layer's moving statistics.
+  Output StateVariable(GraphBuilder* b, const std::string& layer, const std::string& name, const TensorShape& shape,
+                       float value) {
+    Initializer init;
+    init.mutable_constant()->set_value(value);
+    const size_t before = out_->variables.size();
+    Output v = Variable(b, layer, name, shape, init, false, 0, 0, 0);
+    if (out_->variables.size() > before) out_->variables.back().trainable = false;
+    return v;
   }
 
   // A [rows, ...] variable split into `num_parts` parts by row modulo
@@ -559,10 +573,142 @@ class ModelCompiler {
         RecurrentResult(*out, s, units, 3, options.last_only, result);
         return true;
       }
+      case Layer::kBatchNorm:
+        return BatchNormLayer(l, in, &b, result);
+      case Layer::kAdd:
+      case Layer::kConcat:
+        return JoinLayer(l, in, &b, result);
       case Layer::KIND_NOT_SET:
         return false;
     }
     return false;
+  }
+
+  // batch_norm (experiment.proto): FusedBatchNormV3 over the last dimension,
+  // a rank-2 or rank-3 input viewed as [positions, 1, 1, features]. A
+  // training tower normalizes by the batch's statistics and adds the moving
+  // statistics' updates to update_ops; any other by the moving statistics.
+  bool BatchNormLayer(const Layer& l, const Feature& in, GraphBuilder* b, Feature* result) {
+    const PartialShape& s = in.shape;
+    const auto& bn = l.batch_norm();
+    if (s.rank() < 2 || s.rank() > 4 || s.dim(s.rank() - 1) < 0) {
+      LayerError(l, absl::StrCat("batch_norm needs a [batch, features], [batch, time, features] or [batch, height, "
+                                 "width, channels] input with a known last dimension, but '",
+                                 l.input(0), "' is ", ShapeString(s)));
+      return false;
+    }
+    if (in.tensor.dtype() != DT_FLOAT) {
+      LayerError(l, absl::StrCat("batch_norm needs float values, but '", l.input(0), "' is ",
+                                 DataTypeString(BaseType(in.tensor.dtype()))));
+      return false;
+    }
+    const int64_t c = s.dim(s.rank() - 1);
+    const TensorShape per_channel({c});
+    auto filled = [&](const std::string& name, float value) {
+      return b->Op(name, "Fill", {b->Const(name + "_shape", ShapeTensor({c})), b->Scalar<float>(name + "_value", value)});
+    };
+    Initializer ones;
+    ones.mutable_constant()->set_value(1.0f);
+    Output gamma = bn.no_scale() ? filled("unit_scale", 1.0f)
+                                 : Variable(b, l.name(), "gamma", per_channel, ones, false, 0, 0, 0);
+    Output beta = bn.no_center() ? filled("zero_offset", 0.0f)
+                                 : Variable(b, l.name(), "beta", per_channel, Initializer(), false, 0, 0, 0);
+    Output moving_mean = StateVariable(b, l.name(), "moving_mean", per_channel, 0.0f);
+    Output moving_variance = StateVariable(b, l.name(), "moving_variance", per_channel, 1.0f);
+    Output x = in.tensor;
+    if (s.rank() != 4) x = b->Op("as_4d", "Reshape", {x, b->Const("shape_4d", ShapeTensor({-1, 1, 1, c}))});
+    const bool training = options_.training;
+    AttrList attrs = {{"T", MakeAttr(DT_FLOAT)},
+                      {"U", MakeAttr(DT_FLOAT)},
+                      {"epsilon", MakeAttr(bn.epsilon())},
+                      {"data_format", MakeAttr("NHWC")},
+                      {"is_training", MakeAttr(training)}};
+    // Training reads no running statistics (exponential_avg_factor 1): they
+    // are given empty, as tf.nn.fused_batch_norm gives them.
+    Output empty = training ? b->Const("no_statistics", Tensor(DT_FLOAT, TensorShape({0}))) : Output();
+    Node* norm = b->AddNode("FusedBatchNormV3", "FusedBatchNormV3",
+                            {x, gamma, beta, training ? empty : moving_mean, training ? empty : moving_variance}, attrs);
+    if (norm == nullptr) return false;
+    Output y{norm, 0};
+    if (s.rank() == 3) y = b->Op("as_input", "Reshape", {y, b->Op("input_shape", "Shape", {in.tensor})});
+    if (s.rank() == 2) y = b->Op("as_input", "Reshape", {y, b->Const("input_shape", ShapeTensor({-1, c}))});
+    if (training) {
+      // moving += (batch - moving) * (1 - momentum), with the batch's
+      // unbiased variance (FusedBatchNormV3's outputs 1 and 2).
+      GraphBuilder ub = b->WithSubPrefix("update");
+      Output rate = ub.Scalar<float>("rate", 1.0f - bn.momentum());
+      const std::pair<Output, int> stats[] = {{moving_mean, 1}, {moving_variance, 2}};
+      for (const auto& [moving, output] : stats) {
+        const std::string name = output == 1 ? "moving_mean" : "moving_variance";
+        Output gap = ub.Op(name + "_gap", "Sub", {Output{norm, output}, moving});
+        Node* update = ub.AddNode(name, "AssignAdd", {moving, ub.Op(name + "_delta", "Mul", {gap, rate})});
+        if (update == nullptr) return false;
+        out_->update_ops.push_back(update);
+      }
+    }
+    result->tensor = Activate(b, y, bn.activation());
+    result->shape = s;
+    AddFlops(4.0 * KnownProduct(std::vector<int64_t>(s.dims().begin() + 1, s.dims().end())));
+    return true;
+  }
+
+  // add (the element-wise sum of inputs of one shape) and concat (inputs
+  // joined along their last dimension).
+  bool JoinLayer(const Layer& l, const Feature& first, GraphBuilder* b, Feature* result) {
+    const bool add = l.has_add();
+    const char* kind = add ? "add" : "concat";
+    std::vector<Feature> inputs = {first};
+    for (int i = 1; i < l.input_size(); ++i) {
+      Feature f;
+      if (!Input(l, i, &f)) return false;
+      inputs.push_back(f);
+    }
+    if (inputs.size() < 2) {
+      LayerError(l, absl::StrCat(kind, " joins two or more inputs, but lists one"));
+      return false;
+    }
+    const PartialShape& s = first.shape;
+    std::vector<int64_t> dims(s.dims().begin(), s.dims().end());
+    std::vector<Output> tensors;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const PartialShape& si = inputs[i].shape;
+      const DataType dtype = BaseType(inputs[i].tensor.dtype());
+      auto mismatch = [&](const std::string& why) {
+        LayerError(l, absl::StrCat(kind, " needs ", why, ", but '", l.input(0), "' is ", ShapeString(s), " ",
+                                   DataTypeString(BaseType(first.tensor.dtype())), " and '", l.input(i), "' is ",
+                                   ShapeString(si), " ", DataTypeString(dtype)));
+        return false;
+      };
+      if (!si.rank_known()) {
+        LayerError(l, absl::StrCat("input '", l.input(i), "' has an unknown shape"));
+        return false;
+      }
+      if (dtype != BaseType(first.tensor.dtype())) return mismatch("inputs of one dtype");
+      if (si.rank() != s.rank()) return mismatch("inputs of one rank");
+      if (!add && s.rank() < 2) return mismatch("inputs with a feature dimension");
+      // Dims after the batch must agree where both are known (add: all of
+      // them; concat: all but the last, which add up).
+      const int last = s.rank() - 1;
+      for (int d = 1; d < s.rank(); ++d) {
+        if (!add && d == last) continue;
+        if (si.dim(d) >= 0 && dims[d] >= 0 && si.dim(d) != dims[d]) {
+          return mismatch(add ? "inputs of one shape" : "inputs whose dimensions agree but for the last");
+        }
+        if (dims[d] < 0) dims[d] = si.dim(d);
+      }
+      if (!add && i > 0) dims[last] = dims[last] < 0 || si.dim(last) < 0 ? kUnknownDim : dims[last] + si.dim(last);
+      tensors.push_back(inputs[i].tensor);
+    }
+    dims[0] = kUnknownDim;
+    if (!add && !CheckFloats(l, "output", dims)) return false;
+    if (add) {
+      result->tensor = Activate(b, b->Op("AddN", "AddN", tensors), l.add().activation());
+    } else {
+      tensors.push_back(b->Scalar<int32_t>("axis", s.rank() - 1));
+      result->tensor = b->Op("ConcatV2", "ConcatV2", tensors);
+    }
+    result->shape = PartialShape::FromDims(dims);
+    return true;
   }
 
   void AddRawNode(const NodeDef& raw) {

@@ -35,6 +35,9 @@ struct VariableInfo {
   Output initial_value;  // what the init op assigns
   TensorShape shape;
   bool regularized = false;  // included in L2 regularization
+  // False for state the model keeps but no gradient trains (a batch_norm
+  // layer's moving mean and variance): checkpointed, not optimized.
+  bool trainable = true;
   float l2_weight = 0;
   // One part of a variable split by rows modulo num_parts (an embedding
   // table with `partitions`): this variable holds rows part, part +
@@ -69,9 +72,12 @@ struct ModelOutputs {
   // training (its full logits are built in evaluation alone).
   std::vector<Prediction> predictions;
   std::vector<VariableInfo> variables;
+  // Training towers: ops that must run once with every step besides the
+  // gradient updates (a batch_norm layer's moving statistics).
+  std::vector<Node*> update_ops;
   // Forward FLOPs per example (multiply-adds count 2), for the plan.
   int64_t forward_flops_per_example = 0;
-  int64_t parameters() const;
+  int64_t parameters() const;  // the trainable variables' elements
 };
 
 struct ModelOptions {

@@ -116,9 +116,19 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
   SyncReplicas sync;
   sync.total_replicas = std::max(1, replica.num_replicas);
   sync.replicas_to_aggregate = replica.replicas_to_aggregate > 0 ? replica.replicas_to_aggregate : sync.total_replicas;
-  s = BuildTrainingOps(e.optimizer(), train_model.variables, train_model.total_loss, global_step, step_info, &b, &ops,
+  std::vector<VariableInfo> trained;
+  for (const VariableInfo& v : train_model.variables) {
+    if (v.trainable) trained.push_back(v);
+  }
+  s = BuildTrainingOps(e.optimizer(), trained, train_model.total_loss, global_step, step_info, &b, &ops,
                        replicated && replica.sync ? &sync : nullptr);
   if (!s.ok()) return s;
+  // The model's own updates (batch_norm's moving statistics) run with every
+  // step: of each worker, in sync replication the chief's too.
+  for (Node* step_op : {ops.train_op, ops.sync.chief_step}) {
+    if (step_op == nullptr) continue;
+    for (Node* update : train_model.update_ops) graph.AddControlEdge(update, step_op);
+  }
   std::vector<VariableInfo> all = train_model.variables;
   all.insert(all.end(), ops.slots.begin(), ops.slots.end());
   Node* init = BuildInitOp(all, &b);
@@ -131,8 +141,8 @@ absl::Status BuildTrainingGraph(const config::LoadedExperiment& loaded, Training
   for (const auto& [v, g] : ops.gradients) out->gradients.push_back({v, g.name()});
   for (const auto* list : {&train_model.variables, &ops.slots}) {
     for (const VariableInfo& v : *list) {
-      out->variables.push_back({v.name, v.shape, list == &train_model.variables, v.logical, v.part, v.num_parts,
-                                v.logical_shape});
+      out->variables.push_back({v.name, v.shape, list == &train_model.variables && v.trainable, v.logical, v.part,
+                                v.num_parts, v.logical_shape, list == &ops.slots});
     }
   }
   if (replicated) {

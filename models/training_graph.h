@@ -22,7 +22,9 @@ namespace models {
 struct VariableSummary {
   std::string name;
   TensorShape shape;
-  bool trainable = true;  // false: optimizer slots and the global step
+  // false: optimizer slots, the global step, and the model's state that no
+  // gradient trains (batch_norm's moving statistics)
+  bool trainable = true;
   // A part of a variable split by rows (VariableInfo::logical): checkpoints
   // hold the whole `logical` (shape logical_shape), row r of it in part
   // r % num_parts at row r / num_parts. Whole variables: num_parts 1.
@@ -30,6 +32,7 @@ struct VariableSummary {
   int part = 0;
   int num_parts = 1;
   TensorShape logical_shape;
+  bool slot = false;  // an optimizer slot or the global step
 };
 
 struct TrainingGraph {

@@ -307,6 +307,13 @@ INSTANTIATE_TEST_SUITE_P(
              "layer name 'fc1' is used twice"},
         Case{"layer_with_two_inputs", "input: \"flat\" dense", "input: \"flat\" input: \"image\" dense", {},
              "4:input: \"image\"", "takes one input"},
+        Case{"add_of_two_shapes", "  layer { name: \"logits\"",
+             "  layer { name: \"sum\" input: \"fc1\" input: \"flat\" add {} }\n  layer { name: \"logits\"", {},
+             "5:name", "layer 'sum': add needs inputs of one shape, but 'fc1' is [batch,16] float and 'flat' is [batch,784] float"},
+        Case{"batch_norm_of_unknown_features", "  layer { name: \"logits\"",
+             "  layer { name: \"bn\" input: \"label\" batch_norm {} }\n  layer { name: \"logits\"", {},
+             "5:name", "layer 'bn': batch_norm needs a [batch, features], [batch, time, features] or [batch, height, "
+             "width, channels] input with a known last dimension, but 'label' is [batch]"},
         Case{"dangling_loss_logits", "logits: \"logits\"", "logits: \"logit\"", {}, "6:logits:", "did you mean 'logits'"},
         Case{"no_loss", "  loss { softmax_cross_entropy { logits: \"logits\" labels: \"label\" } }\n", "", {}, "2:model",
              "at least one 'loss'"},

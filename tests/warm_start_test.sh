@@ -42,6 +42,6 @@ rc=$?
 "$TRAIN" "$CONFIG" $(mlp_flags 1 1 2) --set "checkpoint.warm_start.from=$SCRATCH/source" \
   --set 'checkpoint.warm_start.variables[0]=fc9/kernel' --validate > "$SCRATCH/bad3.log" 2>&1
 rc=$?
-[[ $rc == 2 ]] && grep -q "error: checkpoint.warm_start.variables: 'fc9/kernel' is not a trainable variable of this model (did you mean 'fc1/kernel'?)" "$SCRATCH/bad3.log" \
+[[ $rc == 2 ]] && grep -q "error: checkpoint.warm_start.variables: 'fc9/kernel' is not a variable of this model (did you mean 'fc1/kernel'?)" "$SCRATCH/bad3.log" \
   || fail "--validate and an unknown variable: exit $rc: $(tail -2 "$SCRATCH/bad3.log")"
 echo "PASS"

@@ -82,17 +82,19 @@ void PrintPlan(const config::LoadedExperiment& loaded, const models::TrainingGra
   out << "  variables\n";
   size_t width = 0;
   for (const auto& v : tg.variables) width = std::max(width, v.name.size());
-  int64_t trainable = 0, state = 0;
+  int64_t trainable = 0, untrained = 0, state = 0;
   for (const auto& v : tg.variables) {
-    if (v.trainable) {
-      out << "    " << v.name << std::string(width - v.name.size() + 2, ' ') << v.shape.DebugString() << "  "
-          << FormatThousands(v.shape.num_elements()) << "\n";
-      trainable += v.shape.num_elements();
-    } else {
+    if (v.slot) {
       state += v.shape.num_elements();
+      continue;
     }
+    out << "    " << v.name << std::string(width - v.name.size() + 2, ' ') << v.shape.DebugString() << "  "
+        << FormatThousands(v.shape.num_elements()) << (v.trainable ? "" : "  (not trained)") << "\n";
+    (v.trainable ? trainable : untrained) += v.shape.num_elements();
   }
-  out << "    total trainable parameters " << FormatThousands(trainable) << "; optimizer state " << FormatThousands(state) << "\n";
+  out << "    total trainable parameters " << FormatThousands(trainable);
+  if (untrained > 0) out << "; not trained " << FormatThousands(untrained);
+  out << "; optimizer state " << FormatThousands(state) << "\n";
   const int64_t batch = e.input().train().batch_size();
   // Backward is about twice the forward work.
   const double flops = 3.0 * static_cast<double>(tg.forward_flops_per_example) * static_cast<double>(batch);

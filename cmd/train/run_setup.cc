@@ -34,7 +34,7 @@ int LoadExperimentForRun(const TrainerOptions& options, std::ostream& err,
 }
 
 std::vector<checkpoint::SaveableVariable> SaveablesOf(const std::vector<models::VariableSummary>& variables,
-                                                      const std::string& int64_variable, std::vector<bool>* trainable) {
+                                                      const std::string& int64_variable, std::vector<bool>* model) {
   std::vector<checkpoint::SaveableVariable> out;
   std::map<std::string, size_t> logical_at;
   for (const auto& v : variables) {
@@ -58,7 +58,7 @@ std::vector<checkpoint::SaveableVariable> SaveablesOf(const std::vector<models::
       sv.mod_parts[v.part] = v.name;
     }
     out.push_back(sv);
-    if (trainable != nullptr) trainable->push_back(v.trainable);
+    if (model != nullptr) model->push_back(!v.slot);
   }
   return out;
 }

@@ -28,10 +28,12 @@ int LoadExperimentForRun(const TrainerOptions& options, std::ostream& err,
 // name; a partitioned one (models/embedding_ops.h) once, as its whole
 // logical variable stitched from its parts (row r in part r % N), so a run
 // restores into another number of partitions. The variable named
-// `int64_variable` (the global step) is int64, the rest float. `trainable`,
-// when given, gets one flag per entry.
+// `int64_variable` (the global step) is int64, the rest float. `model`,
+// when given, gets one flag per entry: a variable of the model (trainable,
+// or state such as batch_norm's moving statistics), not an optimizer slot or
+// the step.
 std::vector<checkpoint::SaveableVariable> SaveablesOf(const std::vector<models::VariableSummary>& variables,
-                                                      const std::string& int64_variable, std::vector<bool>* trainable);
+                                                      const std::string& int64_variable, std::vector<bool>* model);
 
 }  // namespace sluice
 

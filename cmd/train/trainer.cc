@@ -156,26 +156,27 @@ void KeepMetricsPortAcrossRestarts(MetricsOptions* metrics) {
 
 // The config's names of variables checked against the training graph, as
 // located errors (with did-you-mean) that --validate reports too:
-// checkpoint.warm_start.variables (trainable variables as checkpoints name
+// checkpoint.warm_start.variables (the model's variables as checkpoints name
 // them: a split table by its own name) and summaries.histograms (each must
 // match a trainable variable). False if any is wrong.
 bool CheckVariableNames(const config::LoadedExperiment& loaded, const models::TrainingGraph& tg,
                         config::ConfigErrors* errors) {
   const config::Experiment& e = loaded.experiment;
-  std::vector<std::string> trainable;  // checkpoint names, in graph order
+  std::vector<std::string> model, trainable;  // checkpoint names, in graph order
   for (const auto& v : tg.variables) {
     const std::string& name = v.num_parts > 1 ? v.logical : v.name;
+    if (!v.slot && std::find(model.begin(), model.end(), name) == model.end()) model.push_back(name);
     if (v.trainable && std::find(trainable.begin(), trainable.end(), name) == trainable.end()) trainable.push_back(name);
   }
   bool ok = true;
   const config::Checkpoint::WarmStart& w = e.checkpoint().warm_start();
   for (int i = 0; i < w.variables_size(); ++i) {
-    if (std::find(trainable.begin(), trainable.end(), w.variables(i)) != trainable.end()) continue;
-    const std::string guess = ClosestMatch(w.variables(i), trainable);
+    if (std::find(model.begin(), model.end(), w.variables(i)) != model.end()) continue;
+    const std::string guess = ClosestMatch(w.variables(i), model);
     errors->Add(loaded.Where(w, "variables", i),
-                absl::StrCat("checkpoint.warm_start.variables: '", w.variables(i), "' is not a trainable variable of this model",
+                absl::StrCat("checkpoint.warm_start.variables: '", w.variables(i), "' is not a variable of this model",
                              guess.empty() ? "" : absl::StrCat(" (did you mean '", guess, "'?)"),
-                             "; trainable variables: ", absl::StrJoin(trainable, ", ")));
+                             "; the model's variables: ", absl::StrJoin(model, ", ")));
     ok = false;
   }
   const config::Summaries& sm = e.summaries();
@@ -841,8 +842,8 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   // train.best_model, which needs evaluations: the best checkpoint and early stopping.
   const bool selects_best = e.train().has_best_model() && tg.has_eval;
   saver_options.records_best = selects_best;
-  std::vector<bool> trainable;
-  const std::vector<checkpoint::SaveableVariable> saveables = SaveablesOf(tg.variables, tg.global_step, &trainable);
+  std::vector<bool> model_variable;
+  const std::vector<checkpoint::SaveableVariable> saveables = SaveablesOf(tg.variables, tg.global_step, &model_variable);
   std::unique_ptr<checkpoint::Saver> saver;
   if (chief) {
     auto saver_or = checkpoint::Saver::Create(saver_options, saveables);
@@ -908,12 +909,12 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
       std::set<std::string> wanted = listed;  // those not found yet
       std::vector<checkpoint::SaveableVariable> chosen;
       for (size_t i = 0; i < saveables.size(); ++i) {
-        if (!trainable[i] || (!listed.empty() && wanted.erase(saveables[i].name) == 0)) continue;
+        if (!model_variable[i] || (!listed.empty() && wanted.erase(saveables[i].name) == 0)) continue;
         chosen.push_back(saveables[i]);
       }
       if (!wanted.empty()) {
         err << options.config_path << ": error: checkpoint.warm_start.variables: '" << *wanted.begin()
-            << "' is not a trainable variable of this model\n";
+            << "' is not a variable of this model\n";
         return kExitBadConfig;
       }
       checkpoint::WarmStartOptions wo;

@@ -166,6 +166,57 @@ def tf_cnn(tf, x, training):
     return tf.nn.bias_add(tf.matmul(h, w), b)
 
 
+# configs/fashion_resnet.pbtxt's layers: (name, input(s), kind, filters). A conv has no
+# bias; "bn" is batch normalization with its activation (relu or none); "add" sums two
+# layers and applies a ReLU.
+RESNET = [
+    ("stem", "image", "conv", 32), ("stem_bn", "stem", "bn_relu", 0),
+    ("b1_conv1", "stem_bn", "conv", 32), ("b1_bn1", "b1_conv1", "bn_relu", 0),
+    ("b1_conv2", "b1_bn1", "conv", 32), ("b1_bn2", "b1_conv2", "bn", 0),
+    ("b1", ("stem_bn", "b1_bn2"), "add", 0), ("pool1", "b1", "pool", 0),
+    ("widen", "pool1", "conv", 64), ("widen_bn", "widen", "bn_relu", 0),
+    ("b2_conv1", "widen_bn", "conv", 64), ("b2_bn1", "b2_conv1", "bn_relu", 0),
+    ("b2_conv2", "b2_bn1", "conv", 64), ("b2_bn2", "b2_conv2", "bn", 0),
+    ("b2", ("widen_bn", "b2_bn2"), "add", 0), ("pool2", "b2", "pool", 0),
+]
+RESNET_MOMENTUM, RESNET_EPSILON = 0.9, 1e-3
+
+
+def tf_resnet(tf, x):
+    """configs/fashion_resnet.pbtxt in TensorFlow 1 graph ops, training mode: each batch
+    normalization a FusedBatchNormV3 (tf.compat.v1.nn.fused_batch_norm) whose moving mean and
+    variance are updated by assign ops collected in UPDATE_OPS (run them with the train op)."""
+    init = tf.compat.v1.glorot_uniform_initializer()
+    out = {"image": x}
+    channels = {"image": 1}
+    for name, src, kind, filters in RESNET:
+        if kind == "conv":
+            w = tf.compat.v1.get_variable(name + "/kernel", [3, 3, channels[src], filters], initializer=init)
+            out[name], channels[name] = tf.nn.conv2d(out[src], w, [1, 1, 1, 1], "SAME"), filters
+        elif kind.startswith("bn"):
+            c = channels[src]
+            gamma = tf.compat.v1.get_variable(name + "/gamma", [c], initializer=tf.compat.v1.ones_initializer())
+            beta = tf.compat.v1.get_variable(name + "/beta", [c], initializer=tf.compat.v1.zeros_initializer())
+            mean = tf.compat.v1.get_variable(name + "/moving_mean", [c], trainable=False,
+                                             initializer=tf.compat.v1.zeros_initializer())
+            var = tf.compat.v1.get_variable(name + "/moving_variance", [c], trainable=False,
+                                            initializer=tf.compat.v1.ones_initializer())
+            y, batch_mean, batch_var = tf.compat.v1.nn.fused_batch_norm(out[src], gamma, beta,
+                                                                        epsilon=RESNET_EPSILON, is_training=True)
+            for moving, batch in ((mean, batch_mean), (var, batch_var)):
+                tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.UPDATE_OPS, tf.compat.v1.assign_sub(
+                    moving, (moving - batch) * (1 - RESNET_MOMENTUM)))
+            out[name], channels[name] = (tf.nn.relu(y) if kind == "bn_relu" else y), c
+        elif kind == "add":
+            out[name], channels[name] = tf.nn.relu(out[src[0]] + out[src[1]]), channels[src[0]]
+        else:
+            out[name], channels[name] = tf.nn.max_pool2d(out[src], 2, 2, "VALID"), channels[src]
+    h = tf.reduce_mean(out["pool2"], axis=[1, 2])  # the 7x7 average pool, flattened
+    w = tf.compat.v1.get_variable("logits/kernel", [64, 10], initializer=init)
+    b = tf.compat.v1.get_variable("logits/bias", [10], initializer=tf.compat.v1.zeros_initializer())
+    return tf.nn.bias_add(tf.matmul(h, w), b)
+
+
 # ---------------------------------------------------------------- PyTorch
 
 def torch_mlp(torch, hidden=(512, 512), classes=10, zero_logits=False):
@@ -190,6 +241,51 @@ def torch_cnn(torch):
         nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(7 * 7 * 64, 1024), nn.ReLU(), nn.Dropout(0.4), nn.Linear(1024, 10))
     glorot_zero(torch, model)
+    return model
+
+
+def torch_resnet(torch):
+    """configs/fashion_resnet.pbtxt as a torch.nn.Module (NCHW input); BatchNorm2d with
+    PyTorch's momentum 1 - RESNET_MOMENTUM."""
+    nn = torch.nn
+
+    class ResNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            channels = {"image": 1}
+            self.layers = nn.ModuleDict()
+            for name, src, kind, filters in RESNET:
+                if kind == "conv":
+                    self.layers[name] = nn.Conv2d(channels[src], filters, 3, padding=1, bias=False)
+                    channels[name] = filters
+                elif kind.startswith("bn"):
+                    self.layers[name] = nn.BatchNorm2d(channels[src], eps=RESNET_EPSILON,
+                                                       momentum=1 - RESNET_MOMENTUM)
+                    channels[name] = channels[src]
+                else:
+                    channels[name] = channels[src if kind == "pool" else src[0]]
+            self.logits = nn.Linear(64, 10)
+
+        def forward(self, x):
+            out = {"image": x}
+            for name, src, kind, _ in RESNET:
+                if kind == "conv":
+                    out[name] = self.layers[name](out[src])
+                elif kind.startswith("bn"):
+                    y = self.layers[name](out[src])
+                    out[name] = torch.relu(y) if kind == "bn_relu" else y
+                elif kind == "add":
+                    out[name] = torch.relu(out[src[0]] + out[src[1]])
+                else:
+                    out[name] = torch.nn.functional.max_pool2d(out[src], 2)
+            return self.logits(out["pool2"].mean(dim=(2, 3)))
+
+    model = ResNet()
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Conv2d)):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
     return model
 
 

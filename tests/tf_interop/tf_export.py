@@ -1,7 +1,8 @@
 """A model trained by Sluice, exported with `train CONFIG --export`, runs in TensorFlow.
 
-For each model (fashion_mlp, fashion_cnn, fashion_lstm with its in-graph while loop, and
-fashion_sampled_softmax with its output weights in two parts): `train` runs a few steps and
+For each model (fashion_mlp, fashion_cnn, fashion_lstm with its in-graph while loop,
+fashion_resnet with batch normalization and residual sums, and fashion_sampled_softmax with its
+output weights in two parts): `train` runs a few steps and
 its final evaluation over the 10,000 test images; `train --export` writes the frozen
 inference graph; TensorFlow (graph mode) imports that GraphDef as it is and runs it on the
 same 10,000 images. Checked:
@@ -43,9 +44,16 @@ MODELS = [
     ("fashion_mlp", 60, "outputs/logits", "outputs/logits:0  float [?,10]"),
     ("fashion_cnn", 30, "outputs/logits", "outputs/logits:0  float [?,10]"),
     ("fashion_lstm", 30, "outputs/logits", "outputs/logits:0  float [?,10]"),
+    # Residual blocks and batch normalization: TensorFlow's FusedBatchNormV3 in inference
+    # mode on the moving statistics, AddN for the residual sums.
+    ("fashion_resnet", 30, "outputs/logits", "outputs/logits:0  float [?,10]"),
     ("fashion_sampled_softmax", 60, "outputs/sampled_softmax/logits",
      "outputs/sampled_softmax/logits:0  float [?,10]"),
 ]
+
+
+# Settings a short run needs besides train.steps: the shipped warmup is longer than it.
+SHORT_RUN_SETS = {"fashion_resnet": ["--set", "optimizer.schedule.warmup_cosine.warmup_steps=10"]}
 
 
 def read_idx(name, header):
@@ -122,6 +130,7 @@ def check(name, steps, logits_name, summary_line, args, images, labels):
     run_dir = os.path.join(args.workdir, name)
     config = os.path.join(args.configs, name + ".pbtxt")
     common = ["--run_dir", run_dir, "--set", "devices.intra_op_threads=1", "--set", "devices.inter_op_threads=1"]
+    common += SHORT_RUN_SETS.get(name, [])
     run([args.train, config] + common + ["--set", "train.steps=%d" % steps, "--set", "train.eval_every_steps=0",
                                          "--set", "summaries.every_steps=0"])
     want, examples = last_eval(run_dir)

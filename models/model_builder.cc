@@ -604,6 +604,10 @@ class ModelCompiler {
     }
     const int64_t c = s.dim(s.rank() - 1);
     const TensorShape per_channel({c});
+    // The defaults (configs/load.cc) also where a caller built the model
+    // without applying them.
+    const float momentum = bn.has_momentum() ? bn.momentum() : 0.99f;
+    const float epsilon = bn.has_epsilon() ? bn.epsilon() : 0.001f;
     auto filled = [&](const std::string& name, float value) {
       return b->Op(name, "Fill", {b->Const(name + "_shape", ShapeTensor({c})), b->Scalar<float>(name + "_value", value)});
     };
@@ -620,7 +624,7 @@ class ModelCompiler {
     const bool training = options_.training;
     AttrList attrs = {{"T", MakeAttr(DT_FLOAT)},
                       {"U", MakeAttr(DT_FLOAT)},
-                      {"epsilon", MakeAttr(bn.epsilon())},
+                      {"epsilon", MakeAttr(epsilon)},
                       {"data_format", MakeAttr("NHWC")},
                       {"is_training", MakeAttr(training)}};
     // Training reads no running statistics (exponential_avg_factor 1): they
@@ -636,7 +640,7 @@ class ModelCompiler {
       // moving += (batch - moving) * (1 - momentum), with the batch's
       // unbiased variance (FusedBatchNormV3's outputs 1 and 2).
       GraphBuilder ub = b->WithSubPrefix("update");
-      Output rate = ub.Scalar<float>("rate", 1.0f - bn.momentum());
+      Output rate = ub.Scalar<float>("rate", 1.0f - momentum);
       const std::pair<Output, int> stats[] = {{moving_mean, 1}, {moving_variance, 2}};
       for (const auto& [moving, output] : stats) {
         const std::string name = output == 1 ? "moving_mean" : "moving_variance";

@@ -7,9 +7,16 @@
 //                                [0 -2 -1  2  1  0]
 //                                [0  2 -1 -2  1  0]
 //                                [0  4  0 -5  0  1]
-//   F(2, 5): filter G (6x5, kForwardG) and output A^T (2x6, ForwardOutput1D);
-//   F(5, 2): output gradient G' (6x2, FilterGradOutputGradient1D) and
-//            filter gradient A'^T (5x6, kFilterGradAT).
+//   5x5 filters, F(2, 5): filter G (6x5, kForwardG5) and output A^T (2x6,
+//     OutputTransform1D<2>); F(5, 2) for the filter gradient: output gradient
+//     G' (6x2, GradientTransform1D<2>) and filter gradient A'^T (5x6,
+//     kFilterGradAT5).
+//   3x3 filters, F(4, 3): G (6x3, kForwardG3), A^T (4x6, OutputTransform1D<4>);
+//     F(3, 4): G' (6x4, GradientTransform1D<4>), A'^T (3x6, kFilterGradAT3).
+// With these points every G is s_p * point_p^j (s = 1/4, 1/6, 1/6, 1/24, 1/24
+// for the points 0, 1, -1, 2, -2; the last row picks the last element) and
+// every A^T is point_p^i (the last column adding the last point to the last
+// output), so one B^T serves each pair.
 // A 2-D transform applies the 1-D one to the columns, then to the rows:
 // V = B^T d B, U = G w G^T, y = A^T (U . V) A.
 //
@@ -41,7 +48,13 @@ std::atomic<int64_t> g_runs{0};
 
 constexpr int kAlpha = 6;                  // side of a transformed tile
 constexpr int kPoints = kAlpha * kAlpha;   // 36
-constexpr int kOut = kAlpha - kFilterSize + 1;  // 2: side of an output block
+
+// The side of the output block a tile gives for a K x K filter: 2 for 5x5,
+// 4 for 3x3.
+template <int K>
+constexpr int OutSide() {
+  return kAlpha - K + 1;
+}
 
 // ---- Vectors (float_vec.h) ----
 
@@ -75,7 +88,7 @@ int64_t CeilDiv(int64_t x, int64_t m) { return (x + m - 1) / m; }
 
 // ---- The transforms ----
 
-constexpr float kForwardG[kAlpha][kFilterSize] = {
+constexpr float kForwardG5[kAlpha][5] = {
     {1.0f / 4, 0, 0, 0, 0},
     {1.0f / 6, 1.0f / 6, 1.0f / 6, 1.0f / 6, 1.0f / 6},
     {1.0f / 6, -1.0f / 6, 1.0f / 6, -1.0f / 6, 1.0f / 6},
@@ -83,8 +96,31 @@ constexpr float kForwardG[kAlpha][kFilterSize] = {
     {1.0f / 24, -1.0f / 12, 1.0f / 6, -1.0f / 3, 2.0f / 3},
     {0, 0, 0, 0, 1},
 };
-constexpr float kFilterGradAT[kFilterSize][kAlpha] = {
+constexpr float kFilterGradAT5[5][kAlpha] = {
     {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 0}, {0, 1, 1, 16, 16, 1},
+};
+constexpr float kForwardG3[kAlpha][3] = {
+    {1.0f / 4, 0, 0},
+    {1.0f / 6, 1.0f / 6, 1.0f / 6},
+    {1.0f / 6, -1.0f / 6, 1.0f / 6},
+    {1.0f / 24, 1.0f / 12, 1.0f / 6},
+    {1.0f / 24, -1.0f / 12, 1.0f / 6},
+    {0, 0, 1},
+};
+constexpr float kFilterGradAT3[3][kAlpha] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 1}};
+
+// The matrices of a K x K filter's transforms.
+template <int K>
+struct Matrices;
+template <>
+struct Matrices<5> {
+  static constexpr const float (&kG)[kAlpha][5] = kForwardG5;
+  static constexpr const float (&kGradAT)[5][kAlpha] = kFilterGradAT5;
+};
+template <>
+struct Matrices<3> {
+  static constexpr const float (&kG)[kAlpha][3] = kForwardG3;
+  static constexpr const float (&kGradAT)[3][kAlpha] = kFilterGradAT3;
 };
 
 // B^T applied to six vectors (in place of the column or row they came from).
@@ -98,15 +134,49 @@ inline void InputTransform1D(const Vec d[kAlpha], Vec o[kAlpha]) {
   o[5] = Fma(four, d[1], d[5]) - five * d[3];
 }
 
-// A^T of F(2, 5) applied to six vectors.
-inline void ForwardOutput1D(const Vec m[kAlpha], Vec y[kOut]) {
+// A^T of F(M, 7 - M) applied to six vectors: M outputs.
+template <int M>
+void OutputTransform1D(const Vec m[kAlpha], Vec y[M]);
+
+// F(2, 5).
+template <>
+inline void OutputTransform1D<2>(const Vec m[kAlpha], Vec y[2]) {
   y[0] = m[0] + m[1] + m[2] + m[3] + m[4];
   y[1] = Fma(Splat(2.0f), m[3] - m[4], m[1] - m[2]) + m[5];
 }
 
-// G' of F(5, 2) applied to two vectors.
-// G' = [1/4 0; 1/6 1/6; 1/6 -1/6; 1/24 1/12; 1/24 -1/12; 0 1].
-inline void FilterGradOutputGradient1D(const Vec g[kOut], Vec o[kAlpha]) {
+// F(4, 3): A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1].
+template <>
+inline void OutputTransform1D<4>(const Vec m[kAlpha], Vec y[4]) {
+  const Vec sum12 = m[1] + m[2], diff12 = m[1] - m[2], sum34 = m[3] + m[4], diff34 = m[3] - m[4];
+  y[0] = m[0] + sum12 + sum34;
+  y[1] = Fma(Splat(2.0f), diff34, diff12);
+  y[2] = Fma(Splat(4.0f), sum34, sum12);
+  y[3] = Fma(Splat(8.0f), diff34, diff12) + m[5];
+}
+
+// G' of F(7 - M, M) applied to M vectors (a filter gradient's output
+// gradient): six out.
+template <int M>
+void GradientTransform1D(const Vec g[M], Vec o[kAlpha]);
+
+// F(3, 4): G' = [1/4 0 0 0; 1/6 1/6 1/6 1/6; 1/6 -1/6 1/6 -1/6;
+// 1/24 1/12 1/6 1/3; 1/24 -1/12 1/6 -1/3; 0 0 0 1].
+template <>
+inline void GradientTransform1D<4>(const Vec g[4], Vec o[kAlpha]) {
+  const Vec even = g[0] + g[2], odd = g[1] + g[3];
+  const Vec low = Fma(Splat(4.0f), g[2], g[0]), high = Fma(Splat(8.0f), g[3], Splat(2.0f) * g[1]);
+  o[0] = Splat(1.0f / 4) * g[0];
+  o[1] = Splat(1.0f / 6) * (even + odd);
+  o[2] = Splat(1.0f / 6) * (even - odd);
+  o[3] = Splat(1.0f / 24) * (low + high);
+  o[4] = Splat(1.0f / 24) * (low - high);
+  o[5] = g[3];
+}
+
+// F(5, 2): G' = [1/4 0; 1/6 1/6; 1/6 -1/6; 1/24 1/12; 1/24 -1/12; 0 1].
+template <>
+inline void GradientTransform1D<2>(const Vec g[2], Vec o[kAlpha]) {
   const Vec sixth0 = Splat(1.0f / 6) * g[0], sixth1 = Splat(1.0f / 6) * g[1];
   const Vec a = Splat(1.0f / 24) * g[0], b = Splat(1.0f / 12) * g[1];
   o[0] = Splat(1.0f / 4) * g[0];
@@ -126,14 +196,15 @@ struct Image {
 // The input transform of a block's tiles, in the order they come. B^T d B is
 // B^T applied down each of the window's 6 columns, then across each of the
 // resulting 6 rows. The next tile of the same row of an image starts 2
-// columns further and shares 4 columns with the last one: their column
-// transforms are kept (in slots by column mod 6) and only 2 are made, which
-// takes the tile from 12 one-dimensional transforms and 36 loads from the
-// image to 8 and 12.
+// columns further (5x5 filters; 4 for 3x3) and shares 4 columns (2) with the
+// last one: their column transforms are kept (in slots by column mod 6) and
+// only the new ones are made, which takes a 5x5 filter's tile from 12
+// one-dimensional transforms and 36 loads from the image to 8 and 12.
 class InputTransform {
  public:
-  // `cache` holds ColumnCacheFloats(padded) floats.
-  InputTransform(int64_t padded, float* cache) : padded_(padded), cache_(cache) {}
+  // `cache` holds ColumnCacheFloats(padded) floats; `step`: the columns from
+  // one tile of a row to the next (the output block's side).
+  InputTransform(int64_t padded, float* cache, int step) : padded_(padded), step_(step), cache_(cache) {}
 
   static int64_t ColumnCacheFloats(int64_t padded) { return kAlpha * padded * kAlpha; }
 
@@ -141,10 +212,10 @@ class InputTransform {
   // whose top left is (row0, col0) (zeros outside the image), channels
   // [0, padded).
   void Tile(const Image& image, int64_t row0, int64_t col0, float* v, int64_t point_stride) {
-    const bool next = image.data == image_ && row0 == row0_ && col0 == col0_ + kOut;
-    for (int j = next ? kAlpha - kOut : 0; j < kAlpha; ++j) Column(image, row0, col0 + j);
+    const bool next = image.data == image_ && row0 == row0_ && col0 == col0_ + step_;
+    for (int j = next ? kAlpha - step_ : 0; j < kAlpha; ++j) Column(image, row0, col0 + j);
     // The next tile's new columns, from memory while this one is transformed.
-    for (int64_t x = col0 + kAlpha; x < col0 + kAlpha + kOut && x < image.cols; ++x) {
+    for (int64_t x = col0 + kAlpha; x < col0 + kAlpha + step_ && x < image.cols; ++x) {
       for (int64_t y = std::max<int64_t>(row0, 0); y < std::min(row0 + kAlpha, image.rows); ++y) {
         PrefetchRun(image.data + (y * image.cols + x) * image.channels, image.channels);
       }
@@ -198,6 +269,7 @@ class InputTransform {
   }
 
   const int64_t padded_;
+  const int step_;
   float* const cache_;
   const float* image_ = nullptr;
   int64_t row0_ = 0, col0_ = 0;
@@ -236,23 +308,24 @@ void Sandwich(const float (&m)[R][C], const Vec (&x)[C][C], Vec (&out)[R][R]) {
 }
 
 // U[p][c][k] (c < padded_in, k < padded_out, zeros in the padding) = (G w G^T)[p]
-// for an HWIO 5x5 filter w [5, 5, in, out].
+// for an HWIO K x K filter w [K, K, in, out].
+template <int K>
 void TransformFilter(const float* w, int64_t in, int64_t out, int64_t padded_in, int64_t padded_out, float* u) {
   std::fill(u, u + kPoints * padded_in * padded_out, 0.0f);
   for (int64_t c = 0; c < in; ++c) {
     for (int64_t k0 = 0; k0 < out; k0 += kLanes) {
       const int64_t lanes = std::min<int64_t>(kLanes, out - k0);
-      Vec g[kFilterSize][kFilterSize];
+      Vec g[K][K];
 #pragma GCC unroll 6
-      for (int a = 0; a < kFilterSize; ++a) {
+      for (int a = 0; a < K; ++a) {
 #pragma GCC unroll 6
-        for (int b = 0; b < kFilterSize; ++b) {
-          const float* at = w + ((a * kFilterSize + b) * in + c) * out + k0;
+        for (int b = 0; b < K; ++b) {
+          const float* at = w + ((a * K + b) * in + c) * out + k0;
           g[a][b] = lanes == kLanes ? Load(at) : LoadPartial(at, lanes);
         }
       }
       Vec transformed[kAlpha][kAlpha];
-      Sandwich(kForwardG, g, transformed);
+      Sandwich(Matrices<K>::kG, g, transformed);
 #pragma GCC unroll 6
       for (int i = 0; i < kAlpha; ++i) {
 #pragma GCC unroll 6
@@ -369,18 +442,23 @@ struct TileGrid {
   int64_t per_image() const { return rows * cols; }
 };
 
-TileGrid GridOf(const ConvDims& d) { return {CeilDiv(d.out_rows, kOut), CeilDiv(d.out_cols, kOut)}; }
+template <int K>
+TileGrid GridOf(const ConvDims& d) {
+  return {CeilDiv(d.out_rows, OutSide<K>()), CeilDiv(d.out_cols, OutSide<K>())};
+}
 
 // y for tiles [first, last) of the forward convolution, u the transformed
 // filter.
+template <int K>
 void ForwardTiles(const ConvDims& d, const float* x, const float* u, const float* bias, bool relu, float* y,
                   int64_t first, int64_t last, int64_t tiles_per_block) {
   const int64_t padded_in = RoundUp(d.in_channels, kLanes), padded_out = RoundUp(d.out_channels, kLanes);
-  const TileGrid grid = GridOf(d);
+  constexpr int kOut = OutSide<K>();
+  const TileGrid grid = GridOf<K>(d);
   float* v = ThreadBuffer(kPoints * tiles_per_block * (padded_in + padded_out) +
                          InputTransform::ColumnCacheFloats(padded_in));
   float* m = v + kPoints * tiles_per_block * padded_in;
-  InputTransform transform(padded_in, m + kPoints * tiles_per_block * padded_out);
+  InputTransform transform(padded_in, m + kPoints * tiles_per_block * padded_out, kOut);
   for (int64_t b0 = first; b0 < last; b0 += tiles_per_block) {
     const int64_t tiles = std::min(tiles_per_block, last - b0);
     for (int64_t t = 0; t < tiles; ++t) {
@@ -406,7 +484,7 @@ void ForwardTiles(const ConvDims& d, const float* x, const float* u, const float
           Vec column[kAlpha], reduced[kOut];
 #pragma GCC unroll 6
           for (int i = 0; i < kAlpha; ++i) column[i] = Load(m + (t * kPoints + i * kAlpha + j) * padded_out + k0);
-          ForwardOutput1D(column, reduced);
+          OutputTransform1D<kOut>(column, reduced);
 #pragma GCC unroll 6
           for (int i = 0; i < kOut; ++i) s[i][j] = reduced[i];
         }
@@ -414,7 +492,7 @@ void ForwardTiles(const ConvDims& d, const float* x, const float* u, const float
 #pragma GCC unroll 6
         for (int i = 0; i < out_rows; ++i) {
           Vec row[kOut];
-          ForwardOutput1D(s[i], row);
+          OutputTransform1D<kOut>(s[i], row);
 #pragma GCC unroll 6
           for (int j = 0; j < out_cols; ++j) {
             Vec value = row[j];
@@ -435,14 +513,16 @@ void ForwardTiles(const ConvDims& d, const float* x, const float* u, const float
 
 // The partial filter gradient of tiles [first, last) added to acc
 // ([36][padded_in][padded_out], transformed domain).
+template <int K>
 void FilterGradTiles(const ConvDims& d, const float* x, const float* dy, int64_t first, int64_t last,
                      int64_t tiles_per_block, float* acc) {
   const int64_t padded_in = RoundUp(d.in_channels, kLanes), padded_out = RoundUp(d.out_channels, kLanes);
-  const TileGrid grid = GridOf(d);
+  constexpr int kOut = OutSide<K>();
+  const TileGrid grid = GridOf<K>(d);
   float* v = ThreadBuffer(kPoints * tiles_per_block * (padded_in + padded_out) +
                          InputTransform::ColumnCacheFloats(padded_in));
   float* g = v + kPoints * tiles_per_block * padded_in;
-  InputTransform transform(padded_in, g + kPoints * tiles_per_block * padded_out);
+  InputTransform transform(padded_in, g + kPoints * tiles_per_block * padded_out, kOut);
   for (int64_t b0 = first; b0 < last; b0 += tiles_per_block) {
     const int64_t tiles = std::min(tiles_per_block, last - b0);
     for (int64_t t = 0; t < tiles; ++t) {
@@ -450,7 +530,7 @@ void FilterGradTiles(const ConvDims& d, const float* x, const float* dy, int64_t
       const int64_t oy = at / grid.cols * kOut, ox = at % grid.cols * kOut;
       const Image image{x + n * d.in_rows * d.in_cols * d.in_channels, d.in_rows, d.in_cols, d.in_channels};
       transform.Tile(image, oy - d.pad_top, ox - d.pad_left, v + t * kPoints * padded_in, padded_in);
-      // G' dy G^T' of the tile's 2x2 output gradient (zeros past the edge).
+      // G' dy G^T' of the tile's kOut x kOut output gradient (zeros past the edge).
       const float* dy_image = dy + n * d.out_rows * d.out_cols * d.out_channels;
       // The next tile's gradient (in this image; at worst a few useless
       // prefetches at the image's end), from memory while this one works.
@@ -476,16 +556,18 @@ void FilterGradTiles(const ConvDims& d, const float* x, const float* dy, int64_t
         Vec columns[kAlpha][kOut];  // G' e, by rows
 #pragma GCC unroll 6
         for (int j = 0; j < kOut; ++j) {
-          const Vec column[kOut] = {e[0][j], e[1][j]};
+          Vec column[kOut];
+#pragma GCC unroll 6
+          for (int i = 0; i < kOut; ++i) column[i] = e[i][j];
           Vec out[kAlpha];
-          FilterGradOutputGradient1D(column, out);
+          GradientTransform1D<kOut>(column, out);
 #pragma GCC unroll 6
           for (int i = 0; i < kAlpha; ++i) columns[i][j] = out[i];
         }
 #pragma GCC unroll 6
         for (int i = 0; i < kAlpha; ++i) {
           Vec out[kAlpha];
-          FilterGradOutputGradient1D(columns[i], out);
+          GradientTransform1D<kOut>(columns[i], out);
 #pragma GCC unroll 6
           for (int j = 0; j < kAlpha; ++j) Store(g + (t * kPoints + i * kAlpha + j) * padded_out + k0, out[j]);
         }
@@ -499,24 +581,25 @@ void FilterGradTiles(const ConvDims& d, const float* x, const float* dy, int64_t
   }
 }
 
-// dw [5, 5, in, out] = A'^T acc A' (acc in the transformed domain).
+// dw [K, K, in, out] = A'^T acc A' (acc in the transformed domain).
+template <int K>
 void FilterGradOutput(const ConvDims& d, const float* acc, float* dw) {
   const int64_t padded_in = RoundUp(d.in_channels, kLanes), padded_out = RoundUp(d.out_channels, kLanes);
   for (int64_t c = 0; c < d.in_channels; ++c) {
     for (int64_t k0 = 0; k0 < d.out_channels; k0 += kLanes) {
       const int64_t lanes = std::min<int64_t>(kLanes, d.out_channels - k0);
-      Vec sums[kAlpha][kAlpha], grad[kFilterSize][kFilterSize];
+      Vec sums[kAlpha][kAlpha], grad[K][K];
 #pragma GCC unroll 6
       for (int i = 0; i < kAlpha; ++i) {
 #pragma GCC unroll 6
         for (int j = 0; j < kAlpha; ++j) sums[i][j] = Load(acc + ((i * kAlpha + j) * padded_in + c) * padded_out + k0);
       }
-      Sandwich(kFilterGradAT, sums, grad);
+      Sandwich(Matrices<K>::kGradAT, sums, grad);
 #pragma GCC unroll 6
-      for (int a = 0; a < kFilterSize; ++a) {
+      for (int a = 0; a < K; ++a) {
 #pragma GCC unroll 6
-        for (int b = 0; b < kFilterSize; ++b) {
-          float* to = dw + ((a * kFilterSize + b) * d.in_channels + c) * d.out_channels + k0;
+        for (int b = 0; b < K; ++b) {
+          float* to = dw + ((a * K + b) * d.in_channels + c) * d.out_channels + k0;
           if (lanes == kLanes) {
             Store(to, grad[a][b]);
           } else {
@@ -528,7 +611,10 @@ void FilterGradOutput(const ConvDims& d, const float* acc, float* dw) {
   }
 }
 
-int64_t TileCount(const ConvDims& d) { return d.batch * GridOf(d).per_image(); }
+template <int K>
+int64_t TileCount(const ConvDims& d) {
+  return d.batch * GridOf<K>(d).per_image();
+}
 
 // Rough cycles per tile, for ParallelForRanges' cut.
 int64_t CostPerTile(const ConvDims& d) {
@@ -540,62 +626,34 @@ int64_t TilesPerBlockFor(const ConvDims& d) {
 }
 
 // The forward convolution with a filter already in the transformed domain.
+template <int K>
 void ForwardTransformed(const ConvDims& d, const float* x, const float* u, const float* bias, bool relu, float* y,
                         const Threads& threads) {
   const int64_t per_block = TilesPerBlockFor(d);
-  ParallelForRanges(threads.pool, threads.count, TileCount(d), CostPerTile(d), per_block,
-                    [&](int64_t first, int64_t last) { ForwardTiles(d, x, u, bias, relu, y, first, last, per_block); });
+  ParallelForRanges(threads.pool, threads.count, TileCount<K>(d), CostPerTile(d), per_block, [&](int64_t first, int64_t last) {
+    ForwardTiles<K>(d, x, u, bias, relu, y, first, last, per_block);
+  });
 }
 
-}  // namespace
-
-int64_t Runs() { return g_runs.load(std::memory_order_relaxed); }
-
-bool Worthwhile(const ConvDims& d) {
-  if (d.batch <= 0 || d.in_rows <= 0 || d.in_cols <= 0 || d.out_rows <= 0 || d.out_cols <= 0) return false;
-  // Fewer channels than a vector: most of each product would be padding.
-  if (d.in_channels < 16 || d.out_channels < 16) return false;
-  const int64_t pad_bottom = d.out_rows + kFilterSize - 1 - d.in_rows - d.pad_top;
-  const int64_t pad_right = d.out_cols + kFilterSize - 1 - d.in_cols - d.pad_left;
-  auto ok = [](int64_t pad) { return pad >= 0 && pad < kFilterSize; };
-  return ok(d.pad_top) && ok(d.pad_left) && ok(pad_bottom) && ok(pad_right);
-}
-
-ConvDims BackpropDims(const ConvDims& d) {
-  ConvDims b;
-  b.batch = d.batch;
-  b.in_rows = d.out_rows;
-  b.in_cols = d.out_cols;
-  b.in_channels = d.out_channels;
-  b.out_rows = d.in_rows;
-  b.out_cols = d.in_cols;
-  b.out_channels = d.in_channels;
-  b.pad_top = kFilterSize - 1 - d.pad_top;
-  b.pad_left = kFilterSize - 1 - d.pad_left;
-  return b;
-}
-
-void Forward(const ConvDims& d, const float* x, const float* w, const float* bias, bool relu, float* y,
-             const Threads& threads) {
-  g_runs.fetch_add(1, std::memory_order_relaxed);
+template <int K>
+void ForwardK(const ConvDims& d, const float* x, const float* w, const float* bias, bool relu, float* y,
+              const Threads& threads) {
   const int64_t padded_in = RoundUp(d.in_channels, kLanes), padded_out = RoundUp(d.out_channels, kLanes);
   std::vector<float> u(static_cast<size_t>(kPoints * padded_in * padded_out));
-  TransformFilter(w, d.in_channels, d.out_channels, padded_in, padded_out, u.data());
-  ForwardTransformed(d, x, u.data(), bias, relu, y, threads);
+  TransformFilter<K>(w, d.in_channels, d.out_channels, padded_in, padded_out, u.data());
+  ForwardTransformed<K>(d, x, u.data(), bias, relu, y, threads);
 }
 
-void BackpropInput(const ConvDims& d, const float* w, const float* dy, float* dx, const Threads& threads) {
-  g_runs.fetch_add(1, std::memory_order_relaxed);
+template <int K>
+void BackpropInputK(const ConvDims& d, const float* w, const float* dy, float* dx, const Threads& threads) {
   const ConvDims b = BackpropDims(d);
-  // The filter turned 180 degrees, its channels swapped: [5, 5, out, in].
+  // The filter turned 180 degrees, its channels swapped: [K, K, out, in].
   const int64_t in = d.in_channels, out = d.out_channels;
-  std::vector<float> turned(static_cast<size_t>(kFilterSize * kFilterSize * in * out));
-#pragma GCC unroll 6
-  for (int a = 0; a < kFilterSize; ++a) {
-#pragma GCC unroll 6
-    for (int c = 0; c < kFilterSize; ++c) {
-      const float* from = w + ((kFilterSize - 1 - a) * kFilterSize + (kFilterSize - 1 - c)) * in * out;
-      float* to = turned.data() + (a * kFilterSize + c) * in * out;
+  std::vector<float> turned(static_cast<size_t>(K * K * in * out));
+  for (int a = 0; a < K; ++a) {
+    for (int c = 0; c < K; ++c) {
+      const float* from = w + ((K - 1 - a) * K + (K - 1 - c)) * in * out;
+      float* to = turned.data() + (a * K + c) * in * out;
       for (int64_t i = 0; i < in; ++i) {
         for (int64_t k = 0; k < out; ++k) to[k * in + i] = from[i * out + k];
       }
@@ -603,14 +661,14 @@ void BackpropInput(const ConvDims& d, const float* w, const float* dy, float* dx
   }
   const int64_t padded_in = RoundUp(b.in_channels, kLanes), padded_out = RoundUp(b.out_channels, kLanes);
   std::vector<float> u(static_cast<size_t>(kPoints * padded_in * padded_out));
-  TransformFilter(turned.data(), b.in_channels, b.out_channels, padded_in, padded_out, u.data());
-  ForwardTransformed(b, dy, u.data(), nullptr, false, dx, threads);
+  TransformFilter<K>(turned.data(), b.in_channels, b.out_channels, padded_in, padded_out, u.data());
+  ForwardTransformed<K>(b, dy, u.data(), nullptr, false, dx, threads);
 }
 
-void BackpropFilter(const ConvDims& d, const float* x, const float* dy, float* dw, const Threads& threads) {
-  g_runs.fetch_add(1, std::memory_order_relaxed);
+template <int K>
+void BackpropFilterK(const ConvDims& d, const float* x, const float* dy, float* dw, const Threads& threads) {
   const int64_t padded_in = RoundUp(d.in_channels, kLanes), padded_out = RoundUp(d.out_channels, kLanes);
-  const int64_t tiles = TileCount(d), per_block = TilesPerBlockFor(d);
+  const int64_t tiles = TileCount<K>(d), per_block = TilesPerBlockFor(d);
   const int64_t acc_floats = kPoints * padded_in * padded_out;
   // One partial sum per range; ranges (not threads) fix the summation order.
   const int64_t blocks = CeilDiv(tiles, per_block);
@@ -619,13 +677,71 @@ void BackpropFilter(const ConvDims& d, const float* x, const float* dy, float* d
   RunTasks(threads.count > 1 ? threads.pool : nullptr, ranges, [&](int64_t r) {
     const int64_t first = std::min(tiles, blocks * r / ranges * per_block);
     const int64_t last = std::min(tiles, blocks * (r + 1) / ranges * per_block);
-    if (first < last) FilterGradTiles(d, x, dy, first, last, per_block, acc.data() + r * acc_floats);
+    if (first < last) FilterGradTiles<K>(d, x, dy, first, last, per_block, acc.data() + r * acc_floats);
   });
   for (int64_t r = 1; r < ranges; ++r) {
     const float* from = acc.data() + r * acc_floats;
     for (int64_t i = 0; i < acc_floats; ++i) acc[static_cast<size_t>(i)] += from[i];
   }
-  FilterGradOutput(d, acc.data(), dw);
+  FilterGradOutput<K>(d, acc.data(), dw);
+}
+
+}  // namespace
+
+int64_t Runs() { return g_runs.load(std::memory_order_relaxed); }
+
+bool Worthwhile(const ConvDims& d) {
+  if (d.filter != 3 && d.filter != 5) return false;
+  if (d.batch <= 0 || d.in_rows <= 0 || d.in_cols <= 0 || d.out_rows <= 0 || d.out_cols <= 0) return false;
+  // Fewer channels than a vector: most of each product would be padding.
+  if (d.in_channels < 16 || d.out_channels < 16) return false;
+  const int64_t pad_bottom = d.out_rows + d.filter - 1 - d.in_rows - d.pad_top;
+  const int64_t pad_right = d.out_cols + d.filter - 1 - d.in_cols - d.pad_left;
+  auto ok = [&](int64_t pad) { return pad >= 0 && pad < d.filter; };
+  return ok(d.pad_top) && ok(d.pad_left) && ok(pad_bottom) && ok(pad_right);
+}
+
+ConvDims BackpropDims(const ConvDims& d) {
+  ConvDims b;
+  b.filter = d.filter;
+  b.batch = d.batch;
+  b.in_rows = d.out_rows;
+  b.in_cols = d.out_cols;
+  b.in_channels = d.out_channels;
+  b.out_rows = d.in_rows;
+  b.out_cols = d.in_cols;
+  b.out_channels = d.in_channels;
+  b.pad_top = d.filter - 1 - d.pad_top;
+  b.pad_left = d.filter - 1 - d.pad_left;
+  return b;
+}
+
+void Forward(const ConvDims& d, const float* x, const float* w, const float* bias, bool relu, float* y,
+             const Threads& threads) {
+  g_runs.fetch_add(1, std::memory_order_relaxed);
+  if (d.filter == 3) {
+    ForwardK<3>(d, x, w, bias, relu, y, threads);
+  } else {
+    ForwardK<5>(d, x, w, bias, relu, y, threads);
+  }
+}
+
+void BackpropInput(const ConvDims& d, const float* w, const float* dy, float* dx, const Threads& threads) {
+  g_runs.fetch_add(1, std::memory_order_relaxed);
+  if (d.filter == 3) {
+    BackpropInputK<3>(d, w, dy, dx, threads);
+  } else {
+    BackpropInputK<5>(d, w, dy, dx, threads);
+  }
+}
+
+void BackpropFilter(const ConvDims& d, const float* x, const float* dy, float* dw, const Threads& threads) {
+  g_runs.fetch_add(1, std::memory_order_relaxed);
+  if (d.filter == 3) {
+    BackpropFilterK<3>(d, x, dy, dw, threads);
+  } else {
+    BackpropFilterK<5>(d, x, dy, dw, threads);
+  }
 }
 
 }  // namespace winograd

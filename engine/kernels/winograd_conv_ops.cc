@@ -1,7 +1,7 @@
 // Winograd kernels of Conv2D, _FusedConv2D, Conv2DBackpropInput and
 // Conv2DBackpropFilter (float32, CPU, Label("winograd")): a node gets them
 // when its `_kernel` attr says so (engine/graph/kernel_selection.h; the
-// session's winograd_kernels option). They take 5x5 filters at stride 1 with
+// session's winograd_kernels option). They take 5x5 and 3x3 filters at stride 1 with
 // at least 16 channels in and out (winograd::Worthwhile) and compute them
 // with winograd_conv.h; every other shape, and every bad input (so that error
 // messages are the usual ones), goes to the node's fallback kernel: the one
@@ -23,10 +23,11 @@ namespace {
 
 // The Winograd dims of a convolution, when it has the shape they take.
 bool ToWinogradDims(const ConvGeometry& g, winograd::ConvDims* d) {
-  if (g.filter_rows != winograd::kFilterSize || g.filter_cols != winograd::kFilterSize || g.rows.stride != 1 ||
+  if ((g.filter_rows != 5 && g.filter_rows != 3) || g.filter_cols != g.filter_rows || g.rows.stride != 1 ||
       g.cols.stride != 1) {
     return false;
   }
+  d->filter = static_cast<int>(g.filter_rows);
   d->batch = g.batch;
   d->in_rows = g.in_rows;
   d->in_cols = g.in_cols;

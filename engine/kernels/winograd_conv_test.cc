@@ -1,7 +1,8 @@
 // winograd_conv.h against float64 direct convolutions: the forward pass (with
-// bias and relu), the input gradient and the filter gradient, at SAME and
-// VALID paddings, odd sizes (partial 2x2 blocks) and channel counts that are
-// not a multiple of the vector width; the same results on 1 and 2 threads.
+// bias and relu), the input gradient and the filter gradient, for 5x5 and 3x3
+// filters, at SAME and VALID paddings, odd sizes (partial 2x2 and 4x4 blocks)
+// and channel counts that are not a multiple of the vector width; the same
+// results on 1 and 2 threads.
 #include "engine/kernels/winograd_conv.h"
 
 #include <algorithm>
@@ -29,7 +30,7 @@ size_t OutputSize(const ConvDims& d) {
   return static_cast<size_t>(d.batch * d.out_rows * d.out_cols * d.out_channels);
 }
 size_t FilterSize(const ConvDims& d) {
-  return static_cast<size_t>(kFilterSize * kFilterSize * d.in_channels * d.out_channels);
+  return static_cast<size_t>(d.filter * d.filter * d.in_channels * d.out_channels);
 }
 
 // The float64 forward convolution and both gradients (given dy).
@@ -47,13 +48,13 @@ Reference Direct(const ConvDims& d, const std::vector<float>& x, const std::vect
     for (int64_t i = 0; i < d.out_rows; ++i) {
       for (int64_t j = 0; j < d.out_cols; ++j) {
         const int64_t o = ((n * d.out_rows + i) * d.out_cols + j) * d.out_channels;
-        for (int a = 0; a < kFilterSize; ++a) {
-          for (int b = 0; b < kFilterSize; ++b) {
+        for (int a = 0; a < d.filter; ++a) {
+          for (int b = 0; b < d.filter; ++b) {
             const int64_t y = i + a - d.pad_top, x_col = j + b - d.pad_left;
             if (y < 0 || y >= d.in_rows || x_col < 0 || x_col >= d.in_cols) continue;
             const int64_t in = ((n * d.in_rows + y) * d.in_cols + x_col) * d.in_channels;
             for (int64_t c = 0; c < d.in_channels; ++c) {
-              const int64_t f = ((a * kFilterSize + b) * d.in_channels + c) * d.out_channels;
+              const int64_t f = ((a * d.filter + b) * d.in_channels + c) * d.out_channels;
               for (int64_t k = 0; k < d.out_channels; ++k) {
                 r.y[o + k] += static_cast<double>(x[in + c]) * w[f + k];
                 r.dx[in + c] += static_cast<double>(dy[o + k]) * w[f + k];
@@ -79,17 +80,18 @@ double RelativeError(const std::vector<float>& got, const std::vector<double>& w
   return worst / scale;
 }
 
-ConvDims Dims(int64_t batch, int64_t rows, int64_t cols, int64_t in, int64_t out, bool same) {
+ConvDims Dims(int64_t batch, int64_t rows, int64_t cols, int64_t in, int64_t out, bool same, int filter = 5) {
   ConvDims d;
+  d.filter = filter;
   d.batch = batch;
   d.in_rows = rows;
   d.in_cols = cols;
   d.in_channels = in;
   d.out_channels = out;
-  const int64_t pad = same ? 2 : 0;
+  const int64_t pad = same ? (filter - 1) / 2 : 0;
   d.pad_top = d.pad_left = pad;
-  d.out_rows = rows + 2 * pad - (kFilterSize - 1);
-  d.out_cols = cols + 2 * pad - (kFilterSize - 1);
+  d.out_rows = rows + 2 * pad - (filter - 1);
+  d.out_cols = cols + 2 * pad - (filter - 1);
   return d;
 }
 
@@ -97,7 +99,7 @@ ConvDims Dims(int64_t batch, int64_t rows, int64_t cols, int64_t in, int64_t out
 
 // For gtest's messages.
 void PrintTo(const ConvDims& d, std::ostream* os) {
-  *os << "[" << d.batch << ", " << d.in_rows << ", " << d.in_cols << ", " << d.in_channels << "] -> [" << d.batch
+  *os << d.filter << "x" << d.filter << " [" << d.batch << ", " << d.in_rows << ", " << d.in_cols << ", " << d.in_channels << "] -> [" << d.batch
       << ", " << d.out_rows << ", " << d.out_cols << ", " << d.out_channels << "] pad " << d.pad_top << ","
       << d.pad_left;
 }
@@ -175,9 +177,18 @@ INSTANTIATE_TEST_SUITE_P(Shapes, WinogradConvTest,
                              // VALID; channels that are not a multiple of 16 (nor of 8)
                              Dims(3, 11, 8, 21, 18, false),
                              // enough tiles for several blocks per thread
-                             Dims(9, 16, 16, 16, 16, true)));
+                             Dims(9, 16, 16, 16, 16, true),
+                             // 3x3: configs/fashion_resnet.pbtxt's first residual block, at batch 2
+                             Dims(2, 28, 28, 32, 32, true, 3),
+                             // its widening layer, 32 -> 64 channels at 14x14
+                             Dims(3, 14, 14, 32, 64, true, 3),
+                             // odd sizes: partial 4x4 blocks (1, 2 and 3 rows or columns)
+                             Dims(2, 9, 7, 16, 20, true, 3), Dims(1, 6, 11, 17, 16, true, 3),
+                             // VALID; channels that are not a multiple of 16 (nor of 8)
+                             Dims(3, 11, 8, 21, 18, false, 3),
+                             Dims(9, 16, 16, 16, 16, true, 3)));
 
-TEST(WinogradConv, WorthwhileOnlyForEnoughChannelsAndAFiveByFiveWindowsPadding) {
+TEST(WinogradConv, WorthwhileOnlyForEnoughChannelsAndAWindowsPadding) {
   EXPECT_TRUE(Worthwhile(Dims(1, 14, 14, 16, 16, true)));
   EXPECT_FALSE(Worthwhile(Dims(1, 28, 28, 1, 32, true)));   // fashion_cnn's first layer
   EXPECT_FALSE(Worthwhile(Dims(1, 14, 14, 32, 8, true)));   // too few outputs
@@ -189,6 +200,18 @@ TEST(WinogradConv, WorthwhileOnlyForEnoughChannelsAndAFiveByFiveWindowsPadding) 
   ConvDims short_bottom = Dims(1, 14, 14, 32, 32, true);
   short_bottom.out_rows = 20;  // the bottom padding would be 8
   EXPECT_FALSE(Worthwhile(short_bottom));
+  // 3x3: padding 0 to 2 on each side.
+  EXPECT_TRUE(Worthwhile(Dims(1, 14, 14, 16, 16, true, 3)));
+  ConvDims three = Dims(1, 14, 14, 32, 32, false, 3);
+  three.pad_top = 3;  // more than a 3x3 window can have
+  three.out_rows += 3;
+  EXPECT_FALSE(Worthwhile(three));
+  for (int filter : {1, 2, 4, 7}) {
+    ConvDims other = Dims(1, 14, 14, 32, 32, false, 3);
+    other.filter = filter;
+    other.out_rows = other.out_cols = 15 - filter;
+    EXPECT_FALSE(Worthwhile(other)) << filter << "x" << filter;
+  }
 }
 
 TEST(WinogradConv, BackpropDimsSwapTheSidesAndThePadding) {
@@ -203,6 +226,11 @@ TEST(WinogradConv, BackpropDimsSwapTheSidesAndThePadding) {
   EXPECT_EQ(b.pad_top, 4);
   EXPECT_EQ(b.pad_left, 4);
   EXPECT_TRUE(Worthwhile(b));
+  const ConvDims b3 = BackpropDims(Dims(2, 14, 12, 32, 64, true, 3));
+  EXPECT_EQ(b3.filter, 3);
+  EXPECT_EQ(b3.pad_top, 1);
+  EXPECT_EQ(b3.out_rows, 14);
+  EXPECT_TRUE(Worthwhile(b3));
 }
 
 }  // namespace

@@ -577,6 +577,9 @@ std::vector<ConvSpec> ConvSpecs(Rng* rng, bool small) {
     // channels that are not a multiple of the vector width, and VALID.
     specs.push_back({TensorShape({2, 9, 7, 16}), TensorShape({5, 5, 16, 20}), 1, 1, true});
     specs.push_back({TensorShape({1, 8, 11, 24}), TensorShape({5, 5, 24, 16}), 1, 1, false});
+    // And 3x3 (F(4x4, 3x3)): partial 4x4 blocks of 1 and 3 rows or columns.
+    specs.push_back({TensorShape({2, 9, 7, 16}), TensorShape({3, 3, 16, 20}), 1, 1, true});
+    specs.push_back({TensorShape({1, 8, 11, 24}), TensorShape({3, 3, 24, 16}), 1, 1, false});
     specs.push_back({TensorShape({0, 4, 4, 2}), TensorShape({2, 2, 2, 3}), 1, 1, true});  // empty batch
     specs.push_back({TensorShape({2, 4, 4, 0}), TensorShape({2, 2, 0, 3}), 1, 1, true});  // no input channels
     TensorShape in = RandomShape(rng, 4, 1, 6);

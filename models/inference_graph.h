@@ -48,7 +48,8 @@ struct InferenceGraph {
   std::vector<InferenceEndpoint> inputs;
   std::vector<InferenceEndpoint> outputs;
   // The model variables the outputs read (checkpoint names and parts, as in
-  // TrainingGraph::variables); all trainable.
+  // TrainingGraph::variables): trainable ones, and state no gradient trains
+  // (batch_norm's moving statistics) with trainable false.
   std::vector<VariableSummary> variables;
   // A text input's words in id order (InputPipeline::vocabulary); empty for
   // other inputs.

@@ -4,8 +4,11 @@
 // follow them by the configured momentum (the variance unbiased) with every
 // step and are not trained, the evaluation tower normalizes by the moving
 // statistics, and add and concat compute what they say. Every expected value
-// is computed here in double from tensors the step itself fetched. Skips
-// when the Debian data set is not installed.
+// is computed here in double from tensors the step itself fetched. Besides
+// the [batch, features] case, the images themselves ([batch, 28, 28, 1]) and
+// their rows ([batch, 28, 28]: 28 features per position) pass through
+// batch_norm layers without gamma and beta, whose moving statistics are
+// checked the same way. Skips when the Debian data set is not installed.
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -41,6 +44,9 @@ model {
   layer { name: "sum" input: "bn" input: "side" add { activation: RELU } }
   layer { name: "both" input: "sum" input: "fc" concat {} }
   layer { name: "logits" input: "both" dense { units: 10 } }
+  layer { name: "pixels_bn" input: "image" batch_norm { momentum: 0.75 epsilon: 0.01 no_scale: true no_center: true } }
+  layer { name: "rows" input: "image" reshape { shape: [28, 28] } }
+  layer { name: "rows_bn" input: "rows" batch_norm { momentum: 0.75 epsilon: 0.01 no_scale: true no_center: true } }
   loss { softmax_cross_entropy { logits: "logits" labels: "label" } }
 }
 input {
@@ -124,6 +130,10 @@ TEST_F(BatchNormLayerTest, TrainsOnBatchStatisticsAndEvaluatesOnMovingOnes) {
     EXPECT_TRUE(variables[name]->trainable) << name;
     EXPECT_TRUE(gradients.count(name)) << name;
   }
+  // No gamma and beta where no_scale and no_center say so.
+  for (const char* name : {"pixels_bn/gamma", "pixels_bn/beta", "rows_bn/gamma", "rows_bn/beta"}) {
+    EXPECT_FALSE(variables.count(name)) << name;
+  }
   for (const char* name : {"bn/moving_mean", "bn/moving_variance"}) {
     ASSERT_TRUE(variables.count(name)) << name;
     EXPECT_FALSE(variables[name]->trainable) << name;
@@ -164,6 +174,11 @@ TEST_F(BatchNormLayerTest, TrainsOnBatchStatisticsAndEvaluatesOnMovingOnes) {
   }
   const std::string image = tg.train_input.features.at("image").tensor;
   Tensor last_image;
+  // The images' batch norms: one channel over every pixel, and 28 (a row's
+  // columns) over every row of every image.
+  const std::vector<std::string> image_state = {"pixels_bn/moving_mean", "pixels_bn/moving_variance",
+                                                "rows_bn/moving_mean", "rows_bn/moving_variance"};
+  std::vector<double> pixel_mean = {0.0}, pixel_var = {1.0}, row_mean(28, 0.0), row_var(28, 1.0);
   for (int step = 0; step < 3; ++step) {
     SCOPED_TRACE(absl::StrCat("step ", step));
     ASSERT_TRUE(session->Run({}, state, {}, &out).ok());
@@ -196,6 +211,25 @@ TEST_F(BatchNormLayerTest, TrainsOnBatchStatisticsAndEvaluatesOnMovingOnes) {
     ASSERT_TRUE(session->Run({}, state, {}, &out).ok());
     ExpectNear(out[2], moving_mean, 1e-5, "moving_mean");
     ExpectNear(out[3], moving_var, 1e-5, "moving_variance");
+    const std::vector<double> pixels = Doubles(last_image);
+    for (int width : {1, 28}) {
+      std::vector<double>& mean_of = width == 1 ? pixel_mean : row_mean;
+      std::vector<double>& var_of = width == 1 ? pixel_var : row_var;
+      const double count = static_cast<double>(pixels.size() / width);
+      for (int c = 0; c < width; ++c) {
+        double sum = 0, squares = 0;
+        for (size_t i = c; i < pixels.size(); i += width) sum += pixels[i];
+        const double mean = sum / count;
+        for (size_t i = c; i < pixels.size(); i += width) squares += (pixels[i] - mean) * (pixels[i] - mean);
+        mean_of[c] = kMomentum * mean_of[c] + (1 - kMomentum) * mean;
+        var_of[c] = kMomentum * var_of[c] + (1 - kMomentum) * squares / (count - 1);
+      }
+    }
+    ASSERT_TRUE(session->Run({}, image_state, {}, &out).ok());
+    ExpectNear(out[0], pixel_mean, 1e-5, "pixels_bn/moving_mean");
+    ExpectNear(out[1], pixel_var, 1e-5, "pixels_bn/moving_variance");
+    ExpectNear(out[2], row_mean, 1e-5, "rows_bn/moving_mean");
+    ExpectNear(out[3], row_var, 1e-5, "rows_bn/moving_variance");
     if (HasFailure()) break;
   }
 

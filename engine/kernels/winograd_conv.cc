@@ -532,11 +532,14 @@ void FilterGradTiles(const ConvDims& d, const float* x, const float* dy, int64_t
       transform.Tile(image, oy - d.pad_top, ox - d.pad_left, v + t * kPoints * padded_in, padded_in);
       // G' dy G^T' of the tile's kOut x kOut output gradient (zeros past the edge).
       const float* dy_image = dy + n * d.out_rows * d.out_cols * d.out_channels;
-      // The next tile's gradient (in this image; at worst a few useless
-      // prefetches at the image's end), from memory while this one works.
-      for (int i = 0; i < kOut; ++i) {
-        const int64_t y = std::min(oy + i, d.out_rows - 1), x = ox + kOut;
-        PrefetchRun(dy_image + (y * d.out_cols + x) * d.out_channels, kOut * d.out_channels);
+      // The next tile's gradient in this row of tiles, from memory while
+      // this one works.
+      if (ox + kOut < d.out_cols) {
+        const int64_t x = ox + kOut, run = std::min<int64_t>(kOut, d.out_cols - x) * d.out_channels;
+        for (int i = 0; i < kOut; ++i) {
+          const int64_t y = std::min(oy + i, d.out_rows - 1);
+          PrefetchRun(dy_image + (y * d.out_cols + x) * d.out_channels, run);
+        }
       }
       for (int64_t k0 = 0; k0 < padded_out; k0 += kLanes) {
         const int64_t lanes = std::min<int64_t>(kLanes, d.out_channels - k0);

@@ -1,10 +1,10 @@
 // SessionOptions::winograd_kernels through a session: a model of 5x5
 // stride-1 convolutions with 16 or more channels (a fused Conv2D + BiasAdd +
-// Relu, a VALID Conv2D, both backprops of a convolution) and one 3x3
-// convolution that the Winograd kernels do not take computes the same values,
-// within float32 rounding, with the option on and off. With it on, the
-// Winograd kernels run the four 5x5 convolutions, and with oneDNN also on the
-// 3x3 one falls back to oneDNN's kernel, not ours.
+// Relu, a VALID Conv2D, both backprops of a convolution), a 3x3 stride-1 one,
+// and a 3x3 stride-2 one that the Winograd kernels do not take computes the
+// same values, within float32 rounding, with the option on and off. With it
+// on, the Winograd kernels run the five stride-1 convolutions, and with
+// oneDNN also on the stride-2 one falls back to oneDNN's kernel, not ours.
 #include <cmath>
 #include <map>
 #include <string>
@@ -24,12 +24,13 @@ Tensor Int32s(std::vector<int32_t> v) { return Tensor::FromVector<int32_t>(v); }
 
 using Attrs = std::map<std::string, AttrValue>;
 
-const char* const kOutputs[] = {"conv_relu", "conv2", "dx", "dw", "conv3"};
+const char* const kOutputs[] = {"conv_relu", "conv2", "dx", "dw", "conv3", "conv3_stride2"};
 
 // img [3, 11, 9, 16] -> conv 5x5x32 SAME + bias + relu = conv_relu -> conv
 // 5x5x16 VALID = conv2 [3, 7, 5, 16]; dy [3, 11, 9, 32] gives dx
 // (Conv2DBackpropInput) and dw (Conv2DBackpropFilter) of the first conv;
-// conv3 = img convolved with a 3x3x16 filter (not a Winograd shape).
+// conv3 = img convolved with a 3x3x16 filter (F(4x4, 3x3)), conv3_stride2
+// the same at stride 2 (not a Winograd shape).
 GraphDef Model() {
   GraphDefBuilder b;
   b.Placeholder("img", DT_FLOAT);
@@ -51,6 +52,9 @@ GraphDef Model() {
   b.Node("dx", "Conv2DBackpropInput", {"img_shape", "f1", "dy"}, same);
   b.Node("dw", "Conv2DBackpropFilter", {"img", "f1_shape", "dy"}, same);
   b.Node("conv3", "Conv2D", {"img", "f3"}, same);
+  Attrs stride2 = same;
+  stride2["strides"] = MakeAttr(std::vector<int64_t>{1, 2, 2, 1});
+  b.Node("conv3_stride2", "Conv2D", {"img", "f3"}, stride2);
   return b.graph();
 }
 
@@ -90,7 +94,8 @@ TEST(WinogradSession, WinogradKernelsComputeWhatDirectOnesDo) {
   EXPECT_EQ(winograd::Runs(), before_off) << "a Winograd convolution ran with winograd_kernels off";
   const int64_t before_on = winograd::Runs();
   const std::vector<Tensor> fast = RunModel(true, false);
-  EXPECT_EQ(winograd::Runs(), before_on + 4) << "the four 5x5 convolutions, and only they, run Winograd";
+  EXPECT_EQ(winograd::Runs(), before_on + 5)
+      << "the four 5x5 convolutions and the 3x3 stride-1 one, and only they, run Winograd";
   ExpectClose(direct, fast);
 }
 
@@ -98,8 +103,8 @@ TEST(WinogradSession, OtherShapesFallBackToOneDnnWhenItIsOn) {
   const int64_t winograd_before = winograd::Runs();
   const int64_t onednn_before = onednn::PrimitiveRuns();
   const std::vector<Tensor> fast = RunModel(true, true);
-  EXPECT_EQ(winograd::Runs(), winograd_before + 4);
-  EXPECT_GT(onednn::PrimitiveRuns(), onednn_before) << "the 3x3 convolution did not run on oneDNN";
+  EXPECT_EQ(winograd::Runs(), winograd_before + 5);
+  EXPECT_GT(onednn::PrimitiveRuns(), onednn_before) << "the stride-2 convolution did not run on oneDNN";
   ExpectClose(RunModel(false, false), fast);
 }
 

@@ -577,7 +577,8 @@ std::vector<ConvSpec> ConvSpecs(Rng* rng, bool small) {
     // channels that are not a multiple of the vector width, and VALID.
     specs.push_back({TensorShape({2, 9, 7, 16}), TensorShape({5, 5, 16, 20}), 1, 1, true});
     specs.push_back({TensorShape({1, 8, 11, 24}), TensorShape({5, 5, 24, 16}), 1, 1, false});
-    // And 3x3 (F(4x4, 3x3)): partial 4x4 blocks of 1 and 3 rows or columns.
+    // And 3x3 (F(4x4, 3x3)): partial 4x4 blocks (SAME 9x7: 1 row, 3 columns;
+    // VALID 8x11 -> 6x9: 2 rows, 1 column).
     specs.push_back({TensorShape({2, 9, 7, 16}), TensorShape({3, 3, 16, 20}), 1, 1, true});
     specs.push_back({TensorShape({1, 8, 11, 24}), TensorShape({3, 3, 24, 16}), 1, 1, false});
     specs.push_back({TensorShape({0, 4, 4, 2}), TensorShape({2, 2, 2, 3}), 1, 1, true});  // empty batch

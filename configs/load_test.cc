@@ -125,6 +125,10 @@ INSTANTIATE_TEST_SUITE_P(
                "4:momentum", "momentum must be in [0, 1), got 1"},
         Broken{"batch_norm_zero_epsilon", "dense { units: 16 activation: RELU }", "batch_norm { epsilon: 0 }",
                "4:epsilon", "epsilon must be > 0, got 0"},
+        Broken{"warmup_as_long_as_the_run", "optimizer { sgd { learning_rate: 0.1 } }",
+               "optimizer { sgd { learning_rate: 0.1 } schedule { warmup_cosine { warmup_steps: 10 } } }", "10:warmup_steps",
+               "warmup_steps (10) must be below train.steps (10); for a shorter run also set "
+               "optimizer.schedule.warmup_cosine.warmup_steps, e.g. --set optimizer.schedule.warmup_cosine.warmup_steps=1"},
         Broken{"add_of_one_input", "dense { units: 16 activation: RELU }", "add {}", "4:input",
                "(add) joins two or more inputs, but lists one"},
         Broken{"dense_of_two_inputs", "input: \"flat\" dense", "input: \"flat\" input: \"image\" dense", "4:input: \"image\"",

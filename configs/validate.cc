@@ -543,7 +543,12 @@ class Validator {
     if (s.has_warmup_cosine()) {
       NonNegative(s.warmup_cosine(), "warmup_steps", s.warmup_cosine().warmup_steps(), "warmup_steps");
       if (s.warmup_cosine().warmup_steps() >= e_.train().steps() && e_.train().steps() > 0) {
-        Error(s.warmup_cosine(), "warmup_steps", -1, "warmup_steps must be below train.steps");
+        Error(s.warmup_cosine(), "warmup_steps", -1,
+              absl::StrCat("warmup_steps (", s.warmup_cosine().warmup_steps(), ") must be below train.steps (",
+                           e_.train().steps(), "); for a shorter run also set "
+                           "optimizer.schedule.warmup_cosine.warmup_steps, e.g. --set "
+                           "optimizer.schedule.warmup_cosine.warmup_steps=",
+                           std::max<int64_t>(1, e_.train().steps() / 10)));
       }
     }
   }

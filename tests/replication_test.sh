@@ -9,6 +9,12 @@
 #   backup_workers: 3 workers, worker 2 slowed by a test-only delay before each
 #     step; aggregating 2 of 3 (1 backup) has a mean chief step time at least
 #     40% lower than waiting for all 3.
+#   sync_batch_norm: batch_norm's moving statistics live on the ps task and
+#     every worker's step updates them once: with momentum 0.99, 2 sync
+#     workers x 50 steps of 64 leave the moving mean of a batch_norm over the
+#     pixels within 3% of one process's after 100 steps of 64 (100 updates),
+#     and more than 25% from its value after 50 (what one update per global
+#     step would give). A batch_norm with gamma and beta trains too.
 #   async_accuracy: 1 ps + 2 asynchronous workers train
 #     configs/fashion_mlp_async.pbtxt (fashion_mlp, 9400 global steps) to at
 #     least 88.5% test accuracy.
@@ -80,6 +86,41 @@ sync_equals_local() {
   ! cmp -s "$SCRATCH/w0.losses" "$SCRATCH/w1.losses" || fail "both workers saw the same batches"
 }
 
+# The moving mean of pixels_bn in the newest checkpoint of a run directory.
+pixel_moving_mean() {  # RUN_DIR
+  "$CKPT" inspect "$1" | sed -n 's/^  pixels_bn\/moving_mean .* mean=\([^ ]*\)$/\1/p'
+}
+
+sync_batch_norm() {
+  # The sync config with a batch_norm over the pixels (only moving statistics)
+  # and one with gamma and beta after fc1.
+  sed -e 's|^  layer { name: "flat" input: "image" flatten {} }$|  layer { name: "pixels_bn" input: "image" batch_norm { momentum: 0.99 no_scale: true no_center: true } }\n  layer { name: "flat" input: "pixels_bn" flatten {} }|' \
+      -e 's|^  layer { name: "logits" input: "fc1" dense { units: 10 } }$|  layer { name: "fc1_bn" input: "fc1" batch_norm {} }\n  layer { name: "logits" input: "fc1_bn" dense { units: 10 } }|' \
+      "$SCRATCH/sync.pbtxt" > "$SCRATCH/bn.pbtxt"
+  grep -q pixels_bn "$SCRATCH/bn.pbtxt" && grep -q fc1_bn "$SCRATCH/bn.pbtxt" || fail "the batch_norm config: $(cat "$SCRATCH/bn.pbtxt")"
+  local steps rc
+  for steps in 100 50; do
+    timeout -k 10 $LIMIT_S "$TRAIN" "$SCRATCH/bn.pbtxt" --run_dir "$SCRATCH/bn_local$steps" --set train.steps=$steps \
+      --set input.train.batch_size=64 > "$SCRATCH/bn_local$steps.log" 2>&1 ||
+      fail "the one-process run of $steps steps failed: $(tail -5 "$SCRATCH/bn_local$steps.log")"
+  done
+  rc=0
+  timeout -k 10 $LIMIT_S "$TRAIN" "$SCRATCH/bn.pbtxt" --run_dir "$SCRATCH/bn_sync" --local_cluster ps=1,worker=2 \
+    --set input.train.batch_size=64 > "$SCRATCH/bn_sync.log" 2>&1 || rc=$?
+  [[ $rc -eq 0 ]] || fail "the sync cluster with batch_norm exited $rc: $(tail -8 "$SCRATCH/bn_sync.log")"
+  grep -q '^\[worker:0\]     pixels_bn/moving_mean .*(not trained)' "$SCRATCH/bn_sync.log" ||
+    fail "the plan does not list pixels_bn/moving_mean as not trained: $(grep -m3 moving "$SCRATCH/bn_sync.log")"
+  local m100 m50 cluster
+  m100=$(pixel_moving_mean "$SCRATCH/bn_local100")
+  m50=$(pixel_moving_mean "$SCRATCH/bn_local50")
+  cluster=$(pixel_moving_mean "$SCRATCH/bn_sync")
+  [[ -n "$m100" && -n "$m50" && -n "$cluster" ]] || fail "no moving mean in a checkpoint: '$m100' '$m50' '$cluster'"
+  echo "sync_batch_norm: pixels' moving mean $cluster after 50 steps of 2 sync workers; one process: $m100 after 100 steps, $m50 after 50"
+  awk -v c="$cluster" -v a="$m100" -v b="$m50" 'BEGIN {
+    d = c - a; if (d < 0) d = -d; e = c - b; if (e < 0) e = -e; exit !(d <= 0.03 * a && e >= 0.25 * b) }' ||
+    fail "the moving mean $cluster is not that of 100 updates ($m100, and not 50: $m50)"
+}
+
 mean_step_ms() {  # LOG
   sed -n 's/^\[worker:0\] mean step time \([0-9.]*\) ms over .*/\1/p' "$1" | tail -1
 }
@@ -121,8 +162,9 @@ async_accuracy() {
 case "$CASE" in
   sync_equals_local) sync_equals_local ;;
   backup_workers) backup_workers ;;
+  sync_batch_norm) sync_batch_norm ;;
   async_accuracy) async_accuracy ;;
-  all) sync_equals_local; backup_workers; async_accuracy ;;
+  all) sync_equals_local; backup_workers; sync_batch_norm; async_accuracy ;;
   *) fail "unknown case $CASE" ;;
 esac
 echo PASS

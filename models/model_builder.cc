@@ -609,7 +609,7 @@ class ModelCompiler {
     const float momentum = bn.has_momentum() ? bn.momentum() : 0.99f;
     const float epsilon = bn.has_epsilon() ? bn.epsilon() : 0.001f;
     auto filled = [&](const std::string& name, float value) {
-      return b->Op(name, "Fill", {b->Const(name + "_shape", ShapeTensor({c})), b->Scalar<float>(name + "_value", value)});
+      return b->Const(name, Tensor::FromVector<float>(std::vector<float>(static_cast<size_t>(c), value)));
     };
     Initializer ones;
     ones.mutable_constant()->set_value(1.0f);

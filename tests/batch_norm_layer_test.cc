@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@
 #include "configs/load.h"
 #include "engine/runtime/session.h"
 #include "gtest/gtest.h"
-#include "inputs/queue_runner.h"
+#include "models/training/input_hook.h"
 #include "models/training_graph.h"
 
 namespace sluice {
@@ -64,15 +65,16 @@ std::vector<double> Doubles(const Tensor& t) {
   return std::vector<double>(p, p + t.NumElements());
 }
 
-// Per-column mean and biased variance of [rows, kFeatures].
-void Moments(const std::vector<double>& x, std::vector<double>* mean, std::vector<double>* var) {
-  const size_t rows = x.size() / kFeatures;
-  mean->assign(kFeatures, 0);
-  var->assign(kFeatures, 0);
+// Per-column mean and biased variance of [rows, width].
+void Moments(const std::vector<double>& x, std::vector<double>* mean, std::vector<double>* var,
+             int width = kFeatures) {
+  const size_t rows = x.size() / width;
+  mean->assign(width, 0);
+  var->assign(width, 0);
   for (size_t r = 0; r < rows; ++r)
-    for (int c = 0; c < kFeatures; ++c) (*mean)[c] += x[r * kFeatures + c] / rows;
+    for (int c = 0; c < width; ++c) (*mean)[c] += x[r * width + c] / rows;
   for (size_t r = 0; r < rows; ++r)
-    for (int c = 0; c < kFeatures; ++c) (*var)[c] += std::pow(x[r * kFeatures + c] - (*mean)[c], 2) / rows;
+    for (int c = 0; c < width; ++c) (*var)[c] += std::pow(x[r * width + c] - (*mean)[c], 2) / rows;
 }
 
 // gamma * (x - mean) / sqrt(var + epsilon) + beta, column by column.
@@ -150,20 +152,12 @@ TEST_F(BatchNormLayerTest, TrainsOnBatchStatisticsAndEvaluatesOnMovingOnes) {
   ASSERT_TRUE(session->Create(tg.graph).ok());
   std::vector<Tensor> out;
   ASSERT_TRUE(session->Run({}, {}, {tg.init_op}, &out).ok());
-  if (!tg.train_input.init_ops.empty()) ASSERT_TRUE(session->Run({}, {}, tg.train_input.init_ops, &out).ok());
-  Coordinator coord;
-  std::vector<std::unique_ptr<QueueRunner>> runners;
-  for (const QueueRunnerDef& def : tg.train_input.runners) {
-    auto r = QueueRunner::New(def);
-    ASSERT_TRUE(r.ok());
-    ASSERT_TRUE((*r)->Start(session.get(), &coord).ok());
-    runners.push_back(std::move(r).value());
-  }
-  auto stop = [&] {
-    coord.RequestStop();
-    for (auto& r : runners) r->Stop();
-    for (auto& r : runners) (void)r->Join();
-  };
+  // The training pipeline's init ops and queue runners, as `train` starts them.
+  training::InputHookOptions input_options;
+  input_options.train = tg.train_input;
+  std::ostringstream input_log;
+  training::InputHook input(input_options, &input_log);
+  ASSERT_TRUE(input.Begin(session.get(), training::LoopStart{}).ok());
 
   const std::vector<std::string> state = {"bn/gamma", "bn/beta", "bn/moving_mean", "bn/moving_variance"};
   ASSERT_TRUE(session->Run({}, state, {}, &out).ok());
@@ -216,13 +210,11 @@ TEST_F(BatchNormLayerTest, TrainsOnBatchStatisticsAndEvaluatesOnMovingOnes) {
       std::vector<double>& mean_of = width == 1 ? pixel_mean : row_mean;
       std::vector<double>& var_of = width == 1 ? pixel_var : row_var;
       const double count = static_cast<double>(pixels.size() / width);
+      std::vector<double> batch_mean, batch_var;
+      Moments(pixels, &batch_mean, &batch_var, width);
       for (int c = 0; c < width; ++c) {
-        double sum = 0, squares = 0;
-        for (size_t i = c; i < pixels.size(); i += width) sum += pixels[i];
-        const double mean = sum / count;
-        for (size_t i = c; i < pixels.size(); i += width) squares += (pixels[i] - mean) * (pixels[i] - mean);
-        mean_of[c] = kMomentum * mean_of[c] + (1 - kMomentum) * mean;
-        var_of[c] = kMomentum * var_of[c] + (1 - kMomentum) * squares / (count - 1);
+        mean_of[c] = kMomentum * mean_of[c] + (1 - kMomentum) * batch_mean[c];
+        var_of[c] = kMomentum * var_of[c] + (1 - kMomentum) * batch_var[c] * count / (count - 1);
       }
     }
     ASSERT_TRUE(session->Run({}, image_state, {}, &out).ok());
@@ -248,7 +240,7 @@ TEST_F(BatchNormLayerTest, TrainsOnBatchStatisticsAndEvaluatesOnMovingOnes) {
   double largest = 0;
   for (size_t i = 0; i < fc.size(); ++i) largest = std::max(largest, std::fabs(eval_bn[i] - batch_normalized[i]));
   EXPECT_GT(largest, 0.05) << "the evaluation tower normalized by the batch's statistics";
-  stop();
+  input.Close(training::LoopEnd{});
 }
 
 }  // namespace

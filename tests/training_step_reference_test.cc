@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,7 @@
 #include "configs/load.h"
 #include "engine/runtime/session.h"
 #include "gtest/gtest.h"
-#include "inputs/queue_runner.h"
+#include "models/training/input_hook.h"
 #include "models/training_graph.h"
 
 namespace sluice {
@@ -113,17 +114,12 @@ TEST_F(TrainingStepReferenceTest, SgdStepsMatchFloat64ReferenceAndDoNotDiverge) 
   ASSERT_TRUE(session->Create(tg.graph).ok());
   std::vector<Tensor> out;
   ASSERT_TRUE(session->Run({}, {}, {tg.init_op}, &out).ok());
-  if (!tg.train_input.init_ops.empty()) {
-    ASSERT_TRUE(session->Run({}, {}, tg.train_input.init_ops, &out).ok());
-  }
-  Coordinator coord;
-  std::vector<std::unique_ptr<QueueRunner>> runners;
-  for (const QueueRunnerDef& def : tg.train_input.runners) {
-    auto r = QueueRunner::New(def);
-    ASSERT_TRUE(r.ok());
-    ASSERT_TRUE((*r)->Start(session.get(), &coord).ok());
-    runners.push_back(std::move(r).value());
-  }
+  // The pipeline's init ops and queue runners, as `train` starts them.
+  training::InputHookOptions input_options;
+  input_options.train = tg.train_input;
+  std::ostringstream input_log;
+  training::InputHook input(input_options, &input_log);
+  ASSERT_TRUE(input.Begin(session.get(), training::LoopStart{}).ok());
 
   const std::vector<std::string> layers = {"fc1", "fc2", "logits"};
   std::vector<std::string> var_names;
@@ -219,9 +215,7 @@ TEST_F(TrainingStepReferenceTest, SgdStepsMatchFloat64ReferenceAndDoNotDiverge) 
     if (step == 0) first_loss = got_loss;
     last_loss = got_loss;
   }
-  coord.RequestStop();
-  for (auto& r : runners) r->Stop();
-  for (auto& r : runners) (void)r->Join();
+  input.Close(training::LoopEnd{});
   EXPECT_LT(last_loss, first_loss * 0.6) << "SGD did not reduce the loss";
 }
 

@@ -281,11 +281,7 @@ def torch_resnet(torch):
             return self.logits(out["pool2"].mean(dim=(2, 3)))
 
     model = ResNet()
-    for m in model.modules():
-        if isinstance(m, (nn.Linear, nn.Conv2d)):
-            nn.init.xavier_uniform_(m.weight)
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
+    glorot_zero(torch, model)
     return model
 
 
@@ -295,7 +291,8 @@ def glorot_zero(torch, model):
     for m in model.modules():
         if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)):
             torch.nn.init.xavier_uniform_(m.weight)
-            torch.nn.init.zeros_(m.bias)
+            if m.bias is not None:  # the resnet's convolutions have none
+                torch.nn.init.zeros_(m.bias)
 
 
 # ---------------------------------------------------------------- Sluice

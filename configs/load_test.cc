@@ -125,6 +125,13 @@ INSTANTIATE_TEST_SUITE_P(
                "4:momentum", "momentum must be in [0, 1), got 1"},
         Broken{"batch_norm_zero_epsilon", "dense { units: 16 activation: RELU }", "batch_norm { epsilon: 0 }",
                "4:epsilon", "epsilon must be > 0, got 0"},
+        Broken{"augment_that_changes_nothing", "flatten {}", "augment {}", "3:augment",
+               "layer 'flat': augment changes nothing: set flip_left_right, max_shift or both"},
+        Broken{"augment_negative_shift", "flatten {}", "augment { max_shift: -1 }", "3:max_shift",
+               "augment max_shift must be >= 0, got -1"},
+        Broken{"augment_of_a_layer", "dense { units: 16 activation: RELU }", "augment { flip_left_right: true }",
+               "4:input", "layer 'fc1': augment takes an input feature (image, label), not the layer 'flat': no gradient "
+                          "flows through it"},
         Broken{"warmup_as_long_as_the_run", "optimizer { sgd { learning_rate: 0.1 } }",
                "optimizer { sgd { learning_rate: 0.1 } schedule { warmup_cosine { warmup_steps: 10 } } }", "10:warmup_steps",
                "warmup_steps (10) must be below train.steps (10); for a shorter run also set "

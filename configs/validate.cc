@@ -359,6 +359,24 @@ class Validator {
                            "], got ", parts));
       }
     }
+    if (l.has_augment()) {
+      const Layer::Augment& a = l.augment();
+      if (a.max_shift() < 0) {
+        Error(a, "max_shift", -1, absl::StrCat(who, "augment max_shift must be >= 0, got ", a.max_shift()));
+      } else if (a.max_shift() == 0 && !a.flip_left_right()) {
+        Error(l, "augment", -1, absl::StrCat(who, "augment changes nothing: set flip_left_right, max_shift or both"));
+      }
+      const auto& layers = e_.model().layer();
+      const bool reads_a_layer =
+          l.input_size() > 0 && std::any_of(layers.begin(), layers.end(), [&](const Layer& other) {
+            return other.name() == l.input(0) && &other != &l;
+          });
+      if (reads_a_layer) {
+        Error(l, "input", 0, absl::StrCat(who, "augment takes an input feature (", absl::StrJoin(features_, ", "),
+                                          "), not the layer '", l.input(0),
+                                          "': no gradient flows through it"));
+      }
+    }
     if (l.has_batch_norm()) {
       const Layer::BatchNorm& bn = l.batch_norm();
       if (bn.has_momentum() && !(bn.momentum() >= 0 && bn.momentum() < 1)) {

@@ -1,10 +1,14 @@
 // CPU kernels for the image ops (image_ops.cc).
+// Thread safety: RandomFlipLeftRight and RandomCrop lock their generator;
+// AugmentImages keeps no state and may run concurrently.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_kernel.h"
+#include "engine/framework/types.h"
+#include "engine/kernels/philox_random.h"
 #include "inputs/random_seed.h"
 
 namespace sluice {
@@ -120,10 +124,86 @@ class RandomCropOp : public OpKernel {
   SeededRandom rng_;
 };
 
+// AugmentImages (image_ops.cc): example n's flip and shift come from Philox
+// block n at counter `step`; each output row is a run of the source row (or
+// zeros), copied pixel by pixel when flipped.
+class AugmentImagesOp : public OpKernel {
+ public:
+  explicit AugmentImagesOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("flip_left_right", &flip_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("max_shift", &max_shift_));
+    OP_REQUIRES(ctx, max_shift_ >= 0,
+                absl::InvalidArgumentError(absl::StrCat("max_shift must be >= 0, got ", max_shift_)));
+    int64_t seed = 0, seed2 = 0;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("seed", &seed));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("seed2", &seed2));
+    key_ = philox::KeyFromSeeds(seed, seed2);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const Tensor& step = ctx->input(1);
+    OP_REQUIRES(ctx, in.dims() == 4,
+                absl::InvalidArgumentError(absl::StrCat("images must be [batch, height, width, channels], got ",
+                                                        in.shape().DebugString())));
+    OP_REQUIRES(ctx, step.dims() == 0 && step.dtype() == DT_INT64,
+                absl::InvalidArgumentError(
+                    absl::StrCat("step must be an int64 scalar, got ", step.shape().DebugString())));
+    const int64_t N = in.dim_size(0), H = in.dim_size(1), W = in.dim_size(2);
+    OP_REQUIRES(ctx, max_shift_ < std::max<int64_t>(std::min(H, W), 1),
+                absl::InvalidArgumentError(absl::StrCat("max_shift ", max_shift_,
+                                                        " must be below the images' height and width, got ",
+                                                        in.shape().DebugString())));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &out));
+    const size_t pixel = static_cast<size_t>(in.dim_size(3)) * DataTypeSize(in.dtype());
+    const size_t row = static_cast<size_t>(W) * pixel;
+    const char* src = static_cast<const char*>(in.raw_data());
+    char* dst = static_cast<char*>(out->raw_data());
+    const uint64_t counter = static_cast<uint64_t>(step.data<int64_t>()[0]);
+    const uint64_t span = static_cast<uint64_t>(2 * max_shift_ + 1);
+    for (int64_t n = 0; n < N; ++n) {
+      const philox::Block bits = philox::Generate(key_, static_cast<uint64_t>(n), static_cast<uint32_t>(counter),
+                                                  static_cast<uint32_t>(counter >> 32));
+      const bool flipped = flip_ && (bits[0] & 1) != 0;
+      const int64_t dy = static_cast<int64_t>(bits[1] % span) - max_shift_;
+      const int64_t dx = static_cast<int64_t>(bits[2] % span) - max_shift_;
+      const char* image = src + static_cast<size_t>(n * H) * row;
+      char* result = dst + static_cast<size_t>(n * H) * row;
+      // Output columns [c0, c1) read source columns c + dx (of the flipped image).
+      const int64_t c0 = std::max<int64_t>(0, -dx), c1 = std::min<int64_t>(W, W - dx);
+      for (int64_t r = 0; r < H; ++r) {
+        char* out_row = result + static_cast<size_t>(r) * row;
+        const int64_t sr = r + dy;
+        if (sr < 0 || sr >= H || c0 >= c1) {
+          std::memset(out_row, 0, row);
+          continue;
+        }
+        const char* in_row = image + static_cast<size_t>(sr) * row;
+        std::memset(out_row, 0, static_cast<size_t>(c0) * pixel);
+        if (flipped) {
+          for (int64_t c = c0; c < c1; ++c) {
+            std::memcpy(out_row + c * pixel, in_row + (W - 1 - (c + dx)) * pixel, pixel);
+          }
+        } else {
+          std::memcpy(out_row + c0 * pixel, in_row + (c0 + dx) * pixel, static_cast<size_t>(c1 - c0) * pixel);
+        }
+        std::memset(out_row + c1 * pixel, 0, static_cast<size_t>(W - c1) * pixel);
+      }
+    }
+  }
+
+ private:
+  bool flip_ = false;
+  int64_t max_shift_ = 0;
+  philox::Key key_;
+};
+
 REGISTER_KERNEL_BUILDER(Name("ImageToFloat").Device(kDeviceCpu), ImageToFloatOp);
 REGISTER_KERNEL_BUILDER(Name("PerImageStandardization").Device(kDeviceCpu), PerImageStandardizationOp);
 REGISTER_KERNEL_BUILDER(Name("RandomFlipLeftRight").Device(kDeviceCpu), RandomFlipLeftRightOp);
 REGISTER_KERNEL_BUILDER(Name("RandomCrop").Device(kDeviceCpu), RandomCropOp);
+REGISTER_KERNEL_BUILDER(Name("AugmentImages").Device(kDeviceCpu), AugmentImagesOp);
 
 }  // namespace
 }  // namespace sluice

@@ -2,8 +2,11 @@
 // cancelled by its step's failure), readers over real files with state
 // save/restore, TextWindowReader (windows, epochs, seeded shuffle, shards,
 // restore, bad attrs), ReaderReadUpTo, ParseExample, DecodeRaw, DecodeCSV,
-// ShuffleForEpoch, the image ops, and Stage/Unstage (alone and in a staged batch).
+// ShuffleForEpoch, the image ops (AugmentImages's draws included), and
+// Stage/Unstage (alone and in a staged batch).
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -938,6 +941,102 @@ TEST_F(OpsTest, ImageOps) {
   EXPECT_EQ(first_pixels.size(), 2u) << "both flipped and unflipped images appear";
   Tensor small = Tensor::FromVector<uint8_t>({1}, TensorShape({1, 1, 1}));
   EXPECT_TRUE(absl::IsInvalidArgument(Run({"crop"}, {}, {{"img", small}}).status()));
+}
+
+// AugmentImages: every output image is its input flipped or not and shifted
+// by (dy, dx) within max_shift, zero where the shift leaves the image; the
+// draws cover every flip and shift, are the same for the same step and
+// others at another step (its high word included); flip_left_right alone
+// never shifts; bad ranks and shifts are errors.
+TEST_F(OpsTest, AugmentImagesFlipsAndShiftsEachImageByItsStepsDraws) {
+  constexpr int64_t N = 64, H = 5, W = 6, C = 2, kShift = 2;
+  std::vector<float> px;
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t r = 0; r < H; ++r) {
+      for (int64_t c = 0; c < W; ++c) {
+        for (int64_t ch = 0; ch < C; ++ch) px.push_back(static_cast<float>(n * 1000 + r * 100 + c * 10 + ch + 1));
+      }
+    }
+  }
+  const Tensor images = Tensor::FromVector<float>(px, TensorShape({N, H, W, C}));
+  in.AddNode("images", "Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}});
+  in.AddNode("step", "Placeholder", {}, {{"dtype", MakeAttr(DT_INT64)}});
+  auto augment = [&](const std::string& name, bool flip, int64_t shift) {
+    in.AddNode(name, "AugmentImages", {"images", "step"},
+               {{"T", MakeAttr(DT_FLOAT)},
+                {"flip_left_right", MakeAttr(flip)},
+                {"max_shift", MakeAttr(shift)},
+                {"seed", MakeAttr(int64_t{7})},
+                {"seed2", MakeAttr(int64_t{11})}});
+  };
+  augment("both", true, kShift);
+  augment("flip_only", true, 0);
+  augment("too_far", false, H);
+  Create();
+  // The image n transformed by (flip, dy, dx), as the op's contract says.
+  auto transformed = [&](int64_t n, bool flip, int64_t dy, int64_t dx) {
+    std::vector<float> out;
+    for (int64_t r = 0; r < H; ++r) {
+      for (int64_t c = 0; c < W; ++c) {
+        for (int64_t ch = 0; ch < C; ++ch) {
+          const int64_t sr = r + dy, sc = c + dx;
+          const bool inside = sr >= 0 && sr < H && sc >= 0 && sc < W;
+          out.push_back(inside ? px[((n * H + sr) * W + (flip ? W - 1 - sc : sc)) * C + ch] : 0.0f);
+        }
+      }
+    }
+    return out;
+  };
+  // The (flip, dy, dx) within `shift` that gives image n of `result`, or none.
+  auto find_transform = [&](const Tensor& result, int64_t n, int64_t shift) -> std::optional<std::array<int64_t, 3>> {
+    const float* got = result.data<float>() + n * H * W * C;
+    for (int flip = 0; flip < 2; ++flip) {
+      for (int64_t dy = -shift; dy <= shift; ++dy) {
+        for (int64_t dx = -shift; dx <= shift; ++dx) {
+          const std::vector<float> want = transformed(n, flip == 1, dy, dx);
+          if (std::equal(want.begin(), want.end(), got)) return std::array<int64_t, 3>{flip, dy, dx};
+        }
+      }
+    }
+    return std::nullopt;
+  };
+  auto run_at = [&](int64_t step) {
+    auto r = Run({"both", "flip_only"}, {}, {{"images", images}, {"step", Tensor::Scalar<int64_t>(step)}});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : std::vector<Tensor>{};
+  };
+  std::set<int64_t> flips, dys, dxs;
+  for (int64_t step : {int64_t{5}, int64_t{6}}) {
+    const std::vector<Tensor> r = run_at(step);
+    ASSERT_EQ(r.size(), 2u);
+    ASSERT_EQ(r[0].shape(), images.shape());
+    for (int64_t n = 0; n < N; ++n) {
+      const auto t = find_transform(r[0], n, kShift);
+      ASSERT_TRUE(t.has_value()) << "image " << n << " at step " << step << " is no flip and shift of its input";
+      flips.insert((*t)[0]);
+      dys.insert((*t)[1]);
+      dxs.insert((*t)[2]);
+      const auto f = find_transform(r[1], n, 0);
+      ASSERT_TRUE(f.has_value()) << "flip_only image " << n << " is neither the input nor its mirror";
+    }
+  }
+  EXPECT_EQ(flips.size(), 2u);
+  EXPECT_EQ(dys.size(), static_cast<size_t>(2 * kShift + 1)) << "every vertical shift appears";
+  EXPECT_EQ(dxs.size(), static_cast<size_t>(2 * kShift + 1)) << "every horizontal shift appears";
+  auto same = [](const Tensor& a, const Tensor& b) {
+    return std::equal(a.data<float>(), a.data<float>() + a.NumElements(), b.data<float>());
+  };
+  const std::vector<Tensor> at5 = run_at(5), again = run_at(5), at6 = run_at(6), high = run_at(5 + (int64_t{1} << 32));
+  ASSERT_EQ(high.size(), 2u);
+  EXPECT_TRUE(same(at5[0], again[0])) << "a step's draws are a function of the step";
+  EXPECT_FALSE(same(at5[0], at6[0]));
+  EXPECT_FALSE(same(at5[0], high[0])) << "the step's high word counts";
+  auto far = Run({"too_far"}, {}, {{"images", images}, {"step", Tensor::Scalar<int64_t>(1)}});
+  EXPECT_TRUE(absl::IsInvalidArgument(far.status())) << far.status();
+  EXPECT_TRUE(absl::StrContains(far.status().message(), "max_shift 5")) << far.status();
+  auto rank3 = Run({"flip_only"}, {},
+                   {{"images", Tensor(DT_FLOAT, TensorShape({H, W, C}))}, {"step", Tensor::Scalar<int64_t>(1)}});
+  EXPECT_TRUE(absl::IsInvalidArgument(rank3.status())) << rank3.status();
 }
 
 // ShuffleForEpoch: epoch e's order is SeededPermutation(seed, e) of the

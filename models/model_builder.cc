@@ -573,6 +573,8 @@ class ModelCompiler {
         RecurrentResult(*out, s, units, 3, options.last_only, result);
         return true;
       }
+      case Layer::kAugment:
+        return AugmentLayer(l, in, &b, result);
       case Layer::kBatchNorm:
         return BatchNormLayer(l, in, &b, result);
       case Layer::kAdd:
@@ -582,6 +584,47 @@ class ModelCompiler {
         return false;
     }
     return false;
+  }
+
+  // augment (experiment.proto): AugmentImages in a training tower, keyed by
+  // the seed, the layer's name and the global step (as dropout); any other
+  // tower passes the images through.
+  bool AugmentLayer(const Layer& l, const Feature& in, GraphBuilder* b, Feature* result) {
+    const PartialShape& s = in.shape;
+    const auto& a = l.augment();
+    if (s.rank() != 4) {
+      LayerError(l, absl::StrCat("augment needs images [batch, height, width, channels], but '", l.input(0), "' is ",
+                                 ShapeString(s)));
+      return false;
+    }
+    const DataType type = BaseType(in.tensor.dtype());
+    if (type != DT_FLOAT && type != DT_UINT8) {
+      LayerError(l, absl::StrCat("augment needs float or uint8 images, but '", l.input(0), "' is ",
+                                 DataTypeString(type)));
+      return false;
+    }
+    for (int d : {1, 2}) {
+      if (s.dim(d) >= 0 && a.max_shift() >= s.dim(d)) {
+        LayerError(l, absl::StrCat("augment max_shift ", a.max_shift(), " must be below the images' ",
+                                   d == 1 ? "height" : "width", " (", s.dim(d), ")"));
+        return false;
+      }
+    }
+    result->shape = s;
+    if (!options_.training) {
+      result->tensor = in.tensor;
+      return true;
+    }
+    if (!options_.global_step.valid()) {
+      LayerError(l, "augment needs the training graph's global step (internal error)");
+      return false;
+    }
+    result->tensor = b->Op("AugmentImages", "AugmentImages", {in.tensor, options_.global_step},
+                           {{"flip_left_right", MakeAttr(a.flip_left_right())},
+                            {"max_shift", MakeAttr(int64_t{a.max_shift()})},
+                            {"seed", MakeAttr(options_.seed)},
+                            {"seed2", MakeAttr(OpSeed(l.name()))}});
+    return true;
   }
 
   // batch_norm (experiment.proto): FusedBatchNormV3 over the last dimension,

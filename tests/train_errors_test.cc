@@ -314,6 +314,12 @@ INSTANTIATE_TEST_SUITE_P(
              "  layer { name: \"bn\" input: \"label\" batch_norm {} }\n  layer { name: \"logits\"", {},
              "5:name", "layer 'bn': batch_norm needs a [batch, features], [batch, time, features] or [batch, height, "
              "width, channels] input with a known last dimension, but 'label' is [batch]"},
+        Case{"augment_of_labels", "  layer { name: \"logits\"",
+             "  layer { name: \"aug\" input: \"label\" augment { flip_left_right: true } }\n  layer { name: \"logits\"", {},
+             "5:name", "layer 'aug': augment needs images [batch, height, width, channels], but 'label' is [batch]"},
+        Case{"augment_shift_past_the_image", "  layer { name: \"logits\"",
+             "  layer { name: \"aug\" input: \"image\" augment { max_shift: 28 } }\n  layer { name: \"logits\"", {},
+             "5:name", "layer 'aug': augment max_shift 28 must be below the images' height (28)"},
         Case{"concat_of_two_ranks", "  layer { name: \"logits\"",
              "  layer { name: \"both\" input: \"fc1\" input: \"image\" concat {} }\n  layer { name: \"logits\"", {},
              "5:name", "layer 'both': concat needs inputs of one rank, but 'fc1' is [batch,16] float and 'image' is "},

@@ -27,7 +27,7 @@ inline constexpr uint64_t kRefusedForSure = uint64_t{1} << 40;
 inline bool AllowedStateful(const std::string& op) {
   static const auto* ops = new std::set<std::string>{
       "VariableV2", "Variable", "Assign", "AssignAdd", "AssignSub", "RandomUniform", "RandomUniformInt",
-      "RandomStandardNormal", "TruncatedNormal", "RandomShuffle", "RandomFlipLeftRight", "RandomCrop",
+      "RandomStandardNormal", "TruncatedNormal", "RandomShuffle", "RandomFlipLeftRight", "RandomCrop", "AugmentImages",
       "VarHandleOp", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
       "ResourceGather", "VariableShape", "VarIsInitializedOp", "DestroyResourceOp", "StackV2", "StackPushV2",
       "StackPopV2", "StackCloseV2"};

@@ -774,6 +774,7 @@ int RunTrainerIn(const TrainerOptions& options, std::ostream& out, std::ostream&
   session_options.enable_constant_folding = !rewrites.has_constant_folding() || rewrites.constant_folding();
   session_options.enable_identity_removal = !rewrites.has_identity_removal() || rewrites.identity_removal();
   session_options.fuse_bias_activation = !rewrites.has_fuse_bias_activation() || rewrites.fuse_bias_activation();
+  session_options.fuse_batch_norm = !rewrites.has_fuse_batch_norm() || rewrites.fuse_batch_norm();
   const config::Kernels& kernels = e.train().kernels();
   session_options.onednn_kernels = !kernels.has_onednn() || kernels.onednn();  // unset: on
   session_options.winograd_kernels = !kernels.has_winograd() || kernels.winograd();  // unset: on

@@ -193,6 +193,7 @@ class DistributedSession : public Session {
     step_options.enable_constant_folding = options_.session.enable_constant_folding;
     step_options.enable_identity_removal = options_.session.enable_identity_removal;
     step_options.fuse_bias_activation = options_.session.fuse_bias_activation;
+    step_options.fuse_batch_norm = options_.session.fuse_batch_norm;
     step_options.onednn_kernels = options_.session.onednn_kernels;
     step_options.winograd_kernels = options_.session.winograd_kernels;
     auto built = BuildStepGraph(step_options, graph_def, feeds, fetches, targets);

@@ -30,8 +30,8 @@ namespace distributed {
 
 struct DistributedSessionOptions {
   // enable_cse, enable_constant_folding, enable_identity_removal,
-  // fuse_bias_activation, onednn_kernels and allow_soft_placement apply; the
-  // rest is the workers'.
+  // fuse_bias_activation, fuse_batch_norm, onednn_kernels and
+  // allow_soft_placement apply; the rest is the workers'.
   SessionOptions session;
   // This task's worker (the client side of feeds and fetches). Borrowed.
   Worker* local_worker = nullptr;

@@ -5,6 +5,11 @@
 // exponential_avg_factor != 1; reserve_space_1/2 keep the batch mean and
 // biased variance for the gradient. Inference: the given mean and variance.
 // reserve_space_3/4/5 are empty.
+// _FusedBatchNormEx (engine/ops/batch_norm_ops.cc) is FusedBatchNormV3's
+// kernel with an epilogue in its last pass: + side_input, then Relu.
+// _FusedBatchNormGradEx is FusedBatchNormGradV3's with y_backprop masked by
+// y > 0 block by block in the first pass (the mask written to
+// side_input_backprop, or to dx, which the second pass reads and overwrites).
 //
 // How: the statistics accumulate in double, in blocks of whole outer indices
 // (about 32K elements each where the shape allows: at least one outer index,
@@ -318,29 +323,53 @@ inline F8 Load8(const float* p) {
 }
 inline void Store8(float* p, F8 v) { std::memcpy(p, &v, sizeof v); }
 
-// out = ((in - hi) - lo) * mul + add over a row of n channels, each with its
-// own factors (AffineRow), or over a run of n elements of one channel
-// (AffineRun).
-template <typename T>
+// The fused forward's epilogue (_FusedBatchNormEx): the normalized value,
+// rounded to T as FusedBatchNormV3's y is, plus the side input's element
+// (kSide), then Relu (kRelu): v < 0 ? 0 : v, so a NaN stays NaN. In T's
+// arithmetic, as the AddN and Relu it stands for.
+template <bool kSide, bool kRelu, typename T>
+inline T Epilogue(T v, const T* side, int64_t i) {
+  if constexpr (kSide) v = static_cast<T>(static_cast<Arith<T>>(v) + static_cast<Arith<T>>(side[i]));
+  if constexpr (kRelu) v = static_cast<Arith<T>>(v) < 0 ? T(0) : v;
+  return v;
+}
+template <bool kSide, bool kRelu>
+inline F8 Epilogue8(F8 v, const float* side, int64_t i) {
+  if constexpr (kSide) v += Load8(side + i);
+  if constexpr (kRelu) v = v < Splat8(0.0f) ? Splat8(0.0f) : v;
+  return v;
+}
+
+// out = epilogue(((in - hi) - lo) * mul + add) over a row of n channels, each
+// with its own factors (AffineRow), or over a run of n elements of one channel
+// (AffineRun); side (read only with kSide) is indexed as out.
+template <typename T, bool kSide, bool kRelu>
 void AffineRow(const T* in, int64_t n, const Arith<T>* hi, const Arith<T>* lo, const Arith<T>* mul,
-               const Arith<T>* add, T* out) {
+               const Arith<T>* add, const T* side, T* out) {
   int64_t i = 0;
   if constexpr (std::is_same_v<T, float>) {
     for (; i + 8 <= n; i += 8) {
-      Store8(out + i, ((Load8(in + i) - Load8(hi + i)) - Load8(lo + i)) * Load8(mul + i) + Load8(add + i));
+      const F8 v = ((Load8(in + i) - Load8(hi + i)) - Load8(lo + i)) * Load8(mul + i) + Load8(add + i);
+      Store8(out + i, Epilogue8<kSide, kRelu>(v, side, i));
     }
   }
-  for (; i < n; ++i) out[i] = static_cast<T>(((static_cast<Arith<T>>(in[i]) - hi[i]) - lo[i]) * mul[i] + add[i]);
+  for (; i < n; ++i) {
+    const T v = static_cast<T>(((static_cast<Arith<T>>(in[i]) - hi[i]) - lo[i]) * mul[i] + add[i]);
+    out[i] = Epilogue<kSide, kRelu>(v, side, i);
+  }
 }
 
-template <typename T>
-void AffineRun(const T* in, int64_t n, Arith<T> hi, Arith<T> lo, Arith<T> mul, Arith<T> add, T* out) {
+template <typename T, bool kSide, bool kRelu>
+void AffineRun(const T* in, int64_t n, Arith<T> hi, Arith<T> lo, Arith<T> mul, Arith<T> add, const T* side, T* out) {
   int64_t i = 0;
   if constexpr (std::is_same_v<T, float>) {
     const F8 h = Splat8(hi), l = Splat8(lo), m = Splat8(mul), a = Splat8(add);
-    for (; i + 8 <= n; i += 8) Store8(out + i, ((Load8(in + i) - h) - l) * m + a);
+    for (; i + 8 <= n; i += 8) Store8(out + i, Epilogue8<kSide, kRelu>(((Load8(in + i) - h) - l) * m + a, side, i));
   }
-  for (; i < n; ++i) out[i] = static_cast<T>(((static_cast<Arith<T>>(in[i]) - hi) - lo) * mul + add);
+  for (; i < n; ++i) {
+    const T v = static_cast<T>(((static_cast<Arith<T>>(in[i]) - hi) - lo) * mul + add);
+    out[i] = Epilogue<kSide, kRelu>(v, side, i);
+  }
 }
 
 // dx = p * dy + q * ((x - hi) - lo) + r, over a row of n channels (GradRow)
@@ -376,23 +405,73 @@ void GradRun(const T* dy, const T* x, int64_t n, Arith<T> hi, Arith<T> lo, Arith
   }
 }
 
-// out = (in - center) * mul + add per channel, over the whole tensor.
-template <typename T>
-void Affine(OpKernelContext* ctx, const Layout& l, const Blocks& blocks, const T* in, const Centers<T>& center,
-            const std::vector<Arith<T>>& mul, const std::vector<Arith<T>>& add, T* out) {
+// out = (in - center) * mul + add per channel, over the whole tensor, then
+// the epilogue: + side (when not null), Relu (when relu).
+template <typename T, bool kSide, bool kRelu>
+void AffineWith(OpKernelContext* ctx, const Layout& l, const Blocks& blocks, const T* in, const Centers<T>& center,
+                const std::vector<Arith<T>>& mul, const std::vector<Arith<T>>& add, const T* side, T* out) {
   const int64_t C = l.channels, inner = l.inner;
   ForBlocks(ctx, l, blocks, [&](int64_t, int64_t first, int64_t last) {
     for (int64_t o = first; o < last; ++o) {
       if (inner == 1) {
-        AffineRow(in + o * C, C, center.hi.data(), center.lo.data(), mul.data(), add.data(), out + o * C);
+        AffineRow<T, kSide, kRelu>(in + o * C, C, center.hi.data(), center.lo.data(), mul.data(), add.data(),
+                                   kSide ? side + o * C : nullptr, out + o * C);
         continue;
       }
       for (int64_t c = 0; c < C; ++c) {
         const int64_t base = (o * C + c) * inner;
-        AffineRun(in + base, inner, center.hi[c], center.lo[c], mul[c], add[c], out + base);
+        AffineRun<T, kSide, kRelu>(in + base, inner, center.hi[c], center.lo[c], mul[c], add[c],
+                                   kSide ? side + base : nullptr, out + base);
       }
     }
   });
+}
+
+template <typename T>
+void Affine(OpKernelContext* ctx, const Layout& l, const Blocks& blocks, const T* in, const Centers<T>& center,
+            const std::vector<Arith<T>>& mul, const std::vector<Arith<T>>& add, T* out, const T* side = nullptr,
+            bool relu = false) {
+  if (side != nullptr) {
+    if (relu) AffineWith<T, true, true>(ctx, l, blocks, in, center, mul, add, side, out);
+    else AffineWith<T, true, false>(ctx, l, blocks, in, center, mul, add, side, out);
+  } else {
+    if (relu) AffineWith<T, false, true>(ctx, l, blocks, in, center, mul, add, side, out);
+    else AffineWith<T, false, false>(ctx, l, blocks, in, center, mul, add, side, out);
+  }
+}
+
+// g = y_backprop where y > 0, else 0 (ReluGrad), over n elements.
+template <typename T>
+void ReluMask(const T* dy, const T* y, int64_t n, T* g) {
+  int64_t i = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    for (; i + 8 <= n; i += 8) Store8(g + i, Load8(y + i) > Splat8(0.0f) ? Load8(dy + i) : Splat8(0.0f));
+  }
+  for (; i < n; ++i) g[i] = static_cast<Arith<T>>(y[i]) > 0 ? dy[i] : T(0);
+}
+
+// The fused ops' attrs: activation_mode (Identity or Relu) and
+// num_side_inputs (0 or 1); absent (the unfused ops) they read as Identity and 0.
+absl::Status ReadEpilogue(OpKernelConstruction* ctx, bool* relu, int64_t* side_inputs) {
+  *relu = false;
+  *side_inputs = 0;
+  if (ctx->def().attr().count("activation_mode")) {
+    std::string mode;
+    absl::Status s = ctx->GetAttr("activation_mode", &mode);
+    if (!s.ok()) return s;
+    if (mode != "Identity" && mode != "Relu") {
+      return absl::InvalidArgumentError(absl::StrCat("activation_mode must be Identity or Relu, got '", mode, "'"));
+    }
+    *relu = mode == "Relu";
+  }
+  if (ctx->def().attr().count("num_side_inputs")) {
+    absl::Status s = ctx->GetAttr("num_side_inputs", side_inputs);
+    if (!s.ok()) return s;
+    if (*side_inputs != 0 && *side_inputs != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("num_side_inputs must be 0 or 1, got ", *side_inputs));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // ---- The kernels ----
@@ -407,12 +486,21 @@ class FusedBatchNormOp : public OpKernel {
       OP_REQUIRES_OK(ctx, ctx->GetAttr("exponential_avg_factor", &avg_factor_));
     }
     OP_REQUIRES_OK(ctx, ctx->GetAttr("is_training", &is_training_));
+    OP_REQUIRES_OK(ctx, ReadEpilogue(ctx, &relu_, &side_inputs_));
   }
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     Layout l;
     OP_REQUIRES_OK(ctx, MakeLayout(x, channels_first_, &l));
+    const T* side = nullptr;
+    if (side_inputs_ == 1) {
+      const Tensor& s = ctx->input(5);
+      OP_REQUIRES(ctx, s.shape() == x.shape(),
+                  absl::InvalidArgumentError(absl::StrCat("side_input must have x's shape ", x.shape().DebugString(),
+                                                          ", got ", s.shape().DebugString())));
+      side = s.data<T>();
+    }
     const char* names[] = {"scale", "offset", "mean", "variance"};
     for (int i = 1; i <= 4; ++i) {
       // Training with exponential_avg_factor 1 ignores the running statistics
@@ -442,7 +530,7 @@ class FusedBatchNormOp : public OpKernel {
       mul[c] = static_cast<Arith<T>>(static_cast<double>(scale[c]) / std::sqrt(var[c] + epsilon_));
       add[c] = static_cast<Arith<T>>(offset[c]);
     }
-    Affine(ctx, l, blocks, in, center, mul, add, y->data<T>());
+    Affine(ctx, l, blocks, in, center, mul, add, y->data<T>(), side, relu_);
 
     Tensor* outs[5];
     for (int i = 1; i <= 4; ++i) OP_REQUIRES_OK(ctx, ctx->allocate_output(i, TensorShape({C}), &outs[i - 1]));
@@ -519,6 +607,8 @@ class FusedBatchNormOp : public OpKernel {
   float epsilon_ = 1e-4f;
   float avg_factor_ = 1.0f;
   bool is_training_ = true;
+  bool relu_ = false;         // _FusedBatchNormEx's activation_mode Relu
+  int64_t side_inputs_ = 0;   // _FusedBatchNormEx's num_side_inputs
 };
 
 template <typename T, typename U>
@@ -528,6 +618,7 @@ class FusedBatchNormGradOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ReadFormat(ctx, &channels_first_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("epsilon", &epsilon_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("is_training", &is_training_));
+    OP_REQUIRES_OK(ctx, ReadEpilogue(ctx, &relu_, &side_inputs_));
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -542,7 +633,31 @@ class FusedBatchNormGradOp : public OpKernel {
     OP_REQUIRES_OK(ctx, CheckChannelVector(ctx->input(3), "reserve_space_1 (mean)", l.channels));
     OP_REQUIRES_OK(ctx, CheckChannelVector(ctx->input(4), "reserve_space_2 (variance)", l.channels));
     const int64_t C = l.channels, n = l.count(), inner = l.inner;
-    const T* g = dy.data<T>();
+    // _FusedBatchNormGradEx: the gradient is g = y_backprop masked by y > 0
+    // (Relu), written as the blocks are summed into side_input_backprop when
+    // there is one, else into dx, which the second pass then overwrites in
+    // place (element by element); with Identity, g is y_backprop.
+    Tensor* dx;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &dx));
+    Tensor* side_grad = nullptr;
+    if (side_inputs_ == 1) {
+      if (relu_) {
+        OP_REQUIRES_OK(ctx, ctx->allocate_output(5, x.shape(), &side_grad));
+      } else {
+        ctx->set_output(5, dy);
+      }
+    }
+    const T* y = nullptr;
+    T* masked = nullptr;
+    if (relu_) {
+      const Tensor& y_tensor = ctx->input(7);
+      OP_REQUIRES(ctx, y_tensor.shape() == x.shape(),
+                  absl::InvalidArgumentError(absl::StrCat("y must have x's shape ", x.shape().DebugString(), ", got ",
+                                                          y_tensor.shape().DebugString())));
+      y = y_tensor.data<T>();
+      masked = side_grad != nullptr ? side_grad->data<T>() : dx->data<T>();
+    }
+    const T* g = relu_ ? masked : dy.data<T>();
     const T* in = x.data<T>();
     const U* scale = ctx->input(2).data<U>();
     std::vector<double> inv(C), mean(C), sum_dy(C, 0.0), sum_dy_xc(C, 0.0);
@@ -556,6 +671,10 @@ class FusedBatchNormGradOp : public OpKernel {
     ForBlocks(ctx, l, blocks, [&](int64_t t, int64_t first, int64_t last) {
       double* s = partial.data() + t * 2 * C;
       double* sx = s + C;
+      if (relu_) {  // the block's g, summed below while it is in cache
+        const int64_t begin = first * C * inner, count = (last - first) * C * inner;
+        ReluMask(dy.data<T>() + begin, y + begin, count, masked + begin);
+      }
       if (inner == 1) {
         AddGradRows(g + first * C, in + first * C, last - first, C, mean.data(), s, sx);
         return;
@@ -573,8 +692,6 @@ class FusedBatchNormGradOp : public OpKernel {
         sum_dy_xc[c] += partial[t * 2 * C + C + c];
       }
     }
-    Tensor* dx;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &dx));
     T* out = dx->data<T>();
     // Training: dx = scale * inv * (dy - sum(dy) / n - xhat * sum(dy * xhat) / n),
     // xhat = (x - mean) * inv, i.e. p * dy + q * (x - mean) + r. Inference:
@@ -619,6 +736,8 @@ class FusedBatchNormGradOp : public OpKernel {
   bool channels_first_ = false;
   float epsilon_ = 1e-4f;
   bool is_training_ = true;
+  bool relu_ = false;        // _FusedBatchNormGradEx's activation_mode Relu
+  int64_t side_inputs_ = 0;  // _FusedBatchNormGradEx's num_side_inputs
 };
 
 #define SLUICE_REG_(T, U)                                                                               \
@@ -633,6 +752,11 @@ SLUICE_REG_(half, float);
 SLUICE_REG_(bfloat16, float);
 SLUICE_REG_(double, double);
 #undef SLUICE_REG_
+REGISTER_KERNEL_BUILDER(Name("_FusedBatchNormEx").Device(kDeviceCpu).TypeConstraint<float>("T").TypeConstraint<float>("U"),
+                        (FusedBatchNormOp<float, float>));
+REGISTER_KERNEL_BUILDER(
+    Name("_FusedBatchNormGradEx").Device(kDeviceCpu).TypeConstraint<float>("T").TypeConstraint<float>("U"),
+    (FusedBatchNormGradOp<float, float>));
 
 }  // namespace
 }  // namespace sluice

@@ -183,6 +183,7 @@ class LocalSession : public Session {
     step_options.enable_constant_folding = options_.enable_constant_folding;
     step_options.enable_identity_removal = options_.enable_identity_removal;
     step_options.fuse_bias_activation = options_.fuse_bias_activation;
+    step_options.fuse_batch_norm = options_.fuse_batch_norm;
     step_options.onednn_kernels = options_.onednn_kernels;
     step_options.winograd_kernels = options_.winograd_kernels;
     auto step = BuildStepGraph(step_options, graph_def, feeds, fetches, targets);

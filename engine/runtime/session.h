@@ -55,6 +55,10 @@ struct SessionOptions {
   // backward MaxPoolGrad + ReluGrad (+ BiasAddGrad) chains
   // (engine/graph/optimizer_pool_grad_fusion.h).
   bool fuse_bias_activation = true;
+  // FusedBatchNormV3 (+ AddN) + Relu and ReluGrad + FusedBatchNormGradV3
+  // chains fused into _FusedBatchNormEx and _FusedBatchNormGradEx nodes
+  // (engine/graph/optimizer_batch_norm_fusion.h), after the bias fusions.
+  bool fuse_batch_norm = true;
   // Nodes that have a oneDNN kernel (float32 CPU Conv2D, its backprops and
   // _FusedConv2D; engine/kernels/onednn) run it instead of ours, after the
   // other rewrites. Off by default; `train { kernels { onednn: true } }`

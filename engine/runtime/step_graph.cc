@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/graph/graph_constructor.h"
 #include "engine/graph/kernel_selection.h"
+#include "engine/graph/optimizer_batch_norm_fusion.h"
 #include "engine/graph/optimizer_constant_folding.h"
 #include "engine/graph/optimizer_cse.h"
 #include "engine/graph/optimizer_fusion.h"
@@ -157,6 +158,11 @@ absl::StatusOr<StepGraph> BuildStepGraph(const StepGraphOptions& options, const 
     PoolGradFusionOptions pool_grad;
     pool_grad.keep = is_target;
     FuseMaxPoolReluGrad(pool_grad, graph);
+  }
+  if (options.fuse_batch_norm) {
+    BatchNormFusionOptions batch_norm;
+    batch_norm.keep = is_target;
+    FuseBatchNormRelu(batch_norm, graph);
   }
   if (options.winograd_kernels) {
     KernelSelectionOptions select;

@@ -69,6 +69,9 @@ struct StepGraphOptions {
   // FuseBiasActivation, then FuseMaxPoolReluGrad (nodes on devices that have
   // the fused ops' kernels: CPUs, and GPUs in a --config=cuda build).
   bool fuse_bias_activation = true;
+  // Then FuseBatchNormRelu (engine/graph/optimizer_batch_norm_fusion.h:
+  // batch norm [+ AddN] + Relu forward, ReluGrad + its gradient backward).
+  bool fuse_batch_norm = true;
   // Last: nodes with a Winograd kernel (engine/kernels/winograd_conv_ops.cc)
   // get it, then nodes with a oneDNN kernel (engine/kernels/onednn) get that
   // (SelectLabeledKernels, engine/graph/kernel_selection.h); a Winograd node

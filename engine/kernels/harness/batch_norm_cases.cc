@@ -1,8 +1,10 @@
-// Harness entries for FusedBatchNormV3 and FusedBatchNormGradV3: outputs
+// Harness entries for FusedBatchNormV3 and FusedBatchNormGradV3 (and the
+// fusion pass's _FusedBatchNormEx and _FusedBatchNormGradEx): outputs
 // against a float64 reference (training and inference, NHWC and NCHW, rank 4
 // and 5, running averages), bad-input errors, and float64 finite-difference
 // checks of the gradient of y (the batch statistics pass no gradient, as in
 // TensorFlow).
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -180,48 +182,72 @@ std::vector<OpCase> ForwardCases(DataType dt, Rng* rng) {
   return cases;
 }
 
+// The fused gradient's variants: FusedBatchNormGradV3 itself, or
+// _FusedBatchNormGradEx with Relu (its y_backprop masked by y > 0), without
+// or with side_input_backprop (the masked gradient).
+enum class GradKind { kPlain, kRelu, kReluSide };
+
+OpCase GradCase(DataType dt, Rng* rng, const Norm& n, GradKind kind) {
+  const DataType u = StatType(dt);
+  const int64_t C = n.shape.dim_size(n.channels_first ? 1 : n.shape.dims() - 1);
+  Tensor dy = RandomTensor(dt, n.shape, rng, -1, 1), x = RandomTensor(dt, n.shape, rng, n.x_lo, n.x_hi);
+  Tensor scale = RandomTensor(u, TensorShape({C}), rng, 0.5, 2);
+  // A Relu's output: zero where it clipped (about a third of the elements).
+  std::vector<double> yv = ToDoubles(RandomTensor(dt, n.shape, rng, -0.5, 1));
+  for (double& v : yv) v = std::max(v, 0.0);
+  std::vector<double> xv = ToDoubles(x), g = ToDoubles(dy), sv = ToDoubles(scale), mean, var;
+  if (kind != GradKind::kPlain) {
+    for (size_t k = 0; k < g.size(); ++k) g[k] = yv[k] > 0 ? g[k] : 0.0;
+  }
+  Moments(n, xv, C, &mean, &var);
+  if (!n.training) {  // population statistics, unrelated to x
+    mean = ToDoubles(RandomTensor(u, TensorShape({C}), rng, -1, 1));
+    var = ToDoubles(RandomTensor(u, TensorShape({C}), rng, 0.5, 2));
+  }
+  // The reference uses the statistics as the kernel gets them (float for
+  // float tensors): a mean near 1000 rounds by up to 3e-5.
+  mean = ToDoubles(FromDoubles(u, TensorShape({C}), mean));
+  var = ToDoubles(FromDoubles(u, TensorShape({C}), var));
+  std::vector<double> sum_dy(C, 0.0), sum_dy_xhat(C, 0.0), dx(xv.size());
+  int64_t per = 1;
+  for (size_t k = 0; k < xv.size(); ++k) {
+    const int64_t c = ChannelOf(n, k, &per);
+    sum_dy[c] += g[k];
+    sum_dy_xhat[c] += g[k] * (xv[k] - mean[c]) / std::sqrt(var[c] + n.epsilon);
+  }
+  for (size_t k = 0; k < xv.size(); ++k) {
+    const int64_t c = ChannelOf(n, k, &per);
+    const double inv = 1 / std::sqrt(var[c] + n.epsilon), xhat = (xv[k] - mean[c]) * inv;
+    dx[k] = n.training ? sv[c] * inv * (g[k] - (sum_dy[c] + xhat * sum_dy_xhat[c]) / per) : g[k] * sv[c] * inv;
+  }
+  OpCase c;
+  c.description = n.shape.DebugString() + (n.channels_first ? " channels first" : " channels last") +
+                  (n.training ? " training" : " inference") + XRange(n);
+  c.inputs = {dy, x, scale, FromDoubles(u, TensorShape({C}), mean), FromDoubles(u, TensorShape({C}), var),
+              FromDoubles(u, TensorShape({0}), {})};
+  c.attrs = NormAttrs(n, false);
+  c.expected = {FromDoubles(dt, n.shape, dx), FromDoubles(u, TensorShape({C}), sum_dy_xhat),
+                FromDoubles(u, TensorShape({C}), sum_dy), FromDoubles(u, TensorShape({0}), {}),
+                FromDoubles(u, TensorShape({0}), {})};
+  if (dt == DT_FLOAT) c.tolerance = 1e-4;
+  if (dt == DT_DOUBLE) c.tolerance = n.double_tolerance;
+  if (kind != GradKind::kPlain) {
+    const bool side = kind == GradKind::kReluSide;
+    c.description += side ? " relu, side input" : " relu";
+    c.inputs.push_back(RandomTensor(u, TensorShape({C}), rng, -1, 1));  // offset (unused)
+    c.inputs.push_back(FromDoubles(dt, n.shape, yv));
+    c.attrs["activation_mode"] = MakeAttr(std::string("Relu"));
+    c.attrs["num_side_inputs"] = MakeAttr(int64_t{side ? 1 : 0});
+    if (side) c.expected.push_back(FromDoubles(dt, n.shape, g));
+  }
+  return c;
+}
+
 std::vector<OpCase> GradCases(DataType dt, Rng* rng) {
   std::vector<OpCase> cases;
   const DataType u = StatType(dt);
   for (const Norm& n : Layouts()) {
-    if (n.factor != 1.0) continue;
-    const int64_t C = n.shape.dim_size(n.channels_first ? 1 : n.shape.dims() - 1);
-    Tensor dy = RandomTensor(dt, n.shape, rng, -1, 1), x = RandomTensor(dt, n.shape, rng, n.x_lo, n.x_hi);
-    Tensor scale = RandomTensor(u, TensorShape({C}), rng, 0.5, 2);
-    std::vector<double> xv = ToDoubles(x), g = ToDoubles(dy), sv = ToDoubles(scale), mean, var;
-    Moments(n, xv, C, &mean, &var);
-    if (!n.training) {  // population statistics, unrelated to x
-      mean = ToDoubles(RandomTensor(u, TensorShape({C}), rng, -1, 1));
-      var = ToDoubles(RandomTensor(u, TensorShape({C}), rng, 0.5, 2));
-    }
-    // The reference uses the statistics as the kernel gets them (float for
-    // float tensors): a mean near 1000 rounds by up to 3e-5.
-    mean = ToDoubles(FromDoubles(u, TensorShape({C}), mean));
-    var = ToDoubles(FromDoubles(u, TensorShape({C}), var));
-    std::vector<double> sum_dy(C, 0.0), sum_dy_xhat(C, 0.0), dx(xv.size());
-    int64_t per = 1;
-    for (size_t k = 0; k < xv.size(); ++k) {
-      const int64_t c = ChannelOf(n, k, &per);
-      sum_dy[c] += g[k];
-      sum_dy_xhat[c] += g[k] * (xv[k] - mean[c]) / std::sqrt(var[c] + n.epsilon);
-    }
-    for (size_t k = 0; k < xv.size(); ++k) {
-      const int64_t c = ChannelOf(n, k, &per);
-      const double inv = 1 / std::sqrt(var[c] + n.epsilon), xhat = (xv[k] - mean[c]) * inv;
-      dx[k] = n.training ? sv[c] * inv * (g[k] - (sum_dy[c] + xhat * sum_dy_xhat[c]) / per) : g[k] * sv[c] * inv;
-    }
-    OpCase c;
-    c.description = n.shape.DebugString() + (n.channels_first ? " channels first" : " channels last") +
-                    (n.training ? " training" : " inference") + XRange(n);
-    c.inputs = {dy, x, scale, FromDoubles(u, TensorShape({C}), mean), FromDoubles(u, TensorShape({C}), var),
-                FromDoubles(u, TensorShape({0}), {})};
-    c.attrs = NormAttrs(n, false);
-    c.expected = {FromDoubles(dt, n.shape, dx), FromDoubles(u, TensorShape({C}), sum_dy_xhat),
-                  FromDoubles(u, TensorShape({C}), sum_dy), FromDoubles(u, TensorShape({0}), {}),
-                  FromDoubles(u, TensorShape({0}), {})};
-    if (dt == DT_FLOAT) c.tolerance = 1e-4;
-    if (dt == DT_DOUBLE) c.tolerance = n.double_tolerance;
-    cases.push_back(std::move(c));
+    if (n.factor == 1.0) cases.push_back(GradCase(dt, rng, n, GradKind::kPlain));
   }
   Tensor v3 = RandomTensor(u, TensorShape({3}), rng, 0.5, 1);
   cases.push_back(ErrorCase("dy and x differ",
@@ -231,7 +257,66 @@ std::vector<OpCase> GradCases(DataType dt, Rng* rng) {
   return cases;
 }
 
+// _FusedBatchNormEx: FusedBatchNormV3's cases with a side input added to y
+// and a Relu (alternately without the side input), and one with a side
+// input and no activation; mismatched side inputs and an unknown activation
+// are errors.
+std::vector<OpCase> ForwardExCases(DataType dt, Rng* rng) {
+  std::vector<OpCase> cases;
+  int i = 0;
+  for (const Norm& n : Layouts()) {
+    const bool side = i % 2 == 0, relu = i != 1;
+    ++i;
+    OpCase c = ForwardCase(dt, rng, n);
+    c.check_gradient = false;
+    std::vector<double> y = ToDoubles(c.expected[0]);
+    if (side) {
+      Tensor s = RandomTensor(dt, n.shape, rng, -1, 1);
+      const std::vector<double> sv = ToDoubles(s);
+      for (size_t k = 0; k < y.size(); ++k) y[k] += sv[k];
+      c.inputs.push_back(s);
+    }
+    if (relu) {
+      for (double& v : y) v = std::max(v, 0.0);
+    }
+    c.expected[0] = FromDoubles(dt, n.shape, y);
+    c.attrs["num_side_inputs"] = MakeAttr(int64_t{side ? 1 : 0});
+    c.attrs["activation_mode"] = MakeAttr(std::string(relu ? "Relu" : "Identity"));
+    c.description += std::string(side ? " side input" : "") + (relu ? " relu" : "");
+    cases.push_back(std::move(c));
+  }
+  const Norm small{TensorShape({1, 2, 2, 3}), false, true};
+  const DataType u = StatType(dt);
+  Tensor v3 = RandomTensor(u, TensorShape({3}), rng, 0.5, 1);
+  AttrList attrs = NormAttrs(small, true);
+  attrs["num_side_inputs"] = MakeAttr(int64_t{1});
+  attrs["activation_mode"] = MakeAttr(std::string("Relu"));
+  cases.push_back(ErrorCase("a side input of another shape",
+                            {RandomTensor(dt, small.shape, rng), v3, v3, v3, v3, RandomTensor(dt, TensorShape({1, 2, 1, 3}), rng)},
+                            attrs, "side_input must have x's shape"));
+  attrs["num_side_inputs"] = MakeAttr(int64_t{0});
+  attrs["activation_mode"] = MakeAttr(std::string("Elu"));
+  cases.push_back(ErrorCase("an unknown activation", {RandomTensor(dt, small.shape, rng), v3, v3, v3, v3}, attrs,
+                            "activation_mode must be Identity or Relu"));
+  return cases;
+}
+
+// _FusedBatchNormGradEx: FusedBatchNormGradV3's training and inference cases
+// with the gradient masked by a Relu's output, alternately with the masked
+// gradient as side_input_backprop.
+std::vector<OpCase> GradExCases(DataType dt, Rng* rng) {
+  std::vector<OpCase> cases;
+  int i = 0;
+  for (const Norm& n : Layouts()) {
+    if (n.factor != 1.0) continue;
+    cases.push_back(GradCase(dt, rng, n, i++ % 2 == 0 ? GradKind::kReluSide : GradKind::kRelu));
+  }
+  return cases;
+}
+
 REGISTER_OP_HARNESS(OpHarnessEntry{"FusedBatchNormV3", FloatTypes(), ForwardCases});
+REGISTER_OP_HARNESS(OpHarnessEntry{"_FusedBatchNormEx", {DT_FLOAT}, ForwardExCases});
+REGISTER_OP_HARNESS(OpHarnessEntry{"_FusedBatchNormGradEx", {DT_FLOAT}, GradExCases});
 REGISTER_OP_HARNESS(OpHarnessEntry{"FusedBatchNormGradV3", FloatTypes(), GradCases});
 
 }  // namespace

@@ -4,26 +4,24 @@
 // the shift leaves the image), few are left unchanged, the draws differ from
 // step to step, and the evaluation tower passes its images through
 // unchanged. Skips when the Debian data set is not installed.
-#include <cstdio>
+#include <algorithm>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "configs/load.h"
-#include "engine/runtime/session.h"
 #include "gtest/gtest.h"
-#include "models/training/input_hook.h"
-#include "models/training_graph.h"
+#include "tests/training_graph_testlib.h"
 
 namespace sluice {
 namespace {
 
-constexpr char kImages[] = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
-constexpr char kLabels[] = "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz";
-constexpr char kTestImages[] = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
-constexpr char kTestLabels[] = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
+using training_graph_test::kTestImages;
+using training_graph_test::kTestLabels;
+using training_graph_test::kTrainImages;
+using training_graph_test::kTrainLabels;
+
 constexpr int kSide = 28, kShift = 3, kBatch = 64;
 
 std::string Config() {
@@ -36,7 +34,7 @@ model {
   loss { softmax_cross_entropy { logits: "logits" labels: "label" } }
 }
 input {
-  train { idx { images: ")", kImages, R"(" labels: ")", kLabels, R"(" } scale_to_unit: true batch_size: 64 }
+  train { idx { images: ")", kTrainImages, R"(" labels: ")", kTrainLabels, R"(" } scale_to_unit: true batch_size: 64 }
   eval { idx { images: ")", kTestImages, R"(" labels: ")", kTestLabels, R"(" } scale_to_unit: true batch_size: 50 }
 }
 optimizer { sgd { learning_rate: 0.1 } }
@@ -65,41 +63,21 @@ bool ImageEquals(const Tensor& t, int64_t n, const std::vector<float>& want) {
 class AugmentLayerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* path : {kImages, kTestImages}) {
-      if (std::FILE* f = std::fopen(path, "rb")) {
-        std::fclose(f);
-      } else {
-        GTEST_SKIP() << "Fashion-MNIST is not installed (" << path << ")";
-      }
-    }
+    const std::string missing = training_graph_test::MissingFashionMnist();
+    if (!missing.empty()) GTEST_SKIP() << "Fashion-MNIST is not installed (" << missing << ")";
   }
 };
 
 TEST_F(AugmentLayerTest, TrainsOnFlippedAndShiftedImagesAndEvaluatesOnTheImages) {
-  auto loaded_or = config::ParseExperiment("augment.pbtxt", Config());
-  ASSERT_TRUE(loaded_or.ok()) << loaded_or.status();
-  config::LoadedExperiment& loaded = **loaded_or;
-  config::ApplyDefaults(&loaded.experiment);
-  config::ConfigErrors errors("augment.pbtxt");
-  config::Validate(loaded, &errors);
-  ASSERT_TRUE(errors.empty()) << errors.ToStatus();
+  auto loaded = config::ParseExperiment("augment.pbtxt", Config());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
   models::TrainingGraph tg;
-  ASSERT_TRUE(models::BuildTrainingGraph(loaded, &tg, &errors).ok());
-  ASSERT_TRUE(errors.empty()) << errors.ToStatus();
-
-  SessionOptions options;
-  options.inter_op_threads = 1;
-  auto session_or = NewSession(options);
-  ASSERT_TRUE(session_or.ok());
-  std::unique_ptr<Session> session = std::move(session_or).value();
-  ASSERT_TRUE(session->Create(tg.graph).ok());
+  absl::Status built = training_graph_test::BuildTrainingGraphOf(loaded->get(), {}, &tg);
+  ASSERT_TRUE(built.ok()) << built;
+  auto started = training_graph_test::TrainingSession::Start(tg, /*inter_op_threads=*/1);
+  ASSERT_TRUE(started.ok()) << started.status();
+  Session* session = (*started)->session();
   std::vector<Tensor> out;
-  ASSERT_TRUE(session->Run({}, {}, {tg.init_op}, &out).ok());
-  training::InputHookOptions input_options;
-  input_options.train = tg.train_input;
-  std::ostringstream input_log;
-  training::InputHook input(input_options, &input_log);
-  ASSERT_TRUE(input.Begin(session.get(), training::LoopStart{}).ok());
 
   const std::string image = tg.train_input.features.at("image").tensor;
   int unchanged = 0, flipped = 0, shifted = 0, examples = 0;
@@ -141,7 +119,6 @@ TEST_F(AugmentLayerTest, TrainsOnFlippedAndShiftedImagesAndEvaluatesOnTheImages)
   for (int64_t n = 0; n < kBatch; ++n) {
     ASSERT_TRUE(ImageEquals(out[0], n, Transformed(last_image, n, false, 0, 0))) << "eval example " << n;
   }
-  input.Close(training::LoopEnd{});
 }
 
 }  // namespace

@@ -9,28 +9,26 @@
 // their rows ([batch, 28, 28]: 28 features per position) pass through
 // batch_norm layers without gamma and beta, whose moving statistics are
 // checked the same way. Skips when the Debian data set is not installed.
+#include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "configs/load.h"
-#include "engine/runtime/session.h"
 #include "gtest/gtest.h"
-#include "models/training/input_hook.h"
-#include "models/training_graph.h"
+#include "tests/training_graph_testlib.h"
 
 namespace sluice {
 namespace {
 
-constexpr char kImages[] = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
-constexpr char kLabels[] = "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz";
-constexpr char kTestImages[] = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
-constexpr char kTestLabels[] = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
+using training_graph_test::kTestImages;
+using training_graph_test::kTestLabels;
+using training_graph_test::kTrainImages;
+using training_graph_test::kTrainLabels;
+
 constexpr int kFeatures = 6;
 constexpr double kMomentum = 0.75, kEpsilon = 0.01;
 
@@ -51,7 +49,7 @@ model {
   loss { softmax_cross_entropy { logits: "logits" labels: "label" } }
 }
 input {
-  train { idx { images: ")", kImages, R"(" labels: ")", kLabels, R"(" } scale_to_unit: true batch_size: 64 }
+  train { idx { images: ")", kTrainImages, R"(" labels: ")", kTrainLabels, R"(" } scale_to_unit: true batch_size: 64 }
   eval { idx { images: ")", kTestImages, R"(" labels: ")", kTestLabels, R"(" } scale_to_unit: true batch_size: 50 }
 }
 optimizer { sgd { learning_rate: 0.5 } }
@@ -100,27 +98,17 @@ void ExpectNear(const Tensor& got, const std::vector<double>& want, double toler
 class BatchNormLayerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* path : {kImages, kTestImages}) {
-      if (std::FILE* f = std::fopen(path, "rb")) {
-        std::fclose(f);
-      } else {
-        GTEST_SKIP() << "Fashion-MNIST is not installed (" << path << ")";
-      }
-    }
+    const std::string missing = training_graph_test::MissingFashionMnist();
+    if (!missing.empty()) GTEST_SKIP() << "Fashion-MNIST is not installed (" << missing << ")";
   }
 };
 
 TEST_F(BatchNormLayerTest, TrainsOnBatchStatisticsAndEvaluatesOnMovingOnes) {
-  auto loaded_or = config::ParseExperiment("bn.pbtxt", Config());
-  ASSERT_TRUE(loaded_or.ok()) << loaded_or.status();
-  config::LoadedExperiment& loaded = **loaded_or;
-  config::ApplyDefaults(&loaded.experiment);
-  config::ConfigErrors errors("bn.pbtxt");
-  config::Validate(loaded, &errors);
-  ASSERT_TRUE(errors.empty()) << errors.ToStatus();
+  auto loaded = config::ParseExperiment("bn.pbtxt", Config());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
   models::TrainingGraph tg;
-  ASSERT_TRUE(models::BuildTrainingGraph(loaded, &tg, &errors).ok());
-  ASSERT_TRUE(errors.empty()) << errors.ToStatus();
+  absl::Status built = training_graph_test::BuildTrainingGraphOf(loaded->get(), {}, &tg);
+  ASSERT_TRUE(built.ok()) << built;
 
   // gamma and beta train; the moving statistics are model state without a
   // gradient (checkpointed and warm-started as the model's, not slots).
@@ -144,20 +132,10 @@ TEST_F(BatchNormLayerTest, TrainsOnBatchStatisticsAndEvaluatesOnMovingOnes) {
     EXPECT_FALSE(gradients.count(name)) << name;
   }
 
-  SessionOptions options;
-  options.inter_op_threads = 1;
-  auto session_or = NewSession(options);
-  ASSERT_TRUE(session_or.ok());
-  std::unique_ptr<Session> session = std::move(session_or).value();
-  ASSERT_TRUE(session->Create(tg.graph).ok());
+  auto started = training_graph_test::TrainingSession::Start(tg, /*inter_op_threads=*/1);
+  ASSERT_TRUE(started.ok()) << started.status();
+  Session* session = (*started)->session();
   std::vector<Tensor> out;
-  ASSERT_TRUE(session->Run({}, {}, {tg.init_op}, &out).ok());
-  // The training pipeline's init ops and queue runners, as `train` starts them.
-  training::InputHookOptions input_options;
-  input_options.train = tg.train_input;
-  std::ostringstream input_log;
-  training::InputHook input(input_options, &input_log);
-  ASSERT_TRUE(input.Begin(session.get(), training::LoopStart{}).ok());
 
   const std::vector<std::string> state = {"bn/gamma", "bn/beta", "bn/moving_mean", "bn/moving_variance"};
   ASSERT_TRUE(session->Run({}, state, {}, &out).ok());
@@ -240,7 +218,6 @@ TEST_F(BatchNormLayerTest, TrainsOnBatchStatisticsAndEvaluatesOnMovingOnes) {
   double largest = 0;
   for (size_t i = 0; i < fc.size(); ++i) largest = std::max(largest, std::fabs(eval_bn[i] - batch_normalized[i]));
   EXPECT_GT(largest, 0.05) << "the evaluation tower normalized by the batch's statistics";
-  input.Close(training::LoopEnd{});
 }
 
 }  // namespace

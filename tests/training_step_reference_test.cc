@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,13 +17,10 @@
 #include "configs/load.h"
 #include "engine/runtime/session.h"
 #include "gtest/gtest.h"
-#include "models/training/input_hook.h"
-#include "models/training_graph.h"
+#include "tests/training_graph_testlib.h"
 
 namespace sluice {
 namespace {
-
-constexpr char kImages[] = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
 
 // Row-major dense matrix of doubles.
 struct Mat {
@@ -85,41 +81,22 @@ double MaxRelativeError(const Tensor& got, const Mat& want) {
 class TrainingStepReferenceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (std::FILE* f = std::fopen(kImages, "rb")) {
-      std::fclose(f);
-    } else {
-      GTEST_SKIP() << "Fashion-MNIST is not installed (" << kImages << ")";
-    }
+    const std::string missing = training_graph_test::MissingFashionMnist();
+    if (!missing.empty()) GTEST_SKIP() << "Fashion-MNIST is not installed (" << missing << ")";
   }
 };
 
 TEST_F(TrainingStepReferenceTest, SgdStepsMatchFloat64ReferenceAndDoNotDiverge) {
-  auto loaded_or = config::LoadExperimentFile("configs/fashion_mlp.pbtxt");
-  ASSERT_TRUE(loaded_or.ok()) << loaded_or.status();
-  config::LoadedExperiment& loaded = **loaded_or;
-  ASSERT_TRUE(config::ApplyOverrides({"optimizer.sgd={learning_rate: 0.05}", "train.deterministic=true"},
-                                     &loaded.experiment)
-                  .ok());
-  config::ApplyDefaults(&loaded.experiment);
+  auto loaded = config::LoadExperimentFile("configs/fashion_mlp.pbtxt");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
   models::TrainingGraph tg;
-  config::ConfigErrors errors("configs/fashion_mlp.pbtxt");
-  ASSERT_TRUE(models::BuildTrainingGraph(loaded, &tg, &errors).ok());
-  ASSERT_TRUE(errors.empty());
-
-  SessionOptions options;
-  options.inter_op_threads = 2;
-  auto session_or = NewSession(options);
-  ASSERT_TRUE(session_or.ok());
-  std::unique_ptr<Session> session = std::move(session_or).value();
-  ASSERT_TRUE(session->Create(tg.graph).ok());
+  absl::Status built = training_graph_test::BuildTrainingGraphOf(
+      loaded->get(), {"optimizer.sgd={learning_rate: 0.05}", "train.deterministic=true"}, &tg);
+  ASSERT_TRUE(built.ok()) << built;
+  auto started = training_graph_test::TrainingSession::Start(tg, /*inter_op_threads=*/2);
+  ASSERT_TRUE(started.ok()) << started.status();
+  Session* session = (*started)->session();
   std::vector<Tensor> out;
-  ASSERT_TRUE(session->Run({}, {}, {tg.init_op}, &out).ok());
-  // The pipeline's init ops and queue runners, as `train` starts them.
-  training::InputHookOptions input_options;
-  input_options.train = tg.train_input;
-  std::ostringstream input_log;
-  training::InputHook input(input_options, &input_log);
-  ASSERT_TRUE(input.Begin(session.get(), training::LoopStart{}).ok());
 
   const std::vector<std::string> layers = {"fc1", "fc2", "logits"};
   std::vector<std::string> var_names;
@@ -215,7 +192,6 @@ TEST_F(TrainingStepReferenceTest, SgdStepsMatchFloat64ReferenceAndDoNotDiverge) 
     if (step == 0) first_loss = got_loss;
     last_loss = got_loss;
   }
-  input.Close(training::LoopEnd{});
   EXPECT_LT(last_loss, first_loss * 0.6) << "SGD did not reduce the loss";
 }
 

@@ -82,35 +82,20 @@ const std::vector<std::string> kFetches = {
     "relu1",   "bn1:1",   "bn1:2",   "grad1:0", "grad1:1", "grad1:2", "relu2",   "grad2:0", "grad2:1",
     "grad2:2", "grad2_relu_grad", "relu3", "relu4", "grad4:0", "grad4:1", "grad4:2"};
 
-struct Step {
-  std::vector<Tensor> outputs;
-  std::multiset<std::string> ops;
-};
+using Step = StepWithOps;
 
 Step RunModel(bool fuse) {
   SessionOptions options;
   options.fuse_batch_norm = fuse;
-  auto session = NewSession(options);
-  EXPECT_TRUE(session.ok()) << session.status();
-  Step step;
-  if (!session.ok()) return step;
-  absl::Status s = (*session)->Create(Model());
-  EXPECT_TRUE(s.ok()) << s;
-  RunOptions run;
-  run.collect_step_stats = true;
-  RunMetadata metadata;
-  s = (*session)->Run(run,
-                      {{"x", RandomFloats(TensorShape({4, 6, 5, 8}), 11)},
-                       {"x2", RandomFloats(TensorShape({4, 6, 5, 8}), 17)},
-                       {"side", RandomFloats(TensorShape({4, 6, 5, 8}), 12)},
-                       {"dy", RandomFloats(TensorShape({4, 6, 5, 8}), 13)},
-                       {"x4", RandomFloats(TensorShape({4, 8, 6, 5}), 14)},
-                       {"side4", RandomFloats(TensorShape({4, 8, 6, 5}), 15)},
-                       {"dy4", RandomFloats(TensorShape({4, 8, 6, 5}), 16)}},
-                      kFetches, {}, &step.outputs, &metadata);
-  EXPECT_TRUE(s.ok()) << s;
-  for (const NodeExecStats& n : metadata.step_stats) step.ops.insert(n.op);
-  return step;
+  return RunCollectingOps(options, Model(),
+                          {{"x", RandomFloats(TensorShape({4, 6, 5, 8}), 11)},
+                           {"x2", RandomFloats(TensorShape({4, 6, 5, 8}), 17)},
+                           {"side", RandomFloats(TensorShape({4, 6, 5, 8}), 12)},
+                           {"dy", RandomFloats(TensorShape({4, 6, 5, 8}), 13)},
+                           {"x4", RandomFloats(TensorShape({4, 8, 6, 5}), 14)},
+                           {"side4", RandomFloats(TensorShape({4, 8, 6, 5}), 15)},
+                           {"dy4", RandomFloats(TensorShape({4, 8, 6, 5}), 16)}},
+                          kFetches);
 }
 
 TEST(BatchNormFusionSession, FusedAndUnfusedGraphsComputeTheSameValues) {

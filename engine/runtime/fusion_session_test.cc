@@ -62,27 +62,12 @@ std::vector<std::pair<std::string, Tensor>> Feeds() {
           {"dy", RandomFloats(TensorShape({5, 33}), 13)}};
 }
 
-struct Step {
-  std::vector<Tensor> outputs;
-  std::multiset<std::string> ops;  // of every executed node
-};
+using Step = StepWithOps;
 
 Step RunModel(bool fuse, const std::vector<std::string>& fetches) {
   SessionOptions options;
   options.fuse_bias_activation = fuse;
-  auto session = NewSession(options);
-  EXPECT_TRUE(session.ok()) << session.status();
-  Step step;
-  if (!session.ok()) return step;
-  absl::Status s = (*session)->Create(Model());
-  EXPECT_TRUE(s.ok()) << s;
-  RunOptions run;
-  run.collect_step_stats = true;
-  RunMetadata metadata;
-  s = (*session)->Run(run, Feeds(), fetches, {}, &step.outputs, &metadata);
-  EXPECT_TRUE(s.ok()) << s;
-  for (const NodeExecStats& n : metadata.step_stats) step.ops.insert(n.op);
-  return step;
+  return RunCollectingOps(options, Model(), Feeds(), fetches);
 }
 
 void ExpectBitwiseEqual(const Tensor& a, const Tensor& b, const std::string& what) {

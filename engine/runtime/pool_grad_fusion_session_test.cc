@@ -66,31 +66,16 @@ GraphDef Model() {
 
 const std::vector<std::string> kFetches = {"relu2_grad", "bias2_grad", "filter_grad", "relu3_grad", "bias3_grad"};
 
-struct Step {
-  std::vector<Tensor> outputs;
-  std::multiset<std::string> ops;
-};
+using Step = StepWithOps;
 
 Step RunModel(bool fuse) {
   SessionOptions options;
   options.fuse_bias_activation = fuse;
-  auto session = NewSession(options);
-  EXPECT_TRUE(session.ok()) << session.status();
-  Step step;
-  if (!session.ok()) return step;
-  absl::Status s = (*session)->Create(Model());
-  EXPECT_TRUE(s.ok()) << s;
-  RunOptions run;
-  run.collect_step_stats = true;
-  RunMetadata metadata;
-  s = (*session)->Run(run,
-                      {{"img", RandomFloats(TensorShape({3, 8, 10, 4}), 11)},
-                       {"dy2", RandomFloats(TensorShape({3, 4, 5, 16}), 12)},
-                       {"dy3", RandomFloats(TensorShape({3, 4, 5, 16}), 13)}},
-                      kFetches, {}, &step.outputs, &metadata);
-  EXPECT_TRUE(s.ok()) << s;
-  for (const NodeExecStats& n : metadata.step_stats) step.ops.insert(n.op);
-  return step;
+  return RunCollectingOps(options, Model(),
+                          {{"img", RandomFloats(TensorShape({3, 8, 10, 4}), 11)},
+                           {"dy2", RandomFloats(TensorShape({3, 4, 5, 16}), 12)},
+                           {"dy3", RandomFloats(TensorShape({3, 4, 5, 16}), 13)}},
+                          kFetches);
 }
 
 TEST(PoolGradFusionSession, FusedAndUnfusedGraphsComputeTheSameValues) {

@@ -1,6 +1,8 @@
 // Helpers shared by session tests (fusion_session_test, onednn_session_test,
-// winograd_session_test): seeded random inputs for graphs whose results are
-// compared across session options, and the comparison.
+// winograd_session_test, pool_grad_fusion_session_test,
+// batch_norm_fusion_session_test): seeded random inputs for graphs whose
+// results are compared across session options, the comparison, and one run
+// of a graph that also says which ops ran.
 // Thread safety: free functions without shared state.
 #ifndef SLUICE_ENGINE_RUNTIME_SESSION_TEST_UTIL_H_
 #define SLUICE_ENGINE_RUNTIME_SESSION_TEST_UTIL_H_
@@ -9,8 +11,14 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/framework/tensor.h"
+#include "engine/runtime/session.h"
+#include "gtest/gtest.h"
 
 namespace sluice {
 
@@ -38,6 +46,32 @@ inline FloatDifference CompareFloats(const Tensor& reference, const Tensor& othe
     d.scale = std::max(d.scale, static_cast<double>(std::abs(a[j])));
   }
   return d;
+}
+
+// One step of a graph: the fetched tensors and the op of every node that ran.
+struct StepWithOps {
+  std::vector<Tensor> outputs;
+  std::multiset<std::string> ops;
+};
+
+// Runs `graph` once in a new session with `options`, collecting step stats;
+// a failure is a test failure (and an empty result).
+inline StepWithOps RunCollectingOps(const SessionOptions& options, const GraphDef& graph,
+                                    const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                    const std::vector<std::string>& fetches) {
+  StepWithOps step;
+  auto session = NewSession(options);
+  EXPECT_TRUE(session.ok()) << session.status();
+  if (!session.ok()) return step;
+  absl::Status s = (*session)->Create(graph);
+  EXPECT_TRUE(s.ok()) << s;
+  RunOptions run;
+  run.collect_step_stats = true;
+  RunMetadata metadata;
+  s = (*session)->Run(run, feeds, fetches, {}, &step.outputs, &metadata);
+  EXPECT_TRUE(s.ok()) << s;
+  for (const NodeExecStats& n : metadata.step_stats) step.ops.insert(n.op);
+  return step;
 }
 
 }  // namespace sluice

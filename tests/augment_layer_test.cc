@@ -60,13 +60,7 @@ bool ImageEquals(const Tensor& t, int64_t n, const std::vector<float>& want) {
   return std::equal(want.begin(), want.end(), got);
 }
 
-class AugmentLayerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const std::string missing = training_graph_test::MissingFashionMnist();
-    if (!missing.empty()) GTEST_SKIP() << "Fashion-MNIST is not installed (" << missing << ")";
-  }
-};
+using AugmentLayerTest = training_graph_test::FashionMnistTest;
 
 TEST_F(AugmentLayerTest, TrainsOnFlippedAndShiftedImagesAndEvaluatesOnTheImages) {
   auto loaded = config::ParseExperiment("augment.pbtxt", Config());

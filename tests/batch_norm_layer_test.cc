@@ -95,13 +95,7 @@ void ExpectNear(const Tensor& got, const std::vector<double>& want, double toler
   }
 }
 
-class BatchNormLayerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const std::string missing = training_graph_test::MissingFashionMnist();
-    if (!missing.empty()) GTEST_SKIP() << "Fashion-MNIST is not installed (" << missing << ")";
-  }
-};
+using BatchNormLayerTest = training_graph_test::FashionMnistTest;
 
 TEST_F(BatchNormLayerTest, TrainsOnBatchStatisticsAndEvaluatesOnMovingOnes) {
   auto loaded = config::ParseExperiment("bn.pbtxt", Config());

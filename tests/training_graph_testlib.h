@@ -1,9 +1,10 @@
 // What the tests that run a whole training graph in this process share
 // (batch_norm_layer_test, augment_layer_test, training_step_reference_test):
-// the Debian Fashion-MNIST files and whether they are installed, the training
-// graph of a config (defaults applied and validated as `train` does), and a
-// session that ran its init op with the training input started as `train`
-// starts it (training::InputHook: the pipeline's init ops and queue runners).
+// the Debian Fashion-MNIST files and a fixture that skips without them, the
+// training graph of a config (defaults applied and validated as `train`
+// does), and a session that ran its init op with the training input started
+// as `train` starts it (training::InputHook: the pipeline's init ops and
+// queue runners).
 // Thread safety: one test's thread.
 #ifndef SLUICE_TESTS_TRAINING_GRAPH_TESTLIB_H_
 #define SLUICE_TESTS_TRAINING_GRAPH_TESTLIB_H_
@@ -18,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "configs/load.h"
 #include "engine/runtime/session.h"
+#include "gtest/gtest.h"
 #include "models/training/input_hook.h"
 #include "models/training_graph.h"
 
@@ -39,6 +41,15 @@ inline std::string MissingFashionMnist() {
   }
   return "";
 }
+
+// A test that needs the data set skips without it.
+class FashionMnistTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string missing = MissingFashionMnist();
+    if (!missing.empty()) GTEST_SKIP() << "Fashion-MNIST is not installed (" << missing << ")";
+  }
+};
 
 // The training graph of `loaded` after `overrides` (--set syntax), with the
 // defaults applied and the experiment validated.

@@ -78,13 +78,7 @@ double MaxRelativeError(const Tensor& got, const Mat& want) {
   return worst;
 }
 
-class TrainingStepReferenceTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const std::string missing = training_graph_test::MissingFashionMnist();
-    if (!missing.empty()) GTEST_SKIP() << "Fashion-MNIST is not installed (" << missing << ")";
-  }
-};
+using TrainingStepReferenceTest = training_graph_test::FashionMnistTest;
 
 TEST_F(TrainingStepReferenceTest, SgdStepsMatchFloat64ReferenceAndDoNotDiverge) {
   auto loaded = config::LoadExperimentFile("configs/fashion_mlp.pbtxt");

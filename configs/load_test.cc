@@ -52,7 +52,7 @@ TEST(Load, BaseConfigIsValid) {
 TEST(Load, ShippedConfigsAreValid) {
   for (const char* path : {"configs/fashion_mlp.pbtxt", "configs/fashion_cnn.pbtxt", "configs/fashion_logreg.pbtxt",
                            "configs/figure1_relu.pbtxt", "configs/fashion_sampled_softmax.pbtxt",
-                           "configs/fashion_resnet.pbtxt"}) {
+                           "configs/fashion_resnet.pbtxt", "configs/fashion_resnet_augmented.pbtxt"}) {
     auto loaded = LoadExperimentFile(path);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     ApplyDefaults(&(*loaded)->experiment);

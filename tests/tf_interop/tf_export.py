@@ -1,8 +1,9 @@
 """A model trained by Sluice, exported with `train CONFIG --export`, runs in TensorFlow.
 
 For each model (fashion_mlp, fashion_cnn, fashion_lstm with its in-graph while loop,
-fashion_resnet with batch normalization and residual sums, and fashion_sampled_softmax with its
-output weights in two parts): `train` runs a few steps and
+fashion_resnet with batch normalization and residual sums, fashion_resnet_augmented whose
+augment layer the export leaves out, and fashion_sampled_softmax with its output weights in
+two parts): `train` runs a few steps and
 its final evaluation over the 10,000 test images; `train --export` writes the frozen
 inference graph; TensorFlow (graph mode) imports that GraphDef as it is and runs it on the
 same 10,000 images. Checked:
@@ -47,13 +48,16 @@ MODELS = [
     # Residual blocks and batch normalization: TensorFlow's FusedBatchNormV3 in inference
     # mode on the moving statistics, AddN for the residual sums.
     ("fashion_resnet", 30, "outputs/logits", "outputs/logits:0  float [?,10]"),
+    # An augment layer: training flips and shifts, the export takes plain images.
+    ("fashion_resnet_augmented", 30, "outputs/logits", "outputs/logits:0  float [?,10]"),
     ("fashion_sampled_softmax", 60, "outputs/sampled_softmax/logits",
      "outputs/sampled_softmax/logits:0  float [?,10]"),
 ]
 
 
 # Settings a short run needs besides train.steps: the shipped warmup is longer than it.
-SHORT_RUN_SETS = {"fashion_resnet": ["--set", "optimizer.schedule.warmup_cosine.warmup_steps=10"]}
+SHORT_RUN_SETS = {name: ["--set", "optimizer.schedule.warmup_cosine.warmup_steps=10"]
+                  for name in ("fashion_resnet", "fashion_resnet_augmented")}
 
 
 def read_idx(name, header):

@@ -1,5 +1,6 @@
-// Image preprocessing ops for input pipelines. Images are [H, W, C] (or
-// [H, W]); batches [N, H, W, C] where noted.
+// Image preprocessing ops: for input pipelines, and AugmentImages for the
+// model's augment layer. Images are [H, W, C] (or [H, W]); batches
+// [N, H, W, C] where noted.
 //  ImageToFloat            (Sluice) uint8 -> float times `scale` (1/255:
 //                          [0, 1], as tf.image.convert_image_dtype).
 //  PerImageStandardization (Sluice; tf.image.per_image_standardization as
@@ -22,8 +23,9 @@
 //                          run augments as an unbroken one. No gradient: it
 //                          takes input features. Stateful, so CSE never
 //                          merges two of them.
-// Random ops draw from a per-kernel generator seeded by (seed, seed2):
-// nonzero seeds give the same sequence in every run; both zero, a random one.
+// RandomFlipLeftRight and RandomCrop draw from a per-kernel generator seeded
+// by (seed, seed2): nonzero seeds give the same sequence in every run; both
+// zero, a random one. AugmentImages keeps no state (counter-based, above).
 #include "absl/strings/str_cat.h"
 #include "engine/framework/op_def.h"
 #include "engine/framework/shape_inference.h"

@@ -1027,7 +1027,7 @@ TEST_F(OpsTest, AugmentImagesFlipsAndShiftsEachImageByItsStepsDraws) {
     return std::equal(a.data<float>(), a.data<float>() + a.NumElements(), b.data<float>());
   };
   const std::vector<Tensor> at5 = run_at(5), again = run_at(5), at6 = run_at(6), high = run_at(5 + (int64_t{1} << 32));
-  ASSERT_EQ(high.size(), 2u);
+  for (const std::vector<Tensor>* r : {&at5, &again, &at6, &high}) ASSERT_EQ(r->size(), 2u);
   EXPECT_TRUE(same(at5[0], again[0])) << "a step's draws are a function of the step";
   EXPECT_FALSE(same(at5[0], at6[0]));
   EXPECT_FALSE(same(at5[0], high[0])) << "the step's high word counts";

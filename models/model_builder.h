@@ -91,9 +91,10 @@ struct ModelOptions {
   // Read the variables another tower created (by shared_name) instead of
   // creating new ones; `variables` then lists the shared ones.
   bool reuse_variables = false;
-  // The int64 global step: dropout draws its mask at this counter, so the
-  // masks are a function of (seed, step) and resume exactly. Required when
-  // `training` and the model has dropout.
+  // The int64 global step: dropout draws its mask and augment its flips and
+  // shifts at this counter, so the draws are a function of (seed, step) and
+  // resume exactly. Required when `training` and the model has dropout or
+  // augment.
   Output global_step;
 };
 

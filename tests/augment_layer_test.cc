@@ -1,10 +1,11 @@
 // The augment layer (configs/experiment.proto) in a whole training graph on
 // the real Fashion-MNIST pipeline: every image a training step trains on is
 // the batch's image flipped or not and shifted within max_shift (zero where
-// the shift leaves the image), few are left unchanged, the draws differ from
-// step to step, and the evaluation tower passes its images through
+// the shift leaves the image), few are left unchanged, each place in the
+// batch draws anew from step to step, and the evaluation tower passes its images through
 // unchanged. Skips when the Debian data set is not installed.
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,8 @@ TEST_F(AugmentLayerTest, TrainsOnFlippedAndShiftedImagesAndEvaluatesOnTheImages)
 
   const std::string image = tg.train_input.features.at("image").tensor;
   int unchanged = 0, flipped = 0, shifted = 0, examples = 0;
+  // The (flip, dy, dx) found for each place in the batch, per step.
+  std::vector<std::vector<std::array<int, 3>>> draws;
   Tensor last_image;
   for (int step = 0; step < 3; ++step) {
     SCOPED_TRACE(absl::StrCat("step ", step));
@@ -83,6 +86,7 @@ TEST_F(AugmentLayerTest, TrainsOnFlippedAndShiftedImagesAndEvaluatesOnTheImages)
     ASSERT_EQ(out[0].shape(), TensorShape({kBatch, kSide, kSide, 1}));
     ASSERT_EQ(out[1].shape(), out[0].shape());
     last_image = out[0];
+    draws.emplace_back();
     for (int64_t n = 0; n < kBatch; ++n, ++examples) {
       // The first (flip, dy, dx) that gives the trained-on image; Fashion-MNIST's
       // zero borders may let several match.
@@ -92,6 +96,7 @@ TEST_F(AugmentLayerTest, TrainsOnFlippedAndShiftedImagesAndEvaluatesOnTheImages)
           for (int dx = -kShift; dx <= kShift && !found; ++dx) {
             if (!ImageEquals(out[1], n, Transformed(out[0], n, flip == 1, dy, dx))) continue;
             found = true;
+            draws.back().push_back({flip, dy, dx});
             if (flip == 0 && dy == 0 && dx == 0) ++unchanged;
             if (flip == 1) ++flipped;
             if (dy != 0 || dx != 0) ++shifted;
@@ -106,6 +111,13 @@ TEST_F(AugmentLayerTest, TrainsOnFlippedAndShiftedImagesAndEvaluatesOnTheImages)
   EXPECT_LT(unchanged, examples / 10) << unchanged << " of " << examples;
   EXPECT_GT(flipped, examples / 4) << flipped << " of " << examples;
   EXPECT_GT(shifted, examples / 2) << shifted << " of " << examples;
+  // A place in the batch draws anew at every step (the same draw with
+  // probability 1/98, or a flip and shift that happen to match two ways).
+  for (size_t step = 1; step < draws.size(); ++step) {
+    int same = 0;
+    for (int64_t n = 0; n < kBatch; ++n) same += draws[step][n] == draws[step - 1][n];
+    EXPECT_LT(same, kBatch / 4) << "steps " << step - 1 << " and " << step << " drew alike";
+  }
 
   // The evaluation tower passes its images through.
   const std::string eval_image = tg.eval_input.features.at("image").tensor;

@@ -42,13 +42,21 @@ bool OnlyReader(const Node* n, int port, const Edge* edge) {
   return out.size() == 1 && out[0] == edge;
 }
 
-// None of `inputs`' sources (the fused node's, from outside the chain)
-// depends on a member: the fused node would be in a cycle.
-bool NoCycle(const Graph& graph, const std::vector<Node*>& members) {
+// The chain's members read each other only along `chain_edges` (a second
+// data edge between members, AddN(bn:0, bn:1) or a gradient that reads the
+// ReluGrad twice, would leave the fused node an input from a removed node),
+// and none of the fused node's inputs from outside the chain depends on a
+// member (the fused node would be in a cycle).
+bool Separable(const Graph& graph, const std::vector<Node*>& members, const std::vector<const Edge*>& chain_edges) {
+  auto member = [&](const Node* n) { return std::find(members.begin(), members.end(), n) != members.end(); };
   std::vector<Node*> roots;
   for (const Node* m : members) {
     for (const Edge* e : m->in_edges()) {
-      if (std::find(members.begin(), members.end(), e->src) == members.end()) roots.push_back(e->src);
+      if (!member(e->src)) {
+        roots.push_back(e->src);
+      } else if (!e->IsControlEdge() && std::find(chain_edges.begin(), chain_edges.end(), e) == chain_edges.end()) {
+        return false;
+      }
     }
   }
   const std::vector<bool> upstream = ReverseReachable(graph, roots);
@@ -104,8 +112,12 @@ bool MatchForward(const BatchNormFusionOptions& options, const Graph& graph, Nod
     chain->add = add;
   }
   std::vector<Node*> members = {chain->batch_norm, chain->relu};
-  if (chain->add != nullptr) members.push_back(chain->add);
-  return NoCycle(graph, members);
+  std::vector<const Edge*> chain_edges = {in};
+  if (chain->add != nullptr) {
+    members.push_back(chain->add);
+    chain_edges.push_back(chain->add->input_edge(1 - chain->side_port));
+  }
+  return Separable(graph, members, chain_edges);
 }
 
 void FuseForward(const ForwardChain& chain, Graph* graph) {
@@ -162,7 +174,7 @@ bool MatchBackward(const BatchNormFusionOptions& options, const Graph& graph, No
   // The offset: input 2 of the batch norm whose reserve_space_1 (output 3)
   // this gradient reads.
   const Edge* reserve = grad->input_edge(3);
-  if (reserve == nullptr) return false;
+  if (reserve == nullptr || reserve->src_output != 3) return false;
   const std::string forward = reserve->src->type_string();
   if (forward != "FusedBatchNormV3" && forward != "_FusedBatchNormEx") return false;
   const Edge* offset = reserve->src->input_edge(2);
@@ -172,7 +184,7 @@ bool MatchBackward(const BatchNormFusionOptions& options, const Graph& graph, No
   std::vector<Node*> roots = {offset->src};
   const std::vector<bool> upstream = ReverseReachable(graph, roots);
   if (upstream[relu_grad->id()] || upstream[grad->id()]) return false;
-  return NoCycle(graph, {relu_grad, grad});
+  return Separable(graph, {relu_grad, grad}, {dy});
 }
 
 void FuseBackward(const BackwardChain& chain, Graph* graph) {

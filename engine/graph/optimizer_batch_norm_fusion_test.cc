@@ -6,7 +6,8 @@
 // offset and the ReluGrad's mask tensor as y, its side_input_backprop read by
 // the ReluGrad's other consumers. A y with another reader, an AddN of three,
 // float64, kept nodes, a device without the fused kernels (a GPU here) are
-// left alone; control edges move. (Values through a session:
+// left alone, and so are chains that would put the fused node in a cycle or
+// whose members read each other twice; control edges move. (Values through a session:
 // engine/runtime/batch_norm_fusion_session_test.cc.)
 #include "engine/graph/optimizer_batch_norm_fusion.h"
 
@@ -186,7 +187,55 @@ TEST(BatchNormFusion, ControlEdgesMoveToTheFusedNodes) {
   const BatchNormFusionResult r = Fuse(g.get());
   ASSERT_EQ(r.forward + r.backward, 2);
   EXPECT_THAT(InputsOf(*g, "relu"), UnorderedElementsAre("x", "scale", "offset", "scale", "offset", "side", "^before"));
+  EXPECT_THAT(InputsOf(*g, "grad"),
+              UnorderedElementsAre("dy", "x", "scale", "relu:3", "relu:4", "relu:5", "offset", "relu", "^before"));
   EXPECT_THAT(InputsOf(*g, "after"), UnorderedElementsAre("^relu", "^grad"));
+}
+
+// A fused node whose input would come from a member (the side input computed
+// from the batch norm's statistics; the gradient's x from the ReluGrad) would
+// be in a cycle: left alone, as are chains whose members read each other
+// twice (AddN(bn:0, bn:1); a gradient that takes the ReluGrad as y_backprop
+// and as x), whose removed member would be left an input of the fused node.
+TEST(BatchNormFusion, CyclesAndMembersReadTwiceAreLeftAlone) {
+  GraphDefBuilder cycle;
+  for (const char* name : {"x", "scale", "offset", "dy"}) cycle.Placeholder(name, DT_FLOAT);
+  cycle.Node("bn", "FusedBatchNormV3", {"x", "scale", "offset", "scale", "offset"}, Attrs(DT_FLOAT));
+  cycle.Node("from_bn", "Identity", {"bn:1"}, {{"T", MakeAttr(DT_FLOAT)}});
+  cycle.Node("sum", "AddN", {"from_bn", "bn"}, {{"T", MakeAttr(DT_FLOAT)}, {"N", MakeAttr(int64_t{2})}});
+  cycle.Node("relu", "Relu", {"sum"}, {{"T", MakeAttr(DT_FLOAT)}});
+  // (Another batch norm, whose forward fuses: this one's sum is a vector.)
+  cycle.Node("bn2", "FusedBatchNormV3", {"x", "scale", "offset", "scale", "offset"}, Attrs(DT_FLOAT));
+  cycle.Node("relu2", "Relu", {"bn2"}, {{"T", MakeAttr(DT_FLOAT)}});
+  cycle.Node("relu_grad", "ReluGrad", {"dy", "relu2"}, {{"T", MakeAttr(DT_FLOAT)}});
+  cycle.Node("from_relu_grad", "Identity", {"relu_grad"}, {{"T", MakeAttr(DT_FLOAT)}});
+  cycle.Node("grad", "FusedBatchNormGradV3", {"relu_grad", "from_relu_grad", "scale", "bn2:3", "bn2:4", "bn2:5"},
+             Attrs(DT_FLOAT));
+  auto g = MustBuild(cycle.graph());
+  BatchNormFusionResult r = Fuse(g.get());
+  EXPECT_EQ(r.forward, 1);  // bn2's
+  EXPECT_EQ(r.backward, 0);
+  EXPECT_EQ(CountOps(*g, "AddN"), 1);
+  EXPECT_EQ(CountOps(*g, "ReluGrad"), 1);
+  ExpectValid(*g);
+
+  GraphDefBuilder twice;
+  for (const char* name : {"x", "scale", "offset", "dy"}) twice.Placeholder(name, DT_FLOAT);
+  twice.Node("bn", "FusedBatchNormV3", {"x", "scale", "offset", "scale", "offset"}, Attrs(DT_FLOAT));
+  twice.Node("sum", "AddN", {"bn:0", "bn:1"}, {{"T", MakeAttr(DT_FLOAT)}, {"N", MakeAttr(int64_t{2})}});
+  twice.Node("relu", "Relu", {"sum"}, {{"T", MakeAttr(DT_FLOAT)}});
+  twice.Node("bn2", "FusedBatchNormV3", {"x", "scale", "offset", "scale", "offset"}, Attrs(DT_FLOAT));
+  twice.Node("relu2", "Relu", {"bn2"}, {{"T", MakeAttr(DT_FLOAT)}});
+  twice.Node("relu_grad", "ReluGrad", {"dy", "relu2"}, {{"T", MakeAttr(DT_FLOAT)}});
+  twice.Node("grad", "FusedBatchNormGradV3", {"relu_grad", "relu_grad", "scale", "bn2:3", "bn2:4", "bn2:5"},
+             Attrs(DT_FLOAT));
+  g = MustBuild(twice.graph());
+  r = Fuse(g.get());
+  EXPECT_EQ(r.forward, 1);  // bn2's
+  EXPECT_EQ(r.backward, 0);
+  EXPECT_EQ(CountOps(*g, "AddN"), 1);
+  EXPECT_EQ(CountOps(*g, "ReluGrad"), 1);
+  ExpectValid(*g);
 }
 
 }  // namespace

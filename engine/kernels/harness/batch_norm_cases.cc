@@ -259,13 +259,13 @@ std::vector<OpCase> GradCases(DataType dt, Rng* rng) {
 
 // _FusedBatchNormEx: FusedBatchNormV3's cases with a side input added to y
 // and a Relu (alternately without the side input), and one with a side
-// input and no activation; mismatched side inputs and an unknown activation
-// are errors.
+// input and no activation (the third); mismatched side inputs and an unknown
+// activation are errors.
 std::vector<OpCase> ForwardExCases(DataType dt, Rng* rng) {
   std::vector<OpCase> cases;
   int i = 0;
   for (const Norm& n : Layouts()) {
-    const bool side = i % 2 == 0, relu = i != 1;
+    const bool side = i % 2 == 0, relu = i != 2;
     ++i;
     OpCase c = ForwardCase(dt, rng, n);
     c.check_gradient = false;
@@ -303,7 +303,9 @@ std::vector<OpCase> ForwardExCases(DataType dt, Rng* rng) {
 
 // _FusedBatchNormGradEx: FusedBatchNormGradV3's training and inference cases
 // with the gradient masked by a Relu's output, alternately with the masked
-// gradient as side_input_backprop.
+// gradient as side_input_backprop; one without an activation, whose
+// side_input_backprop is y_backprop itself; a y of another shape and an
+// unknown activation are errors.
 std::vector<OpCase> GradExCases(DataType dt, Rng* rng) {
   std::vector<OpCase> cases;
   int i = 0;
@@ -311,6 +313,31 @@ std::vector<OpCase> GradExCases(DataType dt, Rng* rng) {
     if (n.factor != 1.0) continue;
     cases.push_back(GradCase(dt, rng, n, i++ % 2 == 0 ? GradKind::kReluSide : GradKind::kRelu));
   }
+  // Identity: the plain gradient's values, and y_backprop as side_input_backprop
+  // (offset and y taken from a Relu case, with its attrs but the activation).
+  const OpCase relu = GradCase(dt, rng, Norm{TensorShape({2, 3, 3, 4}), false, true}, GradKind::kReluSide);
+  OpCase plain = GradCase(dt, rng, Norm{TensorShape({2, 3, 3, 4}), false, true}, GradKind::kPlain);
+  plain.inputs.push_back(relu.inputs[6]);
+  plain.inputs.push_back(relu.inputs[7]);
+  plain.attrs = relu.attrs;
+  plain.attrs["activation_mode"] = MakeAttr(std::string("Identity"));
+  plain.description += " Identity, side input";
+  plain.expected.push_back(plain.inputs[0]);
+  cases.push_back(std::move(plain));
+  const DataType u = StatType(dt);
+  const TensorShape shape({1, 2, 2, 3});
+  Tensor v3 = RandomTensor(u, TensorShape({3}), rng, 0.5, 1);
+  AttrList attrs = NormAttrs(Norm{shape}, false);
+  attrs["activation_mode"] = MakeAttr(std::string("Relu"));
+  attrs["num_side_inputs"] = MakeAttr(int64_t{0});
+  const Tensor x = RandomTensor(dt, shape, rng);
+  cases.push_back(ErrorCase("a y of another shape",
+                            {x, x, v3, v3, v3, FromDoubles(u, TensorShape({0}), {}), v3,
+                             RandomTensor(dt, TensorShape({1, 2, 1, 3}), rng)},
+                            attrs, "y must have x's shape"));
+  attrs["activation_mode"] = MakeAttr(std::string("Sigmoid"));
+  cases.push_back(ErrorCase("an unknown activation", {x, x, v3, v3, v3, FromDoubles(u, TensorShape({0}), {}), v3, x},
+                            attrs, "activation_mode must be Identity or Relu"));
   return cases;
 }
 

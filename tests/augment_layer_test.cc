@@ -18,11 +18,6 @@
 namespace sluice {
 namespace {
 
-using training_graph_test::kTestImages;
-using training_graph_test::kTestLabels;
-using training_graph_test::kTrainImages;
-using training_graph_test::kTrainLabels;
-
 constexpr int kSide = 28, kShift = 3, kBatch = 64;
 
 std::string Config() {
@@ -34,10 +29,7 @@ model {
   layer { name: "logits" input: "flat" dense { units: 10 } }
   loss { softmax_cross_entropy { logits: "logits" labels: "label" } }
 }
-input {
-  train { idx { images: ")", kTrainImages, R"(" labels: ")", kTrainLabels, R"(" } scale_to_unit: true batch_size: 64 }
-  eval { idx { images: ")", kTestImages, R"(" labels: ")", kTestLabels, R"(" } scale_to_unit: true batch_size: 50 }
-}
+)", training_graph_test::FashionMnistInput(), R"(
 optimizer { sgd { learning_rate: 0.1 } }
 train { steps: 10 deterministic: true }
 )");

@@ -24,11 +24,6 @@
 namespace sluice {
 namespace {
 
-using training_graph_test::kTestImages;
-using training_graph_test::kTestLabels;
-using training_graph_test::kTrainImages;
-using training_graph_test::kTrainLabels;
-
 constexpr int kFeatures = 6;
 constexpr double kMomentum = 0.75, kEpsilon = 0.01;
 
@@ -48,10 +43,7 @@ model {
   layer { name: "rows_bn" input: "rows" batch_norm { momentum: 0.75 epsilon: 0.01 no_scale: true no_center: true } }
   loss { softmax_cross_entropy { logits: "logits" labels: "label" } }
 }
-input {
-  train { idx { images: ")", kTrainImages, R"(" labels: ")", kTrainLabels, R"(" } scale_to_unit: true batch_size: 64 }
-  eval { idx { images: ")", kTestImages, R"(" labels: ")", kTestLabels, R"(" } scale_to_unit: true batch_size: 50 }
-}
+)", training_graph_test::FashionMnistInput(), R"(
 optimizer { sgd { learning_rate: 0.5 } }
 train { steps: 10 deterministic: true }
 )");

@@ -31,6 +31,14 @@ constexpr char kTrainLabels[] = "/usr/share/datasets/fashion-mnist/train-labels-
 constexpr char kTestImages[] = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
 constexpr char kTestLabels[] = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
 
+// An experiment's `input` section over these files: pixels scaled to [0, 1],
+// batches of 64 for training and 50 for evaluation.
+inline std::string FashionMnistInput() {
+  return std::string("input {\n  train { idx { images: \"") + kTrainImages + "\" labels: \"" + kTrainLabels +
+         "\" } scale_to_unit: true batch_size: 64 }\n  eval { idx { images: \"" + kTestImages + "\" labels: \"" +
+         kTestLabels + "\" } scale_to_unit: true batch_size: 50 }\n}\n";
+}
+
 // The first Fashion-MNIST image file that cannot be read ("" when both can):
 // a test skips with it.
 inline std::string MissingFashionMnist() {

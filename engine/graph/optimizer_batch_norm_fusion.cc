@@ -45,11 +45,13 @@ bool OnlyReader(const Node* n, int port, const Edge* edge) {
 // The chain's members read each other only along `chain_edges` (a second
 // data edge between members, AddN(bn:0, bn:1) or a gradient that reads the
 // ReluGrad twice, would leave the fused node an input from a removed node),
-// and none of the fused node's inputs from outside the chain depends on a
-// member (the fused node would be in a cycle).
-bool Separable(const Graph& graph, const std::vector<Node*>& members, const std::vector<const Edge*>& chain_edges) {
+// and none of the fused node's inputs from outside the chain (the members'
+// own, and `extra_inputs`) depends on a member (the fused node would be in a
+// cycle).
+bool Separable(const Graph& graph, const std::vector<Node*>& members, const std::vector<const Edge*>& chain_edges,
+               std::vector<Node*> extra_inputs = {}) {
   auto member = [&](const Node* n) { return std::find(members.begin(), members.end(), n) != members.end(); };
-  std::vector<Node*> roots;
+  std::vector<Node*> roots = std::move(extra_inputs);
   for (const Node* m : members) {
     for (const Edge* e : m->in_edges()) {
       if (!member(e->src)) {
@@ -180,11 +182,8 @@ bool MatchBackward(const BatchNormFusionOptions& options, const Graph& graph, No
   const Edge* offset = reserve->src->input_edge(2);
   if (offset == nullptr) return false;
   *chain = BackwardChain{relu_grad, grad, {offset->src, offset->src_output}, DataOut(relu_grad, 0).size() > 1};
-  // The offset's source must not depend on the members either.
-  std::vector<Node*> roots = {offset->src};
-  const std::vector<bool> upstream = ReverseReachable(graph, roots);
-  if (upstream[relu_grad->id()] || upstream[grad->id()]) return false;
-  return Separable(graph, {relu_grad, grad}, {dy});
+  // The offset, taken from the forward node, is an input of the fused node too.
+  return Separable(graph, {relu_grad, grad}, {dy}, {offset->src});
 }
 
 void FuseBackward(const BackwardChain& chain, Graph* graph) {

@@ -66,6 +66,29 @@ absl::Status BatchNormShape(InferenceContext* c, int x_input, int first_vector, 
   return absl::OkStatus();
 }
 
+// FusedBatchNormV3's outputs (also _FusedBatchNormEx's). Training with
+// exponential_avg_factor 1 ignores mean and variance (tf.nn.fused_batch_norm
+// passes empty ones), as in TensorFlow.
+absl::Status ForwardShape(InferenceContext* c) {
+  bool is_training = true;
+  float factor = 1.0f;
+  c->GetAttr("is_training", &is_training).IgnoreError();
+  c->GetAttr("exponential_avg_factor", &factor).IgnoreError();
+  absl::Status s = BatchNormShape(c, 0, 1, is_training && factor == 1.0f ? 2 : 4, 5);
+  if (!s.ok()) return s;
+  c->set_output(5, PartialShape::FromDims({0}));
+  return absl::OkStatus();
+}
+
+// FusedBatchNormGradV3's outputs (also _FusedBatchNormGradEx's first five).
+absl::Status GradShape(InferenceContext* c) {
+  absl::Status s = BatchNormShape(c, 1, 3, 2, 3);
+  if (!s.ok()) return s;
+  c->set_output(3, PartialShape::FromDims({0}));
+  c->set_output(4, PartialShape::FromDims({0}));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 REGISTER_OP("FusedBatchNormV3")
@@ -86,18 +109,7 @@ REGISTER_OP("FusedBatchNormV3")
     .Attr("exponential_avg_factor: float = 1.0")
     .Attr("data_format: string = 'NHWC'")  // NHWC, NCHW, NDHWC or NCDHW
     .Attr("is_training: bool = true")
-    .SetShapeFn([](InferenceContext* c) {
-      // Training with exponential_avg_factor 1 ignores mean and variance
-      // (tf.nn.fused_batch_norm passes empty ones), as in TensorFlow.
-      bool is_training = true;
-      float factor = 1.0f;
-      c->GetAttr("is_training", &is_training).IgnoreError();
-      c->GetAttr("exponential_avg_factor", &factor).IgnoreError();
-      absl::Status s = BatchNormShape(c, 0, 1, is_training && factor == 1.0f ? 2 : 4, 5);
-      if (!s.ok()) return s;
-      c->set_output(5, PartialShape::FromDims({0}));
-      return absl::OkStatus();
-    })
+    .SetShapeFn(ForwardShape)
     .SetGradient([](GradientBuilder* g) {
       AttrList attrs = g->ForwardAttrs({"epsilon", "data_format", "is_training"});
       Node* grad = g->b().AddNode("batch_norm_grad", "FusedBatchNormGradV3",
@@ -125,13 +137,7 @@ REGISTER_OP("FusedBatchNormGradV3")
     .Attr("epsilon: float = 0.0001")
     .Attr("data_format: string = 'NHWC'")  // NHWC, NCHW, NDHWC or NCDHW
     .Attr("is_training: bool = true")
-    .SetShapeFn([](InferenceContext* c) {
-      absl::Status s = BatchNormShape(c, 1, 3, 2, 3);
-      if (!s.ok()) return s;
-      c->set_output(3, PartialShape::FromDims({0}));
-      c->set_output(4, PartialShape::FromDims({0}));
-      return absl::OkStatus();
-    })
+    .SetShapeFn(GradShape)
     .SetNotDifferentiable();
 
 namespace {
@@ -187,19 +193,9 @@ REGISTER_OP("_FusedBatchNormEx")
     .SetShapeFn([](InferenceContext* c) {
       int64_t side_inputs = 0;
       absl::Status s = CheckExAttrs(c, &side_inputs);
-      if (!s.ok()) return s;
-      bool is_training = true;
-      float factor = 1.0f;
-      c->GetAttr("is_training", &is_training).IgnoreError();
-      c->GetAttr("exponential_avg_factor", &factor).IgnoreError();
-      s = BatchNormShape(c, 0, 1, is_training && factor == 1.0f ? 2 : 4, 5);
-      if (!s.ok()) return s;
-      if (side_inputs == 1) {
-        s = CheckSameShape(c, 0, 5, "side_input");
-        if (!s.ok()) return s;
-      }
-      c->set_output(5, PartialShape::FromDims({0}));
-      return absl::OkStatus();
+      if (s.ok()) s = ForwardShape(c);
+      if (s.ok() && side_inputs == 1) s = CheckSameShape(c, 0, 5, "side_input");
+      return s;
     })
     .SetNotDifferentiable();
 
@@ -228,15 +224,10 @@ REGISTER_OP("_FusedBatchNormGradEx")
     .SetShapeFn([](InferenceContext* c) {
       int64_t side_inputs = 0;
       absl::Status s = CheckExAttrs(c, &side_inputs);
-      if (!s.ok()) return s;
-      s = BatchNormShape(c, 1, 3, 2, 3);
-      if (!s.ok()) return s;
-      s = CheckSameShape(c, 1, 7, "y");
-      if (!s.ok()) return s;
-      c->set_output(3, PartialShape::FromDims({0}));
-      c->set_output(4, PartialShape::FromDims({0}));
-      if (side_inputs == 1) c->set_output(5, c->input(1));
-      return absl::OkStatus();
+      if (s.ok()) s = GradShape(c);
+      if (s.ok()) s = CheckSameShape(c, 1, 7, "y");
+      if (s.ok() && side_inputs == 1) c->set_output(5, c->input(1));
+      return s;
     })
     .SetNotDifferentiable();
 
